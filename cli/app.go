@@ -1,0 +1,227 @@
+// Package cli wires bbengine's packages into the `bbengine` command line.
+//
+// It is the only package that knows about every other one. Each command lives
+// in its own file as a *cli.Command whose Action binds flags into a library's
+// Options, calls one library function, and writes to the app's writers.
+//
+// Exit codes: 0 on success, 1 on a runtime failure (one line on stderr naming
+// what failed), 2 on a usage error (unknown command, bad flag, missing
+// argument; the usage is printed first). Only Main decides the code; commands
+// return errors.
+//
+// Every flag can also be set by an environment variable BBENGINE_<NAME>
+// (upper case, dashes as underscores) and by a key in the YAML file named by
+// --config. Precedence: command line, then environment, then config file,
+// then the flag's default.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Version is the bbengine version, set at build time with
+// -ldflags "-X github.com/bbengine/bbengine/cli.Version=v1.2.3".
+var Version = "dev"
+
+// usageError marks an error caused by how the command was invoked; Main
+// prints usage for it and exits with status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// exitError carries an exit status other than 1 for a failure that has
+// already been reported (validate prints its diagnostics, then exits 1).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// Main runs the bbengine command line with args (args[0] is the program
+// name) and returns the process exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	app := NewApp(stdout, stderr)
+	err := app.Run(args)
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "bbengine: %v\n", err)
+		return 2
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "bbengine: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "bbengine: %s\n", oneLine(err.Error()))
+	return 1
+}
+
+// oneLine folds a multi-line error message into one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// NewApp builds the bbengine application writing to stdout and stderr.
+func NewApp(stdout, stderr io.Writer) *ucli.App {
+	app := &ucli.App{
+		Name:      "bbengine",
+		Usage:     "flight recorder and memory engine for AI coding agents",
+		Version:   Version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{
+				Name:  "dir",
+				Usage: "data directory",
+				Value: DefaultDir(),
+			},
+			&ucli.StringFlag{
+				Name:  "config",
+				Usage: "YAML file with flag values (keys are flag names; a map per command is also read)",
+			},
+		},
+		Commands: []*ucli.Command{
+			versionCommand(),
+			// validate
+			// fmt
+			// stats
+		},
+		HideVersion:          true,
+		EnableBashCompletion: false,
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			_ = ucli.ShowAppHelp(c)
+			return &usageError{err}
+		},
+		CommandNotFound: func(c *ucli.Context, name string) {
+			// Reported by the app Action below; urfave/cli calls this only
+			// for unknown subcommands of a command with subcommands.
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() == 0 {
+				return ucli.ShowAppHelp(c)
+			}
+			_ = ucli.ShowAppHelp(c)
+			return usagef("unknown command %q", c.Args().First())
+		},
+		Before: func(c *ucli.Context) error {
+			return applyConfig(c, nil)
+		},
+		ExitErrHandler: func(*ucli.Context, error) {},
+	}
+	prepare(app)
+	return app
+}
+
+// prepare gives every flag of app its BBENGINE_* environment variable and
+// makes every command read the config file, report usage errors with
+// status 2, and reject stray arguments where it takes none.
+func prepare(app *ucli.App) {
+	for _, f := range app.Flags {
+		addEnv(f)
+	}
+	var walk func(cmds []*ucli.Command, path []string)
+	walk = func(cmds []*ucli.Command, path []string) {
+		for _, cmd := range cmds {
+			cmd := cmd
+			p := append(append([]string(nil), path...), cmd.Name)
+			for _, f := range cmd.Flags {
+				addEnv(f)
+			}
+			cmd.OnUsageError = func(c *ucli.Context, err error, _ bool) error {
+				_ = ucli.ShowCommandHelp(c, cmd.Name)
+				return &usageError{fmt.Errorf("%s: %w", strings.Join(p, " "), err)}
+			}
+			before := cmd.Before
+			cmd.Before = func(c *ucli.Context) error {
+				if err := applyConfig(c, p); err != nil {
+					return err
+				}
+				if before != nil {
+					return before(c)
+				}
+				return nil
+			}
+			if len(cmd.Subcommands) > 0 && cmd.Action == nil {
+				cmd.Action = func(c *ucli.Context) error {
+					_ = ucli.ShowSubcommandHelp(c)
+					if c.NArg() == 0 {
+						return usagef("%s: missing subcommand", strings.Join(p, " "))
+					}
+					return usagef("%s: unknown subcommand %q", strings.Join(p, " "), c.Args().First())
+				}
+			}
+			walk(cmd.Subcommands, p)
+		}
+	}
+	walk(app.Commands, nil)
+}
+
+// envName is the environment variable that sets flag name.
+func envName(name string) string {
+	return "BBENGINE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+func addEnv(f ucli.Flag) {
+	name := f.Names()[0]
+	switch f := f.(type) {
+	case *ucli.StringFlag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.BoolFlag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.IntFlag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.Int64Flag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.Uint64Flag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.Float64Flag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.DurationFlag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	case *ucli.StringSliceFlag:
+		f.EnvVars = append(f.EnvVars, envName(name))
+	}
+}
+
+// DefaultDir is the data directory used when --dir is not given:
+// $XDG_DATA_HOME/bbengine, else ~/.local/share/bbengine (on macOS
+// ~/Library/Application Support/bbengine, on Windows %LocalAppData%\bbengine).
+func DefaultDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "bbengine")
+	}
+	switch runtime.GOOS {
+	case "windows":
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "bbengine")
+		}
+	case "darwin":
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, "Library", "Application Support", "bbengine")
+		}
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "bbengine")
+	}
+	return filepath.Join(os.TempDir(), "bbengine")
+}

@@ -85,7 +85,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"reserved", fix(func(b []byte) { b[35] = 1 }), ErrInvalid},
 		{"rawLen too large", fix(func(b []byte) { binary.LittleEndian.PutUint32(b[36:], MaxPayload+1) }), ErrInvalid},
 		{"len disagrees", fix(func(b []byte) { binary.LittleEndian.PutUint32(b[36:], 3) }), ErrInvalid},
-		{"huge len", mut(func(b []byte) { binary.LittleEndian.PutUint32(b[4:], 1<<31); binary.LittleEndian.PutUint32(b[36:], 1<<31) }), ErrInvalid},
+		{"huge len", mut(func(b []byte) {
+			binary.LittleEndian.PutUint32(b[4:], 1<<31)
+			binary.LittleEndian.PutUint32(b[36:], 1<<31)
+		}), ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

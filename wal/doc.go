@@ -1,0 +1,72 @@
+// Package wal owns the write-ahead log: the segmented, append-only file set
+// that is bbengine's only source of truth. Everything else (Pebble, the
+// index, packs) is derived from it and can be rebuilt from it.
+//
+// # Layout
+//
+// A log is a directory of segment files named by the logical offset of
+// their first byte, as 16 lower-case hex digits, so names sort in log
+// order. The logical offset of a frame is its byte position in the whole
+// log: segment base + position in the segment. Every segment starts with a
+// segment header frame; a segment is closed (synced) when the next frame
+// would take it past Options.SegmentSize.
+//
+//	<dir>/
+//	  LOCK                          flock(2) held by the one writer
+//	  0000000000000000.wal          base 0
+//	  0000000004000123.wal          base 0x4000123 = size of the first segment
+//	  0000000004000123.wal.damaged-20260101T120000Z   copy kept by Repair
+//
+//	segment 0000000004000123.wal
+//	+-----------------+------------------+------------------+-- ... --+
+//	| segment header  | frame            | frame            |         |
+//	| off=0x4000123   | off=0x4000153    | off=...          |         |
+//	+-----------------+------------------+------------------+-- ... --+
+//	 48 bytes          40-byte header + payload
+//
+//	frame (little-endian; see package codec/frame and docs/format/wal.md)
+//	 0       4       8               16              24              32  33  34  36      40
+//	+-------+-------+---------------+---------------+---------------+---+---+---+-------+---------
+//	| crc   | len   | off           | exchange      | time (ns)     |knd|flg|rsv|rawLen | payload
+//	+-------+-------+---------------+---------------+---------------+---+---+---+-------+---------
+//	 crc = masked CRC-32C of bytes [4, 40+len)
+//
+//	segment header payload: "BBWAL\x00" + u16 format version (1)
+//
+// Offsets may have gaps: retention removes whole segments from the front
+// (and, around pinned ones, from the middle), and Repair may shorten a
+// segment that is not the last. A Reader skips gaps.
+//
+// # Writing and durability
+//
+// One writer goroutine owns the active segment. Append encodes (and
+// compresses) the frame in the caller's goroutine, takes the next offset
+// under a lock, and queues the frame on a bounded queue. The writer drains
+// whatever is queued, writes it with one write(2), calls fdatasync as the
+// SyncPolicy says, publishes the new end to readers, and only then
+// acknowledges every append of the group. Under SyncAlways, concurrent
+// appenders therefore share one fdatasync (group commit). A failed write or
+// sync is sticky: every later Append returns it, because the state of the
+// file is unknown.
+//
+// # Recovery
+//
+// Open scans the last segment. Every frame must pass its CRC and record its
+// own offset, so stale, shifted or zeroed bytes never parse. At the first
+// invalid frame Open looks for any later valid frame: if there is none the
+// tail was torn by a crash during a write, and Open truncates it and
+// reports it through Log.Recovery. If there is one, the segment is corrupt:
+// Open returns a *CorruptionError (segment, offset) and changes nothing;
+// Repair keeps a copy of the segment and truncates it. Check verifies every
+// segment.
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use by multiple goroutines. A Reader is not;
+// use one per goroutine, any number at once, concurrently with appends.
+// Readers see a frame once its write has returned (before it is synced,
+// unless the policy is SyncAlways). One process may write a log at a time
+// (dir/LOCK); any number of processes may open it with Options.ReadOnly,
+// which never modifies anything and treats an incomplete frame at the end
+// of the last segment as not yet written.
+package wal

@@ -1,0 +1,66 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors that concern a place in the log wrap one of these
+// and name the segment file and the offset.
+var (
+	// ErrCorruption means a segment holds bytes that are not a valid frame
+	// where a frame must be. It is wrapped by *CorruptionError.
+	ErrCorruption = errors.New("wal: corruption")
+	// ErrClosed is returned by operations on a closed Log.
+	ErrClosed = errors.New("wal: log closed")
+	// ErrReadOnly is returned by Append and Sync on a log opened read-only.
+	ErrReadOnly = errors.New("wal: log opened read-only")
+	// ErrNotBoundary means an offset is not the start of a frame. It is
+	// wrapped by *BoundaryError, which names the next boundary.
+	ErrNotBoundary = errors.New("wal: offset is not a frame boundary")
+	// ErrOutOfRange means an offset lies before the first retained frame or
+	// after the end of the log.
+	ErrOutOfRange = errors.New("wal: offset out of range")
+	// ErrLocked means another process holds the log open for writing.
+	ErrLocked = errors.New("wal: log is locked by another writer")
+	// ErrTooLarge means a payload exceeds frame.MaxPayload.
+	ErrTooLarge = errors.New("wal: payload too large")
+)
+
+// Reasons a frame is rejected, wrapped in CorruptionError.Err.
+var (
+	errOffsetMismatch = errors.New("frame records a different offset (stale or misplaced bytes)")
+	errNoHeader       = errors.New("segment does not start with a segment header frame")
+	errOverlap        = errors.New("segment overlaps the next segment")
+	errShrunk         = errors.New("segment shrank while it was being read")
+)
+
+// CorruptionError reports a frame that is invalid where a valid frame must
+// be: in a sealed segment, or in the last segment followed by a valid frame
+// (so it is not a torn write). It unwraps to ErrCorruption and to Err.
+type CorruptionError struct {
+	Segment string // path of the segment file
+	Offset  uint64 // logical offset of the first invalid byte
+	Err     error  // why the frame is invalid
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("wal: corrupt frame in segment %s at offset %d: %v; run `bbengine wal repair` to keep a copy of the segment and truncate it at that offset (frames after it are lost)",
+		e.Segment, e.Offset, e.Err)
+}
+
+// Unwrap returns ErrCorruption and the reason.
+func (e *CorruptionError) Unwrap() []error { return []error{ErrCorruption, e.Err} }
+
+// BoundaryError reports an offset that is not the start of a frame.
+type BoundaryError struct {
+	Offset uint64 // the offset asked for
+	Next   uint64 // the first frame boundary after Offset
+}
+
+func (e *BoundaryError) Error() string {
+	return fmt.Sprintf("wal: offset %d is not a frame boundary; the next frame starts at %d", e.Offset, e.Next)
+}
+
+// Unwrap returns ErrNotBoundary.
+func (e *BoundaryError) Unwrap() error { return ErrNotBoundary }

@@ -1,0 +1,591 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/frame"
+)
+
+// Record is one frame to append. Payload is only read during Append; the
+// caller may reuse it once Append returns.
+type Record struct {
+	Kind     frame.Kind // must be valid and not KindSegmentHeader
+	Exchange uint64     // exchange id, 0 when none
+	Time     int64      // unix nanoseconds; 0 means the time of the Append call
+	Last     bool       // sets frame.FlagLast: the last chunk of a body
+	Payload  []byte     // at most frame.MaxPayload bytes
+}
+
+// Recovery reports what Open did to the last segment: a torn tail (invalid
+// bytes with no valid frame after them, left by a crash during a write) was
+// truncated, or an empty segment got its header.
+type Recovery struct {
+	Segment string // path of the segment file
+	Offset  uint64 // logical offset where the log now ends
+	Dropped int64  // bytes truncated
+	Err     error  // why the bytes at Offset were invalid; nil for an empty segment
+}
+
+func (r *Recovery) String() string {
+	if r.Err == nil {
+		return fmt.Sprintf("wal: segment %s was empty; wrote its header", r.Segment)
+	}
+	return fmt.Sprintf("wal: truncated a torn tail of %d bytes at offset %d in segment %s (%v)", r.Dropped, r.Offset, r.Segment, r.Err)
+}
+
+// request is one queued append (frame != nil) or sync (frame == nil).
+type request struct {
+	frame   []byte // encoded frame, offset already set
+	rotate  bool   // start a new segment at segBase before this frame
+	segBase uint64
+	done    chan error
+}
+
+
+// maxGroupBytes bounds one write of the writer goroutine.
+const maxGroupBytes = 4 << 20
+
+// Log is a segmented write-ahead log. See the package documentation.
+type Log struct {
+	dir      string
+	opts     Options
+	readOnly bool
+	lock     *os.File
+	recovery *Recovery
+
+	// amu orders appends: it assigns offsets and enqueues under the lock so
+	// the queue is in offset order.
+	amu     sync.Mutex
+	closed  bool
+	next    uint64 // offset of the next frame
+	segBase uint64 // base of the segment the next frame goes to
+	queue   chan *request
+	free    chan *request // recycled requests; a free list, not a sync.Pool, so reuse is certain
+
+	failed atomic.Pointer[error] // sticky write error
+
+	// Owned by the writer goroutine.
+	f       *os.File
+	pos     int64 // write position in f
+	dirty   bool  // written since the last sync
+	buf     []byte
+	batch   []*request
+	done    chan struct{} // closed when the writer goroutine exits
+	wclosed error         // error from the final sync and close
+
+	// mu guards the fields below; readers take it to see the log's shape.
+	mu        sync.Mutex
+	segs      []segment // sizes are complete frames; the last one is active
+	committed uint64    // end of the written log
+	notify    chan struct{}
+	pins      map[string]pin
+}
+
+type pin struct{ first, last uint64 }
+
+// Open opens the log in dir, creating dir and the first segment if needed.
+// A nil opts means defaults.
+//
+// Opened for writing, it takes a lock on dir/LOCK, scans the last segment,
+// truncates a torn tail (reported by Recovery), and starts the writer
+// goroutine. If the last segment holds a valid frame after an invalid one it
+// returns a *CorruptionError and leaves the log untouched: run Repair.
+// Earlier segments are not scanned; Check verifies them all.
+func Open(dir string, opts *Options) (*Log, error) {
+	o := opts.withDefaults()
+	l := &Log{dir: dir, opts: o, readOnly: o.ReadOnly, pins: map[string]pin{}, done: make(chan struct{})}
+	if o.ReadOnly {
+		close(l.done)
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+		}
+		return l, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l.lock = lock
+	if err := l.recover(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	l.queue = make(chan *request, o.QueueLen)
+	l.free = make(chan *request, min(o.QueueLen, 64))
+	l.batch = make([]*request, 0, o.QueueLen)
+	l.applyRetention(time.Now())
+	go l.run()
+	return l, nil
+}
+
+// recover scans the last segment and opens it for appending.
+func (l *Log) recover() error {
+	segs, err := listSegments(l.dir)
+	if err != nil {
+		return fmt.Errorf("wal: list %s: %w", l.dir, err)
+	}
+	for i := 0; i+1 < len(segs); i++ {
+		if segs[i].base+uint64(segs[i].size) > segs[i+1].base {
+			return &CorruptionError{Segment: l.path(segs[i].base), Offset: segs[i+1].base, Err: errOverlap}
+		}
+	}
+	if len(segs) == 0 {
+		if err := l.create(0); err != nil {
+			return err
+		}
+		l.segs = []segment{{base: 0, size: l.pos, modTime: time.Now()}}
+	} else {
+		last := segs[len(segs)-1]
+		path := l.path(last.base)
+		data, err := readSegment(path, nil)
+		if err != nil {
+			return fmt.Errorf("wal: read segment %s: %w", path, err)
+		}
+		info := checkSegment(path, last.base, data, true)
+		if info.Err != nil {
+			return info.Err
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("wal: open segment %s: %w", path, err)
+		}
+		l.f = f
+		if info.Torn || len(data) == 0 {
+			l.recovery = &Recovery{Segment: path, Offset: last.base + uint64(info.ValidEnd), Dropped: info.Size - info.ValidEnd, Err: info.TornErr}
+			if err := f.Truncate(info.ValidEnd); err != nil {
+				f.Close()
+				return fmt.Errorf("wal: truncate torn tail of %s at offset %d: %w", path, l.recovery.Offset, err)
+			}
+			if info.ValidEnd == 0 {
+				hdr := appendHeaderFrame(nil, last.base, time.Now())
+				if _, err := f.WriteAt(hdr, 0); err != nil {
+					f.Close()
+					return fmt.Errorf("wal: write header of %s: %w", path, err)
+				}
+				info.ValidEnd = int64(len(hdr))
+			}
+			if err := fdatasync(f); err != nil {
+				f.Close()
+				return fmt.Errorf("wal: sync %s: %w", path, err)
+			}
+		}
+		l.pos = info.ValidEnd
+		last.size = info.ValidEnd
+		segs[len(segs)-1] = last
+		l.segs = segs
+	}
+	last := l.segs[len(l.segs)-1]
+	l.segBase = last.base
+	l.next = last.base + uint64(last.size)
+	l.committed = last.base + uint64(l.pos)
+	return nil
+}
+
+// create creates the segment at base, writes its header, syncs it and the
+// directory, and makes it the writer's file.
+func (l *Log) create(base uint64) error {
+	path := l.path(base)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("wal: create segment %s: %w", path, err)
+	}
+	hdr := appendHeaderFrame(nil, base, time.Now())
+	if _, err := f.Write(hdr); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: write header of %s: %w", path, err)
+	}
+	if err := fdatasync(f); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: sync %s: %w", path, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.pos = f, int64(len(hdr))
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("wal: sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("wal: sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (l *Log) path(base uint64) string { return filepath.Join(l.dir, segName(base)) }
+
+// Dir returns the directory of the log.
+func (l *Log) Dir() string { return l.dir }
+
+// Recovery returns what Open truncated, or nil if the log was clean.
+func (l *Log) Recovery() *Recovery { return l.recovery }
+
+// Append writes r as one frame and returns the frame's offset once the
+// frame is written (and synced, under SyncAlways). Appends are ordered:
+// when Append returns, every earlier Append has been written too. It is
+// safe for concurrent use; concurrent appends are written together. After a
+// failed write every Append returns the same error. Append allocates
+// nothing in the steady state.
+func (l *Log) Append(r Record) (uint64, error) {
+	if l.readOnly {
+		return 0, ErrReadOnly
+	}
+	if len(r.Payload) > frame.MaxPayload {
+		return 0, fmt.Errorf("%w: %d bytes (the limit is %d; split bodies into chunk frames)", ErrTooLarge, len(r.Payload), frame.MaxPayload)
+	}
+	if !r.Kind.Valid() || r.Kind == frame.KindSegmentHeader {
+		return 0, fmt.Errorf("wal: cannot append a frame of kind %v", r.Kind)
+	}
+	if p := l.failed.Load(); p != nil {
+		return 0, *p
+	}
+	if r.Time == 0 {
+		r.Time = time.Now().UnixNano()
+	}
+	h := frame.Header{Exchange: r.Exchange, Time: r.Time, Kind: r.Kind}
+	if r.Last {
+		h.Flags = frame.FlagLast
+	}
+	req := l.get()
+	req.frame = frame.AppendFrame(req.frame[:0], h, r.Payload, !l.opts.NoCompression)
+	n := uint64(len(req.frame))
+
+	l.amu.Lock()
+	if l.closed {
+		l.amu.Unlock()
+		l.put(req)
+		return 0, ErrClosed
+	}
+	req.rotate = false
+	if l.next-l.segBase+n > uint64(l.opts.SegmentSize) && l.next > l.segBase+uint64(headerFrameLen) {
+		req.rotate, req.segBase = true, l.next
+		l.segBase = l.next
+		l.next += uint64(headerFrameLen)
+	}
+	off := l.next
+	l.next += n
+	frame.SetOffset(req.frame, off)
+	l.queue <- req
+	l.amu.Unlock()
+
+	err := <-req.done
+	l.put(req)
+	if err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
+func (l *Log) get() *request {
+	select {
+	case req := <-l.free:
+		return req
+	default:
+		return &request{done: make(chan error, 1)}
+	}
+}
+
+func (l *Log) put(req *request) {
+	if cap(req.frame) > 256<<10 {
+		req.frame = nil
+	}
+	select {
+	case l.free <- req:
+	default:
+	}
+}
+
+// Sync flushes everything appended so far to stable storage.
+func (l *Log) Sync() error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	req := l.get()
+	req.frame = req.frame[:0]
+	req.rotate = false
+	l.amu.Lock()
+	if l.closed {
+		l.amu.Unlock()
+		l.put(req)
+		return ErrClosed
+	}
+	l.queue <- req
+	l.amu.Unlock()
+	err := <-req.done
+	l.put(req)
+	return err
+}
+
+// run is the writer goroutine: it drains the queue, writes each group with
+// one write, syncs per policy, then acknowledges.
+func (l *Log) run() {
+	defer close(l.done)
+	var tick <-chan time.Time
+	if l.opts.Sync == SyncInterval {
+		t := time.NewTicker(l.opts.SyncInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case req, ok := <-l.queue:
+			if !ok {
+				l.finish()
+				return
+			}
+			batch := append(l.batch[:0], req)
+			size := len(req.frame)
+			open := true
+		drain:
+			for size < maxGroupBytes && len(batch) < cap(l.batch) {
+				select {
+				case req, ok := <-l.queue:
+					if !ok {
+						open = false
+						break drain
+					}
+					batch = append(batch, req)
+					size += len(req.frame)
+				default:
+					break drain
+				}
+			}
+			l.commit(batch)
+			clear(batch)
+			if !open {
+				l.finish()
+				return
+			}
+		case <-tick:
+			if l.dirty && l.failed.Load() == nil {
+				if err := fdatasync(l.f); err != nil {
+					l.fail(fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err))
+				}
+				l.dirty = false
+			}
+		}
+	}
+}
+
+// fail makes err sticky.
+func (l *Log) fail(err error) {
+	l.failed.CompareAndSwap(nil, &err)
+}
+
+// commit writes one group and acknowledges it.
+func (l *Log) commit(batch []*request) {
+	err := l.write(batch)
+	for _, req := range batch {
+		req.done <- err
+	}
+}
+
+func (l *Log) write(batch []*request) error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	wantSync := l.opts.Sync == SyncAlways
+	buf := l.buf[:0]
+	var single []byte
+	for _, req := range batch {
+		if req.rotate {
+			if err := l.flush(buf, single); err != nil {
+				return err
+			}
+			buf, single = buf[:0], nil
+			if err := l.rotate(req.segBase); err != nil {
+				l.fail(err)
+				return err
+			}
+		}
+		if len(req.frame) == 0 {
+			wantSync = true
+			continue
+		}
+		if len(batch) == 1 {
+			single = req.frame // write it from the request: no copy
+			continue
+		}
+		buf = append(buf, req.frame...)
+	}
+	if err := l.flush(buf, single); err != nil {
+		return err
+	}
+	l.buf = buf[:0]
+	if cap(l.buf) > 2*maxGroupBytes {
+		l.buf = nil
+	}
+	if wantSync && l.dirty {
+		if err := fdatasync(l.f); err != nil {
+			err = fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err)
+			l.fail(err)
+			return err
+		}
+		l.dirty = false
+	}
+	return nil
+}
+
+// flush writes buf (or single) at the end of the active segment and
+// publishes the new end to readers.
+func (l *Log) flush(buf, single []byte) error {
+	if single != nil {
+		buf = single
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	if _, err := l.f.WriteAt(buf, l.pos); err != nil {
+		err = fmt.Errorf("wal: write segment %s at offset %d: %w", l.f.Name(), l.segs[len(l.segs)-1].base+uint64(l.pos), err)
+		l.fail(err)
+		return err
+	}
+	l.pos += int64(len(buf))
+	l.dirty = true
+	l.mu.Lock()
+	last := &l.segs[len(l.segs)-1]
+	last.size = l.pos
+	l.committed = last.base + uint64(l.pos)
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// rotate seals the active segment (sync, close) and creates the next one.
+func (l *Log) rotate(base uint64) error {
+	if err := fdatasync(l.f); err != nil {
+		return fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err)
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("wal: close segment %s: %w", l.f.Name(), err)
+	}
+	l.f, l.dirty = nil, false
+	if err := l.create(base); err != nil {
+		return err
+	}
+	now := time.Now()
+	l.mu.Lock()
+	l.segs[len(l.segs)-1].modTime = now
+	l.segs = append(l.segs, segment{base: base, size: l.pos, modTime: now})
+	l.committed = base + uint64(l.pos)
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
+	l.mu.Unlock()
+	l.applyRetention(now)
+	return nil
+}
+
+// finish syncs and closes the active segment when the queue is closed.
+func (l *Log) finish() {
+	if l.f == nil {
+		return
+	}
+	var errs []error
+	if l.dirty && l.failed.Load() == nil {
+		if err := fdatasync(l.f); err != nil {
+			errs = append(errs, fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err))
+		}
+	}
+	if err := l.f.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("wal: close segment %s: %w", l.f.Name(), err))
+	}
+	l.wclosed = errors.Join(errs...)
+}
+
+// Close waits for queued appends, syncs and closes the log. Appends that
+// race with Close either complete or return ErrClosed. Close Readers first
+// if they follow the tail: their Wait returns ErrClosed. Close is safe to
+// call more than once; later calls return nil.
+func (l *Log) Close() error {
+	if l.readOnly {
+		return nil
+	}
+	l.amu.Lock()
+	if l.closed {
+		l.amu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.queue)
+	l.amu.Unlock()
+	<-l.done
+	err := l.wclosed
+	if l.lock != nil {
+		if cerr := l.lock.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// End returns the offset just after the last frame written so far (for a
+// read-only log: as found on disk now).
+func (l *Log) End() (uint64, error) {
+	segs, err := l.view()
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	last := segs[len(segs)-1]
+	return last.base + uint64(last.size), nil
+}
+
+// First returns the offset of the first retained frame.
+func (l *Log) First() (uint64, error) {
+	segs, err := l.view()
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	return segs[0].base, nil
+}
+
+// view returns a copy of the segment list. For a read-only log it lists
+// the directory; sizes are file sizes.
+func (l *Log) view() ([]segment, error) {
+	if l.readOnly {
+		segs, err := listSegments(l.dir)
+		if err != nil {
+			return nil, fmt.Errorf("wal: list %s: %w", l.dir, err)
+		}
+		return segs, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]segment(nil), l.segs...), nil
+}
+
+// waitChan returns a channel closed when the log grows past end, or nil if
+// it already has.
+func (l *Log) waitChan(end uint64) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.committed > end {
+		return nil
+	}
+	if l.notify == nil {
+		l.notify = make(chan struct{})
+	}
+	return l.notify
+}

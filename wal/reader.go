@@ -1,0 +1,419 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/frame"
+)
+
+// readChunk is how much a Reader reads from a segment at a time.
+const readChunk = 1 << 20
+
+// pollInterval is how often a Reader of a read-only log looks for growth.
+const pollInterval = 50 * time.Millisecond
+
+// Reader iterates over the frames of a log, from any frame boundary, and
+// can follow the tail while a writer appends (in this process or, for a
+// read-only log, another one). Every frame it returns has passed its
+// checksum and self-offset check. A Reader is not safe for concurrent use;
+// use one per goroutine. Close it before the Log.
+//
+//	r := log.NewReader()
+//	defer r.Close()
+//	for r.Next() {
+//		p, err := r.Payload()
+//		...
+//	}
+//	if err := r.Err(); err != nil { ... }
+type Reader struct {
+	l    *Log
+	f    *os.File
+	path string
+	base uint64 // base of the open segment
+	size int64  // readable bytes of the open segment
+	pos  int64  // position of the next frame in the open segment
+	next uint64 // logical offset of the next frame when no segment is open
+
+	buf    []byte
+	bufPos int64 // segment position of buf[0]
+
+	fr      frame.Frame
+	off     uint64
+	payload []byte
+	decoded bool
+	perr    error
+
+	end uint64 // end of the log when Next last returned false
+	err error
+}
+
+// NewReader returns a Reader positioned at the first retained frame.
+func (l *Log) NewReader() *Reader {
+	r := &Reader{l: l}
+	if first, err := l.First(); err == nil {
+		r.next = first
+	}
+	return r
+}
+
+// Seek positions r so that Next returns the frame at off. off must be a
+// frame boundary (or the end of the log, to follow from there); otherwise
+// Seek returns a *BoundaryError naming the next boundary, or an error
+// wrapping ErrOutOfRange.
+func (r *Reader) Seek(off uint64) error {
+	r.closeFile()
+	r.err, r.end = nil, 0
+	segs, err := r.l.view()
+	if err != nil {
+		return err
+	}
+	i := len(segs) - 1
+	for i >= 0 && segs[i].base > off {
+		i--
+	}
+	if i < 0 {
+		first := uint64(0)
+		if len(segs) > 0 {
+			first = segs[0].base
+		}
+		return fmt.Errorf("%w: offset %d precedes the first retained frame at %d", ErrOutOfRange, off, first)
+	}
+	s := segs[i]
+	if end := s.base + uint64(s.size); off >= end {
+		switch {
+		case i+1 < len(segs):
+			return &BoundaryError{Offset: off, Next: segs[i+1].base}
+		case off == end:
+			r.next = off
+			return nil
+		default:
+			return fmt.Errorf("%w: offset %d is past the end of the log at %d", ErrOutOfRange, off, end)
+		}
+	}
+	if err := r.open(s); err != nil {
+		return err
+	}
+	want := int64(off - s.base)
+	if _, err := r.frameAt(want); err == nil {
+		r.pos = want
+		return nil
+	}
+	// Not a boundary: walk the segment to name the next one.
+	for p := int64(0); p < r.size; {
+		f, err := r.frameAt(p)
+		if err != nil {
+			r.closeFile()
+			return &CorruptionError{Segment: r.path, Offset: s.base + uint64(p), Err: err}
+		}
+		p += int64(f.Size())
+		if p > want {
+			r.closeFile()
+			return &BoundaryError{Offset: off, Next: s.base + uint64(p)}
+		}
+	}
+	r.closeFile()
+	return &BoundaryError{Offset: off, Next: s.base + uint64(s.size)}
+}
+
+func (r *Reader) open(s segment) error {
+	r.closeFile()
+	path := r.l.path(s.base)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("wal: open segment %s: %w", path, err)
+	}
+	r.f, r.path, r.base, r.size, r.pos = f, path, s.base, s.size, 0
+	r.buf, r.bufPos = r.buf[:0], 0
+	return nil
+}
+
+func (r *Reader) closeFile() {
+	if r.f != nil {
+		r.next = r.base + uint64(r.pos)
+		r.f.Close()
+		r.f = nil
+	}
+}
+
+// load returns the bytes [pos, pos+n) of the open segment, or fewer if the
+// segment ends first.
+func (r *Reader) load(pos int64, n int) ([]byte, error) {
+	if avail := r.size - pos; int64(n) > avail {
+		n = int(max(avail, 0))
+	}
+	if pos >= r.bufPos && pos+int64(n) <= r.bufPos+int64(len(r.buf)) {
+		return r.buf[pos-r.bufPos : pos-r.bufPos+int64(n)], nil
+	}
+	want := int64(max(n, readChunk))
+	if want > r.size-pos {
+		want = r.size - pos
+	}
+	if int64(cap(r.buf)) < want {
+		r.buf = make([]byte, want)
+	}
+	m, err := r.f.ReadAt(r.buf[:want], pos)
+	r.buf, r.bufPos = r.buf[:m], pos
+	if m < n {
+		if err == io.EOF {
+			err = nil // the file is shorter than we knew: treated as a short frame
+		}
+		return r.buf[:m], err
+	}
+	return r.buf[:n], nil
+}
+
+// frameAt decodes and checks the frame at pos of the open segment.
+func (r *Reader) frameAt(pos int64) (frame.Frame, error) {
+	b, err := r.load(pos, frame.HeaderLen)
+	if err != nil {
+		return frame.Frame{}, err
+	}
+	h, err := frame.ParseHeader(b)
+	if err != nil {
+		return frame.Frame{}, err
+	}
+	if b, err = r.load(pos, h.Size()); err != nil {
+		return frame.Frame{}, err
+	}
+	f, err := frame.Decode(b)
+	if err != nil {
+		return f, err
+	}
+	if f.Offset != r.base+uint64(pos) {
+		return f, errOffsetMismatch
+	}
+	if pos == 0 {
+		if err := checkHeaderFrame(&f); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// Next advances to the next frame and reports whether there is one. At the
+// end of the log it returns false with Err() == nil; call Wait to follow
+// the tail, then Next again. On corruption or an I/O error it returns false
+// and Err says where.
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for {
+		if r.f == nil {
+			ok, err := r.openNext()
+			if err != nil {
+				r.err = err
+				return false
+			}
+			if !ok {
+				return false
+			}
+		}
+		if r.pos >= r.size {
+			ok, err := r.advance()
+			if err != nil {
+				r.err = err
+				return false
+			}
+			if !ok {
+				return false
+			}
+			continue
+		}
+		f, err := r.frameAt(r.pos)
+		if err != nil {
+			var perr *os.PathError
+			if errors.As(err, &perr) {
+				r.err = fmt.Errorf("wal: read segment %s: %w", r.path, err)
+				return false
+			}
+			return r.invalid(err)
+		}
+		r.fr, r.off = f, r.base+uint64(r.pos)
+		r.decoded, r.perr = false, nil
+		r.pos += int64(f.Size())
+		return true
+	}
+}
+
+// openNext opens the segment holding r.next, or the first one after it.
+func (r *Reader) openNext() (bool, error) {
+	segs, err := r.l.view()
+	if err != nil {
+		return false, err
+	}
+	for _, s := range segs {
+		end := s.base + uint64(s.size)
+		if r.next < end || (r.next == end && s.base == segs[len(segs)-1].base) {
+			if err := r.open(s); err != nil {
+				return false, err
+			}
+			if r.next > s.base {
+				r.pos = int64(r.next - s.base)
+			}
+			return true, nil
+		}
+	}
+	if len(segs) > 0 {
+		last := segs[len(segs)-1]
+		r.end = last.base + uint64(last.size)
+	}
+	return false, nil
+}
+
+// advance handles the end of the known part of the open segment: the
+// segment grew, or a later segment exists, or the log ends here.
+func (r *Reader) advance() (bool, error) {
+	segs, err := r.l.view()
+	if err != nil {
+		return false, err
+	}
+	for i, s := range segs {
+		if s.base < r.base {
+			continue
+		}
+		if s.base == r.base {
+			if s.size < r.pos {
+				return false, &CorruptionError{Segment: r.path, Offset: r.base + uint64(s.size), Err: errShrunk}
+			}
+			if s.size > r.size {
+				r.size = s.size
+				return true, nil
+			}
+			if i == len(segs)-1 {
+				r.end = r.base + uint64(r.size)
+				return false, nil
+			}
+			continue
+		}
+		// The first segment after the open one (which is therefore sealed).
+		return true, r.open(s)
+	}
+	r.end = r.base + uint64(r.size)
+	return false, nil
+}
+
+// invalid handles an invalid frame at r.pos. In a read-only log it may be a
+// frame that another process is still writing: if it is in the last segment
+// and nothing valid follows it, the log ends there for now.
+func (r *Reader) invalid(reason error) bool {
+	if r.l.readOnly {
+		segs, err := r.l.view()
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if len(segs) > 0 && segs[len(segs)-1].base == r.base {
+			for attempt := 0; ; attempt++ {
+				n := r.size - r.pos
+				data := make([]byte, n)
+				m, _ := r.f.ReadAt(data, r.pos)
+				if findValid(data[:m], r.base+uint64(r.pos), 1) < 0 {
+					r.buf = r.buf[:0] // re-read once the writer is done
+					r.end = r.base + uint64(r.size)
+					return false
+				}
+				if attempt == 1 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond) // a concurrent write may still be landing
+				r.buf = r.buf[:0]
+				if _, err := r.frameAt(r.pos); err == nil {
+					return r.Next()
+				}
+			}
+		}
+	}
+	r.err = &CorruptionError{Segment: r.path, Offset: r.base + uint64(r.pos), Err: reason}
+	return false
+}
+
+// Offset returns the logical offset of the current frame.
+func (r *Reader) Offset() uint64 { return r.off }
+
+// Header returns the header of the current frame.
+func (r *Reader) Header() frame.Header { return r.fr.Header }
+
+// Stored returns the current frame's stored payload (compressed if the
+// header says so). It is valid until the next call to Next, Seek or Close
+// and must not be modified.
+func (r *Reader) Stored() []byte { return r.fr.Payload }
+
+// Payload returns the current frame's uncompressed payload. It is valid
+// until the next call to Next, Seek or Close and must not be modified.
+func (r *Reader) Payload() ([]byte, error) {
+	if !r.decoded {
+		r.decoded = true
+		if !r.fr.Compressed() {
+			r.payload, r.perr = r.fr.Payload, nil
+		} else {
+			var p []byte
+			p, r.perr = r.fr.AppendPayload(r.payload[:0])
+			if r.perr != nil {
+				r.perr = &CorruptionError{Segment: r.path, Offset: r.off, Err: r.perr}
+			}
+			r.payload = p
+		}
+	}
+	return r.payload, r.perr
+}
+
+// Err returns the error that stopped Next, if any.
+func (r *Reader) Err() error { return r.err }
+
+// Wait blocks until the log has grown past the point where Next last
+// returned false, ctx is done (it returns ctx.Err()), or the Log is closed
+// (ErrClosed). For a read-only log it polls the directory.
+func (r *Reader) Wait(ctx context.Context) error {
+	if r.err != nil {
+		return r.err
+	}
+	for {
+		if !r.l.readOnly {
+			ch := r.l.waitChan(r.end)
+			if ch == nil {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-ch:
+				return nil
+			case <-r.l.done:
+				if ch := r.l.waitChan(r.end); ch == nil {
+					return nil
+				}
+				return ErrClosed
+			}
+		}
+		end, err := r.l.End()
+		if err != nil {
+			return err
+		}
+		if end > r.end {
+			return nil
+		}
+		t := time.NewTimer(pollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Close releases the Reader's file. It is safe to call more than once.
+func (r *Reader) Close() error {
+	if r.f != nil {
+		err := r.f.Close()
+		r.f = nil
+		return err
+	}
+	return nil
+}

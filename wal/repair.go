@@ -1,0 +1,101 @@
+package wal
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Repaired describes what Repair did to one segment.
+type Repaired struct {
+	Segment string // path of the segment file
+	Offset  uint64 // logical offset at which it was truncated
+	Dropped int64  // bytes removed
+	Copy    string // path of the copy of the damaged segment; "" for a torn tail
+	Err     error  // what was wrong at Offset
+}
+
+// Repair makes the log in dir openable again. A corrupt segment is first
+// copied to "<name>.damaged-<UTC time>" (kept for forensics, never read by
+// the log) and then truncated at the first invalid frame: the frames after
+// it are lost from the log but remain in the copy. A torn tail of the last
+// segment is truncated without a copy. Repair takes the writer's lock, so
+// it fails with ErrLocked while a writer has the log open. It returns what
+// it did, nothing if the log was sound.
+func Repair(dir string) ([]Repaired, error) {
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	infos, err := Check(dir)
+	if err != nil {
+		return nil, err
+	}
+	var done []Repaired
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	for _, info := range infos {
+		if info.Err == nil && !info.Torn {
+			continue
+		}
+		r := Repaired{Segment: info.Path, Offset: info.Base + uint64(info.ValidEnd), Dropped: info.Size - info.ValidEnd, Err: info.TornErr}
+		if info.Err != nil {
+			r.Err = info.Err
+			if ce, ok := info.Err.(*CorruptionError); ok {
+				r.Err = ce.Err
+			}
+			r.Copy = info.Path + ".damaged-" + stamp
+			if err := copyFile(info.Path, r.Copy); err != nil {
+				return done, fmt.Errorf("wal: repair: keep a copy of %s: %w (nothing was truncated)", info.Path, err)
+			}
+		}
+		if err := truncateSync(info.Path, info.ValidEnd); err != nil {
+			return done, fmt.Errorf("wal: repair: truncate %s at offset %d: %w", info.Path, r.Offset, err)
+		}
+		done = append(done, r)
+	}
+	if len(done) > 0 {
+		if err := syncDir(dir); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+func truncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := fdatasync(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

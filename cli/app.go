@@ -102,9 +102,9 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		},
 		Commands: []*ucli.Command{
 			versionCommand(),
-			// validate
-			// fmt
-			// stats
+			validateCommand(),
+			fmtCommand(),
+			statsCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

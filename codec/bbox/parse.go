@@ -88,7 +88,7 @@ func (s *Scanner) readLine() (string, bool) {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 	}
-	if n := len(b); n > 0 && b[n-1] == '\r' {
+	for n := len(b); n > 0 && b[n-1] == '\r'; n-- {
 		b = b[:n-1]
 	}
 	return string(b), true

@@ -17,7 +17,7 @@ const (
 	Canonical Form = iota
 	// Compact drops blank lines and the optional spaces ("t:grep x→[4]",
 	// "u:text"). The header, comments and continuation lines stay, since
-	// dropping them would lose data.
+	// dropping them would lose data; blank header lines go.
 	Compact
 )
 
@@ -34,11 +34,11 @@ func AppendLine(dst []byte, l *Line, f Form) []byte {
 	case KindUnknown:
 		return append(dst, l.Body...)
 	case KindComment:
+		// Comments keep their space in the compact form too: "# t=…" and
+		// "# metrics …" stay readable and are no longer.
 		dst = append(dst, '#')
 		if l.Body != "" {
-			if !compact {
-				dst = append(dst, ' ')
-			}
+			dst = append(dst, ' ')
 			dst = append(dst, l.Body...)
 		}
 		return dst
@@ -111,7 +111,7 @@ func Write(w io.Writer, doc *Document, f Form) error {
 	}
 	for i := range doc.Lines {
 		l := &doc.Lines[i]
-		if f == Compact && l.Kind == KindBlank {
+		if f == Compact && l.Kind == KindBlank && !keepBlank(doc, i) {
 			continue
 		}
 		buf = AppendLine(buf[:0], l, f)
@@ -221,4 +221,16 @@ func checkHeaderLine(h *HeaderLine) error {
 		return fmt.Errorf("does not read back: %q", s)
 	}
 	return nil
+}
+
+// keepBlank reports whether the compact form must keep blank line i: it
+// separates an indented unknown line from the line before, which would
+// otherwise read it as a continuation, or keeps a "---" line off line 1,
+// where it would open a header.
+func keepBlank(doc *Document, i int) bool {
+	if i+1 >= len(doc.Lines) {
+		return false
+	}
+	n := &doc.Lines[i+1]
+	return n.Kind == KindUnknown && (n.Body != "" && isSpace(n.Body[0]) || trimRight(n.Body) == "---")
 }

@@ -47,7 +47,6 @@ type request struct {
 	done    chan error
 }
 
-
 // maxGroupBytes bounds one write of the writer goroutine.
 const maxGroupBytes = 4 << 20
 

@@ -39,11 +39,43 @@ func readDoc(c *ucli.Context, path string) (*bbox.Document, error) {
 	return doc, nil
 }
 
+// diagnose validates one file. A Markdown file (.md) has each fenced
+// bbox example validated, with lines numbered as in the Markdown file.
+func diagnose(c *ucli.Context, path string) ([]bbox.Diagnostic, error) {
+	if !strings.HasSuffix(path, ".md") {
+		doc, err := readDoc(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return bbox.Validate(doc, path), nil
+	}
+	md, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	blocks := bbox.MarkdownBlocks(string(md))
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("%s: no fenced bbox examples found (blocks marked bbox, unmarked, or yaml holding format: bbox/)", path)
+	}
+	var all []bbox.Diagnostic
+	for _, b := range blocks {
+		doc, err := bbox.Parse(strings.NewReader(b.Text))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, b.Line, err)
+		}
+		for _, d := range bbox.Validate(doc, path) {
+			d.Line += b.Line
+			all = append(all, d)
+		}
+	}
+	return all, nil
+}
+
 func validateCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "validate",
 		Usage:     "check bbox/1 files and report errors and warnings as file:line:col",
-		ArgsUsage: "FILE... (- for stdin; .jsonl files are read as the JSONL form)",
+		ArgsUsage: "FILE... (- for stdin; .jsonl files are read as the JSONL form; .md files have every fenced bbox example checked)",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per file"},
 			&ucli.BoolFlag{Name: "strict", Usage: "treat warnings as errors"},
@@ -56,11 +88,10 @@ func validateCommand() *ucli.Command {
 			w := c.App.Writer
 			failed := 0
 			for _, path := range c.Args().Slice() {
-				doc, err := readDoc(c, path)
+				diags, err := diagnose(c, path)
 				if err != nil {
 					return err
 				}
-				diags := bbox.Validate(doc, path)
 				errs, warns := 0, 0
 				for _, d := range diags {
 					if d.Severity == bbox.Error {

@@ -24,10 +24,8 @@ func seedFuzz(f *testing.F) {
 	if err != nil {
 		return
 	}
-	for _, b := range fencedBlocks(string(md)) {
-		if isBBox(b) {
-			f.Add([]byte(b.text))
-		}
+	for _, b := range MarkdownBlocks(string(md)) {
+		f.Add([]byte(b.Text))
 	}
 }
 

@@ -23,48 +23,6 @@ func sharedDir(t testing.TB) string {
 	return d
 }
 
-type block struct {
-	lang string
-	line int // line of the opening fence
-	text string
-}
-
-// fencedBlocks returns the fenced code blocks of a Markdown file.
-func fencedBlocks(md string) []block {
-	var out []block
-	var cur *block
-	var b strings.Builder
-	for i, l := range strings.Split(md, "\n") {
-		if strings.HasPrefix(l, "```") {
-			if cur == nil {
-				cur = &block{lang: strings.TrimSpace(l[3:]), line: i + 1}
-				b.Reset()
-				continue
-			}
-			cur.text = b.String()
-			out = append(out, *cur)
-			cur = nil
-			continue
-		}
-		if cur != nil {
-			b.WriteString(l)
-			b.WriteByte('\n')
-		}
-	}
-	return out
-}
-
-// isBBox reports whether a fenced block is bbox text (not JSON, the regex
-// table, or a Rust signature).
-func isBBox(b block) bool {
-	switch b.lang {
-	case "", "yaml", "bbox":
-	default:
-		return false
-	}
-	return !strings.HasPrefix(b.text, "# Structure")
-}
-
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -187,17 +145,11 @@ func TestSpecExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, b := range fencedBlocks(string(md)) {
-			if !isBBox(b) {
-				continue
-			}
-			if spec == "claude-code-converter-plan.md" && !strings.Contains(b.text, "format: bbox/1") {
-				continue // the plan's other yaml blocks are header fragments
-			}
+		for _, b := range MarkdownBlocks(string(md)) {
 			n++
-			name := fmt.Sprintf("%s@%d", spec, b.line)
-			t.Run(fmt.Sprintf("%s/line=%d", strings.TrimSuffix(spec, ".md"), b.line), func(t *testing.T) {
-				doc, err := Parse(strings.NewReader(b.text))
+			name := fmt.Sprintf("%s@%d", spec, b.Line)
+			t.Run(fmt.Sprintf("%s/line=%d", strings.TrimSuffix(spec, ".md"), b.Line), func(t *testing.T) {
+				doc, err := Parse(strings.NewReader(b.Text))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -207,7 +159,7 @@ func TestSpecExamples(t *testing.T) {
 					}
 				}
 				roundTrip(t, name, doc)
-				golden(t, fmt.Sprintf("spec/%s-%04d.golden", strings.TrimSuffix(spec, ".md"), b.line), report(t, name, doc))
+				golden(t, fmt.Sprintf("spec/%s-%04d.golden", strings.TrimSuffix(spec, ".md"), b.Line), report(t, name, doc))
 			})
 		}
 		if n == 0 {
@@ -224,16 +176,14 @@ func TestSpecJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := false
-	for _, b := range fencedBlocks(string(md)) {
-		if b.lang != "jsonl" {
-			continue
-		}
+	for _, b := range strings.Split(string(md), "```jsonl\n")[1:] {
+		b = b[:strings.Index(b, "```")]
 		found = true
-		doc, err := ReadJSONL(strings.NewReader(b.text), "spec.jsonl")
+		doc, err := ReadJSONL(strings.NewReader(b), "spec.jsonl")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := len(doc.Lines), strings.Count(strings.TrimSpace(b.text), "\n")+1; got != want {
+		if got, want := len(doc.Lines), strings.Count(strings.TrimSpace(b), "\n")+1; got != want {
 			t.Fatalf("got %d lines, want %d", got, want)
 		}
 		for _, d := range Validate(doc, "spec.jsonl") {

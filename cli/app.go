@@ -105,6 +105,8 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			validateCommand(),
 			fmtCommand(),
 			statsCommand(),
+			replayCommand(),
+			walCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

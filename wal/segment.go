@@ -122,7 +122,7 @@ type segScan struct {
 // scanBytes walks the frames of a segment held in data, calling visit for
 // each valid one (the frame aliases data), and stops at the first invalid
 // frame, after which it looks for any later valid frame.
-func scanBytes(data []byte, base uint64, visit func(pos int64, f *frame.Frame)) segScan {
+func scanBytes(data []byte, base uint64, visit func(h frame.Header)) segScan {
 	s := segScan{nextValid: -1}
 	pos := int64(0)
 	for pos < int64(len(data)) {
@@ -133,7 +133,7 @@ func scanBytes(data []byte, base uint64, visit func(pos int64, f *frame.Frame)) 
 			return s
 		}
 		if visit != nil {
-			visit(pos, &f)
+			visit(f.Header)
 		}
 		pos += int64(f.Size())
 		s.frames++
@@ -238,7 +238,7 @@ func Check(dir string) ([]SegmentInfo, error) {
 // checkSegment scans one segment's bytes.
 func checkSegment(path string, base uint64, data []byte, last bool) SegmentInfo {
 	info := SegmentInfo{Path: path, Base: base, Size: int64(len(data)), Kinds: map[frame.Kind]int{}, First: base}
-	sc := scanBytes(data, base, func(pos int64, f *frame.Frame) {
+	sc := scanBytes(data, base, func(f frame.Header) {
 		info.Kinds[f.Kind]++
 		info.Last = f.Offset
 		if f.Kind != frame.KindSegmentHeader && info.FirstTime == 0 {

@@ -101,6 +101,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			},
 		},
 		Commands: []*ucli.Command{
+			proxyCommand(),
 			versionCommand(),
 			validateCommand(),
 			fmtCommand(),

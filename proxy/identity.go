@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"regexp"
+)
+
+// sessionHeaders are the agents' own session headers, in order of trust.
+var sessionHeaders = []string{
+	"X-Claude-Code-Session-Id", // Claude Code 2.1.86+
+	"Session-Id",               // Codex
+	"Session_id",               // older Codex
+	"X-Session-Affinity",       // opencode
+	"X-Session-Id",             // opencode, others
+	"X-Qwen-Code-Session-Id",
+}
+
+// validID reports whether v is usable as a correlation id: at most 255
+// bytes, no control characters.
+func validID(v string) bool {
+	if v == "" || len(v) > 255 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// headerSession returns the session id from the request headers and the
+// header it came from.
+func headerSession(h http.Header) (string, string) {
+	if v := h.Get("X-Bb-Session-Id"); validID(v) {
+		return v, "x-bb-session-id"
+	}
+	for _, k := range sessionHeaders {
+		if v := h.Get(k); validID(v) {
+			return v, http.CanonicalHeaderKey(k)
+		}
+	}
+	return "", ""
+}
+
+// bodyInfo is what the recorder reads from a JSON request body.
+type bodyInfo struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Metadata struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+}
+
+var legacySession = regexp.MustCompile(`_session_([0-9a-fA-F-]{36})`)
+
+// readBody extracts the model, stream flag and Claude Code's session id
+// (metadata.user_id: a JSON string with session_id since 2.1.78, else
+// user_…_account_…_session_<uuid>) from a request body. It runs off the
+// request path, in the recorder.
+func readBody(body []byte) (model string, stream bool, session string) {
+	if len(body) == 0 || body[0] != '{' && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return "", false, ""
+	}
+	var bi bodyInfo
+	if json.Unmarshal(body, &bi) != nil {
+		return "", false, ""
+	}
+	uid := bi.Metadata.UserID
+	if uid != "" {
+		var inner struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal([]byte(uid), &inner) == nil && validID(inner.SessionID) {
+			session = inner.SessionID
+		} else if m := legacySession.FindStringSubmatch(uid); m != nil {
+			session = m[1]
+		}
+	}
+	return bi.Model, bi.Stream, session
+}
+
+// newID returns a random id with a prefix, e.g. "req_3f9a…" (16 random
+// bytes, hex).
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return prefix + hex.EncodeToString(b[:])
+}

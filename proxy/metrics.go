@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the proxy's Prometheus series, served at /_bb/metrics from
+// a registry of the proxy's own.
+type metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	errors        *prometheus.CounterVec
+	models        *prometheus.CounterVec
+	tokens        *prometheus.CounterVec
+	ttfb          *prometheus.HistogramVec
+	duration      *prometheus.HistogramVec
+	overhead      prometheus.Histogram
+	appendSeconds prometheus.Histogram
+	inflight      prometheus.Gauge
+	queue         prometheus.Gauge
+	dropped       prometheus.Counter
+	backpressure  prometheus.Counter
+	walBytes      prometheus.Counter
+	walErrors     prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_proxy_requests_total", Help: "Exchanges by provider and status sent to the client (0: none)."}, []string{"provider", "status"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_proxy_errors_total", Help: "Exchange failures by provider and stage (request, upstream, response, client)."}, []string{"provider", "stage"})
+	m.models = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_proxy_model_requests_total", Help: "Exchanges by provider and requested model."}, []string{"provider", "model"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_proxy_tokens_total", Help: "Tokens reported by upstream usage, by provider and direction."}, []string{"provider", "direction"})
+	buckets := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bbengine_proxy_ttfb_seconds", Help: "Request arrival to upstream response headers.", Buckets: buckets}, []string{"provider"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bbengine_proxy_duration_seconds", Help: "Request arrival to the end of the response.", Buckets: buckets}, []string{"provider"})
+	m.overhead = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbengine_proxy_overhead_seconds", Help: "Time the proxy spends before forwarding a request (reading and queueing it).", Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .1}})
+	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbengine_wal_append_seconds", Help: "WAL append latency seen by the recorder (includes sync under sync=always).", Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .01, .05, .1}})
+	m.inflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "bbengine_proxy_inflight", Help: "Exchanges in progress."})
+	m.queue = prometheus.NewGauge(prometheus.GaugeOpts{Name: "bbengine_recorder_queue_depth", Help: "Items waiting for the recorder."})
+	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_recorder_dropped_chunks_total", Help: "Body chunks not recorded (degrade mode under pressure)."})
+	m.backpressure = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_recorder_backpressure_seconds_total", Help: "Time streams waited for room in the recorder queue (lossless mode)."})
+	m.walBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_wal_bytes_total", Help: "Frame bytes appended to the WAL (before compression)."})
+	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_wal_errors_total", Help: "Frames the WAL refused."})
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.models, m.tokens, m.ttfb, m.duration, m.overhead, m.appendSeconds,
+		m.inflight, m.queue, m.dropped, m.backpressure, m.walBytes, m.walErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

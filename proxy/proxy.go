@@ -1,0 +1,616 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// Mode is how much of each exchange the proxy records.
+type Mode int
+
+// Capture modes.
+const (
+	// Lossless records every byte; when the recorder's queue is full the
+	// stream waits rather than lose anything.
+	Lossless Mode = iota
+	// Degrade drops body chunks (never metadata) when the queue is full,
+	// and counts them in the exchange's end frame.
+	Degrade
+	// Privacy records metadata only: no request or response bodies.
+	Privacy
+	// Passthrough records only each exchange's end frame: status,
+	// timings, byte counts and token usage.
+	Passthrough
+)
+
+var modeNames = [...]string{"lossless", "degrade", "privacy", "passthrough"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ParseMode parses a mode name.
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("proxy: unknown mode %q (want lossless, degrade, privacy or passthrough)", s)
+}
+
+// DefaultUpstreams are the routes the proxy knows without configuration.
+// anthropic, openai and gemini are chosen by path (see Route); every name
+// is also a path prefix: /ollama/v1/chat/completions goes to
+// http://127.0.0.1:11434/v1/chat/completions.
+var DefaultUpstreams = map[string]string{
+	"anthropic": "https://api.anthropic.com",
+	"openai":    "https://api.openai.com",
+	"gemini":    "https://generativelanguage.googleapis.com",
+	"ollama":    "http://127.0.0.1:11434",
+	"lmstudio":  "http://127.0.0.1:1234",
+	"vllm":      "http://127.0.0.1:8000",
+}
+
+// Options configure a Proxy. A nil *Options means defaults.
+type Options struct {
+	// Upstreams adds or replaces routes: name → base URL. The default is
+	// DefaultUpstreams.
+	Upstreams map[string]string
+	// Mode is the capture mode. The default is Lossless.
+	Mode Mode
+	// QueueLen bounds the recorder's queue of frames. The default is 4096.
+	QueueLen int
+	// MaxRequestBody bounds a request body; a larger one is refused with
+	// 413. The default is 64 MiB.
+	MaxRequestBody int64
+	// RedactPatterns are extra body redaction rules, "kind=regexp" or a
+	// bare regexp. The default is none beyond the built-in rules.
+	RedactPatterns []string
+	// HeaderTimeout bounds the wait for an upstream's response headers
+	// (big-context requests can take minutes). The default is 10 minutes.
+	HeaderTimeout time.Duration
+	// Transport sends requests upstream. The default is a clone of
+	// http.DefaultTransport (HTTP/2 when the upstream offers it) that never
+	// adds its own compression.
+	Transport http.RoundTripper
+	// Logf receives one line per failure worth a person's attention. The
+	// default discards them.
+	Logf func(format string, args ...any)
+}
+
+// Proxy is a recording reverse proxy: an http.Handler that forwards
+// provider traffic unchanged and records it in a WAL. It is safe for
+// concurrent use. Close it after the http.Server that serves it has shut
+// down, and before closing the WAL.
+type Proxy struct {
+	opts      Options
+	upstreams map[string]*url.URL
+	log       *wal.Log
+	red       *Redactor
+	rp        *httputil.ReverseProxy
+	rec       *recorder
+	metrics   *metrics
+	nextEx    atomic.Uint64
+	started   time.Time
+	closeOnce sync.Once
+}
+
+// New returns a Proxy recording into log.
+func New(log *wal.Log, opts *Options) (*Proxy, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = 4096
+	}
+	if o.MaxRequestBody <= 0 {
+		o.MaxRequestBody = 64 << 20
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = 10 * time.Minute
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	p := &Proxy{opts: o, log: log, upstreams: map[string]*url.URL{}, started: time.Now()}
+	ups := map[string]string{}
+	for k, v := range DefaultUpstreams {
+		ups[k] = v
+	}
+	for k, v := range o.Upstreams {
+		ups[k] = v
+	}
+	for name, raw := range ups {
+		if name == "" || strings.ContainsAny(name, "/ ") || name == "_bb" || name == "v1" || name == "v1beta" {
+			return nil, fmt.Errorf("proxy: upstream name %q: use letters, digits, '-' or '_' (and not v1, v1beta or _bb)", name)
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("proxy: upstream %s=%q: want an http:// or https:// URL", name, raw)
+		}
+		p.upstreams[name] = u
+	}
+	red, err := NewRedactor(o.RedactPatterns)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p.red = red
+	tr := o.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ForceAttemptHTTP2 = true
+		t.DisableCompression = true // bytes pass through as the upstream sent them
+		t.MaxIdleConnsPerHost = 64
+		t.ResponseHeaderTimeout = o.HeaderTimeout
+		tr = t
+	}
+	p.nextEx.Store(uint64(time.Now().UnixNano()))
+	p.metrics = newMetrics()
+	p.rec = newRecorder(p, o.QueueLen)
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      tr,
+		FlushInterval:  -1,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		BufferPool:     bufferPool{},
+		ErrorLog:       stdlog.New(logfWriter(o.Logf), "", 0),
+	}
+	return p, nil
+}
+
+type logfWriter func(string, ...any)
+
+func (f logfWriter) Write(b []byte) (int, error) {
+	f("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// bufferPool lends ReverseProxy its 32 KiB copy buffers.
+type bufferPool struct{}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *copyBufs.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBufs.Put(&b) }
+
+// Close waits for the recorder to write every queued frame. Call it after
+// the server has stopped sending requests to the proxy.
+func (p *Proxy) Close() error {
+	var err error
+	p.closeOnce.Do(func() { err = p.rec.close() })
+	return err
+}
+
+// Route describes where a request goes.
+type Route struct {
+	Provider string   // anthropic, openai, gemini, or a route name
+	Target   *url.URL // upstream base URL
+	Path     string   // path to request upstream (a route prefix removed)
+}
+
+var openAIPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/v1/models", "/v1/files", "/v1/images", "/v1/audio", "/v1/moderations", "/v1/batches"}
+
+// Route picks the upstream of a request: a /<name>/ prefix names a route;
+// /v1beta/ goes to Gemini; OpenAI's paths go to OpenAI unless the request
+// carries Anthropic's headers (both have /v1/models); anything else under
+// /v1/ goes to Anthropic.
+func (p *Proxy) Route(r *http.Request) (Route, bool) {
+	path := r.URL.Path
+	if rest, ok := strings.CutPrefix(path, "/"); ok {
+		name, sub, _ := strings.Cut(rest, "/")
+		if u, ok := p.upstreams[name]; ok {
+			return Route{Provider: name, Target: u, Path: "/" + sub}, true
+		}
+	}
+	switch {
+	case strings.HasPrefix(path, "/v1beta/") || strings.HasPrefix(path, "/upload/v1beta/"):
+		return Route{Provider: "gemini", Target: p.upstreams["gemini"], Path: path}, true
+	case strings.HasPrefix(path, "/v1/"):
+		anthropicHeaders := r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+		if !anthropicHeaders {
+			for _, op := range openAIPaths {
+				if path == op || strings.HasPrefix(path, op+"/") {
+					return Route{Provider: "openai", Target: p.upstreams["openai"], Path: path}, true
+				}
+			}
+		}
+		return Route{Provider: "anthropic", Target: p.upstreams["anthropic"], Path: path}, true
+	}
+	return Route{}, false
+}
+
+type ctxKey struct{}
+
+// exch is the proxy's state of one exchange. Fields set on the request
+// path are read by the recorder only after the item that carries them is
+// queued (the channel orders them).
+type exch struct {
+	id        uint64
+	requestID string
+	route     Route
+	arrived   time.Time
+	req       *http.Request
+	start     exchange.RequestStart
+	body      []byte    // the whole request body, as forwarded
+	marks     []mark    // where each request chunk ended, and when it arrived
+	ttfb      time.Duration
+	status    int
+	respBytes int64
+	chunks    int64
+	dropped   int64
+	dropBytes int64
+	encoded   bool // the response has a Content-Encoding
+	ended     atomic.Bool
+	// recorder-side state
+	session string
+	model   string
+	redact  stream
+	sniff   sniffer
+}
+
+type mark struct {
+	end int
+	t   int64
+}
+
+// ServeHTTP forwards one request and records it.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/_bb/") {
+		p.serveOwn(w, r)
+		return
+	}
+	route, ok := p.Route(r)
+	if !ok {
+		writeError(w, "", http.StatusNotFound, fmt.Sprintf("bbengine proxy: no upstream for %s; use /v1/... (Anthropic, OpenAI), /v1beta/... (Gemini) or /<route>/... with a route from --upstream", r.URL.Path))
+		return
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// Codex tries a WebSocket first and falls back to HTTP streaming
+		// only on 426.
+		writeError(w, route.Provider, http.StatusUpgradeRequired, "bbengine proxy: WebSocket is not supported; use HTTP streaming")
+		return
+	}
+	x := &exch{id: p.nextEx.Add(1), requestID: newID("req_"), route: route, arrived: time.Now(), req: r}
+	x.redact.r = p.red
+	w.Header().Set("X-Bb-Request-Id", x.requestID)
+	w.Header().Set("X-Bb-Exchange-Id", strconv.FormatUint(x.id, 10))
+	p.metrics.inflight.Inc()
+	defer p.metrics.inflight.Dec()
+
+	sess, src := headerSession(r.Header)
+	x.start = exchange.RequestStart{
+		RequestID: x.requestID, Method: r.Method, Path: r.URL.Path, Proto: r.Proto,
+		Client: r.RemoteAddr, Provider: route.Provider, Upstream: joinURL(route.Target, route.Path),
+		SessionID: sess, SessionSource: src, TaskID: r.Header.Get("X-Bb-Task-Id"), RunID: r.Header.Get("X-Bb-Run-Id"),
+		Mode: p.opts.Mode.String(), Redaction: exchange.RedactionVersion, Time: x.arrived.UnixNano(),
+	}
+	if !validID(x.start.TaskID) {
+		x.start.TaskID = ""
+	}
+	if !validID(x.start.RunID) {
+		x.start.RunID = ""
+	}
+
+	// Read the whole request body before forwarding: it is recorded chunk
+	// by chunk as it arrives, and forwarding it from memory avoids the
+	// HTTP/1 request-body race that truncates streamed responses
+	// (golang/go#40747; shared/notes/proxy.md section 7.2).
+	if err := p.readBody(w, r, x); err != nil {
+		return
+	}
+	x.start.BodyBytes = int64(len(x.body))
+	x.start.Query = p.red.Query(r.URL.RawQuery)
+	x.start.Headers = p.red.Headers(r.Header)
+	p.rec.request(x)
+	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
+
+	ctx := context.WithValue(r.Context(), ctxKey{}, x)
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	if !x.ended.Load() {
+		// Neither the body nor the error handler closed the exchange
+		// (ModifyResponse refused it); close it now.
+		p.end(x, "", true)
+	}
+}
+
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	if r.ContentLength > p.opts.MaxRequestBody {
+		p.refuseBody(w, x, r.ContentLength)
+		return errTooLarge
+	}
+	size := 32 << 10
+	if r.ContentLength > 0 {
+		size = int(r.ContentLength) + 1
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		if n > 0 {
+			buf = buf[:len(buf)+n]
+			x.marks = append(x.marks, mark{end: len(buf), t: time.Now().UnixNano()})
+			if int64(len(buf)) > p.opts.MaxRequestBody {
+				p.refuseBody(w, x, int64(len(buf)))
+				return errTooLarge
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			x.body = buf
+			x.start.BodyBytes = int64(len(buf))
+			x.start.Headers = p.red.Headers(r.Header)
+			p.rec.request(x)
+			p.fail(x, "request", err, len(buf), 0)
+			p.end(x, err.Error(), false)
+			return err
+		}
+	}
+	x.body = buf
+	r.Body.Close()
+	return nil
+}
+
+var errTooLarge = errors.New("request body too large")
+
+func (p *Proxy) refuseBody(w http.ResponseWriter, x *exch, n int64) {
+	msg := fmt.Sprintf("bbengine proxy: request body of %d bytes exceeds the limit of %d bytes (--max-request-bytes)", n, p.opts.MaxRequestBody)
+	x.start.Headers = p.red.Headers(x.req.Header)
+	p.rec.request(x)
+	p.fail(x, "request", errors.New(msg), int(n), http.StatusRequestEntityTooLarge)
+	x.status = http.StatusRequestEntityTooLarge
+	writeError(w, x.route.Provider, http.StatusRequestEntityTooLarge, msg)
+	p.end(x, msg, false)
+}
+
+func joinURL(base *url.URL, path string) string {
+	return strings.TrimSuffix(base.String(), "/") + path
+}
+
+// rewrite builds the outbound request: the route's target, the body from
+// memory, X-Bb-* headers removed. Everything else goes as the client sent
+// it (ReverseProxy drops hop-by-hop headers).
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	x := pr.In.Context().Value(ctxKey{}).(*exch)
+	pr.Out.URL.Path = x.route.Path
+	raw := pr.In.URL.RawPath
+	if raw != "" && x.route.Path != pr.In.URL.Path {
+		raw = strings.TrimPrefix(raw, "/"+x.route.Provider)
+	}
+	pr.Out.URL.RawPath = raw
+	pr.SetURL(x.route.Target)
+	for k := range pr.Out.Header {
+		if strings.HasPrefix(k, "X-Bb-") {
+			delete(pr.Out.Header, k)
+		}
+	}
+	body := x.body
+	pr.Out.ContentLength = int64(len(body))
+	if len(body) == 0 && (pr.In.Body == nil || pr.In.Body == http.NoBody) {
+		pr.Out.Body = http.NoBody
+		pr.Out.GetBody = nil
+		return
+	}
+	pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+	pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	pr.Out.TransferEncoding = nil
+}
+
+// modifyResponse records the response head and tees the body.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	x := resp.Request.Context().Value(ctxKey{}).(*exch)
+	x.ttfb = time.Since(x.arrived)
+	x.status = resp.StatusCode
+	x.encoded = resp.Header.Get("Content-Encoding") != ""
+	p.metrics.ttfb.WithLabelValues(x.route.Provider).Observe(x.ttfb.Seconds())
+	p.rec.responseStart(x, resp.Header.Clone(), resp.Proto)
+	resp.Body = &teeBody{rc: resp.Body, x: x, p: p}
+	return nil
+}
+
+// teeBody passes the upstream body to ReverseProxy and queues a copy of
+// every chunk for the recorder.
+type teeBody struct {
+	rc      io.ReadCloser
+	x       *exch
+	p       *Proxy
+	eof     bool
+	readErr error
+	once    sync.Once
+}
+
+func (t *teeBody) Read(b []byte) (int, error) {
+	n, err := t.rc.Read(b)
+	if n > 0 {
+		t.x.respBytes += int64(n)
+		t.x.chunks++
+		t.p.rec.chunk(t.x, frame.KindResponseBody, b[:n])
+	}
+	switch {
+	case err == io.EOF:
+		t.eof = true
+	case err != nil && t.readErr == nil:
+		t.readErr = err
+	}
+	return n, err
+}
+
+// Close ends the exchange: complete when the upstream body reached EOF
+// and the client was still there.
+func (t *teeBody) Close() error {
+	err := t.rc.Close()
+	t.once.Do(func() {
+		x, p := t.x, t.p
+		ctxErr := x.req.Context().Err()
+		switch {
+		case ctxErr != nil && !t.eof:
+			cause := context.Cause(x.req.Context())
+			p.fail(x, "client", fmt.Errorf("client went away after %d response bytes: %v", x.respBytes, cause), int(x.respBytes), x.status)
+			p.end(x, "client disconnected", false)
+		case t.readErr != nil:
+			p.fail(x, "response", t.readErr, int(x.respBytes), x.status)
+			p.end(x, t.readErr.Error(), false)
+		case !t.eof:
+			p.fail(x, "client", fmt.Errorf("response stopped after %d bytes: the client could not be written to", x.respBytes), int(x.respBytes), x.status)
+			p.end(x, "client write failed", false)
+		default:
+			p.end(x, "", true)
+		}
+	})
+	return err
+}
+
+// errorHandler answers when the upstream could not be reached or failed
+// before its headers: the client gets a JSON error in its provider's
+// shape, and the WAL an error frame.
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	x, _ := r.Context().Value(ctxKey{}).(*exch)
+	if x == nil {
+		writeError(w, "", http.StatusBadGateway, "bbengine proxy: "+err.Error())
+		return
+	}
+	if r.Context().Err() != nil {
+		p.fail(x, "client", fmt.Errorf("client went away before the response: %v", context.Cause(r.Context())), len(x.body), 0)
+		p.end(x, "client disconnected", false)
+		return
+	}
+	status := http.StatusBadGateway
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		status = http.StatusGatewayTimeout
+	}
+	x.status = status
+	msg := fmt.Sprintf("bbengine proxy: upstream %s failed: %v", x.route.Target.Host, err)
+	p.opts.Logf("%s %s: %s", x.requestID, x.start.Upstream, msg)
+	p.fail(x, "upstream", err, 0, status)
+	writeError(w, x.route.Provider, status, msg)
+	p.end(x, msg, false)
+}
+
+func (p *Proxy) fail(x *exch, stage string, err error, received int, status int) {
+	p.metrics.errors.WithLabelValues(x.route.Provider, stage).Inc()
+	p.rec.meta(x, frame.KindError, &exchange.Error{Stage: stage, Error: err.Error(), Received: int64(received), Status: status})
+}
+
+func (p *Proxy) end(x *exch, errMsg string, complete bool) {
+	if x.ended.Swap(true) {
+		return
+	}
+	p.metrics.requests.WithLabelValues(x.route.Provider, strconv.Itoa(x.status)).Inc()
+	p.metrics.duration.WithLabelValues(x.route.Provider).Observe(time.Since(x.arrived).Seconds())
+	p.rec.end(x, errMsg, complete, time.Since(x.arrived))
+}
+
+// writeError writes a JSON error in the shape the provider's clients parse.
+func writeError(w http.ResponseWriter, provider string, status int, msg string) {
+	var body any
+	switch provider {
+	case "anthropic":
+		typ := "api_error"
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			typ = "request_too_large"
+		case http.StatusNotFound:
+			typ = "not_found_error"
+		case http.StatusGatewayTimeout, http.StatusBadGateway:
+			typ = "api_error"
+		}
+		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	case "gemini":
+		st := "UNAVAILABLE"
+		if status == http.StatusRequestEntityTooLarge {
+			st = "INVALID_ARGUMENT"
+		}
+		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": st}}
+	default:
+		body = map[string]any{"error": map[string]any{"message": msg, "type": "bbengine_proxy_error", "code": strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))}}
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// serveOwn answers the proxy's own endpoints under /_bb/.
+func (p *Proxy) serveOwn(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/_bb/health":
+		h := p.Health()
+		w.Header().Set("Content-Type", "application/json")
+		if h.Status != "ok" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(h)
+	case "/_bb/metrics":
+		p.metrics.handler().ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Health is the proxy's state as /_bb/health reports it.
+type Health struct {
+	Status    string            `json:"status"` // ok, or degraded when frames cannot be recorded
+	Mode      string            `json:"mode"`
+	Uptime    float64           `json:"uptime_s"`
+	Queue     int               `json:"queue"`
+	Recorded  uint64            `json:"frames_recorded"`
+	Dropped   uint64            `json:"chunks_dropped"`
+	WALError  string            `json:"wal_error,omitempty"`
+	Upstreams map[string]string `json:"upstreams"`
+}
+
+// Health returns the proxy's current state.
+func (p *Proxy) Health() Health {
+	h := Health{Status: "ok", Mode: p.opts.Mode.String(), Uptime: time.Since(p.started).Seconds(),
+		Queue: len(p.rec.q), Recorded: p.rec.frames.Load(), Dropped: p.rec.dropped.Load(), Upstreams: map[string]string{}}
+	if err := p.rec.err(); err != nil {
+		h.Status, h.WALError = "degraded", err.Error()
+	}
+	for k, u := range p.upstreams {
+		h.Upstreams[k] = u.String()
+	}
+	return h
+}
+
+// Upstreams returns the route names and their URLs, sorted by name.
+func (p *Proxy) Upstreams() [][2]string {
+	var out [][2]string
+	for k, u := range p.upstreams {
+		out = append(out, [2]string{k, u.String()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}

@@ -1,0 +1,261 @@
+package proxy
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// recorder owns the WAL side of the proxy: the request path queues items
+// (a copy of each body chunk, the metadata of each stage) and one goroutine
+// encodes, redacts and appends them in order. The queue is bounded: in
+// Lossless mode a full queue makes the stream wait; in Degrade mode body
+// chunks are dropped and counted, metadata never.
+type recorder struct {
+	p       *Proxy
+	log     *wal.Log
+	q       chan item
+	done    chan struct{}
+	closed  atomic.Bool
+	mu      sync.Mutex
+	werr    error // first append error
+	frames  atomic.Uint64
+	dropped atomic.Uint64
+}
+
+type itemKind uint8
+
+const (
+	itRequest itemKind = iota
+	itResponseStart
+	itChunk
+	itMeta
+	itEnd
+)
+
+type item struct {
+	kind    itemKind
+	x       *exch
+	t       int64
+	buf     *[]byte // itChunk: pooled copy of the chunk
+	header  http.Header
+	proto   string
+	meta    any // itMeta: payload to encode
+	fkind   frame.Kind
+	errMsg  string
+	ok      bool
+	elapsed time.Duration
+}
+
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+func newRecorder(p *Proxy, n int) *recorder {
+	r := &recorder{p: p, log: p.log, q: make(chan item, n), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+func (r *recorder) put(it item) {
+	if r.closed.Load() {
+		return
+	}
+	select {
+	case r.q <- it:
+		return
+	default:
+	}
+	start := time.Now()
+	r.q <- it
+	r.p.metrics.backpressure.Add(time.Since(start).Seconds())
+}
+
+func (r *recorder) request(x *exch) {
+	r.put(item{kind: itRequest, x: x, t: x.arrived.UnixNano()})
+}
+
+func (r *recorder) responseStart(x *exch, h http.Header, proto string) {
+	r.put(item{kind: itResponseStart, x: x, t: time.Now().UnixNano(), header: h, proto: proto})
+}
+
+// chunk queues a copy of b, a body chunk of x.
+func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
+	mode := r.p.opts.Mode
+	if mode == Privacy || (mode == Passthrough && x.encoded) {
+		return
+	}
+	bp := chunkBufs.Get().(*[]byte)
+	*bp = append((*bp)[:0], b...)
+	it := item{kind: itChunk, x: x, t: time.Now().UnixNano(), buf: bp, fkind: k}
+	if mode == Degrade {
+		select {
+		case r.q <- it:
+		default:
+			x.dropped++
+			x.dropBytes += int64(len(b))
+			r.dropped.Add(1)
+			r.p.metrics.dropped.Inc()
+			chunkBufs.Put(bp)
+		}
+		return
+	}
+	r.put(it)
+}
+
+func (r *recorder) meta(x *exch, k frame.Kind, v any) {
+	r.put(item{kind: itMeta, x: x, t: time.Now().UnixNano(), meta: v, fkind: k})
+}
+
+func (r *recorder) end(x *exch, errMsg string, ok bool, elapsed time.Duration) {
+	r.put(item{kind: itEnd, x: x, t: time.Now().UnixNano(), errMsg: errMsg, ok: ok, elapsed: elapsed})
+}
+
+// close stops accepting items and waits until every queued one is
+// written.
+func (r *recorder) close() error {
+	if r.closed.Swap(true) {
+		<-r.done
+		return r.err()
+	}
+	close(r.q)
+	<-r.done
+	return r.err()
+}
+
+func (r *recorder) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.werr
+}
+
+func (r *recorder) run() {
+	defer close(r.done)
+	for it := range r.q {
+		r.r(it)
+		r.p.metrics.queue.Set(float64(len(r.q)))
+	}
+}
+
+// append writes one frame, remembering the first failure. A failed WAL
+// never stops the proxy: the agent keeps working, /_bb/health says
+// degraded.
+func (r *recorder) append(k frame.Kind, x *exch, t int64, last bool, payload []byte) {
+	start := time.Now()
+	_, err := r.log.Append(wal.Record{Kind: k, Exchange: x.id, Time: t, Last: last, Payload: payload})
+	r.p.metrics.appendSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		r.mu.Lock()
+		first := r.werr == nil
+		if first {
+			r.werr = err
+		}
+		r.mu.Unlock()
+		r.p.metrics.walErrors.Inc()
+		if first {
+			r.p.opts.Logf("recording failed (the proxy keeps forwarding; nothing more is recorded until restart): %v", err)
+		}
+		return
+	}
+	r.frames.Add(1)
+	r.p.metrics.walBytes.Add(float64(len(payload) + frame.HeaderLen))
+}
+
+func (r *recorder) encode(k frame.Kind, x *exch, t int64, v any) {
+	b, err := exchange.Encode(v)
+	if err != nil {
+		r.p.opts.Logf("encode %v: %v", k, err)
+		return
+	}
+	r.append(k, x, t, false, b)
+}
+
+// split appends body bytes as frames no larger than the frame limit.
+func (r *recorder) body(k frame.Kind, x *exch, t int64, b []byte, last bool) {
+	const max = 1 << 20
+	for len(b) > max {
+		r.append(k, x, t, false, b[:max])
+		b = b[max:]
+	}
+	if len(b) > 0 || last {
+		r.append(k, x, t, last, b)
+	}
+}
+
+func (r *recorder) r(it item) {
+	x := it.x
+	mode := r.p.opts.Mode
+	switch it.kind {
+	case itRequest:
+		model, streaming, bodySession := readBody(x.body)
+		x.start.Model, x.start.Stream = model, streaming
+		x.model = model
+		if x.start.SessionID == "" {
+			if bodySession != "" {
+				x.start.SessionID, x.start.SessionSource = bodySession, "body"
+			} else {
+				x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+			}
+		}
+		x.session = x.start.SessionID
+		if mode == Passthrough {
+			return
+		}
+		r.encode(frame.KindRequestStart, x, it.t, &x.start)
+		if mode == Privacy {
+			return
+		}
+		s := stream{r: r.p.red}
+		prev := 0
+		for i, m := range x.marks {
+			out := s.chunk(x.body[prev:m.end], i == len(x.marks)-1)
+			r.body(frame.KindRequestBody, x, m.t, out, i == len(x.marks)-1)
+			prev = m.end
+		}
+	case itResponseStart:
+		if mode == Passthrough {
+			return
+		}
+		r.encode(frame.KindResponseStart, x, it.t, &exchange.ResponseStart{
+			Status: x.status, Proto: it.proto, Headers: r.p.red.Headers(it.header), TTFB: x.ttfb.Nanoseconds()})
+	case itChunk:
+		b := *it.buf
+		if !x.encoded {
+			x.sniff.feed(b)
+		}
+		if mode != Passthrough {
+			out := b
+			if !x.encoded {
+				out = x.redact.chunk(b, false)
+			}
+			if len(out) > 0 {
+				r.body(it.fkind, x, it.t, out, false)
+			}
+		}
+		chunkBufs.Put(it.buf)
+	case itMeta:
+		if mode == Passthrough {
+			return
+		}
+		r.encode(it.fkind, x, it.t, it.meta)
+	case itEnd:
+		if mode != Passthrough && mode != Privacy && !x.encoded {
+			if rest := x.redact.chunk(nil, true); len(rest) > 0 {
+				r.body(frame.KindResponseBody, x, it.t, rest, false)
+			}
+		}
+		end := &exchange.ResponseEnd{Status: x.status, TTFB: x.ttfb.Nanoseconds(), Duration: it.elapsed.Nanoseconds(),
+			RequestBytes: int64(len(x.body)), ResponseBytes: x.respBytes, Chunks: x.chunks,
+			DroppedChunks: x.dropped, DroppedBytes: x.dropBytes, Complete: it.ok, Error: it.errMsg,
+			Usage: x.sniff.result(), Model: x.model, SessionID: x.session}
+		if u := end.Usage; u != nil {
+			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "input").Add(float64(u.InputTokens))
+			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "output").Add(float64(u.OutputTokens))
+		}
+		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
+		r.encode(frame.KindResponseEnd, x, it.t, end)
+	}
+}

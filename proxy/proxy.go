@@ -256,8 +256,8 @@ type exch struct {
 	arrived   time.Time
 	req       *http.Request
 	start     exchange.RequestStart
-	body      []byte    // the whole request body, as forwarded
-	marks     []mark    // where each request chunk ended, and when it arrived
+	body      []byte // the whole request body, as forwarded
+	marks     []mark // where each request chunk ended, and when it arrived
 	ttfb      time.Duration
 	status    int
 	respBytes int64

@@ -200,12 +200,12 @@ func (s *stream) chunk(p []byte, last bool) []byte {
 	}
 	cut := len(data)
 	if !last {
-		if i := bytes.LastIndex(data, []byte("-----BEGIN")); i >= 0 && !pemClosed(data[i:]) && len(data)-i < maxPEM {
-			cut = i // an unfinished private key block
-		} else {
-			for cut > 0 && isTokenByte(data[cut-1]) && len(data)-cut < maxHold {
-				cut--
-			}
+		for cut > 0 && isTokenByte(data[cut-1]) && len(data)-cut < maxHold {
+			cut--
+		}
+		// Never cut inside a private key block: hold it from its BEGIN.
+		if i := bytes.LastIndex(data[:cut], []byte("-----BEGIN")); i >= 0 && !pemClosed(data[i:cut]) && len(data)-i < maxPEM {
+			cut = i
 		}
 	}
 	out := s.r.Bytes(data[:cut])

@@ -512,7 +512,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	x.status = status
 	msg := fmt.Sprintf("bbengine proxy: upstream %s failed: %v", x.route.Target.Host, err)
-	p.opts.Logf("%s %s: %s", x.requestID, x.start.Upstream, msg)
+	p.opts.Logf("%s %s: upstream failed: %v", x.requestID, x.start.Upstream, err)
 	p.fail(x, "upstream", err, 0, status)
 	writeError(w, x.route.Provider, status, msg)
 	p.end(x, msg, false)

@@ -137,6 +137,18 @@ func TestUpstreamUnreachable(t *testing.T) {
 	}
 }
 
+func TestUpstreamHeaderTimeout(t *testing.T) {
+	rg := newRig(t, &Options{HeaderTimeout: 50 * time.Millisecond})
+	resp, body := rg.post(t, "/v1/slowhead", `{}`, map[string]string{"Anthropic-Version": "2023-06-01"})
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), `"type":"error"`) || !strings.Contains(string(body), "timeout awaiting response headers") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	x := only(t, rg.readWAL(t))
+	if len(x.errs) != 1 || x.errs[0].Stage != "upstream" || x.end.Status != 504 {
+		t.Errorf("errs %+v end %+v", x.errs, x.end)
+	}
+}
+
 func TestUpstreamErrorStatusUnchanged(t *testing.T) {
 	rg := newRig(t, nil)
 	resp, body := rg.post(t, "/v1/error", `{}`, map[string]string{"Anthropic-Version": "2023-06-01"})

@@ -255,6 +255,7 @@ type exch struct {
 	route     Route
 	arrived   time.Time
 	req       *http.Request
+	header    http.Header // the client's request headers, redacted by the recorder
 	start     exchange.RequestStart
 	body      []byte // the whole request body, as forwarded
 	marks     []mark // where each request chunk ended, and when it arrived
@@ -295,7 +296,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, route.Provider, http.StatusUpgradeRequired, "bbengine proxy: WebSocket is not supported; use HTTP streaming")
 		return
 	}
-	x := &exch{id: p.nextEx.Add(1), requestID: newID("req_"), route: route, arrived: time.Now(), req: r}
+	x := &exch{id: p.nextEx.Add(1), requestID: newID("req_"), route: route, arrived: time.Now(), req: r, header: r.Header.Clone()}
 	x.redact.r = p.red
 	w.Header().Set("X-Bb-Request-Id", x.requestID)
 	w.Header().Set("X-Bb-Exchange-Id", strconv.FormatUint(x.id, 10))
@@ -324,8 +325,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.start.BodyBytes = int64(len(x.body))
-	x.start.Query = p.red.Query(r.URL.RawQuery)
-	x.start.Headers = p.red.Headers(r.Header)
 	p.rec.request(x)
 	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
 
@@ -370,7 +369,6 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 		if err != nil {
 			x.body = buf
 			x.start.BodyBytes = int64(len(buf))
-			x.start.Headers = p.red.Headers(r.Header)
 			p.rec.request(x)
 			p.fail(x, "request", err, len(buf), 0)
 			p.end(x, err.Error(), false)
@@ -386,7 +384,6 @@ var errTooLarge = errors.New("request body too large")
 
 func (p *Proxy) refuseBody(w http.ResponseWriter, x *exch, n int64) {
 	msg := fmt.Sprintf("bbengine proxy: request body of %d bytes exceeds the limit of %d bytes (--max-request-bytes)", n, p.opts.MaxRequestBody)
-	x.start.Headers = p.red.Headers(x.req.Header)
 	p.rec.request(x)
 	p.fail(x, "request", errors.New(msg), int(n), http.StatusRequestEntityTooLarge)
 	x.status = http.StatusRequestEntityTooLarge

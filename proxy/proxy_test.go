@@ -121,6 +121,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
+	case r.URL.Path == "/v1/slowhead":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
 	case r.URL.Path == "/v1/error":
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(429)

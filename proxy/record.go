@@ -201,6 +201,8 @@ func (r *recorder) r(it item) {
 			}
 		}
 		x.session = x.start.SessionID
+		x.start.Headers = r.p.red.Headers(x.header)
+		x.start.Query = r.p.red.Query(x.req.URL.RawQuery)
 		if mode == Passthrough {
 			return
 		}

@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+)
+
+// ccMarker is in the prompt; the fake recognises the main conversation by
+// it (side requests, such as title generation, carry no tools).
+const ccMarker = "E2E-MARKER-7d1c"
+
+// ccFake plays the model for one Claude Code session: first a Bash
+// tool_use (echo hello), then, once its tool_result is back, a Read of a
+// file in the project, then final text quoting both results.
+type ccFake struct {
+	note, nonce string
+	mu          sync.Mutex
+	usage       map[int]ausage // by X-E2e-Seq, for /v1/messages
+	side        []string       // what the side requests were
+}
+
+const (
+	ccBashID = "toolu_01E2eBashEchoHello0000"
+	ccReadID = "toolu_01E2eReadNoteFile00000"
+)
+
+func (c *ccFake) finalText(bash, read ablock) string {
+	if bash.IsError || strings.TrimSpace(bash.resultText()) != "hello" || read.IsError || !strings.Contains(read.resultText(), c.nonce) {
+		return fmt.Sprintf("E2E MISMATCH: bash result %q (error %v), read result %q (error %v)", bash.resultText(), bash.IsError, read.resultText(), read.IsError)
+	}
+	return "E2E done: bash said hello; the note says " + c.nonce + "."
+}
+
+func (c *ccFake) answer(s *seen, w http.ResponseWriter) {
+	switch {
+	case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
+		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
+	case s.Method == http.MethodPost && s.Path == "/v1/messages":
+		var req amsgRequest
+		if err := json.Unmarshal(s.Body, &req); err != nil {
+			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
+			return
+		}
+		rep := areply{id: fmt.Sprintf("msg_01E2e%06d", s.Seq), model: req.Model, stop: "end_turn",
+			usage: ausage{Input: int64(len(s.Body) / 4), Output: 7}}
+		results := req.toolResults()
+		bash, haveBash := results[ccBashID]
+		read, haveRead := results[ccReadID]
+		switch {
+		case !req.hasTool("Bash") || !strings.Contains(req.allText(), ccMarker):
+			// A side request: title, topic, quota probe and the like.
+			c.mu.Lock()
+			c.side = append(c.side, fmt.Sprintf("model=%s max_tokens=%d stream=%v tools=%d", req.Model, req.MaxTokens, req.Stream, len(req.Tools)))
+			c.mu.Unlock()
+			rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
+			rep.usage.Output = 3
+		case !haveBash:
+			rep.blocks = []ablock{
+				{Type: "text", Text: "I will run the command."},
+				{Type: "tool_use", ID: ccBashID, Name: "Bash", Input: json.RawMessage(`{"command":"echo hello","description":"Print hello"}`)},
+			}
+			rep.stop = "tool_use"
+			rep.usage.CacheCreation = 1200
+			rep.usage.Output = 31
+		case !haveRead:
+			in, _ := json.Marshal(map[string]string{"file_path": c.note})
+			rep.blocks = []ablock{{Type: "tool_use", ID: ccReadID, Name: "Read", Input: in}}
+			rep.stop = "tool_use"
+			rep.usage.CacheRead = 1200
+			rep.usage.Output = 23
+		default:
+			rep.blocks = []ablock{{Type: "text", Text: c.finalText(bash, read)}}
+			rep.usage.CacheRead = 2400
+			rep.usage.Output = 17
+		}
+		c.mu.Lock()
+		c.usage[s.Seq] = rep.usage
+		c.mu.Unlock()
+		rep.write(w, req.Stream)
+	case s.Method == http.MethodHead || s.Method == http.MethodGet:
+		// Connectivity probes: answer like a reachable API.
+		writeJSON(w, http.StatusOK, `{}`)
+	default:
+		anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// claudeCommand returns how to run the installed Claude Code: the native
+// binary that npm's postinstall put at node_modules/.bin/claude, or, when
+// install scripts did not run, `node cli-wrapper.cjs`, the package's own
+// fallback launcher. It also returns the version the command reports.
+func claudeCommand(t *testing.T, dir string) ([]string, string) {
+	t.Helper()
+	pkg := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code")
+	if _, err := os.Stat(pkg); err != nil {
+		t.Fatalf("Claude Code is not installed (run `npm ci --prefix e2e/node`): %v", err)
+	}
+	var errs []string
+	for _, argv := range [][]string{
+		{filepath.Join(dir, "node_modules", ".bin", "claude")},
+		{"node", filepath.Join(pkg, "cli-wrapper.cjs")},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := exec.CommandContext(ctx, argv[0], append(argv[1:], "--version")...).CombinedOutput()
+		cancel()
+		if err == nil && strings.Contains(string(out), "Claude Code") {
+			return argv, strings.TrimSpace(string(out))
+		}
+		errs = append(errs, fmt.Sprintf("%s --version: %v %q", strings.Join(argv, " "), err, out))
+	}
+	t.Fatalf("cannot run Claude Code: %s", strings.Join(errs, "; "))
+	return nil, ""
+}
+
+// TestClaudeCode runs a whole tool-using Claude Code session, offline,
+// through the proxy to a fake Messages API.
+func TestClaudeCode(t *testing.T) {
+	dir := requireNodeModules(t)
+	argv, version := claudeCommand(t, dir)
+	t.Logf("Claude Code %s", version)
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home")
+	config := filepath.Join(tmp, "config")
+	work := filepath.Join(tmp, "work")
+	for _, d := range []string{home, config, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nonce := "nonce-" + randomHex(8)
+	note := filepath.Join(work, "note.txt")
+	if err := os.WriteFile(note, []byte(nonce+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	apiKey := "sk-ant-api03-fake" + randomHex(24) + "-E2E"
+
+	cc := &ccFake{note: note, nonce: nonce, usage: map[int]ausage{}}
+	up := newFake(t, cc.answer)
+	rg := newRig(t, up.URL)
+	tw := newTripwire(t)
+	loopbackOnly(t, up.URL)
+	loopbackOnly(t, rg.srv.URL)
+
+	debugFile := filepath.Join(tmp, "claude-debug.log")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prompt := ccMarker + ": run `echo hello` with the Bash tool, then read note.txt, then say what both said."
+	// --dangerously-skip-permissions refuses to run as root (CI is
+	// root); allowing exactly the two tools works for any user.
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "-p", prompt,
+		"--output-format", "text",
+		"--allowedTools", "Bash(echo hello)", "Read",
+		"--debug-file", debugFile,
+	)...)
+	cmd.Dir = work
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"CLAUDE_CONFIG_DIR=" + config,
+		"TMPDIR=" + tmp,
+		"SHELL=/bin/bash",
+		"LANG=C.UTF-8",
+		"ANTHROPIC_BASE_URL=" + rg.srv.URL,
+		"ANTHROPIC_API_KEY=" + apiKey,
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_BUG_COMMAND=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}, tw.env()...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	t.Logf("claude ran for %v", elapsed.Round(time.Millisecond))
+	logOutput(t, "claude stdout", stdout.Bytes())
+	logOutput(t, "claude stderr", stderr.Bytes())
+	reqs := up.requests()
+	for _, s := range reqs {
+		t.Logf("upstream got #%d %s %s?%s (%d bytes) -> %d, %d bytes", s.Seq, s.Method, s.Path, s.Query, len(s.Body), s.Status, len(s.Sent))
+	}
+	if a := tw.attempts(); len(a) > 0 {
+		t.Errorf("Claude Code tried to reach the outside: %v", a)
+	}
+	if err != nil || ctx.Err() != nil {
+		if b, rerr := os.ReadFile(debugFile); rerr == nil {
+			logOutput(t, "claude debug", b)
+		}
+		t.Fatalf("claude: %v (context: %v)", err, ctx.Err())
+	}
+	want := "E2E done: bash said hello; the note says " + nonce + "."
+	if !strings.Contains(stdout.String(), want) {
+		t.Fatalf("claude printed %q, want it to contain %q", stdout.String(), want)
+	}
+
+	// Claude Code's own transcript.
+	logs, _ := filepath.Glob(filepath.Join(config, "projects", "*", "*.jsonl"))
+	if len(logs) == 0 {
+		t.Fatalf("no JSONL transcript under %s", filepath.Join(config, "projects"))
+	}
+	sessions := map[string]bool{}
+	for _, l := range logs {
+		for id := range jsonlSessions(t, l) {
+			sessions[id] = true
+		}
+	}
+	if len(sessions) != 1 {
+		t.Fatalf("transcripts %v name sessions %v, want exactly one", logs, sessions)
+	}
+	var session string
+	for id := range sessions {
+		session = id
+	}
+	t.Logf("Claude Code session %s, transcript %v", session, logs)
+
+	// The WAL.
+	ex := rg.readWAL(t)
+	if len(ex) != len(reqs) {
+		t.Errorf("WAL holds %d exchanges, the upstream saw %d requests", len(ex), len(reqs))
+	}
+	mainLoop := 0
+	for _, x := range ex {
+		checkExchange(t, x, reqs)
+		if x.start == nil || x.end == nil {
+			continue
+		}
+		t.Logf("WAL exchange %d: %s %s provider=%s model=%s stream=%v session=%s (from %s) status=%d usage=%+v",
+			x.id, x.start.Method, x.start.Path, x.start.Provider, x.start.Model, x.start.Stream, x.start.SessionID, x.start.SessionSource, x.end.Status, x.end.Usage)
+		if x.start.Provider != "anthropic" {
+			t.Errorf("exchange %d: provider %q", x.id, x.start.Provider)
+		}
+		if x.start.SessionID != session || x.end.SessionID != session {
+			t.Errorf("exchange %d (%s): proxy recorded session %q (source %q), Claude Code's is %q", x.id, x.start.Path, x.start.SessionID, x.start.SessionSource, session)
+		}
+		if h := x.start.Headers["X-Api-Key"]; len(h) != 1 || h[0] != "[redacted:api_key]" {
+			t.Errorf("exchange %d: recorded X-Api-Key %v", x.id, h)
+		}
+		if x.start.Path == "/v1/messages" {
+			// The body carries the same id (metadata.user_id, a JSON
+			// string with session_id), the proxy's fallback source.
+			if bs := bodySession(x.reqBody); bs != session {
+				t.Errorf("exchange %d: metadata.user_id names session %q, want %q", x.id, bs, session)
+			}
+			cc.mu.Lock()
+			u, ok := cc.usage[x.seq()]
+			cc.mu.Unlock()
+			// The proxy's total is input + output (cache tokens apart).
+			want := exchange.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheCreationTokens: u.CacheCreation, TotalTokens: u.Input + u.Output}
+			if !ok || x.end.Usage == nil || *x.end.Usage != want {
+				t.Errorf("exchange %d: usage %+v, the upstream sent %+v (answered: %v)", x.id, x.end.Usage, want, ok)
+			}
+			if strings.Contains(string(x.reqBody), ccMarker) {
+				mainLoop++
+				if !x.start.Stream {
+					t.Errorf("exchange %d: main-loop request not recorded as streaming", x.id)
+				}
+			}
+		}
+	}
+	if mainLoop < 3 {
+		t.Errorf("the WAL holds %d main-loop /v1/messages exchanges, want at least 3 (tool_use, tool_use, final)", mainLoop)
+	}
+	cc.mu.Lock()
+	t.Logf("side requests: %v", cc.side)
+	cc.mu.Unlock()
+
+	// What Claude Code sent: header names and the session header.
+	names := map[string]bool{}
+	for _, s := range reqs {
+		for k := range s.Header {
+			names[k] = true
+		}
+		if got := s.Header.Get("X-Api-Key"); got != apiKey && s.Method == http.MethodPost {
+			t.Errorf("upstream #%d got X-Api-Key %q, want the client's key unchanged", s.Seq, got)
+		}
+		if got := s.Header.Get("X-Claude-Code-Session-Id"); got != "" && got != session {
+			t.Errorf("upstream #%d got X-Claude-Code-Session-Id %q, the transcript says %q", s.Seq, got, session)
+		}
+	}
+	var hn []string
+	for k := range names {
+		hn = append(hn, k)
+	}
+	sort.Strings(hn)
+	t.Logf("request headers Claude Code sent: %s", strings.Join(hn, ", "))
+	if len(reqs) > 0 {
+		h := reqs[0].Header
+		t.Logf("first request: User-Agent %q, X-Claude-Code-Session-Id %q, Anthropic-Beta %q", h.Get("User-Agent"), h.Get("X-Claude-Code-Session-Id"), h.Get("Anthropic-Beta"))
+	}
+
+	// The key never reaches the WAL's files.
+	scanFiles(t, rg.dir, apiKey)
+}
+
+// jsonlSessions returns the sessionId values in a Claude Code transcript.
+func jsonlSessions(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var line struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.SessionID != "" {
+			out[line.SessionID] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// bodySession returns the session_id inside a Messages body's
+// metadata.user_id.
+func bodySession(body []byte) string {
+	var req amsgRequest
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	var uid struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal([]byte(req.Metadata.UserID), &uid)
+	return uid.SessionID
+}

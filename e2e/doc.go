@@ -1,0 +1,22 @@
+// Package e2e holds end-to-end tests that drive the official provider
+// clients through the recording proxy (proxy.New behind an httptest
+// server) to fake upstreams on loopback, then read the WAL back:
+//
+//   - Claude Code (@anthropic-ai/claude-code) runs `claude -p` for a whole
+//     tool-using session (Bash, then Read, then final text) against a fake
+//     Messages API;
+//   - @anthropic-ai/sdk streams a Messages request (node/anthropic.mjs);
+//   - openai streams a chat completion with include_usage and a Responses
+//     request (node/openai.mjs).
+//
+// The clients are npm packages pinned in node/package-lock.json; install
+// them with
+//
+//	npm ci --prefix e2e/node
+//
+// The tests skip when node/node_modules is missing. Nothing leaves the
+// machine: every server is an httptest server on 127.0.0.1; Claude Code's
+// HTTP(S)_PROXY points at a local tripwire that refuses, and the test
+// reports, any request for another host; the node scripts give the SDKs a
+// fetch that refuses any URL not on loopback.
+package e2e

@@ -269,7 +269,7 @@ func TestClaudeCode(t *testing.T) {
 			u, ok := cc.usage[x.seq()]
 			cc.mu.Unlock()
 			// The proxy's total is input + output (cache tokens apart).
-			want := exchange.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheCreationTokens: u.CacheCreation, TotalTokens: u.Input + u.Output}
+			want := exchange.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheCreationTokens: u.CacheCreation, TotalTokens: u.Input + u.Output + u.CacheRead + u.CacheCreation} // Anthropic input excludes cached tokens; the total counts them
 			if !ok || x.end.Usage == nil || *x.end.Usage != want {
 				t.Errorf("exchange %d: usage %+v, the upstream sent %+v (answered: %v)", x.id, x.end.Usage, want, ok)
 			}

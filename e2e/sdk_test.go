@@ -110,7 +110,7 @@ var anthropicReply = areply{
 	},
 }
 
-var anthropicUsage = exchange.Usage{InputTokens: 472, OutputTokens: 89, CacheReadTokens: 128, CacheCreationTokens: 256, TotalTokens: 472 + 89}
+var anthropicUsage = exchange.Usage{InputTokens: 472, OutputTokens: 89, CacheReadTokens: 128, CacheCreationTokens: 256, TotalTokens: 472 + 89 + 128 + 256} // cached tokens count in the total
 
 // sdkUpstream answers each SDK's streaming request.
 func sdkUpstream(s *seen, w http.ResponseWriter) {

@@ -36,7 +36,7 @@ func TestGzipPassesThroughCompressed(t *testing.T) {
 	if got := x.rstart.Headers["Content-Encoding"]; len(got) != 1 || got[0] != "gzip" {
 		t.Errorf("encoding not recorded: %v", x.rstart.Headers)
 	}
-	if !x.end.Complete || x.end.Usage != nil {
+	if !x.end.Complete || x.end.Decoded || x.end.Unscanned != "" || x.end.Usage == nil || x.end.Usage.OutputTokens != 2 || !x.respLast {
 		t.Errorf("end: %+v", x.end)
 	}
 	rg.up.mu.Lock()
@@ -44,6 +44,42 @@ func TestGzipPassesThroughCompressed(t *testing.T) {
 	rg.up.mu.Unlock()
 	if ae != "gzip" {
 		t.Errorf("upstream saw Accept-Encoding %q", ae)
+	}
+}
+
+// TestGzipSecretIsDecodedAndRedacted: a compressed body holding a secret
+// is recorded decoded and redacted (and says so); the client still gets
+// the compressed bytes.
+func TestGzipSecretIsDecodedAndRedacted(t *testing.T) {
+	rg := newRig(t, nil)
+	req, _ := http.NewRequest("POST", rg.srv.URL+"/anthropic/gzip-secret", strings.NewReader(`{}`))
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" || raw[0] != 0x1f {
+		t.Fatal("client did not get gzip bytes")
+	}
+	x := only(t, rg.readWAL(t))
+	if !x.end.Decoded || strings.Contains(string(x.respBody), "SECRETSECRET") || !strings.Contains(string(x.respBody), "[redacted:anthropic_key]") {
+		t.Errorf("decoded %v body %q", x.end.Decoded, x.respBody)
+	}
+	if x.end.Usage == nil || x.end.Usage.InputTokens != 1 {
+		t.Errorf("usage %+v", x.end.Usage)
+	}
+}
+
+// TestUsageNotFromModelOutput: a tool input that happens to hold a
+// "usage" object does not count as the response's usage.
+func TestUsageNotFromModelOutput(t *testing.T) {
+	rg := newRig(t, nil)
+	rg.post(t, "/v1/json-tool", `{}`, map[string]string{"Anthropic-Version": "2023-06-01"})
+	x := only(t, rg.readWAL(t))
+	if u := x.end.Usage; u == nil || u.InputTokens != 10 || u.OutputTokens != 5 || u.TotalTokens != 15 {
+		t.Errorf("usage %+v", u)
 	}
 }
 

@@ -265,13 +265,16 @@ type exch struct {
 	chunks    int64
 	dropped   int64
 	dropBytes int64
-	encoded   bool // the response has a Content-Encoding
+	encoding  string // the response's Content-Encoding, "" for none
 	ended     atomic.Bool
 	// recorder-side state
 	session string
 	model   string
 	redact  stream
 	sniff   sniffer
+	held    []heldChunk // compressed response chunks awaiting the end
+	heldN   int
+	spilled string // why held chunks were written early, unscanned
 }
 
 type mark struct {
@@ -429,7 +432,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	x := resp.Request.Context().Value(ctxKey{}).(*exch)
 	x.ttfb = time.Since(x.arrived)
 	x.status = resp.StatusCode
-	x.encoded = resp.Header.Get("Content-Encoding") != ""
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		x.encoding = enc
+	}
+	x.sniff.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	p.metrics.ttfb.WithLabelValues(x.route.Provider).Observe(x.ttfb.Seconds())
 	p.rec.responseStart(x, resp.Header.Clone(), resp.Proto)
 	resp.Body = &teeBody{rc: resp.Body, x: x, p: p}

@@ -92,12 +92,19 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/messages/count_tokens":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"input_tokens":123}`)
-	case r.URL.Path == "/gzip":
+	case r.URL.Path == "/gzip", r.URL.Path == "/gzip-secret":
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Encoding", "gzip")
 		gz := gzip.NewWriter(w)
-		io.WriteString(gz, `{"id":"msg_gz","usage":{"input_tokens":1,"output_tokens":2}}`)
+		if r.URL.Path == "/gzip-secret" {
+			io.WriteString(gz, `{"id":"msg_gz","content":[{"type":"text","text":"your key is sk-ant-api03-SECRETSECRETSECRETSECRET"}],"usage":{"input_tokens":1,"output_tokens":2}}`)
+		} else {
+			io.WriteString(gz, `{"id":"msg_gz","usage":{"input_tokens":1,"output_tokens":2}}`)
+		}
 		gz.Close()
+	case r.URL.Path == "/v1/json-tool":
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"content":[{"type":"tool_use","id":"t","name":"x","input":{"usage":{"input_tokens":999999,"output_tokens":888888}}}],"usage":{"input_tokens":10,"output_tokens":5}}`)
 	case r.URL.Path == "/v1/die":
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
@@ -216,6 +223,7 @@ type recorded struct {
 	reqBody  []byte
 	rstart   *exchange.ResponseStart
 	respBody []byte
+	respLast bool // the last response body frame has the last-chunk flag
 	end      *exchange.ResponseEnd
 	errs     []exchange.Error
 	kinds    []frame.Kind
@@ -261,6 +269,7 @@ func (rg *rig) readWAL(t *testing.T) map[uint64]*recorded {
 			x.rstart = &s
 		case frame.KindResponseBody:
 			x.respBody = append(x.respBody, p...)
+			x.respLast = r.Header().Flags&frame.FlagLast != 0
 		case frame.KindResponseEnd:
 			e, _ := exchange.DecodeResponseEnd(p)
 			x.end = &e
@@ -296,7 +305,7 @@ func TestStreamsPassThrough(t *testing.T) {
 		usage                  exchange.Usage
 	}{
 		{"anthropic", "/v1/messages", `{"model":"claude-sonnet-4","stream":true,"messages":[]}`, anthropicSSE,
-			map[string]string{"Anthropic-Version": "2023-06-01"}, "anthropic", exchange.Usage{InputTokens: 25, OutputTokens: 42, CacheReadTokens: 7, TotalTokens: 67}},
+			map[string]string{"Anthropic-Version": "2023-06-01"}, "anthropic", exchange.Usage{InputTokens: 25, OutputTokens: 42, CacheReadTokens: 7, TotalTokens: 74}},
 		{"openai chat", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true}}`, openaiSSE,
 			nil, "openai", exchange.Usage{InputTokens: 11, OutputTokens: 9, TotalTokens: 20}},
 		{"openai responses", "/v1/responses", `{"model":"gpt-5","stream":true}`, responsesSSE,
@@ -341,6 +350,9 @@ func TestStreamsPassThrough(t *testing.T) {
 			}
 			if strings.Contains(x.start.Query, "AIza") {
 				t.Errorf("query not redacted: %q", x.start.Query)
+			}
+			if !x.respLast {
+				t.Errorf("last response body frame not flagged last")
 			}
 			if x.kinds[0] != frame.KindRequestStart || x.kinds[len(x.kinds)-1] != frame.KindResponseEnd {
 				t.Errorf("frame order: %v", x.kinds)

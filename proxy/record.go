@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -85,7 +87,7 @@ func (r *recorder) responseStart(x *exch, h http.Header, proto string) {
 // chunk queues a copy of b, a body chunk of x.
 func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
 	mode := r.p.opts.Mode
-	if mode == Privacy || (mode == Passthrough && x.encoded) {
+	if mode == Privacy {
 		return
 	}
 	bp := chunkBufs.Get().(*[]byte)
@@ -225,16 +227,15 @@ func (r *recorder) r(it item) {
 			Status: x.status, Proto: it.proto, Headers: r.p.red.Headers(it.header), TTFB: x.ttfb.Nanoseconds()})
 	case itChunk:
 		b := *it.buf
-		if !x.encoded {
+		switch {
+		case x.encoding != "":
+			r.hold(x, it.t, b)
+		default:
 			x.sniff.feed(b)
-		}
-		if mode != Passthrough {
-			out := b
-			if !x.encoded {
-				out = x.redact.chunk(b, false)
-			}
-			if len(out) > 0 {
-				r.body(it.fkind, x, it.t, out, false)
+			if mode != Passthrough {
+				if out := x.redact.chunk(b, false); len(out) > 0 {
+					r.body(it.fkind, x, it.t, out, false)
+				}
 			}
 		}
 		chunkBufs.Put(it.buf)
@@ -244,15 +245,17 @@ func (r *recorder) r(it item) {
 		}
 		r.encode(it.fkind, x, it.t, it.meta)
 	case itEnd:
-		if mode != Passthrough && mode != Privacy && !x.encoded {
-			if rest := x.redact.chunk(nil, true); len(rest) > 0 {
-				r.body(frame.KindResponseBody, x, it.t, rest, false)
-			}
+		var decoded bool
+		var unscanned string
+		if x.encoding != "" {
+			decoded, unscanned = r.flushHeld(x, it.t)
+		} else if mode != Passthrough && mode != Privacy && x.chunks > 0 {
+			r.body(frame.KindResponseBody, x, it.t, x.redact.chunk(nil, true), true)
 		}
 		end := &exchange.ResponseEnd{Status: x.status, TTFB: x.ttfb.Nanoseconds(), Duration: it.elapsed.Nanoseconds(),
 			RequestBytes: int64(len(x.body)), ResponseBytes: x.respBytes, Chunks: x.chunks,
 			DroppedChunks: x.dropped, DroppedBytes: x.dropBytes, Complete: it.ok, Error: it.errMsg,
-			Usage: x.sniff.result(), Model: x.model, SessionID: x.session}
+			Usage: x.sniff.result(), Model: x.model, SessionID: x.session, Decoded: decoded, Unscanned: unscanned}
 		if u := end.Usage; u != nil {
 			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "input").Add(float64(u.InputTokens))
 			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "output").Add(float64(u.OutputTokens))
@@ -260,4 +263,70 @@ func (r *recorder) r(it item) {
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
 		r.encode(frame.KindResponseEnd, x, it.t, end)
 	}
+}
+
+// heldChunk is a compressed response chunk kept until the body ends.
+type heldChunk struct {
+	t int64
+	b []byte
+}
+
+// maxHeld bounds the compressed bytes held for one response; past it the
+// held chunks are written as sent, unscanned.
+const maxHeld = 16 << 20
+
+// hold keeps a chunk of a compressed response: it can only be scanned
+// for secrets and usage once whole, and is recorded at its end.
+func (r *recorder) hold(x *exch, t int64, b []byte) {
+	if x.spilled != "" {
+		if r.p.opts.Mode != Passthrough {
+			r.body(frame.KindResponseBody, x, t, b, false)
+		}
+		return
+	}
+	x.held = append(x.held, heldChunk{t, append([]byte(nil), b...)})
+	x.heldN += len(b)
+	if x.heldN > maxHeld {
+		x.spilled = fmt.Sprintf("compressed body exceeds %d bytes", maxHeld)
+		r.writeHeld(x, false)
+	}
+}
+
+func (r *recorder) writeHeld(x *exch, last bool) {
+	if r.p.opts.Mode != Passthrough {
+		for i, c := range x.held {
+			r.body(frame.KindResponseBody, x, c.t, c.b, last && i == len(x.held)-1)
+		}
+	}
+	x.held, x.heldN = nil, 0
+}
+
+// flushHeld records a compressed response at its end: as sent when its
+// decoded form holds no secret, else decoded and redacted. It also reads
+// the usage from the decoded body.
+func (r *recorder) flushHeld(x *exch, t int64) (decoded bool, unscanned string) {
+	if x.spilled != "" {
+		if r.p.opts.Mode != Passthrough {
+			r.body(frame.KindResponseBody, x, t, nil, true)
+		}
+		return false, x.spilled
+	}
+	var whole []byte
+	for _, c := range x.held {
+		whole = append(whole, c.b...)
+	}
+	plain, err := decodeBody(x.encoding, whole)
+	if err != nil {
+		r.writeHeld(x, true)
+		return false, err.Error()
+	}
+	x.sniff.feed(plain)
+	red := r.p.red.Bytes(plain)
+	if bytes.Equal(red, plain) || r.p.opts.Mode == Passthrough {
+		r.writeHeld(x, true)
+		return false, ""
+	}
+	r.body(frame.KindResponseBody, x, t, red, true)
+	x.held, x.heldN = nil, 0
+	return true, ""
 }

@@ -43,16 +43,17 @@ type Rule struct {
 }
 
 // builtinRules find well-known key formats. Every match is a run of token
-// bytes (see isTokenByte) except the private key block, which the
-// streaming redactor treats specially.
+// bytes (see isTokenByte) that starts at a word boundary, so
+// "disk-usage-report" is not a key; the private key block is handled
+// apart.
 var builtinRules = []Rule{
-	{"anthropic_key", regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`)},
-	{"openai_key", regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
-	{"github_token", regexp.MustCompile(`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`)},
-	{"aws_access_key", regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`)},
-	{"google_api_key", regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`)},
-	{"slack_token", regexp.MustCompile(`xox[abprs]-[A-Za-z0-9\-]{10,}`)},
-	{"stripe_key", regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`)},
+	{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{16,}`)},
+	{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
+	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}`)},
+	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{"google_api_key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},
+	{"slack_token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9\-]{10,}`)},
+	{"stripe_key", regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`)},
 }
 
 var pemBlock = regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`)

@@ -19,6 +19,7 @@ func TestRedactorRules(t *testing.T) {
 		{"corp-123456 and plain42", "[redacted:internal] and [redacted:custom]"},
 		{"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----", "[redacted:private_key]"},
 		{"sk-short is fine, so is a plain sentence", "sk-short is fine, so is a plain sentence"},
+		{"see disk-usage-report-2024-01-01-final.txt and task-management-guidelines-v2", "see disk-usage-report-2024-01-01-final.txt and task-management-guidelines-v2"},
 	}
 	for _, tt := range tests {
 		if got := r.String(tt.in); got != tt.want {

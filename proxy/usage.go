@@ -7,50 +7,97 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 )
 
-// usageKeys start the usage objects of the providers' responses:
-// Anthropic and OpenAI "usage", Gemini "usageMetadata".
-var usageKeys = [][]byte{[]byte(`"usage":`), []byte(`"usageMetadata":`)}
-
-// sniffer finds token usage in a response body as it streams by. It runs
-// in the recorder, never on the request path. Values merge by maximum, so
-// seeing an object twice (it may sit in the carried tail) changes nothing,
-// and Anthropic's message_start (input) and message_delta (output) combine.
+// sniffer reads token usage from a response body as it streams by, in the
+// recorder, never on the request path. It reads usage only where the
+// providers put it, never from model output: for a server-sent event
+// stream, each complete data line is decoded as one event; any other body
+// is decoded as one JSON document (or an array of them, as Gemini's
+// non-SSE stream) at the end. Values merge by maximum, so Anthropic's
+// message_start (input) and message_delta (output) combine.
 type sniffer struct {
-	tail  []byte
-	buf   []byte
-	usage exchange.Usage
+	sse     bool
+	line    []byte // SSE: the unfinished line
+	skip    bool   // SSE: the current line grew past maxLine; ignore it
+	body    []byte // JSON: the body so far
+	tooBig  bool
+	usage   exchange.Usage
+	cacheIn bool // Anthropic style: input_tokens excludes cached tokens
 }
 
-const sniffTail = 2 << 10
+const (
+	maxSniffLine = 1 << 20
+	maxSniffBody = 8 << 20
+)
 
 func (s *sniffer) feed(p []byte) {
-	s.buf = append(append(s.buf[:0], s.tail...), p...)
-	data := s.buf
-	for _, key := range usageKeys {
-		for i := 0; ; {
-			j := bytes.Index(data[i:], key)
-			if j < 0 {
-				break
-			}
-			i += j + len(key)
-			s.decode(data[i:])
+	if !s.sse {
+		if len(s.body)+len(p) > maxSniffBody {
+			s.tooBig = true
+			return
 		}
+		s.body = append(s.body, p...)
+		return
 	}
-	if len(data) > sniffTail {
-		data = data[len(data)-sniffTail:]
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(s.line)+len(p) > maxSniffLine {
+				s.skip = true
+				s.line = s.line[:0]
+			} else if !s.skip {
+				s.line = append(s.line, p...)
+			}
+			return
+		}
+		if !s.skip {
+			if len(s.line) > 0 {
+				s.line = append(s.line, p[:i]...)
+				s.event(s.line)
+			} else {
+				s.event(p[:i])
+			}
+		}
+		s.line, s.skip = s.line[:0], false
+		p = p[i+1:]
 	}
-	s.tail = append(s.tail[:0], data...)
+}
+
+// event reads one SSE line.
+func (s *sniffer) event(l []byte) {
+	data, ok := bytes.CutPrefix(l, []byte("data:"))
+	if !ok || !bytes.Contains(data, []byte(`"usage`)) {
+		return
+	}
+	s.doc(bytes.TrimSpace(data))
+}
+
+// finish decodes a non-SSE body.
+func (s *sniffer) finish() {
+	if s.sse || s.tooBig {
+		return
+	}
+	b := bytes.TrimSpace(s.body)
+	if len(b) > 0 && b[0] == '[' {
+		var docs []json.RawMessage
+		if json.Unmarshal(b, &docs) == nil {
+			for _, d := range docs {
+				s.doc(d)
+			}
+		}
+		return
+	}
+	s.doc(b)
 }
 
 // usageObject holds every provider's usage field names.
 type usageObject struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	PromptTokens             int64 `json:"prompt_tokens"`
-	CompletionTokens         int64 `json:"completion_tokens"`
-	TotalTokens              int64 `json:"total_tokens"`
+	InputTokens              int64  `json:"input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	PromptTokens             int64  `json:"prompt_tokens"`
+	CompletionTokens         int64  `json:"completion_tokens"`
+	TotalTokens              int64  `json:"total_tokens"`
 	PromptTokensDetails      struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
@@ -63,14 +110,40 @@ type usageObject struct {
 	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
 }
 
-func (s *sniffer) decode(b []byte) {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 || b[0] != '{' {
+// envelope holds the places usage sits in a response or an event:
+// top-level usage (Anthropic message and message_delta, OpenAI chat),
+// message.usage (Anthropic message_start), response.usage (OpenAI
+// Responses), usageMetadata (Gemini).
+type envelope struct {
+	Usage         *usageObject `json:"usage"`
+	UsageMetadata *usageObject `json:"usageMetadata"`
+	Message       *struct {
+		Usage *usageObject `json:"usage"`
+	} `json:"message"`
+	Response *struct {
+		Usage *usageObject `json:"usage"`
+	} `json:"response"`
+}
+
+func (s *sniffer) doc(b []byte) {
+	var e envelope
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &e) != nil {
 		return
 	}
-	var u usageObject
-	if json.NewDecoder(bytes.NewReader(b)).Decode(&u) != nil {
-		return // incomplete here; the tail brings it back next chunk
+	for _, u := range []*usageObject{e.Usage, e.UsageMetadata} {
+		s.merge(u)
+	}
+	if e.Message != nil {
+		s.merge(e.Message.Usage)
+	}
+	if e.Response != nil {
+		s.merge(e.Response.Usage)
+	}
+}
+
+func (s *sniffer) merge(u *usageObject) {
+	if u == nil {
+		return
 	}
 	m := func(dst *int64, vs ...int64) {
 		for _, v := range vs {
@@ -79,21 +152,37 @@ func (s *sniffer) decode(b []byte) {
 			}
 		}
 	}
+	var cacheRead, cacheCreate int64
+	if u.CacheReadInputTokens != nil || u.CacheCreationInputTokens != nil {
+		s.cacheIn = true
+		if u.CacheReadInputTokens != nil {
+			cacheRead = *u.CacheReadInputTokens
+		}
+		if u.CacheCreationInputTokens != nil {
+			cacheCreate = *u.CacheCreationInputTokens
+		}
+	}
 	m(&s.usage.InputTokens, u.InputTokens, u.PromptTokens, u.PromptTokenCount)
 	m(&s.usage.OutputTokens, u.OutputTokens, u.CompletionTokens, u.CandidatesTokenCount)
-	m(&s.usage.CacheReadTokens, u.CacheReadInputTokens, u.PromptTokensDetails.CachedTokens, u.InputTokensDetails.CachedTokens, u.CachedContentTokenCount)
-	m(&s.usage.CacheCreationTokens, u.CacheCreationInputTokens)
+	m(&s.usage.CacheReadTokens, cacheRead, u.PromptTokensDetails.CachedTokens, u.InputTokensDetails.CachedTokens, u.CachedContentTokenCount)
+	m(&s.usage.CacheCreationTokens, cacheCreate)
 	m(&s.usage.TotalTokens, u.TotalTokens, u.TotalTokenCount)
 }
 
-// result returns the usage seen, or nil.
+// result returns the usage seen, or nil. When the provider gave no total,
+// it is input plus output, plus the cached tokens where the input count
+// excludes them (Anthropic), so totals compare across providers.
 func (s *sniffer) result() *exchange.Usage {
+	s.finish()
 	if s.usage.IsZero() {
 		return nil
 	}
 	u := s.usage
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
+		if s.cacheIn {
+			u.TotalTokens += u.CacheReadTokens + u.CacheCreationTokens
+		}
 	}
 	return &u
 }

@@ -93,6 +93,13 @@ type ResponseEnd struct {
 	// pressure); DroppedBytes their size.
 	DroppedChunks int64 `json:"dropped_chunks,omitempty"`
 	DroppedBytes  int64 `json:"dropped_bytes,omitempty"`
+	// Decoded is true when the response body frames hold the decoded
+	// body, not the bytes sent: the upstream compressed it and it held a
+	// secret, so it was decompressed to redact it. Unscanned says why a
+	// compressed body was recorded as sent without a secret scan (an
+	// unknown encoding, a damaged or oversized body).
+	Decoded   bool   `json:"decoded,omitempty"`
+	Unscanned string `json:"unscanned,omitempty"`
 	// Complete is true when the upstream body ended cleanly and reached
 	// the client.
 	Complete bool   `json:"complete"`

@@ -1,5 +1,31 @@
-// Package bench will hold system benchmarks that drive whole components
-// (proxy against a direct connection, WAL against raw file writes) and
-// print Go benchmark format. Per-package benchmarks live beside their
-// code: go test -bench . ./codec/bbox ./codec/frame ./wal
+// Package bench holds system benchmarks that drive whole components.
+//
+// The proxy benchmark compares three paths to the same fake Anthropic
+// upstream, all on 127.0.0.1 in one process: direct, a bare
+// httputil.ReverseProxy (FlushInterval -1) and bbengine's recording proxy
+// (lossless, WAL sync=interval). Requests are sequential over keep-alive
+// connections after a warm-up, so client, proxy and upstream contend for
+// the cores as little as they can on a small machine; latency is measured
+// by the client (first body byte, EOF). Request shapes: a 50-event SSE
+// stream sent in lockstep with the client (every event crosses the proxy
+// as a chunk of its own), the same stream written back to back (the events
+// coalesce on loopback), and a non-streaming JSON response.
+//
+//	go test -run '^$' -bench . ./bench        # Go benchmark format, per path
+//	go run ./bench/cmd/proxybench             # paths interleaved in rounds, Markdown tables and ratios
+//	go run ./bench/cmd/proxybench -modes privacy,passthrough   # split the cost of capture by mode
+//
+// Only the interleaved driver gives ratios that drift cannot skew; the
+// benchmarks run paths one after another, back to back, so they also show
+// what happens when the recorder cannot keep up (lossless mode makes the
+// stream wait once its queue is full). The driver drains the recorder
+// after each block and reports process CPU per request as well as
+// latency: on a small machine a busy recorder costs little latency but
+// all the CPU it takes. Allocation figures are runtime.MemStats deltas
+// over many requests, for the whole process; the proxy's share is the
+// difference from the direct path in the same run, per event (amortized)
+// and per extra event (the slope between 50- and 500-event streams).
+//
+// Per-package benchmarks live beside their code:
+// go test -bench . ./codec/bbox ./codec/frame ./wal
 package bench

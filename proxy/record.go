@@ -54,7 +54,36 @@ type item struct {
 	elapsed time.Duration
 }
 
-var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+// chunkPools lend the copies of body chunks, by size class, so a queue
+// full of small SSE events does not pin 32 KiB each.
+var chunkPools = [...]struct {
+	size int
+	pool sync.Pool
+}{{size: 512}, {size: 4 << 10}, {size: 32 << 10}}
+
+func getChunk(n int) *[]byte {
+	for i := range chunkPools {
+		if n <= chunkPools[i].size {
+			if b, ok := chunkPools[i].pool.Get().(*[]byte); ok {
+				return b
+			}
+			b := make([]byte, 0, chunkPools[i].size)
+			return &b
+		}
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+func putChunk(b *[]byte) {
+	c := cap(*b)
+	for i := range chunkPools {
+		if c == chunkPools[i].size {
+			chunkPools[i].pool.Put(b)
+			return
+		}
+	}
+}
 
 func newRecorder(p *Proxy, n int) *recorder {
 	r := &recorder{p: p, log: p.log, q: make(chan item, n), done: make(chan struct{})}
@@ -90,7 +119,7 @@ func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
 	if mode == Privacy {
 		return
 	}
-	bp := chunkBufs.Get().(*[]byte)
+	bp := getChunk(len(b))
 	*bp = append((*bp)[:0], b...)
 	it := item{kind: itChunk, x: x, t: time.Now().UnixNano(), buf: bp, fkind: k}
 	if mode == Degrade {
@@ -101,7 +130,7 @@ func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
 			x.dropBytes += int64(len(b))
 			r.dropped.Add(1)
 			r.p.metrics.dropped.Inc()
-			chunkBufs.Put(bp)
+			putChunk(bp)
 		}
 		return
 	}
@@ -238,7 +267,7 @@ func (r *recorder) r(it item) {
 				}
 			}
 		}
-		chunkBufs.Put(it.buf)
+		putChunk(it.buf)
 	case itMeta:
 		if mode == Passthrough {
 			return

@@ -40,20 +40,26 @@ var sensitiveQuery = map[string]bool{"key": true, "api_key": true, "apikey": tru
 type Rule struct {
 	Kind string // written as [redacted:Kind]
 	Re   *regexp.Regexp
+	// Lits are literals every match contains; a text holding none of
+	// them is not searched (most chunks hold none, and a regexp search
+	// costs microseconds per chunk). Empty means always search.
+	Lits []string
+	// Boundary requires the byte before a match not to be a word byte,
+	// so "disk-usage-report" is not an sk- key. (A leading \b in the
+	// regexp would cost the regexp its fast literal-prefix scan.)
+	Boundary bool
 }
 
 // builtinRules find well-known key formats. Every match is a run of token
-// bytes (see isTokenByte) that starts at a word boundary, so
-// "disk-usage-report" is not a key; the private key block is handled
-// apart.
+// bytes (see isTokenByte); the private key block is handled apart.
 var builtinRules = []Rule{
-	{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{16,}`)},
-	{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`)},
-	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}`)},
-	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"google_api_key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},
-	{"slack_token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9\-]{10,}`)},
-	{"stripe_key", regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`)},
+	{"anthropic_key", regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`), []string{"sk-ant-"}, true},
+	{"openai_key", regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`), []string{"sk-"}, true},
+	{"github_token", regexp.MustCompile(`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, true},
+	{"aws_access_key", regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`), []string{"AKIA", "ASIA"}, true},
+	{"google_api_key", regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`), []string{"AIza"}, true},
+	{"slack_token", regexp.MustCompile(`xox[abprs]-[A-Za-z0-9\-]{10,}`), []string{"xox"}, true},
+	{"stripe_key", regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`), []string{"_live_", "_test_"}, true},
 }
 
 var pemBlock = regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`)
@@ -77,7 +83,11 @@ func NewRedactor(extra []string) (*Redactor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redaction pattern %q: %v", p, err)
 		}
-		r.rules = append(r.rules, Rule{Kind: kind, Re: re})
+		rule := Rule{Kind: kind, Re: re}
+		if prefix, _ := re.LiteralPrefix(); prefix != "" {
+			rule.Lits = []string{prefix}
+		}
+		r.rules = append(r.rules, rule)
 	}
 	return r, nil
 }
@@ -102,12 +112,50 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if bytes.Contains(out, []byte("PRIVATE KEY-----")) {
 		out = pemBlock.ReplaceAll(out, []byte("[redacted:private_key]"))
 	}
-	for _, rule := range r.rules {
-		if rule.Re.Match(out) {
-			out = rule.Re.ReplaceAll(out, []byte("[redacted:"+rule.Kind+"]"))
-		}
+	for i := range r.rules {
+		out = r.rules[i].apply(out)
 	}
 	return out
+}
+
+// apply replaces the rule's matches in b, returning b when there are none.
+func (rule *Rule) apply(b []byte) []byte {
+	if len(rule.Lits) > 0 {
+		found := false
+		for _, l := range rule.Lits {
+			if bytes.Contains(b, []byte(l)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return b
+		}
+	}
+	locs := rule.Re.FindAllIndex(b, -1)
+	if locs == nil {
+		return b
+	}
+	var out []byte
+	prev := 0
+	for _, l := range locs {
+		if rule.Boundary && l[0] > 0 && isWordByte(b[l[0]-1]) {
+			continue
+		}
+		out = append(out, b[prev:l[0]]...)
+		out = append(out, "[redacted:"...)
+		out = append(out, rule.Kind...)
+		out = append(out, ']')
+		prev = l[1]
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[prev:]...)
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // String is Bytes for a string.

@@ -28,6 +28,11 @@ type recorder struct {
 	werr    error // first append error
 	frames  atomic.Uint64
 	dropped atomic.Uint64
+
+	// The batch being built, owned by the run goroutine.
+	pending []pendingFrame
+	arena   []byte
+	recs    []wal.Record
 }
 
 type itemKind uint8
@@ -163,21 +168,94 @@ func (r *recorder) err() error {
 	return r.werr
 }
 
+// coalesce is how long the recorder lets items gather after it has
+// written a batch: while it sleeps, streams queue chunks without waking it,
+// so a stream costs one wake-up per interval, not one per chunk. It delays
+// recording, never forwarding.
+const coalesce = 500 * time.Microsecond
+
+// maxBatch bounds the frames and bytes of one WAL batch.
+const (
+	maxBatchFrames = 1024
+	maxBatchBytes  = 4 << 20
+)
+
 func (r *recorder) run() {
 	defer close(r.done)
-	for it := range r.q {
+	for {
+		it, ok := <-r.q // parks while idle
+		if !ok {
+			r.flush()
+			return
+		}
 		r.r(it)
+		closed := false
+	drain:
+		for {
+			select {
+			case it, ok := <-r.q:
+				if !ok {
+					closed = true
+					break drain
+				}
+				r.r(it)
+				if len(r.pending) >= maxBatchFrames || len(r.arena) >= maxBatchBytes {
+					r.flush()
+				}
+			default:
+				break drain
+			}
+		}
+		r.flush()
 		r.p.metrics.queue.Set(float64(len(r.q)))
+		if closed {
+			return
+		}
+		time.Sleep(coalesce)
 	}
 }
 
-// append writes one frame, remembering the first failure. A failed WAL
-// never stops the proxy: the agent keeps working, /_bb/health says
-// degraded.
+// pendingFrame is a frame of the batch being built; its payload is
+// arena[start:end].
+type pendingFrame struct {
+	kind       frame.Kind
+	ex         uint64
+	t          int64
+	last       bool
+	start, end int
+}
+
+// append adds one frame to the batch; payload is copied, so the caller
+// may reuse it.
 func (r *recorder) append(k frame.Kind, x *exch, t int64, last bool, payload []byte) {
+	start := len(r.arena)
+	r.arena = append(r.arena, payload...)
+	r.pending = append(r.pending, pendingFrame{kind: k, ex: x.id, t: t, last: last, start: start, end: len(r.arena)})
+}
+
+// flush writes the batch with one WAL append, remembering the first
+// failure. A failed WAL never stops the proxy: the agent keeps working,
+// /_bb/health says degraded.
+func (r *recorder) flush() {
+	if len(r.pending) == 0 {
+		return
+	}
+	recs := r.recs[:0]
+	for _, f := range r.pending {
+		recs = append(recs, wal.Record{Kind: f.kind, Exchange: f.ex, Time: f.t, Last: f.last, Payload: r.arena[f.start:f.end:f.end]})
+	}
 	start := time.Now()
-	_, err := r.log.Append(wal.Record{Kind: k, Exchange: x.id, Time: t, Last: last, Payload: payload})
+	_, err := r.log.AppendBatch(recs)
 	r.p.metrics.appendSeconds.Observe(time.Since(start).Seconds())
+	n, size := len(recs), len(r.arena)
+	clear(recs)
+	r.recs = recs[:0]
+	r.pending = r.pending[:0]
+	if cap(r.arena) > 2*maxBatchBytes {
+		r.arena = nil
+	} else {
+		r.arena = r.arena[:0]
+	}
 	if err != nil {
 		r.mu.Lock()
 		first := r.werr == nil
@@ -185,14 +263,14 @@ func (r *recorder) append(k frame.Kind, x *exch, t int64, last bool, payload []b
 			r.werr = err
 		}
 		r.mu.Unlock()
-		r.p.metrics.walErrors.Inc()
+		r.p.metrics.walErrors.Add(float64(n))
 		if first {
 			r.p.opts.Logf("recording failed (the proxy keeps forwarding; nothing more is recorded until restart): %v", err)
 		}
 		return
 	}
-	r.frames.Add(1)
-	r.p.metrics.walBytes.Add(float64(len(payload) + frame.HeaderLen))
+	r.frames.Add(uint64(n))
+	r.p.metrics.walBytes.Add(float64(size + n*frame.HeaderLen))
 }
 
 func (r *recorder) encode(k frame.Kind, x *exch, t int64, v any) {

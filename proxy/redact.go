@@ -158,10 +158,32 @@ func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
-// String is Bytes for a string.
+// String is Bytes for a string. A string holding none of the rules'
+// literals (most header values) is returned without copying.
 func (r *Redactor) String(s string) string {
-	b := r.Bytes([]byte(s))
-	return string(b)
+	if !r.maybe(s) {
+		return s
+	}
+	return string(r.Bytes([]byte(s)))
+}
+
+// maybe reports whether s could hold a secret: a literal of some rule, a
+// rule without literals, or a private key marker.
+func (r *Redactor) maybe(s string) bool {
+	if strings.Contains(s, "PRIVATE KEY-----") {
+		return true
+	}
+	for _, rule := range r.rules {
+		if len(rule.Lits) == 0 {
+			return true
+		}
+		for _, l := range rule.Lits {
+			if strings.Contains(s, l) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Headers returns a copy of h fit for the log: sensitive headers replaced

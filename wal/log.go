@@ -120,7 +120,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l.queue = make(chan *request, o.QueueLen)
-	l.free = make(chan *request, min(o.QueueLen, 64))
+	l.free = make(chan *request, min(o.QueueLen, 1024))
 	l.reqLists = make(chan *reqList, 16)
 	l.batch = make([]*request, 0, o.QueueLen)
 	l.applyRetention(time.Now())
@@ -360,8 +360,8 @@ func (l *Log) get() *request {
 }
 
 func (l *Log) put(req *request) {
-	if cap(req.frame) > 256<<10 {
-		req.frame = nil
+	if cap(req.frame) > 64<<10 {
+		req.frame = nil // keep the free list's memory small
 	}
 	select {
 	case l.free <- req:

@@ -70,6 +70,26 @@ func BenchmarkAppend(b *testing.B) {
 					}
 				})
 			}
+			// One appender handing over 64 frames at a time (the proxy's
+			// recorder does this): one handoff and one write per batch.
+			b.Run("size="+strconv.Itoa(size)+"/sync="+policy.String()+"/codec=none/batch=64", func(b *testing.B) {
+				l, err := Open(b.TempDir(), &Options{Sync: policy, NoCompression: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				recs := make([]Record, 64)
+				for i := range recs {
+					recs[i] = Record{Kind: frame.KindResponseBody, Exchange: 1, Payload: p}
+				}
+				b.ReportAllocs()
+				b.SetBytes(int64(size * len(recs)))
+				for b.Loop() {
+					if _, err := l.AppendBatch(recs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

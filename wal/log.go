@@ -360,7 +360,7 @@ func (l *Log) get() *request {
 }
 
 func (l *Log) put(req *request) {
-	if cap(req.frame) > 64<<10 {
+	if cap(req.frame) > 96<<10 {
 		req.frame = nil // keep the free list's memory small
 	}
 	select {

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/bbengine/bbengine/codec/bbox"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func fmtCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "fmt",
+		Usage:     "print a bbox/1 file in canonical form (or --compact, --jsonl)",
+		ArgsUsage: "FILE (- for stdin; a .jsonl file is read as the JSONL form)",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "compact", Usage: "compact form: no blank lines, no optional spaces"},
+			&ucli.BoolFlag{Name: "jsonl", Usage: "the JSONL alternative, one object per line"},
+			&ucli.BoolFlag{Name: "write", Aliases: []string{"w"}, Usage: "rewrite FILE in place instead of printing"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("fmt: need exactly one FILE")
+			}
+			if c.Bool("compact") && c.Bool("jsonl") {
+				return usagef("fmt: --compact and --jsonl exclude each other")
+			}
+			path := c.Args().First()
+			doc, err := readDoc(c, path)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			switch {
+			case c.Bool("jsonl"):
+				err = bbox.WriteJSONL(&buf, doc)
+			case c.Bool("compact"):
+				err = bbox.Write(&buf, doc, bbox.Compact)
+			default:
+				err = bbox.Write(&buf, doc, bbox.Canonical)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if c.Bool("write") {
+				if path == "-" {
+					return usagef("fmt: --write needs a file, not stdin")
+				}
+				return writeFileAtomic(path, buf.Bytes())
+			}
+			_, err = c.App.Writer.Write(buf.Bytes())
+			return err
+		},
+	}
+}
+
+// writeFileAtomic replaces path with data through a temporary file in the
+// same directory, keeping the file's mode.
+func writeFileAtomic(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(dirOf(path), ".bbengine-fmt-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func dirOf(path string) string {
+	if i := strings.LastIndexByte(path, os.PathSeparator); i >= 0 {
+		return path[:i+1]
+	}
+	return "."
+}

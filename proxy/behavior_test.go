@@ -521,3 +521,20 @@ func TestSharedStreams(t *testing.T) {
 	}
 	t.Logf("%d recorded streams replayed byte for byte", len(files))
 }
+
+// TestRequestAfterClose: a handler still running after Close (a forced
+// server shutdown) forwards its request and records nothing, without a
+// panic.
+func TestRequestAfterClose(t *testing.T) {
+	rg := newRig(t, nil)
+	if err := rg.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := rg.post(t, "/v1/messages", `{}`, nil)
+	if resp.StatusCode != 200 || string(body) != anthropicSSE {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	if h := rg.p.Health(); h.Recorded != 0 {
+		t.Fatalf("recorded %d frames after close", h.Recorded)
+	}
+}

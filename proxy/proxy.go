@@ -334,9 +334,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), ctxKey{}, x)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 	if !x.ended.Load() {
-		// Neither the body nor the error handler closed the exchange
-		// (ModifyResponse refused it); close it now.
-		p.end(x, "", true)
+		// Neither the response body nor the error handler closed the
+		// exchange; close it now so it is never left open in the log.
+		p.end(x, "the exchange ended without a response body", false)
 	}
 }
 

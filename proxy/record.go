@@ -23,7 +23,13 @@ type recorder struct {
 	log     *wal.Log
 	q       chan item
 	done    chan struct{}
-	closed  atomic.Bool
+	// qmu orders sends against close: senders hold it shared while they
+	// send, close holds it exclusively to close q, so a handler still
+	// finishing after a forced server close never sends on a closed
+	// channel. A sender blocked on a full queue holds it only until the
+	// run goroutine, which keeps draining, takes its item.
+	qmu     sync.RWMutex
+	closed  bool
 	mu      sync.Mutex
 	werr    error // first append error
 	frames  atomic.Uint64
@@ -97,7 +103,9 @@ func newRecorder(p *Proxy, n int) *recorder {
 }
 
 func (r *recorder) put(it item) {
-	if r.closed.Load() {
+	r.qmu.RLock()
+	defer r.qmu.RUnlock()
+	if r.closed {
 		return
 	}
 	select {
@@ -128,6 +136,12 @@ func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
 	*bp = append((*bp)[:0], b...)
 	it := item{kind: itChunk, x: x, t: time.Now().UnixNano(), buf: bp, fkind: k}
 	if mode == Degrade {
+		r.qmu.RLock()
+		defer r.qmu.RUnlock()
+		if r.closed {
+			putChunk(bp)
+			return
+		}
 		select {
 		case r.q <- it:
 		default:
@@ -153,11 +167,12 @@ func (r *recorder) end(x *exch, errMsg string, ok bool, elapsed time.Duration) {
 // close stops accepting items and waits until every queued one is
 // written.
 func (r *recorder) close() error {
-	if r.closed.Swap(true) {
-		<-r.done
-		return r.err()
+	r.qmu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.q)
 	}
-	close(r.q)
+	r.qmu.Unlock()
 	<-r.done
 	return r.err()
 }

@@ -19,10 +19,10 @@ import (
 // Lossless mode a full queue makes the stream wait; in Degrade mode body
 // chunks are dropped and counted, metadata never.
 type recorder struct {
-	p       *Proxy
-	log     *wal.Log
-	q       chan item
-	done    chan struct{}
+	p    *Proxy
+	log  *wal.Log
+	q    chan item
+	done chan struct{}
 	// qmu orders sends against close: senders hold it shared while they
 	// send, close holds it exclusively to close q, so a handler still
 	// finishing after a forced server close never sends on a closed

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -515,51 +514,34 @@ func (rg *Rig) Recorded(keepBodies bool) ([]*Recorded, error) {
 	}
 	r := in.log.NewReader()
 	defer r.Close()
-	byID := map[uint64]*Recorded{}
-	var out []*Recorded
+	a := exchange.Assembler{SkipBodies: !keepBodies}
 	for r.Next() {
-		h := r.Header()
-		if h.Kind == frame.KindSegmentHeader {
-			continue
+		p, err := r.Payload()
+		if err != nil {
+			return nil, err
 		}
-		x := byID[h.Exchange]
-		if x == nil {
-			x = &Recorded{ID: h.Exchange}
-			byID[h.Exchange] = x
-			out = append(out, x)
-		}
-		switch h.Kind {
-		case frame.KindRequestStart, frame.KindResponseEnd:
-			p, err := r.Payload()
-			if err != nil {
-				return nil, err
-			}
-			if h.Kind == frame.KindRequestStart {
-				s, err := exchange.DecodeRequestStart(p)
-				if err != nil {
-					return nil, err
-				}
-				x.Stream = s.Stream
-				if v := s.Headers[paceHeader]; len(v) == 1 {
-					x.Case = Case(v[0])
-				}
-			} else {
-				if x.End, err = exchange.DecodeResponseEnd(p); err != nil {
-					return nil, err
-				}
-				x.Ended = true
-			}
-		case frame.KindResponseBody:
-			if keepBodies {
-				p, err := r.Payload()
-				if err != nil {
-					return nil, err
-				}
-				x.Body = append(x.Body, p...)
-			}
+		if err := a.Add(r.Header(), p); err != nil {
+			return nil, err
 		}
 	}
-	return out, r.Err()
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	var out []*Recorded
+	for _, x := range a.Exchanges() {
+		rec := &Recorded{ID: x.ID, Body: x.ResponseBody}
+		if x.Start != nil {
+			rec.Stream = x.Start.Stream
+			if v := x.Start.Headers[paceHeader]; len(v) == 1 {
+				rec.Case = Case(v[0])
+			}
+		}
+		if x.End != nil {
+			rec.End, rec.Ended = *x.End, true
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }
 
 // Close stops every server and closes the WALs.

@@ -245,38 +245,38 @@ func TestClaudeCode(t *testing.T) {
 	mainLoop := 0
 	for _, x := range ex {
 		checkExchange(t, x, reqs)
-		if x.start == nil || x.end == nil {
+		if x.Start == nil || x.End == nil {
 			continue
 		}
 		t.Logf("WAL exchange %d: %s %s provider=%s model=%s stream=%v session=%s (from %s) status=%d usage=%+v",
-			x.id, x.start.Method, x.start.Path, x.start.Provider, x.start.Model, x.start.Stream, x.start.SessionID, x.start.SessionSource, x.end.Status, x.end.Usage)
-		if x.start.Provider != "anthropic" {
-			t.Errorf("exchange %d: provider %q", x.id, x.start.Provider)
+			x.ID, x.Start.Method, x.Start.Path, x.Start.Provider, x.Start.Model, x.Start.Stream, x.Start.SessionID, x.Start.SessionSource, x.End.Status, x.End.Usage)
+		if x.Start.Provider != "anthropic" {
+			t.Errorf("exchange %d: provider %q", x.ID, x.Start.Provider)
 		}
-		if x.start.SessionID != session || x.end.SessionID != session {
-			t.Errorf("exchange %d (%s): proxy recorded session %q (source %q), Claude Code's is %q", x.id, x.start.Path, x.start.SessionID, x.start.SessionSource, session)
+		if x.Start.SessionID != session || x.End.SessionID != session {
+			t.Errorf("exchange %d (%s): proxy recorded session %q (source %q), Claude Code's is %q", x.ID, x.Start.Path, x.Start.SessionID, x.Start.SessionSource, session)
 		}
-		if h := x.start.Headers["X-Api-Key"]; len(h) != 1 || h[0] != "[redacted:api_key]" {
-			t.Errorf("exchange %d: recorded X-Api-Key %v", x.id, h)
+		if h := x.Start.Headers["X-Api-Key"]; len(h) != 1 || h[0] != "[redacted:api_key]" {
+			t.Errorf("exchange %d: recorded X-Api-Key %v", x.ID, h)
 		}
-		if x.start.Path == "/v1/messages" {
+		if x.Start.Path == "/v1/messages" {
 			// The body carries the same id (metadata.user_id, a JSON
 			// string with session_id), the proxy's fallback source.
-			if bs := bodySession(x.reqBody); bs != session {
-				t.Errorf("exchange %d: metadata.user_id names session %q, want %q", x.id, bs, session)
+			if bs := bodySession(x.RequestBody); bs != session {
+				t.Errorf("exchange %d: metadata.user_id names session %q, want %q", x.ID, bs, session)
 			}
 			cc.mu.Lock()
-			u, ok := cc.usage[x.seq()]
+			u, ok := cc.usage[seqOf(x)]
 			cc.mu.Unlock()
 			// The proxy's total is input + output (cache tokens apart).
 			want := exchange.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheCreationTokens: u.CacheCreation, TotalTokens: u.Input + u.Output + u.CacheRead + u.CacheCreation} // Anthropic input excludes cached tokens; the total counts them
-			if !ok || x.end.Usage == nil || *x.end.Usage != want {
-				t.Errorf("exchange %d: usage %+v, the upstream sent %+v (answered: %v)", x.id, x.end.Usage, want, ok)
+			if !ok || x.End.Usage == nil || *x.End.Usage != want {
+				t.Errorf("exchange %d: usage %+v, the upstream sent %+v (answered: %v)", x.ID, x.End.Usage, want, ok)
 			}
-			if strings.Contains(string(x.reqBody), ccMarker) {
+			if strings.Contains(string(x.RequestBody), ccMarker) {
 				mainLoop++
-				if !x.start.Stream {
-					t.Errorf("exchange %d: main-loop request not recorded as streaming", x.id)
+				if !x.Start.Stream {
+					t.Errorf("exchange %d: main-loop request not recorded as streaming", x.ID)
 				}
 			}
 		}

@@ -215,24 +215,14 @@ func (rg *rig) stop(t *testing.T) {
 }
 
 // recorded is one exchange read back from the WAL.
-type recorded struct {
-	id       uint64
-	start    *exchange.RequestStart
-	reqBody  []byte
-	rstart   *exchange.ResponseStart
-	respBody []byte
-	end      *exchange.ResponseEnd
-	errs     []exchange.Error
-	kinds    []frame.Kind
-	reqLast  bool // a request body frame carried FlagLast
-}
+type recorded = exchange.Exchange
 
 // seq is the fake upstream's X-E2e-Seq for this exchange, or -1.
-func (x *recorded) seq() int {
-	if x.rstart == nil {
+func seqOf(x *recorded) int {
+	if x.Response == nil {
 		return -1
 	}
-	v := x.rstart.Headers["X-E2e-Seq"]
+	v := x.Response.Headers["X-E2e-Seq"]
 	if len(v) != 1 {
 		return -1
 	}
@@ -250,62 +240,20 @@ func (rg *rig) readWAL(t *testing.T) []*recorded {
 	rg.stop(t)
 	r := rg.log.NewReader()
 	defer r.Close()
-	byID := map[uint64]*recorded{}
-	var order []*recorded
+	var a exchange.Assembler
 	for r.Next() {
-		h := r.Header()
-		if h.Kind == frame.KindSegmentHeader {
-			continue
-		}
 		p, err := r.Payload()
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := byID[h.Exchange]
-		if x == nil {
-			x = &recorded{id: h.Exchange}
-			byID[h.Exchange] = x
-			order = append(order, x)
-		}
-		x.kinds = append(x.kinds, h.Kind)
-		switch h.Kind {
-		case frame.KindRequestStart:
-			s, err := exchange.DecodeRequestStart(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x.start = &s
-		case frame.KindRequestBody:
-			x.reqBody = append(x.reqBody, p...)
-			if h.Flags&frame.FlagLast != 0 {
-				x.reqLast = true
-			}
-		case frame.KindResponseStart:
-			s, err := exchange.DecodeResponseStart(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x.rstart = &s
-		case frame.KindResponseBody:
-			x.respBody = append(x.respBody, p...)
-		case frame.KindResponseEnd:
-			e, err := exchange.DecodeResponseEnd(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x.end = &e
-		case frame.KindError:
-			e, err := exchange.DecodeError(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x.errs = append(x.errs, e)
+		if err := a.Add(r.Header(), p); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return order
+	return a.Exchanges()
 }
 
 // checkExchange asserts the shape every forwarded exchange must have in
@@ -314,38 +262,38 @@ func (rg *rig) readWAL(t *testing.T) []*recorded {
 // the bytes that crossed the wire.
 func checkExchange(t *testing.T, x *recorded, reqs []seen) {
 	t.Helper()
-	name := fmt.Sprintf("exchange %d", x.id)
-	if x.start == nil || x.rstart == nil || x.end == nil {
-		t.Errorf("%s: frames %v: want request start, response start and end", name, x.kinds)
+	name := fmt.Sprintf("exchange %d", x.ID)
+	if x.Start == nil || x.Response == nil || x.End == nil {
+		t.Errorf("%s: frames %v: want request start, response start and end", name, x.Kinds)
 		return
 	}
-	name = fmt.Sprintf("exchange %d (%s %s)", x.id, x.start.Method, x.start.Path)
-	if x.kinds[0] != frame.KindRequestStart || x.kinds[len(x.kinds)-1] != frame.KindResponseEnd {
-		t.Errorf("%s: frame order %v", name, x.kinds)
+	name = fmt.Sprintf("exchange %d (%s %s)", x.ID, x.Start.Method, x.Start.Path)
+	if x.Kinds[0] != frame.KindRequestStart || x.Kinds[len(x.Kinds)-1] != frame.KindResponseEnd {
+		t.Errorf("%s: frame order %v", name, x.Kinds)
 	}
-	if !x.end.Complete || x.end.Error != "" || len(x.errs) > 0 {
-		t.Errorf("%s: end %+v errors %+v", name, x.end, x.errs)
+	if !x.End.Complete || x.End.Error != "" || len(x.Errors) > 0 {
+		t.Errorf("%s: end %+v errors %+v", name, x.End, x.Errors)
 	}
-	n := x.seq()
+	n := seqOf(x)
 	if n < 0 || n >= len(reqs) {
-		t.Errorf("%s: no X-E2e-Seq in the recorded response headers %v", name, x.rstart.Headers)
+		t.Errorf("%s: no X-E2e-Seq in the recorded response headers %v", name, x.Response.Headers)
 		return
 	}
 	s := reqs[n]
-	if !bytes.Equal(x.reqBody, s.Body) {
-		t.Errorf("%s: recorded request body (%d bytes) differs from what the upstream received (%d bytes)", name, len(x.reqBody), len(s.Body))
+	if !bytes.Equal(x.RequestBody, s.Body) {
+		t.Errorf("%s: recorded request body (%d bytes) differs from what the upstream received (%d bytes)", name, len(x.RequestBody), len(s.Body))
 	}
-	if len(s.Body) > 0 && !x.reqLast {
+	if len(s.Body) > 0 && !x.RequestLast {
 		t.Errorf("%s: no request body frame carries FlagLast", name)
 	}
-	if x.start.BodyBytes != int64(len(s.Body)) || x.end.RequestBytes != int64(len(s.Body)) {
-		t.Errorf("%s: body_bytes %d, request_bytes %d, upstream received %d", name, x.start.BodyBytes, x.end.RequestBytes, len(s.Body))
+	if x.Start.BodyBytes != int64(len(s.Body)) || x.End.RequestBytes != int64(len(s.Body)) {
+		t.Errorf("%s: body_bytes %d, request_bytes %d, upstream received %d", name, x.Start.BodyBytes, x.End.RequestBytes, len(s.Body))
 	}
-	if !bytes.Equal(x.respBody, s.Sent) {
-		t.Errorf("%s: recorded response body differs from what the upstream sent:\nrecorded %q\nsent     %q", name, x.respBody, s.Sent)
+	if !bytes.Equal(x.ResponseBody, s.Sent) {
+		t.Errorf("%s: recorded response body differs from what the upstream sent:\nrecorded %q\nsent     %q", name, x.ResponseBody, s.Sent)
 	}
-	if x.end.ResponseBytes != int64(len(s.Sent)) || x.end.Status != s.Status || x.rstart.Status != s.Status {
-		t.Errorf("%s: end status %d, %d bytes; upstream sent %d, %d bytes", name, x.end.Status, x.end.ResponseBytes, s.Status, len(s.Sent))
+	if x.End.ResponseBytes != int64(len(s.Sent)) || x.End.Status != s.Status || x.Response.Status != s.Status {
+		t.Errorf("%s: end status %d, %d bytes; upstream sent %d, %d bytes", name, x.End.Status, x.End.ResponseBytes, s.Status, len(s.Sent))
 	}
 }
 

@@ -192,11 +192,11 @@ func checkOne(t *testing.T, up *fake, rg *rig, tw *tripwire, provider, path stri
 	}
 	x := ex[0]
 	checkExchange(t, x, reqs)
-	if x.start.Provider != provider || x.start.Path != path || !x.start.Stream {
-		t.Errorf("request start: provider %q path %q stream %v", x.start.Provider, x.start.Path, x.start.Stream)
+	if x.Start.Provider != provider || x.Start.Path != path || !x.Start.Stream {
+		t.Errorf("request start: provider %q path %q stream %v", x.Start.Provider, x.Start.Path, x.Start.Stream)
 	}
-	if x.end.Usage == nil || *x.end.Usage != usage {
-		t.Errorf("ResponseEnd.Usage %+v, the upstream sent %+v", x.end.Usage, usage)
+	if x.End.Usage == nil || *x.End.Usage != usage {
+		t.Errorf("ResponseEnd.Usage %+v, the upstream sent %+v", x.End.Usage, usage)
 	}
 	if a := tw.attempts(); len(a) > 0 {
 		t.Errorf("the client tried to reach the outside: %v", a)
@@ -234,18 +234,18 @@ func TestAnthropicSDKStream(t *testing.T) {
 		t.Errorf("SDK usage %v", got.Usage)
 	}
 	x := checkOne(t, up, rg, tw, "anthropic", "/v1/messages", anthropicUsage, key)
-	if got.BbRequestID == nil || *got.BbRequestID != x.start.RequestID {
-		t.Errorf("the client saw X-Bb-Request-Id %v, the WAL recorded %q", got.BbRequestID, x.start.RequestID)
+	if got.BbRequestID == nil || *got.BbRequestID != x.Start.RequestID {
+		t.Errorf("the client saw X-Bb-Request-Id %v, the WAL recorded %q", got.BbRequestID, x.Start.RequestID)
 	}
 	// SDK 1.x sends the key as Authorization: Bearer (0.x sent X-Api-Key).
 	hdr := up.requests()[0].Header
 	switch {
 	case hdr.Get("X-Api-Key") == key:
-		if h := x.start.Headers["X-Api-Key"]; len(h) != 1 || h[0] != "[redacted:api_key]" {
+		if h := x.Start.Headers["X-Api-Key"]; len(h) != 1 || h[0] != "[redacted:api_key]" {
 			t.Errorf("recorded X-Api-Key %v", h)
 		}
 	case hdr.Get("Authorization") == "Bearer "+key:
-		if h := x.start.Headers["Authorization"]; len(h) != 1 || h[0] != "[redacted:authorization]" {
+		if h := x.Start.Headers["Authorization"]; len(h) != 1 || h[0] != "[redacted:authorization]" {
 			t.Errorf("recorded Authorization %v", h)
 		}
 	default:
@@ -254,8 +254,8 @@ func TestAnthropicSDKStream(t *testing.T) {
 	if hdr.Get("Anthropic-Version") == "" {
 		t.Errorf("no Anthropic-Version header: %v", hdr)
 	}
-	if x.start.SessionSource != "minted" {
-		t.Errorf("session %q from %q: the SDK sends no session", x.start.SessionID, x.start.SessionSource)
+	if x.Start.SessionSource != "minted" {
+		t.Errorf("session %q from %q: the SDK sends no session", x.Start.SessionID, x.Start.SessionSource)
 	}
 }
 
@@ -281,11 +281,11 @@ func TestOpenAISDKChatStream(t *testing.T) {
 		t.Errorf("SDK usage %v", got.Usage)
 	}
 	x := checkOne(t, up, rg, tw, "openai", "/v1/chat/completions", openaiChatUsage, key)
-	if h := x.start.Headers["Authorization"]; len(h) != 1 || h[0] != "[redacted:authorization]" {
+	if h := x.Start.Headers["Authorization"]; len(h) != 1 || h[0] != "[redacted:authorization]" {
 		t.Errorf("recorded Authorization %v", h)
 	}
-	if x.start.Model != "gpt-5" {
-		t.Errorf("model %q", x.start.Model)
+	if x.Start.Model != "gpt-5" {
+		t.Errorf("model %q", x.Start.Model)
 	}
 }
 

@@ -30,14 +30,14 @@ func TestGzipPassesThroughCompressed(t *testing.T) {
 		t.Fatalf("client did not get the gzip bytes: %v %q", resp.Header, raw)
 	}
 	x := only(t, rg.readWAL(t))
-	if string(x.respBody) != string(raw) {
+	if string(x.ResponseBody) != string(raw) {
 		t.Errorf("recorded body is not the compressed bytes")
 	}
-	if got := x.rstart.Headers["Content-Encoding"]; len(got) != 1 || got[0] != "gzip" {
-		t.Errorf("encoding not recorded: %v", x.rstart.Headers)
+	if got := x.Response.Headers["Content-Encoding"]; len(got) != 1 || got[0] != "gzip" {
+		t.Errorf("encoding not recorded: %v", x.Response.Headers)
 	}
-	if !x.end.Complete || x.end.Decoded || x.end.Unscanned != "" || x.end.Usage == nil || x.end.Usage.OutputTokens != 2 || !x.respLast {
-		t.Errorf("end: %+v", x.end)
+	if !x.End.Complete || x.End.Decoded || x.End.Unscanned != "" || x.End.Usage == nil || x.End.Usage.OutputTokens != 2 || !x.ResponseLast {
+		t.Errorf("end: %+v", x.End)
 	}
 	rg.up.mu.Lock()
 	ae := rg.up.requests[0].Header.Get("Accept-Encoding")
@@ -64,11 +64,11 @@ func TestGzipSecretIsDecodedAndRedacted(t *testing.T) {
 		t.Fatal("client did not get gzip bytes")
 	}
 	x := only(t, rg.readWAL(t))
-	if !x.end.Decoded || strings.Contains(string(x.respBody), "SECRETSECRET") || !strings.Contains(string(x.respBody), "[redacted:anthropic_key]") {
-		t.Errorf("decoded %v body %q", x.end.Decoded, x.respBody)
+	if !x.End.Decoded || strings.Contains(string(x.ResponseBody), "SECRETSECRET") || !strings.Contains(string(x.ResponseBody), "[redacted:anthropic_key]") {
+		t.Errorf("decoded %v body %q", x.End.Decoded, x.ResponseBody)
 	}
-	if x.end.Usage == nil || x.end.Usage.InputTokens != 1 {
-		t.Errorf("usage %+v", x.end.Usage)
+	if x.End.Usage == nil || x.End.Usage.InputTokens != 1 {
+		t.Errorf("usage %+v", x.End.Usage)
 	}
 }
 
@@ -78,7 +78,7 @@ func TestUsageNotFromModelOutput(t *testing.T) {
 	rg := newRig(t, nil)
 	rg.post(t, "/v1/json-tool", `{}`, map[string]string{"Anthropic-Version": "2023-06-01"})
 	x := only(t, rg.readWAL(t))
-	if u := x.end.Usage; u == nil || u.InputTokens != 10 || u.OutputTokens != 5 || u.TotalTokens != 15 {
+	if u := x.End.Usage; u == nil || u.InputTokens != 10 || u.OutputTokens != 5 || u.TotalTokens != 15 {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -99,11 +99,11 @@ func TestUpstreamDiesMidStream(t *testing.T) {
 		t.Errorf("client got %q before the cut", got)
 	}
 	x := only(t, rg.readWAL(t))
-	if x.end == nil || x.end.Complete || len(x.errs) != 1 || x.errs[0].Stage != "response" {
-		t.Fatalf("end %+v errs %+v", x.end, x.errs)
+	if x.End == nil || x.End.Complete || len(x.Errors) != 1 || x.Errors[0].Stage != "response" {
+		t.Fatalf("end %+v errs %+v", x.End, x.Errors)
 	}
-	if string(x.respBody) != string(got) || x.errs[0].Received != int64(len(got)) {
-		t.Errorf("recorded %q, received %d", x.respBody, x.errs[0].Received)
+	if string(x.ResponseBody) != string(got) || x.Errors[0].Received != int64(len(got)) {
+		t.Errorf("recorded %q, received %d", x.ResponseBody, x.Errors[0].Received)
 	}
 }
 
@@ -129,11 +129,11 @@ func TestClientDisconnects(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	x := only(t, rg.readWAL(t))
-	if x.end == nil || x.end.Complete || len(x.errs) == 0 || x.errs[0].Stage != "client" {
-		t.Fatalf("end %+v errs %+v", x.end, x.errs)
+	if x.End == nil || x.End.Complete || len(x.Errors) == 0 || x.Errors[0].Stage != "client" {
+		t.Fatalf("end %+v errs %+v", x.End, x.Errors)
 	}
-	if x.end.ResponseBytes == 0 || int64(len(x.respBody)) != x.end.ResponseBytes {
-		t.Errorf("recorded %d bytes, end says %d", len(x.respBody), x.end.ResponseBytes)
+	if x.End.ResponseBytes == 0 || int64(len(x.ResponseBody)) != x.End.ResponseBytes {
+		t.Errorf("recorded %d bytes, end says %d", len(x.ResponseBody), x.End.ResponseBytes)
 	}
 }
 
@@ -167,8 +167,8 @@ func TestUpstreamUnreachable(t *testing.T) {
 			t.Errorf("%s: %d %s", tt.path, resp.StatusCode, body)
 		}
 		x := only(t, rg.readWAL(t))
-		if len(x.errs) != 1 || x.errs[0].Stage != "upstream" || x.end == nil || x.end.Status != 502 || x.end.Complete {
-			t.Errorf("%s: errs %+v end %+v", tt.path, x.errs, x.end)
+		if len(x.Errors) != 1 || x.Errors[0].Stage != "upstream" || x.End == nil || x.End.Status != 502 || x.End.Complete {
+			t.Errorf("%s: errs %+v end %+v", tt.path, x.Errors, x.End)
 		}
 	}
 }
@@ -180,8 +180,8 @@ func TestUpstreamHeaderTimeout(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	x := only(t, rg.readWAL(t))
-	if len(x.errs) != 1 || x.errs[0].Stage != "upstream" || x.end.Status != 504 {
-		t.Errorf("errs %+v end %+v", x.errs, x.end)
+	if len(x.Errors) != 1 || x.Errors[0].Stage != "upstream" || x.End.Status != 504 {
+		t.Errorf("errs %+v end %+v", x.Errors, x.End)
 	}
 }
 
@@ -192,8 +192,8 @@ func TestUpstreamErrorStatusUnchanged(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	x := only(t, rg.readWAL(t))
-	if x.end.Status != 429 || !x.end.Complete || string(x.respBody) != string(body) {
-		t.Errorf("end %+v body %q", x.end, x.respBody)
+	if x.End.Status != 429 || !x.End.Complete || string(x.ResponseBody) != string(body) {
+		t.Errorf("end %+v body %q", x.End, x.ResponseBody)
 	}
 }
 
@@ -221,16 +221,16 @@ func TestIdentity(t *testing.T) {
 			}
 			rg.post(t, "/v1/messages", tt.body, hdr)
 			x := only(t, rg.readWAL(t))
-			if tt.wantID != "" && x.start.SessionID != tt.wantID || x.start.SessionSource != tt.wantSource {
-				t.Errorf("session %q from %q, want %q from %q", x.start.SessionID, x.start.SessionSource, tt.wantID, tt.wantSource)
+			if tt.wantID != "" && x.Start.SessionID != tt.wantID || x.Start.SessionSource != tt.wantSource {
+				t.Errorf("session %q from %q, want %q from %q", x.Start.SessionID, x.Start.SessionSource, tt.wantID, tt.wantSource)
 			}
-			if tt.wantSource == "minted" && !strings.HasPrefix(x.start.SessionID, "ses_") {
-				t.Errorf("minted session %q", x.start.SessionID)
+			if tt.wantSource == "minted" && !strings.HasPrefix(x.Start.SessionID, "ses_") {
+				t.Errorf("minted session %q", x.Start.SessionID)
 			}
-			if x.start.TaskID != "task-7" || x.start.RunID != "run-3" || x.end.SessionID != x.start.SessionID {
-				t.Errorf("task %q run %q end session %q", x.start.TaskID, x.start.RunID, x.end.SessionID)
+			if x.Start.TaskID != "task-7" || x.Start.RunID != "run-3" || x.End.SessionID != x.Start.SessionID {
+				t.Errorf("task %q run %q end session %q", x.Start.TaskID, x.Start.RunID, x.End.SessionID)
 			}
-			for k := range x.start.Headers {
+			for k := range x.Start.Headers {
 				if strings.HasPrefix(k, "X-Bb-") {
 					t.Errorf("recorded header %s", k)
 				}
@@ -290,11 +290,11 @@ func TestSecretsNeverRecorded(t *testing.T) {
 		t.Fatalf("upstream did not get the request unchanged")
 	}
 	x := only(t, rg.readWAL(t))
-	if len(x.kinds) < 4 {
-		t.Fatalf("frames: %v", x.kinds)
+	if len(x.Kinds) < 4 {
+		t.Fatalf("frames: %v", x.Kinds)
 	}
-	if !strings.Contains(string(x.reqBody), "[redacted:anthropic_key]") || !strings.Contains(string(x.reqBody), "[redacted:private_key]") {
-		t.Errorf("recorded body: %s", x.reqBody)
+	if !strings.Contains(string(x.RequestBody), "[redacted:anthropic_key]") || !strings.Contains(string(x.RequestBody), "[redacted:private_key]") {
+		t.Errorf("recorded body: %s", x.RequestBody)
 	}
 	files, _ := filepath.Glob(filepath.Join(rg.dir, "*"))
 	for _, f := range files {
@@ -319,16 +319,16 @@ func TestModes(t *testing.T) {
 				t.Fatal("stream changed")
 			}
 			x := only(t, rg.readWAL(t))
-			for _, k := range x.kinds {
+			for _, k := range x.Kinds {
 				if k == frame.KindRequestBody || k == frame.KindResponseBody {
 					t.Errorf("%v recorded a body frame", mode)
 				}
 			}
-			if mode == Passthrough && (len(x.kinds) != 1 || x.end.Usage == nil || x.end.Usage.OutputTokens != 42 || x.end.Model != "claude-sonnet-4") {
-				t.Errorf("passthrough frames %v end %+v", x.kinds, x.end)
+			if mode == Passthrough && (len(x.Kinds) != 1 || x.End.Usage == nil || x.End.Usage.OutputTokens != 42 || x.End.Model != "claude-sonnet-4") {
+				t.Errorf("passthrough frames %v end %+v", x.Kinds, x.End)
 			}
-			if mode == Privacy && (x.start == nil || x.rstart == nil || x.end == nil) {
-				t.Errorf("privacy lost metadata: %v", x.kinds)
+			if mode == Privacy && (x.Start == nil || x.Response == nil || x.End == nil) {
+				t.Errorf("privacy lost metadata: %v", x.Kinds)
 			}
 		})
 	}
@@ -341,11 +341,11 @@ func TestModes(t *testing.T) {
 			}
 		}
 		for _, x := range rg.readWAL(t) {
-			if x.start == nil || x.end == nil {
+			if x.Start == nil || x.End == nil {
 				t.Fatal("metadata dropped")
 			}
-			if int64(len(x.respBody))+x.end.DroppedBytes != int64(len(anthropicSSE)) {
-				t.Errorf("recorded %d + dropped %d != %d", len(x.respBody), x.end.DroppedBytes, len(anthropicSSE))
+			if int64(len(x.ResponseBody))+x.End.DroppedBytes != int64(len(anthropicSSE)) {
+				t.Errorf("recorded %d + dropped %d != %d", len(x.ResponseBody), x.End.DroppedBytes, len(anthropicSSE))
 			}
 		}
 	})
@@ -377,8 +377,8 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("exchanges %d", len(ex))
 	}
 	x := only(t, ex)
-	if len(x.errs) != 1 || x.errs[0].Status != 413 || x.end.Status != 413 {
-		t.Errorf("413 recorded as %+v %+v", x.errs, x.end)
+	if len(x.Errors) != 1 || x.Errors[0].Status != 413 || x.End.Status != 413 {
+		t.Errorf("413 recorded as %+v %+v", x.Errors, x.End)
 	}
 }
 
@@ -466,7 +466,7 @@ func TestNoTruncationUnderLoad(t *testing.T) {
 	ex := rg.readWAL(t)
 	complete := 0
 	for _, x := range ex {
-		if x.end != nil && x.end.Complete && string(x.respBody) == anthropicSSE {
+		if x.End != nil && x.End.Complete && string(x.ResponseBody) == anthropicSSE {
 			complete++
 		}
 	}
@@ -508,10 +508,10 @@ func TestSharedStreams(t *testing.T) {
 	}
 	bodies := map[string]bool{}
 	for _, x := range ex {
-		if !x.end.Complete {
-			t.Errorf("incomplete: %+v", x.end)
+		if !x.End.Complete {
+			t.Errorf("incomplete: %+v", x.End)
 		}
-		bodies[string(x.respBody)] = true
+		bodies[string(x.ResponseBody)] = true
 	}
 	for _, f := range files {
 		b, _ := os.ReadFile(f)

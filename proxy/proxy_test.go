@@ -218,16 +218,7 @@ func (rg *rig) post(t *testing.T, path, body string, hdr map[string]string) (*ht
 }
 
 // recorded is one exchange read back from the WAL.
-type recorded struct {
-	start    *exchange.RequestStart
-	reqBody  []byte
-	rstart   *exchange.ResponseStart
-	respBody []byte
-	respLast bool // the last response body frame has the last-chunk flag
-	end      *exchange.ResponseEnd
-	errs     []exchange.Error
-	kinds    []frame.Kind
-}
+type recorded = exchange.Exchange
 
 // readWAL closes the proxy (flushing the recorder) and returns every
 // exchange in the log.
@@ -239,47 +230,22 @@ func (rg *rig) readWAL(t *testing.T) map[uint64]*recorded {
 	}
 	r := rg.log.NewReader()
 	defer r.Close()
-	out := map[uint64]*recorded{}
+	var a exchange.Assembler
 	for r.Next() {
-		h := r.Header()
-		if h.Kind == frame.KindSegmentHeader {
-			continue
-		}
 		p, err := r.Payload()
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := out[h.Exchange]
-		if x == nil {
-			x = &recorded{}
-			out[h.Exchange] = x
-		}
-		x.kinds = append(x.kinds, h.Kind)
-		switch h.Kind {
-		case frame.KindRequestStart:
-			s, err := exchange.DecodeRequestStart(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x.start = &s
-		case frame.KindRequestBody:
-			x.reqBody = append(x.reqBody, p...)
-		case frame.KindResponseStart:
-			s, _ := exchange.DecodeResponseStart(p)
-			x.rstart = &s
-		case frame.KindResponseBody:
-			x.respBody = append(x.respBody, p...)
-			x.respLast = r.Header().Flags&frame.FlagLast != 0
-		case frame.KindResponseEnd:
-			e, _ := exchange.DecodeResponseEnd(p)
-			x.end = &e
-		case frame.KindError:
-			e, _ := exchange.DecodeError(p)
-			x.errs = append(x.errs, e)
+		if err := a.Add(r.Header(), p); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
+	}
+	out := map[uint64]*recorded{}
+	for _, x := range a.Exchanges() {
+		out[x.ID] = x
 	}
 	return out
 }
@@ -329,33 +295,33 @@ func TestStreamsPassThrough(t *testing.T) {
 				t.Errorf("response headers: %v", resp.Header)
 			}
 			x := only(t, rg.readWAL(t))
-			if x.start == nil || x.start.Provider != tt.provider || x.start.Method != "POST" || x.start.RequestID != resp.Header.Get("X-Bb-Request-Id") {
-				t.Fatalf("request start: %+v", x.start)
+			if x.Start == nil || x.Start.Provider != tt.provider || x.Start.Method != "POST" || x.Start.RequestID != resp.Header.Get("X-Bb-Request-Id") {
+				t.Fatalf("request start: %+v", x.Start)
 			}
-			if string(x.reqBody) != tt.body {
-				t.Errorf("recorded request body %q, want %q", x.reqBody, tt.body)
+			if string(x.RequestBody) != tt.body {
+				t.Errorf("recorded request body %q, want %q", x.RequestBody, tt.body)
 			}
-			if string(x.respBody) != tt.want {
-				t.Errorf("recorded response body differs:\n%q", x.respBody)
+			if string(x.ResponseBody) != tt.want {
+				t.Errorf("recorded response body differs:\n%q", x.ResponseBody)
 			}
-			if x.end == nil || !x.end.Complete || x.end.Status != 200 || x.end.ResponseBytes != int64(len(tt.want)) {
-				t.Fatalf("end: %+v", x.end)
+			if x.End == nil || !x.End.Complete || x.End.Status != 200 || x.End.ResponseBytes != int64(len(tt.want)) {
+				t.Fatalf("end: %+v", x.End)
 			}
 			var u exchange.Usage
-			if x.end.Usage != nil {
-				u = *x.end.Usage
+			if x.End.Usage != nil {
+				u = *x.End.Usage
 			}
 			if u != tt.usage {
 				t.Errorf("usage %+v, want %+v", u, tt.usage)
 			}
-			if strings.Contains(x.start.Query, "AIza") {
-				t.Errorf("query not redacted: %q", x.start.Query)
+			if strings.Contains(x.Start.Query, "AIza") {
+				t.Errorf("query not redacted: %q", x.Start.Query)
 			}
-			if !x.respLast {
+			if !x.ResponseLast {
 				t.Errorf("last response body frame not flagged last")
 			}
-			if x.kinds[0] != frame.KindRequestStart || x.kinds[len(x.kinds)-1] != frame.KindResponseEnd {
-				t.Errorf("frame order: %v", x.kinds)
+			if x.Kinds[0] != frame.KindRequestStart || x.Kinds[len(x.Kinds)-1] != frame.KindResponseEnd {
+				t.Errorf("frame order: %v", x.Kinds)
 			}
 		})
 	}

@@ -1,0 +1,97 @@
+package exchange
+
+import (
+	"fmt"
+
+	"github.com/bbengine/bbengine/codec/frame"
+)
+
+// Exchange is one exchange put back together from its frames.
+type Exchange struct {
+	ID           uint64
+	Start        *RequestStart
+	RequestBody  []byte
+	RequestLast  bool // a request body frame carried the last-chunk flag
+	Response     *ResponseStart
+	ResponseBody []byte
+	ResponseLast bool
+	End          *ResponseEnd
+	Errors       []Error
+	Kinds        []frame.Kind // every frame's kind, in log order
+	Offsets      []uint64     // every frame's offset, in log order
+}
+
+// Assembler groups the frames of a log into exchanges. Frames of one
+// exchange must be added in log order; exchanges may interleave. It is
+// not safe for concurrent use.
+type Assembler struct {
+	// SkipBodies leaves RequestBody and ResponseBody empty (the flags and
+	// kinds are still kept), for readers that need only metadata.
+	SkipBodies bool
+	byID       map[uint64]*Exchange
+	order      []*Exchange
+}
+
+// Add takes one frame: its header and its uncompressed payload, which is
+// copied. Frames without an exchange id (segment headers, imports) are
+// ignored. A metadata payload that does not decode is an error naming
+// the frame's offset.
+func (a *Assembler) Add(h frame.Header, payload []byte) error {
+	if h.Exchange == 0 {
+		return nil
+	}
+	switch h.Kind {
+	case frame.KindRequestStart, frame.KindRequestBody, frame.KindResponseStart,
+		frame.KindResponseBody, frame.KindResponseEnd, frame.KindError:
+	default:
+		return nil
+	}
+	if a.byID == nil {
+		a.byID = map[uint64]*Exchange{}
+	}
+	x := a.byID[h.Exchange]
+	if x == nil {
+		x = &Exchange{ID: h.Exchange}
+		a.byID[h.Exchange] = x
+		a.order = append(a.order, x)
+	}
+	x.Kinds = append(x.Kinds, h.Kind)
+	x.Offsets = append(x.Offsets, h.Offset)
+	last := h.Flags&frame.FlagLast != 0
+	var err error
+	switch h.Kind {
+	case frame.KindRequestStart:
+		var s RequestStart
+		s, err = DecodeRequestStart(payload)
+		x.Start = &s
+	case frame.KindRequestBody:
+		if !a.SkipBodies {
+			x.RequestBody = append(x.RequestBody, payload...)
+		}
+		x.RequestLast = x.RequestLast || last
+	case frame.KindResponseStart:
+		var s ResponseStart
+		s, err = DecodeResponseStart(payload)
+		x.Response = &s
+	case frame.KindResponseBody:
+		if !a.SkipBodies {
+			x.ResponseBody = append(x.ResponseBody, payload...)
+		}
+		x.ResponseLast = x.ResponseLast || last
+	case frame.KindResponseEnd:
+		var e ResponseEnd
+		e, err = DecodeResponseEnd(payload)
+		x.End = &e
+	case frame.KindError:
+		var e Error
+		e, err = DecodeError(payload)
+		x.Errors = append(x.Errors, e)
+	}
+	if err != nil {
+		return fmt.Errorf("frame at offset %d (exchange %d): %w", h.Offset, h.Exchange, err)
+	}
+	return nil
+}
+
+// Exchanges returns the exchanges in the order of their first frames.
+func (a *Assembler) Exchanges() []*Exchange { return a.order }

@@ -164,28 +164,7 @@ func TestFollow(t *testing.T) {
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	next := 0
-	for next < n {
-		for r.Next() {
-			if r.Header().Kind == frame.KindSegmentHeader {
-				continue
-			}
-			if got := int(r.Header().Exchange); got != next {
-				t.Fatalf("got exchange %d, want %d", got, next)
-			}
-			next++
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if next < n {
-			if err := r.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	followN(t, r, n, 10*time.Second)
 }
 
 func TestReadOnlyFollowsWriter(t *testing.T) {
@@ -205,28 +184,7 @@ func TestReadOnlyFollowsWriter(t *testing.T) {
 		defer close(done)
 		appendN(t, l, 0, n)
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	next := 0
-	for next < n {
-		for r.Next() {
-			if r.Header().Kind == frame.KindSegmentHeader {
-				continue
-			}
-			if got := int(r.Header().Exchange); got != next {
-				t.Fatalf("got exchange %d, want %d", got, next)
-			}
-			next++
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if next < n {
-			if err := r.Wait(ctx); err != nil {
-				t.Fatalf("after %d frames: %v", next, err)
-			}
-		}
-	}
+	followN(t, r, n, 20*time.Second)
 	<-done
 }
 
@@ -410,5 +368,33 @@ func TestRetention(t *testing.T) {
 	removed, err := l.Retain()
 	if err != nil || len(removed) != 1 || filepath.Base(removed[0]) != segName(segs[0].base) {
 		t.Fatalf("Retain by age removed %v, %v", removed, err)
+	}
+}
+
+// followN reads n frames from r (skipping segment headers), waiting for
+// the writer as needed; frame i must carry exchange id i.
+func followN(t *testing.T, r *Reader, n int, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	next := 0
+	for next < n {
+		for r.Next() {
+			if r.Header().Kind == frame.KindSegmentHeader {
+				continue
+			}
+			if got := int(r.Header().Exchange); got != next {
+				t.Fatalf("got exchange %d, want %d", got, next)
+			}
+			next++
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if next < n {
+			if err := r.Wait(ctx); err != nil {
+				t.Fatalf("after %d frames: %v", next, err)
+			}
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/httpbody"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -437,7 +438,7 @@ func (r *recorder) flushHeld(x *exch, t int64) (decoded bool, unscanned string) 
 	for _, c := range x.held {
 		whole = append(whole, c.b...)
 	}
-	plain, err := decodeBody(x.encoding, whole)
+	plain, err := httpbody.Decode(x.encoding, whole)
 	if err != nil {
 		r.writeHeld(x, true)
 		return false, err.Error()

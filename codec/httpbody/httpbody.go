@@ -1,4 +1,5 @@
-package proxy
+// Package httpbody decodes HTTP bodies by their Content-Encoding.
+package httpbody
 
 import (
 	"bytes"
@@ -13,15 +14,18 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// maxDecoded bounds a decompressed response body the recorder inspects;
-// a larger one (or a compression bomb) is recorded as sent, unscanned.
-const maxDecoded = 64 << 20
+// MaxDecoded bounds a decompressed body; a larger one (or a compression
+// bomb) is an error.
+const MaxDecoded = 64 << 20
 
-// decodeBody decompresses a whole response body sent with
-// Content-Encoding enc (gzip, x-gzip, deflate, br or zstd).
-func decodeBody(enc string, b []byte) ([]byte, error) {
+// Decode decompresses a whole body sent with
+// Content-Encoding enc (gzip, x-gzip, deflate, br or zstd; "" and
+// identity return b as it is).
+func Decode(enc string, b []byte) ([]byte, error) {
 	var r io.Reader
 	switch strings.ToLower(strings.TrimSpace(enc)) {
+	case "", "identity":
+		return b, nil
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
@@ -38,7 +42,7 @@ func decodeBody(enc string, b []byte) ([]byte, error) {
 	case "br":
 		r = brotli.NewReader(bytes.NewReader(b))
 	case "zstd":
-		d, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(1))
+		d, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(MaxDecoded), zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, err
 		}
@@ -47,12 +51,12 @@ func decodeBody(enc string, b []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("content encoding %q is not decoded", enc)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, maxDecoded+1))
+	out, err := io.ReadAll(io.LimitReader(r, MaxDecoded+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", enc, err)
 	}
-	if len(out) > maxDecoded {
-		return nil, fmt.Errorf("%s: decoded body exceeds %d bytes", enc, maxDecoded)
+	if len(out) > MaxDecoded {
+		return nil, fmt.Errorf("%s: decoded body exceeds %d bytes", enc, MaxDecoded)
 	}
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
@@ -92,14 +93,39 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	opts.Logf = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "bbengine proxy: "+format+"\n", args...)
 	}
+	eng, err := openProxyEngine(cfg.dir, log, opts.Logf)
+	if err != nil {
+		log.Close()
+		return err
+	}
+	qs, err := startQueryServer(eng)
+	if err != nil {
+		eng.Close()
+		log.Close()
+		return err
+	}
+	// The canonicalizer follows the WAL in its own goroutine: the proxy
+	// never waits for it.
+	followCtx, stopFollow := context.WithCancel(context.Background())
+	followDone := make(chan error, 1)
+	go func() { followDone <- eng.Follow(followCtx) }()
+	closeEngine := func() error {
+		stopFollow()
+		ferr := <-followDone
+		_, cerr := eng.CatchUp(context.Background())
+		qs.Close()
+		return errors.Join(ferr, cerr, eng.Close())
+	}
 	p, err := proxy.New(log, &opts)
 	if err != nil {
+		closeEngine()
 		log.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		p.Close()
+		closeEngine()
 		log.Close()
 		return fmt.Errorf("proxy: listen on %s: %w", cfg.listen, err)
 	}
@@ -127,6 +153,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	}
 	recErr := p.Close()
 	syncErr := log.Sync()
+	engErr := closeEngine()
 	closeErr := log.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("proxy: serve: %w", serveErr)
@@ -139,6 +166,9 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	}
 	if closeErr != nil {
 		return fmt.Errorf("proxy: close WAL: %w", closeErr)
+	}
+	if engErr != nil {
+		return fmt.Errorf("proxy: canonicalizer: %w", engErr)
 	}
 	fmt.Fprintf(stdout, "bbengine proxy: stopped; WAL flushed and synced in %s\n", walDir)
 	return nil
@@ -160,4 +190,21 @@ func printWiring(w io.Writer, addr, walDir string, mode proxy.Mode, p *proxy.Pro
 		fmt.Fprintf(w, "  %-10s %s\n", u[0], u[1])
 	}
 	fmt.Fprintf(w, "\nHealth %s/_bb/health, metrics %s/_bb/metrics. Ctrl-C stops and syncs the WAL.\n", base, base)
+}
+
+// openProxyEngine opens the data directory's engine on the proxy's WAL.
+// A command that briefly holds the directory (sessions, show) delays the
+// proxy by at most a few seconds.
+func openProxyEngine(dir string, log *wal.Log, logf func(string, ...any)) (*engine.Engine, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e, err := engine.Open(dir, &engine.Options{WAL: log, Logf: logf})
+		if err == nil {
+			return e, nil
+		}
+		if !errors.Is(err, engine.ErrLocked) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

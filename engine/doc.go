@@ -1,6 +1,68 @@
-// Package engine will own bbengine's domain types (ids, Event, Artifact),
-// Open(dir, *Options), the Pebble key layout, the canonicalizer and
-// derivation, and the small interfaces that index and pack implement
-// (see shared/DESIGN.md). It holds no code yet: it arrives with the
-// engine issue, and nothing in the repository depends on it.
+// Package engine owns bbengine's derived state and its domain types: the
+// canonical timeline of each session (Event), the session and exchange
+// records, the Pebble database that holds them, and the canonicalizer
+// that builds them from the WAL. Everything here is derived: Rebuild drops
+// it and replays the WAL, and the result is byte-identical to what the
+// incremental canonicalizer wrote.
+//
+// # Ownership and concurrency
+//
+// One process at a time owns a data directory: Open takes an flock(2) on
+// <dir>/engine.lock and writes the holder's pid (and, for a running proxy,
+// the loopback address of its query endpoint) into it; a second Open gets
+// a *LockedError naming them. An Engine is safe for concurrent use: one
+// canonicalizer goroutine writes, any number of queries read.
+//
+// # Layout
+//
+//	<dir>/
+//	  engine.lock        flock; "pid=… addr=… token=…"
+//	  wal/               the WAL (package wal): the only truth
+//	  db/                Pebble: everything below, derived
+//	  blobs/sha256/ab/abcdef…   content-addressed large outputs (bbox @blob)
+//
+// # Pebble key layout
+//
+// One prefix byte per family ("column family by prefix"), then fixed-width
+// big-endian integers so byte order is numeric order. Values are JSON
+// objects (deterministic: struct fields in order) unless noted.
+//
+//	prefix  key                                   value                        family
+//	'm'     'm' name                              see below                    meta
+//	'x'     'x' exchange u64                      Exchange                     exchange index
+//	's'     's' session id (bytes)                Session                      sessions
+//	'n'     'n' ordinal u64                       session id (bytes)           sessions by first appearance
+//	'e'     'e' ordinal u64 seq u64               Event                        canonical events
+//	'c'     'c' ordinal u64                       conversation state           canonicalizer state
+//	'o'     'o' exchange u64                      first frame offset u64 BE    exchanges still open
+//	'a'     'a' …                                 reserved: artifacts          memory
+//	'i'     'i' …                                 reserved: secondary indexes  memory
+//
+//	meta names
+//	  applied   u64 BE  WAL offset of the next frame to read
+//	  builder   text    BuilderVersion of the code that wrote this state
+//	  schema    u32 BE  SchemaVersion of the key layout
+//	  sessions  u64 BE  number of session ordinals assigned
+//
+// Every batch the canonicalizer commits carries the entries of the frames
+// it read and the new applied offset, so after a crash the engine resumes
+// from the WAL exactly once. An exchange whose frames started before the
+// applied offset but has not ended is kept in the 'o' family; on resume
+// the canonicalizer reads from the smallest such offset and skips the
+// frames of exchanges it has already finished. Pebble writes are NoSync:
+// the WAL is the truth, and if a crash leaves the applied offset beyond
+// the WAL's end (the WAL lost an unsynced tail that Pebble had seen), Open
+// rebuilds.
+//
+// # Canonical timeline
+//
+// Each provider request re-sends the conversation. The canonicalizer
+// keeps each session's known messages per thread and emits only what is
+// new (see Event for the kinds). Thread 1 is the first conversation of a
+// session; a request that shares no prefix with any thread (a side
+// request, a subagent) starts a new thread; one that diverges inside a
+// thread's history (an edit, a fork) starts a new thread and records a
+// rewrite event; one that re-sends a thread's history without its last
+// output is a retry; one that starts over with a summary of the
+// conversation's earlier output is a compaction of that thread.
 package engine

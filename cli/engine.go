@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bbengine/bbengine/engine"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// openReader returns what answers queries about the data directory: the
+// running proxy's query endpoint when a proxy owns the directory, else
+// the engine opened here and caught up with the WAL. close releases it.
+func openReader(c *ucli.Context) (engine.Reader, func() error, error) {
+	dir := c.String("dir")
+	if h, held, err := engine.ReadHolder(dir); err == nil && held && h.Addr != "" {
+		return &remote{addr: h.Addr, token: h.Token, pid: h.PID}, func() error { return nil }, nil
+	}
+	e, err := openEngine(c.Context, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, e.Close, nil
+}
+
+// openEngine opens the data directory's engine and derives what the WAL
+// holds beyond the applied offset.
+func openEngine(ctx context.Context, dir string) (*engine.Engine, error) {
+	e, err := engine.Open(dir, nil)
+	if err != nil {
+		var le *engine.LockedError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("%w; it serves no queries, so stop it and retry", err)
+		}
+		return nil, err
+	}
+	if _, err := e.CatchUp(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// remote is a Reader that asks a running proxy over loopback HTTP.
+type remote struct {
+	addr, token string
+	pid         int
+}
+
+func (r *remote) get(path string, q url.Values, v any) error {
+	u := "http://" + r.addr + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the running proxy (pid %d) at %s: %w", r.pid, r.addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	if err != nil {
+		return fmt.Errorf("ask the running proxy (pid %d): %w", r.pid, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error    string `json:"error"`
+			NotFound bool   `json:"not_found"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			if e.NotFound {
+				return fmt.Errorf("%w: %s", engine.ErrNotFound, strings.TrimPrefix(e.Error, engine.ErrNotFound.Error()+": "))
+			}
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("the running proxy (pid %d) answered %s", r.pid, resp.Status)
+	}
+	return json.Unmarshal(body, v)
+}
+
+func (r *remote) Sessions(f engine.SessionFilter) ([]engine.Session, error) {
+	q := url.Values{"fresh": {"1"}}
+	if f.Since != 0 {
+		q.Set("since", strconv.FormatInt(f.Since, 10))
+	}
+	if f.Agent != "" {
+		q.Set("agent", f.Agent)
+	}
+	var out []engine.Session
+	return out, r.get("/v1/sessions", q, &out)
+}
+
+func (r *remote) Session(id string) (engine.Session, error) {
+	var out engine.Session
+	return out, r.get("/v1/sessions/"+url.PathEscape(id), url.Values{"fresh": {"1"}}, &out)
+}
+
+func (r *remote) Events(id string, f engine.EventFilter) ([]engine.Event, error) {
+	q := url.Values{"fresh": {"1"}}
+	if f.Task != "" {
+		q.Set("task", f.Task)
+	}
+	if f.Thread != 0 {
+		q.Set("thread", strconv.Itoa(f.Thread))
+	}
+	if f.After != 0 {
+		q.Set("after", strconv.FormatUint(f.After, 10))
+	}
+	var out []engine.Event
+	return out, r.get("/v1/sessions/"+url.PathEscape(id)+"/events", q, &out)
+}
+
+func (r *remote) Exchange(id uint64) (engine.Exchange, error) {
+	var out engine.Exchange
+	return out, r.get("/v1/exchanges/"+strconv.FormatUint(id, 10), url.Values{"fresh": {"1"}}, &out)
+}
+
+// queryServer serves an engine's Reader on loopback for commands run
+// while the proxy owns the directory. Every request must carry the token
+// written in the lock file (readable only by the directory's owner).
+type queryServer struct {
+	e     *engine.Engine
+	token string
+	srv   *http.Server
+	ln    net.Listener
+}
+
+func startQueryServer(e *engine.Engine) (*queryServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("query endpoint: %w", err)
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	q := &queryServer{e: e, token: hex.EncodeToString(b[:]), ln: ln}
+	q.srv = &http.Server{Handler: q, ReadHeaderTimeout: 10 * time.Second}
+	go q.srv.Serve(ln)
+	if err := e.SetEndpoint(ln.Addr().String(), q.token); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+func (q *queryServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return q.srv.Shutdown(ctx)
+}
+
+func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+q.token {
+		http.Error(w, `{"error":"bad token"}`, http.StatusUnauthorized)
+		return
+	}
+	reply := func(v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "not_found": errors.Is(err, engine.ErrNotFound)})
+			return
+		}
+		json.NewEncoder(w).Encode(v)
+	}
+	qv := r.URL.Query()
+	if qv.Get("fresh") != "" {
+		// Let the canonicalizer reach what the WAL holds now.
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		q.e.WaitCaughtUp(ctx)
+		cancel()
+	}
+	path := strings.TrimPrefix(r.URL.Path, "/v1/")
+	switch {
+	case path == "sessions":
+		since, _ := strconv.ParseInt(qv.Get("since"), 10, 64)
+		reply(q.e.Sessions(engine.SessionFilter{Since: since, Agent: qv.Get("agent")}))
+	case strings.HasPrefix(path, "sessions/") && strings.HasSuffix(path, "/events"):
+		id, _ := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(path, "sessions/"), "/events"))
+		thread, _ := strconv.Atoi(qv.Get("thread"))
+		after, _ := strconv.ParseUint(qv.Get("after"), 10, 64)
+		reply(q.e.Events(id, engine.EventFilter{Task: qv.Get("task"), Thread: thread, After: after}))
+	case strings.HasPrefix(path, "sessions/"):
+		id, _ := url.PathUnescape(strings.TrimPrefix(path, "sessions/"))
+		reply(q.e.Session(id))
+	case strings.HasPrefix(path, "exchanges/"):
+		id, err := strconv.ParseUint(strings.TrimPrefix(path, "exchanges/"), 10, 64)
+		if err != nil {
+			reply(nil, fmt.Errorf("exchange id %q is not a number", strings.TrimPrefix(path, "exchanges/")))
+			return
+		}
+		reply(q.e.Exchange(id))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(c *ucli.Context, v any) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

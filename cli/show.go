@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"encoding/json"
+
+	"github.com/bbengine/bbengine/codec/bbox"
+	"github.com/bbengine/bbengine/engine"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func showCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "show",
+		Usage:     "print a session's canonical timeline as bbox/1 text or JSON",
+		ArgsUsage: "SESSION (an id, or a unique prefix of one)",
+		Description: "bbox output: a header (format, id, repo_sha, model, client_version), @start, u:/a:/th:\n" +
+			"messages, t: tool calls with their results (o: for results that came later), a\n" +
+			"# metrics line per model call, @end. Outputs over --blob-threshold bytes go to\n" +
+			"<dir>/blobs and appear as @blob sha256=… bytes=…. JSON output: the session and its\n" +
+			"events, each with its provenance (exchange, request id, WAL offsets).",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "format", Value: "bbox", Usage: "bbox or json"},
+			&ucli.StringFlag{Name: "task", Usage: "only the events of task `ID`"},
+			&ucli.IntFlag{Name: "blob-threshold", Value: 1024, Usage: "`BYTES` above which outputs go to the blob store (-1: never)"},
+			&ucli.StringFlag{Name: "repo-sha", Usage: "repository commit for the header (default: unknown)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("show: need exactly one SESSION")
+			}
+			format := c.String("format")
+			if format != "bbox" && format != "json" {
+				return usagef("--format %q: want bbox or json", format)
+			}
+			r, closeR, err := openReader(c)
+			if err != nil {
+				return err
+			}
+			defer closeR()
+			s, err := r.Session(c.Args().First())
+			if err != nil {
+				return err
+			}
+			events, err := r.Events(s.ID, engine.EventFilter{Task: c.String("task")})
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				if events == nil {
+					events = []engine.Event{}
+				}
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					Session engine.Session `json:"session"`
+					Events  []engine.Event `json:"events"`
+				}{s, events})
+			}
+			doc, err := engine.BBox(s, events, &engine.BBoxOptions{
+				BlobThreshold: c.Int("blob-threshold"),
+				Blobs:         engine.NewBlobs(c.String("dir")),
+				RepoSHA:       c.String("repo-sha"),
+				Task:          c.String("task"),
+			})
+			if err != nil {
+				return err
+			}
+			return bbox.Write(c.App.Writer, doc, bbox.Canonical)
+		},
+	}
+}

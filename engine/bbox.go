@@ -1,0 +1,573 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/bbox"
+	"github.com/bbengine/bbengine/codec/llm"
+)
+
+// BBoxOptions configure BBox.
+type BBoxOptions struct {
+	// BlobThreshold is the size in bytes above which a tool result, a
+	// system prompt or a call's arguments go to Blobs and appear as
+	// "@blob sha256=… bytes=…". The default is 1024; negative keeps
+	// everything inline.
+	BlobThreshold int
+	// Blobs is where large outputs go. Nil keeps everything inline.
+	Blobs *Blobs
+	// RepoSHA is the repository commit for the header; "unknown" when
+	// empty (the header requires the key).
+	RepoSHA string
+	// Task, when set, names the task the events were selected for.
+	Task string
+}
+
+// reservedArg are the metadata keys of a bbox call line; a tool argument
+// with one of these names is written as arg.<name>.
+var reservedArg = map[string]bool{"id": true, "tid": true, "span": true, "parent": true,
+	"step": true, "ts": true, "attempt": true, "latency_ms": true, "level": true}
+
+// BBox renders a session's events as a bbox/1 document: a header, @start,
+// u:/a:/th: messages, t: (or c: for MCP tools) calls with their results
+// inline when they came in the next request of the thread and as o: lines
+// when they came later, a "# metrics" line per model call, and @end.
+// Events of threads other than 1 carry tid=. The document passes
+// bbox.Validate without errors.
+func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) {
+	o := BBoxOptions{BlobThreshold: 1024}
+	if opts != nil {
+		o = *opts
+		if o.BlobThreshold == 0 {
+			o.BlobThreshold = 1024
+		}
+	}
+	r := &renderer{o: o, seen: map[string]bool{}, inline: map[string]*Event{}, skip: map[uint64]bool{}}
+	r.plan(events)
+	doc := &bbox.Document{Header: r.header(s, events)}
+	r.doc = doc
+	r.add(bbox.Line{Kind: bbox.KindLifecycle, Name: "start", Body: fmt.Sprintf("id=%s ts=%s", bbox.Quote(s.ID), stamp(s.First))})
+	for i := range events {
+		if err := r.event(&events[i]); err != nil {
+			return nil, err
+		}
+		if i+1 == len(events) || events[i+1].Prov.Exchange != events[i].Prov.Exchange {
+			r.metrics()
+		}
+	}
+	end := fmt.Sprintf("ts=%s requests=%d tokens_in=%d tokens_out=%d cached=%d", stamp(s.Last), s.Requests, s.Usage.Input, s.Usage.Output, s.Usage.CacheRead)
+	if o.Task != "" {
+		end += " task=" + bbox.Quote(o.Task)
+	}
+	r.add(bbox.Line{Kind: bbox.KindLifecycle, Name: "end", Body: end})
+	if err := doc.Check(); err != nil {
+		return nil, fmt.Errorf("engine: render session %s: %w", s.ID, err)
+	}
+	return doc, nil
+}
+
+type renderer struct {
+	o   BBoxOptions
+	doc *bbox.Document
+	// seen holds the call ids already introduced; inline maps a call id to
+	// the result written on its call line; skip holds those results' seqs.
+	seen   map[string]bool
+	inline map[string]*Event
+	skip   map[uint64]bool
+	step   int
+	call   *Event
+	usage  *Event
+}
+
+// plan decides which results go inline: those that arrive in the next
+// model call of the call's thread.
+func (r *renderer) plan(events []Event) {
+	next := map[uint64]uint64{} // exchange → next exchange of its thread
+	last := map[int]uint64{}
+	calls := map[string]*Event{}
+	for i := range events {
+		ev := &events[i]
+		if ev.Kind == KindModelCall {
+			if prev, ok := last[ev.Thread]; ok {
+				next[prev] = ev.Prov.Exchange
+			}
+			last[ev.Thread] = ev.Prov.Exchange
+		}
+	}
+	for i := range events {
+		ev := &events[i]
+		switch ev.Kind {
+		case KindToolCall:
+			if ev.Tool != nil && calls[ev.Tool.ID] == nil {
+				calls[ev.Tool.ID] = ev
+			}
+		case KindToolResult:
+			if ev.Tool == nil {
+				continue
+			}
+			c := calls[ev.Tool.ID]
+			if c == nil || r.inline[ev.Tool.ID] != nil {
+				continue
+			}
+			if next[c.Prov.Exchange] == ev.Prov.Exchange && c.Thread == ev.Thread {
+				r.inline[ev.Tool.ID] = ev
+				r.skip[ev.Seq] = true
+			}
+		}
+	}
+}
+
+func (r *renderer) header(s Session, events []Event) *bbox.Header {
+	h := &bbox.Header{Closed: true}
+	h.Set("format", "bbox/1")
+	h.Set("id", yamlScalar(s.ID))
+	sha := r.o.RepoSHA
+	if sha == "" {
+		sha = "unknown"
+	}
+	h.Set("repo_sha", yamlScalar(sha))
+	if m := topModel(s); m != "" {
+		h.Set("model", yamlScalar(m))
+	}
+	if s.Client != "" {
+		h.Set("client_version", yamlScalar(s.Client))
+	}
+	if s.Agent != "" {
+		h.Set("agent", yamlScalar(s.Agent))
+	}
+	h.Set("started", stamp(s.First))
+	if r.o.Task != "" {
+		h.Set("task", yamlScalar(r.o.Task))
+	}
+	if len(s.Models) > 1 {
+		var names []string
+		for _, m := range s.Models {
+			names = append(names, m.Model)
+		}
+		h.Set("models", "["+strings.Join(names, ", ")+"]")
+	}
+	return h
+}
+
+// topModel is the model with the most requests.
+func topModel(s Session) string {
+	best := ""
+	n := 0
+	for _, m := range s.Models {
+		if m.Requests > n {
+			best, n = m.Model, m.Requests
+		}
+	}
+	return best
+}
+
+// yamlScalar quotes a header value when YAML would read it as something
+// other than the plain string.
+func yamlScalar(s string) string {
+	plain := s != "" && !strings.ContainsAny(s, ":#[]{},&*!|>'\"%@`") && strings.TrimSpace(s) == s
+	if plain {
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			plain = false
+		}
+		switch strings.ToLower(s) {
+		case "true", "false", "yes", "no", "null", "~", "on", "off":
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func stamp(ns int64) string {
+	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func (r *renderer) add(l bbox.Line) {
+	one := bbox.Document{Lines: []bbox.Line{l}}
+	if err := one.Check(); err != nil {
+		// A body the text form cannot hold as it is: quote it.
+		l.Body = bbox.Quote(l.Body)
+		if l.Arrow {
+			l.Result = bbox.Quote(l.Result)
+		}
+	}
+	r.doc.Lines = append(r.doc.Lines, l)
+}
+
+// lines splits text into a first line and continuation lines, dropping
+// leading blank lines and trailing whitespace.
+func lines(text string) (string, []string) {
+	text = strings.TrimLeft(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	text = strings.TrimRight(text, " \t\n")
+	parts := strings.Split(text, "\n")
+	for i := range parts {
+		parts[i] = strings.TrimRight(parts[i], " \t\r")
+	}
+	first := strings.TrimLeft(parts[0], " \t")
+	return first, parts[1:]
+}
+
+func tid(ev *Event) string {
+	if ev.Thread > 1 {
+		return " tid=" + strconv.Itoa(ev.Thread)
+	}
+	return ""
+}
+
+// message writes a u:, a: or th: line with trailing fields.
+func (r *renderer) message(kind bbox.Kind, text string, fields string) {
+	first, more := lines(text)
+	body := first
+	if fields != "" {
+		if body != "" {
+			body += " "
+		}
+		body += strings.TrimSpace(fields)
+	}
+	r.add(bbox.Line{Kind: kind, Body: body, More: more})
+}
+
+func (r *renderer) event(ev *Event) error {
+	switch ev.Kind {
+	case KindSystem:
+		v, err := r.value(ev.Text, "text/plain")
+		if err != nil {
+			return err
+		}
+		r.add(bbox.Line{Kind: bbox.KindComment, Body: "system prompt=" + v + tid(ev)})
+	case KindMessage:
+		text := ev.Text
+		for _, p := range ev.Parts {
+			text = strings.TrimSpace(text + "\n" + partNote(p))
+		}
+		fields := tid(ev)
+		if ev.Partial {
+			fields += " partial=true"
+		}
+		switch ev.Role {
+		case "user":
+			r.message(bbox.KindUser, text, fmt.Sprintf("ts=%s%s", stamp(ev.Time), fields))
+		case "assistant":
+			r.message(bbox.KindAgent, text, fields)
+		default:
+			r.message(bbox.KindComment, ev.Role+": "+text, "")
+		}
+	case KindThinking:
+		text := ev.Text
+		fields := tid(ev)
+		switch {
+		case ev.Data != "" && text == "":
+			text = fmt.Sprintf("[redacted thinking, %d bytes]", len(ev.Data))
+		case text == "":
+			text = "[signature only]"
+		}
+		if ev.Signature != "" {
+			fields += " sig=" + bbox.Quote(ev.Signature)
+		}
+		if ev.Partial {
+			fields += " partial=true"
+		}
+		r.message(bbox.KindThinking, text, fields)
+	case KindToolCall:
+		return r.toolCall(ev)
+	case KindToolResult:
+		if r.skip[ev.Seq] {
+			return nil
+		}
+		res, more, err := r.result(ev)
+		if err != nil {
+			return err
+		}
+		if ev.Tool != nil && r.seen[ev.Tool.ID] {
+			r.add(bbox.Line{Kind: bbox.KindObservation, Body: "id=" + bbox.Quote(ev.Tool.ID) + tid(ev), Arrow: true, Result: res, More: more})
+			return nil
+		}
+		// A result whose call the capture never saw: introduce its id here.
+		name, id := "result", ""
+		if ev.Tool != nil {
+			if ev.Tool.Name != "" {
+				name = ev.Tool.Name
+			}
+			id = ev.Tool.ID
+		}
+		body := "extra.orphan=true" + tid(ev)
+		if id != "" {
+			body = "id=" + bbox.Quote(id) + " " + body
+			r.seen[id] = true
+		}
+		r.add(bbox.Line{Kind: bbox.KindTool, Name: toolName(name), Body: body, Arrow: true, Result: res, More: more})
+	case KindModelCall:
+		r.call, r.usage = ev, nil
+	case KindUsage:
+		r.usage = ev
+	case KindError:
+		e := ev.Error
+		body := fmt.Sprintf("error stage=%s", e.Stage)
+		if e.Status != 0 {
+			body += fmt.Sprintf(" status=%d", e.Status)
+		}
+		if e.Type != "" {
+			body += " type=" + bbox.Quote(e.Type)
+		}
+		body += " message=" + bbox.Quote(e.Message) + " level=error" + tid(ev)
+		r.add(bbox.Line{Kind: bbox.KindComment, Body: body})
+	case KindInterruption:
+		r.add(bbox.Line{Kind: bbox.KindComment, Body: "interrupted reason=" + bbox.Quote(ev.Text) + " level=warn" + tid(ev)})
+	case KindRewrite:
+		rw := ev.Rewrite
+		if rw.Kind == "compaction" {
+			r.add(bbox.Line{Kind: bbox.KindLifecycle, Name: "compact", Body: fmt.Sprintf("reason=summary from=%d dropped=%d%s", rw.From, rw.Dropped, tid(ev))})
+		} else {
+			r.add(bbox.Line{Kind: bbox.KindComment, Body: fmt.Sprintf("%s from=%d kept=%d dropped=%d%s", rw.Kind, rw.From, rw.Kept, rw.Dropped, tid(ev))})
+		}
+	}
+	return nil
+}
+
+// metrics writes the "# metrics" line of the model call just rendered.
+func (r *renderer) metrics() {
+	c := r.call
+	if c == nil {
+		return
+	}
+	r.step++
+	var u Usage
+	if r.usage != nil && r.usage.Usage != nil {
+		u = *r.usage.Usage
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "metrics step=%d prompt_tokens=%d completion_tokens=%d cached_tokens=%d", r.step, u.Input, u.Output, u.CacheRead)
+	call := c.Call
+	model := call.Model
+	if call.Served != "" {
+		model = call.Served
+	}
+	if model != "" {
+		b.WriteString(" model=" + bbox.Quote(model))
+	}
+	fmt.Fprintf(&b, " status=%d latency_ms=%d ttfb_ms=%d", call.Status, call.Latency/1e6, call.TTFB/1e6)
+	if call.StopReason != "" {
+		b.WriteString(" stop=" + bbox.Quote(call.StopReason))
+	}
+	if u.CacheCreation > 0 {
+		fmt.Fprintf(&b, " extra.cache_creation_input_tokens=%d", u.CacheCreation)
+	}
+	if u.CacheCreation5m > 0 {
+		fmt.Fprintf(&b, " extra.cache_creation_5m_tokens=%d", u.CacheCreation5m)
+	}
+	if u.CacheCreation1h > 0 {
+		fmt.Fprintf(&b, " extra.cache_creation_1h_tokens=%d", u.CacheCreation1h)
+	}
+	if u.Reasoning > 0 {
+		fmt.Fprintf(&b, " extra.reasoning_tokens=%d", u.Reasoning)
+	}
+	fmt.Fprintf(&b, " extra.exchange=%d%s", c.Prov.Exchange, tid(c))
+	r.add(bbox.Line{Kind: bbox.KindComment, Body: b.String()})
+	r.call, r.usage = nil, nil
+}
+
+// toolName maps an MCP tool name (mcp__server__method) to server.method
+// and reports whether it is one.
+func mcpName(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return name, false
+	}
+	server, method, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || method == "" {
+		return name, false
+	}
+	return server + "." + method, true
+}
+
+// toolName makes a name that reads back as one word.
+func toolName(name string) string {
+	name = strings.Map(func(c rune) rune {
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			return '_'
+		}
+		return c
+	}, name)
+	name = strings.ReplaceAll(name, "->", "-_")
+	name = strings.ReplaceAll(name, "→", "_")
+	if name == "" {
+		return "tool"
+	}
+	return name
+}
+
+func (r *renderer) toolCall(ev *Event) error {
+	t := ev.Tool
+	kind := bbox.KindTool
+	name, isMCP := mcpName(t.Name)
+	if isMCP {
+		kind = bbox.KindMCP
+	}
+	var body strings.Builder
+	if r.seen[t.ID] {
+		// The same id again (a fork re-sent it): keep it, but not as a
+		// second introduction.
+		body.WriteString("extra.call_id=" + bbox.Quote(t.ID))
+	} else {
+		body.WriteString("id=" + bbox.Quote(t.ID))
+		r.seen[t.ID] = true
+	}
+	body.WriteString(tid(ev))
+	args, err := r.args(t.Args, ev.Text)
+	if err != nil {
+		return err
+	}
+	if args != "" {
+		body.WriteString(" " + args)
+	}
+	if t.Server {
+		body.WriteString(" extra.server=true")
+	}
+	if ev.Partial {
+		body.WriteString(" partial=true")
+	}
+	l := bbox.Line{Kind: kind, Name: toolName(name), Body: body.String()}
+	if res := r.inline[t.ID]; res != nil && !r.skipDone(res) {
+		text, more, err := r.result(res)
+		if err != nil {
+			return err
+		}
+		l.Arrow, l.Result, l.More = true, text, more
+	}
+	r.add(l)
+	return nil
+}
+
+// skipDone reports whether an inline result was already written (a
+// duplicate call id).
+func (r *renderer) skipDone(res *Event) bool {
+	if r.inline[res.Tool.ID] == nil {
+		return true
+	}
+	r.inline[res.Tool.ID] = nil
+	return false
+}
+
+// args renders a call's arguments as key=value fields: a JSON object's
+// scalar members one by one; anything larger than the threshold, not an
+// object, or with keys a field cannot hold, as args=<JSON> (or a blob).
+func (r *renderer) args(raw json.RawMessage, text string) (string, error) {
+	if len(raw) == 0 {
+		if text == "" {
+			return "", nil
+		}
+		v, err := r.value(text, "application/json")
+		return "args=" + v, err
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var obj map[string]any
+	if err := d.Decode(&obj); err != nil || len(raw) > r.threshold() {
+		v, err := r.value(string(raw), "application/json")
+		return "args=" + v, err
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var fields []string
+	for _, k := range keys {
+		var v string
+		switch x := obj[k].(type) {
+		case string:
+			v = bbox.Quote(x)
+		default:
+			b, _ := json.Marshal(x)
+			v = bbox.Quote(string(b))
+		}
+		key := k
+		if reservedArg[k] {
+			key = "arg." + k
+		}
+		f := key + "=" + v
+		got, _ := bbox.Fields(f)
+		if len(got) != 1 || got[0].Key != key {
+			return "args=" + bbox.Quote(string(raw)), nil
+		}
+		fields = append(fields, f)
+	}
+	return strings.Join(fields, " "), nil
+}
+
+func (r *renderer) threshold() int {
+	if r.o.BlobThreshold < 0 || r.o.Blobs == nil {
+		return int(^uint(0) >> 1)
+	}
+	return r.o.BlobThreshold
+}
+
+// value renders text as a field value: quoted, or a blob reference when
+// larger than the threshold.
+func (r *renderer) value(text, mime string) (string, error) {
+	if len(text) <= r.threshold() {
+		return bbox.Quote(text), nil
+	}
+	sum, err := r.o.Blobs.Put([]byte(text))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("@blob sha256=%s bytes=%d mime=%s", sum, len(text), mime), nil
+}
+
+// result renders a tool result as the text after the arrow.
+func (r *renderer) result(ev *Event) (string, []string, error) {
+	text := ev.Text
+	for _, p := range ev.Parts {
+		text = strings.TrimSpace(text + "\n" + partNote(p))
+	}
+	prefix := ""
+	if ev.Tool != nil && ev.Tool.IsError {
+		prefix = "[err] "
+	}
+	if len(text) > r.threshold() {
+		sum, err := r.o.Blobs.Put([]byte(text))
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("%s@blob sha256=%s bytes=%d mime=text/plain", prefix, sum, len(text)), nil, nil
+	}
+	first, more := lines(text)
+	if first == "" && len(more) == 0 {
+		first = "[ok]"
+		if prefix != "" {
+			first, prefix = "[err]", ""
+		}
+	}
+	return prefix + first, more, nil
+}
+
+// partNote describes a non-text part in a line of text.
+func partNote(p llm.Part) string {
+	switch p.Type {
+	case llm.PartImage, llm.PartDocument:
+		if p.URL != "" {
+			return fmt.Sprintf("[%s %s]", p.Type, p.URL)
+		}
+		return fmt.Sprintf("[%s %s %d bytes sha256=%s]", p.Type, p.MediaType, p.Size, p.SHA256)
+	case llm.PartRefusal:
+		return "[refusal] " + p.Text
+	case llm.PartCompaction:
+		return "[compaction] " + p.Text
+	case llm.PartText:
+		return p.Text
+	}
+	if p.Text != "" {
+		return fmt.Sprintf("[%s] %s", p.Type, p.Text)
+	}
+	return fmt.Sprintf("[%s %d bytes]", p.Type, len(p.Raw))
+}

@@ -1,0 +1,457 @@
+package engine
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/httpbody"
+	"github.com/bbengine/bbengine/codec/llm"
+)
+
+// derive turns one ended exchange into its index entry, its canonical
+// events and its session's totals, all added to the batch. It returns
+// the number of events.
+func (c *canonicalizer) derive(x *pending, note string) (int, error) {
+	ex := Exchange{ID: x.id, Offsets: x.offsets, Time: x.startTime, Note: note}
+	s := x.start
+	if s != nil {
+		ex.RequestID, ex.Session, ex.Task, ex.Run = s.RequestID, s.SessionID, s.TaskID, s.RunID
+		ex.Provider, ex.Method, ex.Model = s.Provider, s.Method, s.Model
+		ex.Path = s.Path
+		if s.Query != "" {
+			ex.Path += "?" + s.Query
+		}
+	}
+	if x.resp != nil {
+		ex.Status, ex.TTFB = x.resp.Status, x.resp.TTFB
+	}
+	if e := x.end; e != nil {
+		if ex.Status == 0 {
+			ex.Status = e.Status
+		}
+		ex.TTFB, ex.Duration, ex.Complete = e.TTFB, e.Duration, e.Complete
+		if ex.Session == "" {
+			ex.Session = e.SessionID
+		}
+		if ex.Model == "" {
+			ex.Model = e.Model
+		}
+		if e.Usage != nil {
+			ex.Usage = Usage{Input: e.Usage.InputTokens, Output: e.Usage.OutputTokens,
+				CacheRead: e.Usage.CacheReadTokens, CacheCreation: e.Usage.CacheCreationTokens}
+		}
+	}
+	var api llm.API
+	if s != nil {
+		api = llm.Detect(s.Path)
+		ex.API = api
+		if api == llm.Gemini && ex.Model == "" {
+			ex.Model = geminiModel(s.Path)
+		}
+	}
+	switch {
+	case s == nil && ex.Note == "":
+		ex.Note = "no request start frame (passthrough capture, or retention removed it)"
+	case s != nil && api == "" && ex.Note == "":
+		ex.Note = "not a model call"
+	}
+	if s == nil || api == "" || ex.Session == "" {
+		return 0, c.setJSON(exchangeKey(nil, x.id), &ex)
+	}
+	st, err := c.session(ex.Session)
+	if err != nil {
+		return 0, err
+	}
+	d := deriver{c: c, x: x, ex: &ex, st: st, api: api}
+	n, err := d.run()
+	if err != nil {
+		return 0, err
+	}
+	return n, c.setJSON(exchangeKey(nil, x.id), &ex)
+}
+
+// deriver holds one exchange's derivation.
+type deriver struct {
+	c      *canonicalizer
+	x      *pending
+	ex     *Exchange
+	st     *sessState
+	api    llm.API
+	thread *thread
+	events []Event
+}
+
+func (d *deriver) reqProv() Provenance {
+	return Provenance{Exchange: d.x.id, RequestID: d.ex.RequestID, Side: "request", First: d.x.reqFirst, Last: d.x.reqLast}
+}
+
+func (d *deriver) respProv() Provenance {
+	p := Provenance{Exchange: d.x.id, RequestID: d.ex.RequestID, Side: "response", First: d.x.respFirst, Last: d.x.respLast}
+	if p.First == 0 {
+		p.First, p.Last = d.x.reqLast, d.x.reqLast
+	}
+	return p
+}
+
+func (d *deriver) endTime() int64 {
+	if d.x.endTime != 0 {
+		return d.x.endTime
+	}
+	return d.x.last
+}
+
+func (d *deriver) add(ev Event) {
+	ev.Thread = d.thread.ID
+	ev.Task, ev.Run = d.ex.Task, d.ex.Run
+	d.events = append(d.events, ev)
+}
+
+func (d *deriver) run() (int, error) {
+	x, ex, st := d.x, d.ex, d.st
+	s := x.start
+	cv := &st.convo
+
+	// The request: what it adds to the conversation.
+	var (
+		req    *llm.Request
+		reqErr error
+	)
+	switch {
+	case len(x.reqBody) == 0:
+		reqErr = fmt.Errorf("no request body recorded (capture mode %s)", orDash(s.Mode))
+	default:
+		body, err := httpbody.Decode(header(s.Headers, "Content-Encoding"), x.reqBody)
+		if err != nil {
+			reqErr = fmt.Errorf("request body: %w", err)
+			break
+		}
+		req, reqErr = llm.DecodeRequest(d.api, body)
+	}
+	var m match
+	if req != nil {
+		items := flatten(req.Messages)
+		m = cv.place(items, req.PreviousResponseID != "")
+		d.thread = m.thread
+		if req.System != "" && !cv.seenSystem(hashText(req.System)) {
+			d.add(Event{Kind: KindSystem, Time: x.startTime, Role: "system", Text: req.System, Prov: d.reqProv()})
+		}
+		if m.rewrite != nil {
+			d.add(Event{Kind: KindRewrite, Time: x.startTime, Rewrite: m.rewrite, Prov: d.reqProv()})
+		}
+		d.emitItems(items[m.from:], x.startTime, d.reqProv(), false)
+		if req.Model != "" {
+			ex.Model = req.Model
+		}
+	} else {
+		cv.Tick++
+		if len(cv.Threads) == 0 {
+			d.thread = cv.newThread(nil)
+		} else {
+			d.thread = cv.recentThread()
+		}
+		if ex.Note == "" {
+			ex.Note = reqErr.Error()
+		}
+	}
+	ex.Thread = d.thread.ID
+
+	// The response.
+	var (
+		resp    *llm.Response
+		respErr error
+	)
+	if len(x.body) > 0 {
+		body := x.body
+		if x.end == nil || !x.end.Decoded {
+			var hdr exchange.Headers
+			if x.resp != nil {
+				hdr = x.resp.Headers
+			}
+			body, respErr = httpbody.Decode(header(hdr, "Content-Encoding"), body)
+		}
+		if respErr == nil {
+			resp, respErr = llm.DecodeResponse(d.api, body)
+		}
+		if respErr != nil && ex.Note == "" {
+			ex.Note = "response body: " + respErr.Error()
+		}
+	}
+	call := &Call{API: d.api, Provider: s.Provider, Model: ex.Model, Status: ex.Status, Latency: ex.Duration, TTFB: ex.TTFB, Stream: s.Stream}
+	if req != nil {
+		call.Params, call.Stream, call.Messages = req.Params, req.Stream || s.Stream, len(req.Messages)
+	}
+	if reqErr != nil {
+		d.add(Event{Kind: KindError, Time: x.startTime, Error: &Error{Stage: "decode", Message: reqErr.Error()}, Prov: d.reqProv()})
+	}
+	var out []item
+	if resp != nil {
+		call.StopReason, call.ResponseID, call.Complete = resp.StopReason, resp.ID, resp.Complete
+		if resp.Model != "" && resp.Model != ex.Model {
+			call.Served = resp.Model
+		}
+		if !resp.Usage.IsZero() {
+			ex.Usage = resp.Usage
+		}
+		out = appendItems(nil, "assistant", resp.Parts)
+		for i := range out {
+			out[i].key = itemKey(&out[i])
+		}
+	}
+	if x.end != nil && !x.end.Complete {
+		call.Complete = false
+	}
+	d.add(Event{Kind: KindModelCall, Time: x.startTime, Call: call, Prov: d.respProv()})
+	d.emitItems(out, d.endTime(), d.respProv(), true)
+	if req != nil {
+		cv.settle(d.thread, out)
+	}
+	if !ex.Usage.IsZero() {
+		u := ex.Usage
+		d.add(Event{Kind: KindUsage, Time: d.endTime(), Usage: &u, Prov: d.respProv()})
+	}
+	d.errors(resp, respErr)
+
+	// Sequence numbers and totals.
+	for i := range d.events {
+		st.s.Events++
+		d.events[i].Seq = st.s.Events
+		if err := d.c.setJSON(eventKey(d.c.keyBuf[:0], st.s.Ordinal, d.events[i].Seq), &d.events[i]); err != nil {
+			return 0, err
+		}
+	}
+	if len(d.events) > 0 {
+		ex.FirstSeq, ex.LastSeq = d.events[0].Seq, d.events[len(d.events)-1].Seq
+	}
+	d.account(call)
+	return len(d.events), nil
+}
+
+// errors adds the error and interruption events of the exchange.
+func (d *deriver) errors(resp *llm.Response, respErr error) {
+	x, ex := d.x, d.ex
+	t := d.endTime()
+	upstream := false
+	if resp != nil && resp.Error != nil {
+		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: "upstream", Status: ex.Status, Type: resp.Error.Type, Message: resp.Error.Message}, Prov: d.respProv()})
+		upstream = true
+	}
+	if ex.Status >= 400 && !upstream {
+		msg := fmt.Sprintf("HTTP %d", ex.Status)
+		if respErr != nil {
+			msg += " (" + respErr.Error() + ")"
+		}
+		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: "upstream", Status: ex.Status, Message: msg}, Prov: d.respProv()})
+	}
+	var why []string
+	for _, e := range x.errs {
+		if e.Stage == "client" {
+			why = append(why, "the client went away: "+e.Error)
+			continue
+		}
+		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: e.Stage, Status: e.Status, Message: e.Error}, Prov: d.respProv()})
+	}
+	switch {
+	case x.end == nil:
+		why = append(why, d.ex.Note)
+	case !x.end.Complete && ex.Status < 400 && len(why) == 0:
+		msg := x.end.Error
+		if msg == "" {
+			msg = "the response did not complete"
+		}
+		why = append(why, msg)
+	case x.end.Complete && resp != nil && resp.Stream && !resp.Complete && ex.Status < 400 && !upstream:
+		why = append(why, "the stream ended without its final event")
+	}
+	if len(why) > 0 {
+		d.add(Event{Kind: KindInterruption, Time: t, Text: strings.Join(why, "; "), Prov: d.respProv()})
+	}
+}
+
+// emitItems adds the events of new conversation items: consecutive text
+// and content parts of one role make one message; thinking, tool calls and
+// tool results are events of their own.
+func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool) {
+	var msg *Event
+	flush := func() {
+		if msg != nil {
+			d.add(*msg)
+			msg = nil
+		}
+	}
+	nCall := 0
+	for i := range items {
+		it := &items[i]
+		p := it.part
+		switch p.Type {
+		case llm.PartThinking, llm.PartRedactedThinking:
+			flush()
+			d.add(Event{Kind: KindThinking, Time: t, Role: it.role, Text: p.Text, Signature: p.Signature, Data: p.Data, Partial: p.Partial, Prov: prov})
+		case llm.PartToolCall, llm.PartServerToolCall:
+			flush()
+			tool := &Tool{ID: p.ID, Name: p.Name, Args: p.Input, Server: p.Type == llm.PartServerToolCall}
+			if tool.ID == "" {
+				nCall++
+				tool.ID = fmt.Sprintf("%s#%d.%d", p.Name, d.x.id, nCall)
+				tool.SyntheticID = true
+			}
+			ev := Event{Kind: KindToolCall, Time: t, Role: it.role, Tool: tool, Partial: p.Partial, Prov: prov}
+			if len(p.Input) == 0 && p.Text != "" {
+				ev.Text = p.Text // arguments that are not JSON (cut short)
+			}
+			d.thread.call(tool.ID, tool.Name)
+			d.add(ev)
+		case llm.PartToolResult, llm.PartServerToolResult:
+			flush()
+			id, name, _ := d.thread.result(p.ID, p.Name)
+			tool := &Tool{ID: id, Name: name, IsError: p.IsError, Server: p.Type == llm.PartServerToolResult, SyntheticID: p.ID == "" && id != ""}
+			ev := Event{Kind: KindToolResult, Time: t, Role: it.role, Tool: tool, Text: p.Text, Parts: p.Content, Prov: prov}
+			if p.Type == llm.PartServerToolResult && len(p.Raw) > 0 && p.Text == "" {
+				ev.Parts = []llm.Part{{Type: llm.PartOther, Raw: p.Raw}}
+			}
+			d.add(ev)
+		default:
+			if msg != nil && msg.Role != it.role {
+				flush()
+			}
+			if msg == nil {
+				msg = &Event{Kind: KindMessage, Time: t, Role: it.role, Prov: prov}
+			}
+			if p.Type == llm.PartText {
+				if msg.Text != "" {
+					msg.Text += "\n"
+				}
+				msg.Text += p.Text
+				if p.Signature != "" {
+					msg.Signature = p.Signature
+				}
+				msg.Partial = msg.Partial || p.Partial
+			} else {
+				msg.Parts = append(msg.Parts, p)
+			}
+		}
+	}
+	flush()
+}
+
+// account adds the exchange to its session's totals.
+func (d *deriver) account(call *Call) {
+	s, x, ex := &d.st.s, d.x, d.ex
+	d.st.dirty = true
+	if s.First == 0 || x.startTime < s.First {
+		s.First = x.startTime
+	}
+	if t := d.endTime(); t > s.Last {
+		s.Last = t
+	}
+	if s.Agent == "" && x.start != nil {
+		s.Agent, s.Client = agentOf(header(x.start.Headers, "User-Agent"), header(x.start.Headers, "Originator"))
+		s.Source = x.start.SessionSource
+	}
+	s.Requests++
+	for _, ev := range d.events {
+		if ev.Kind == KindError {
+			s.Errors++
+			break
+		}
+	}
+	s.Threads = d.st.convo.Next
+	s.Usage.Add(ex.Usage)
+	model := ex.Model
+	if call.Served != "" {
+		model = call.Served
+	}
+	if model == "" {
+		model = "unknown"
+	}
+	i := slices.IndexFunc(s.Models, func(m ModelUsage) bool { return m.Model == model })
+	if i < 0 {
+		s.Models = append(s.Models, ModelUsage{Model: model})
+		i = len(s.Models) - 1
+	}
+	s.Models[i].Requests++
+	s.Models[i].Usage.Add(ex.Usage)
+	if ex.Task != "" {
+		j := slices.IndexFunc(s.Tasks, func(t Task) bool { return t.ID == ex.Task })
+		if j < 0 {
+			s.Tasks = append(s.Tasks, Task{ID: ex.Task, First: x.startTime, FirstSeq: ex.FirstSeq})
+			j = len(s.Tasks) - 1
+		}
+		t := &s.Tasks[j]
+		t.Requests++
+		t.Last = max(t.Last, d.endTime())
+		if ex.LastSeq > 0 {
+			if t.FirstSeq == 0 {
+				t.FirstSeq = ex.FirstSeq
+			}
+			t.LastSeq = ex.LastSeq
+		}
+	}
+	if ex.Run != "" && !slices.Contains(s.Runs, ex.Run) {
+		s.Runs = append(s.Runs, ex.Run)
+	}
+}
+
+// header returns the first value of a recorded header (names are
+// canonical in the record).
+func header(h exchange.Headers, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// agentOf names the client family and version from its User-Agent (and
+// Codex's originator header).
+func agentOf(ua, originator string) (agent, client string) {
+	client, _, _ = strings.Cut(strings.TrimSpace(ua), " ")
+	lower := strings.ToLower(ua + " " + originator)
+	switch {
+	case strings.Contains(lower, "claude-cli"), strings.Contains(lower, "claude-code"):
+		agent = "claude-code"
+	case strings.Contains(lower, "codex"):
+		agent = "codex"
+	case strings.Contains(lower, "geminicli"), strings.Contains(lower, "gemini-cli"):
+		agent = "gemini-cli"
+	case strings.Contains(lower, "opencode"):
+		agent = "opencode"
+	case strings.Contains(lower, "anthropic/js"), strings.Contains(lower, "anthropic/python"):
+		agent = "anthropic-sdk"
+	case strings.Contains(lower, "openai/js"), strings.Contains(lower, "openai/python"):
+		agent = "openai-sdk"
+	case client != "":
+		agent, _, _ = strings.Cut(client, "/")
+	}
+	return agent, client
+}
+
+// geminiModel returns the model named in a Gemini path
+// (/v1beta/models/gemini-2.5-pro:streamGenerateContent).
+func geminiModel(path string) string {
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	i := strings.Index(path, "/models/")
+	if i < 0 {
+		return ""
+	}
+	m := path[i+len("/models/"):]
+	if j := strings.IndexByte(m, ':'); j >= 0 {
+		m = m[:j]
+	}
+	return m
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/bbengine/bbengine/wal"
+)
+
+// Options configure an Engine. The zero value (or nil) means defaults.
+type Options struct {
+	// WAL is the log to canonicalize. The caller keeps ownership (the
+	// proxy passes the log it writes). The default opens <dir>/wal
+	// read-only; a missing directory is an empty log.
+	WAL *wal.Log
+	// CacheSize is Pebble's block cache in bytes. The default is 64 MiB.
+	CacheSize int64
+	// BatchBytes is how many bytes of WAL frames the canonicalizer reads
+	// before it commits. The default is 4 MiB.
+	BatchBytes int
+	// StaleAfter is how long, in WAL time, an exchange may stay open with
+	// no frame before it is closed as abandoned (its proxy died). The
+	// default is 30 minutes.
+	StaleAfter time.Duration
+	// Logf receives operational notes (an automatic rebuild). The default
+	// discards them.
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.CacheSize <= 0 {
+		v.CacheSize = 64 << 20
+	}
+	if v.BatchBytes <= 0 {
+		v.BatchBytes = 4 << 20
+	}
+	if v.StaleAfter <= 0 {
+		v.StaleAfter = 30 * time.Minute
+	}
+	if v.Logf == nil {
+		v.Logf = func(string, ...any) {}
+	}
+	return v
+}
+
+// Engine is an open data directory: the WAL, the Pebble database of
+// derived state, and the canonicalizer that keeps one up to date with
+// the other.
+type Engine struct {
+	dir    string
+	opts   Options
+	lock   *dirLock
+	db     *pebble.DB
+	log    *wal.Log
+	ownLog bool
+
+	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
+	run   sync.Mutex
+	canon *canonicalizer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the data directory dir, creating it if needed: it takes the
+// directory's lock, opens the WAL and the Pebble database, and checks the
+// derived state against the code (an older builder or schema, or an
+// applied offset beyond the WAL's end, means a rebuild, done before Open
+// returns). It does not read new frames: call CatchUp or Follow.
+func Open(dir string, opts *Options) (*Engine, error) {
+	o := opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
+	}
+	lk, err := lock(dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{dir: dir, opts: o, lock: lk, log: o.WAL}
+	if e.log == nil {
+		walDir := filepath.Join(dir, "wal")
+		if err := os.MkdirAll(walDir, 0o755); err != nil {
+			lk.close()
+			return nil, fmt.Errorf("engine: create %s: %w", walDir, err)
+		}
+		if e.log, err = wal.Open(walDir, &wal.Options{ReadOnly: true}); err != nil {
+			lk.close()
+			return nil, err
+		}
+		e.ownLog = true
+	}
+	dbDir := filepath.Join(dir, "db")
+	e.db, err = pebble.Open(dbDir, &pebble.Options{
+		FormatMajorVersion:         pebble.FormatNewest,
+		CacheSize:                  o.CacheSize,
+		MemTableSize:               16 << 20,
+		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+		Logger:                     quietLogger{},
+	})
+	if err != nil {
+		e.closeLog()
+		lk.close()
+		return nil, fmt.Errorf("engine: open %s: %w", dbDir, err)
+	}
+	if err := e.check(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Dir returns the data directory.
+func (e *Engine) Dir() string { return e.dir }
+
+// WAL returns the log the engine reads.
+func (e *Engine) WAL() *wal.Log { return e.log }
+
+// SetEndpoint records, in the lock file, the loopback address and token
+// of this process's query endpoint, so that commands run while it holds
+// the directory can ask it.
+func (e *Engine) SetEndpoint(addr, token string) error {
+	return e.lock.write(Holder{PID: os.Getpid(), Addr: addr, Token: token})
+}
+
+// check compares the stored builder, schema and applied offset with the
+// code and the WAL, and rebuilds when they disagree.
+func (e *Engine) check() error {
+	builder, err := e.getMeta(keyBuilder)
+	if err != nil {
+		return err
+	}
+	schema, err := e.getMeta(keySchema)
+	if err != nil {
+		return err
+	}
+	applied, err := e.Applied()
+	if err != nil {
+		return err
+	}
+	end, err := e.log.End()
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	var why string
+	switch {
+	case builder == nil && schema == nil && applied == 0:
+		// A new database: write the versions.
+		b := e.db.NewBatch()
+		defer b.Close()
+		b.Set(keyBuilder, []byte(BuilderVersion), nil)
+		b.Set(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
+		return b.Commit(pebble.Sync)
+	case string(builder) != BuilderVersion:
+		why = fmt.Sprintf("it was built by %q and this is %q", builder, BuilderVersion)
+	case len(schema) != 4 || binary.BigEndian.Uint32(schema) != SchemaVersion:
+		why = "its key layout is from another version"
+	case applied > end:
+		why = fmt.Sprintf("it covers the WAL up to offset %d but the WAL ends at %d (an unsynced WAL tail was lost)", applied, end)
+	default:
+		return nil
+	}
+	e.opts.Logf("engine: rebuilding the derived state from the WAL: %s", why)
+	_, err = e.Rebuild(context.Background())
+	return err
+}
+
+func (e *Engine) getMeta(key []byte) ([]byte, error) {
+	v, closer, err := e.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: read %s: %w", key[1:], err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+// Applied returns the WAL offset up to which the derived state is built.
+func (e *Engine) Applied() (uint64, error) {
+	v, err := e.getMeta(keyApplied)
+	return u64(v), err
+}
+
+// Close stops using the directory: it closes the database and (if Open
+// opened it) the WAL, and releases the lock. Stop Follow first (cancel
+// its context). Close is safe to call more than once.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.run.Lock()
+		defer e.run.Unlock()
+		var errs []error
+		if e.db != nil {
+			errs = append(errs, e.db.Close())
+		}
+		errs = append(errs, e.closeLog(), e.lock.close())
+		e.closeErr = errors.Join(errs...)
+	})
+	return e.closeErr
+}
+
+func (e *Engine) closeLog() error {
+	if e.ownLog && e.log != nil {
+		return e.log.Close()
+	}
+	return nil
+}
+
+// getJSON reads key into v; false when the key is absent.
+func (e *Engine) getJSON(key []byte, v any) (bool, error) {
+	b, closer, err := e.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("engine: read: %w", err)
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("engine: decode %q: %w", key[:1], err)
+	}
+	return true, nil
+}
+
+// quietLogger drops Pebble's informational logs and keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Reader answers questions about the derived state. An Engine is one; a
+// client of a running proxy's query endpoint is another.
+type Reader interface {
+	Sessions(f SessionFilter) ([]Session, error)
+	Session(id string) (Session, error)
+	Events(session string, f EventFilter) ([]Event, error)
+	Exchange(id uint64) (Exchange, error)
+}
+
+// SessionFilter selects sessions. Zero fields select everything.
+type SessionFilter struct {
+	// Since keeps sessions active at or after this time (unix ns).
+	Since int64 `json:"since,omitempty"`
+	// Agent keeps sessions of this client family (claude-code, codex…).
+	Agent string `json:"agent,omitempty"`
+}
+
+// EventFilter selects events of a session. Zero fields select everything.
+type EventFilter struct {
+	Task   string `json:"task,omitempty"`
+	Thread int    `json:"thread,omitempty"`
+	// After keeps events with a larger sequence number.
+	After uint64 `json:"after,omitempty"`
+}
+
+var _ Reader = (*Engine)(nil)
+
+// Sessions returns the sessions f selects, oldest first.
+func (e *Engine) Sessions(f SessionFilter) ([]Session, error) {
+	var out []Session
+	err := e.scan([]byte{prefixSession}, func(k, v []byte) error {
+		var s Session
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("engine: decode session %q: %w", k[1:], err)
+		}
+		if f.Since != 0 && s.Last < f.Since {
+			return nil
+		}
+		if f.Agent != "" && s.Agent != f.Agent {
+			return nil
+		}
+		out = append(out, s)
+		return nil
+	})
+	slices.SortStableFunc(out, func(a, b Session) int {
+		if a.First != b.First {
+			return compareI64(a.First, b.First)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, err
+}
+
+func compareI64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Session returns the session with id, or the only session whose id
+// starts with it. An unknown or ambiguous id is an error wrapping
+// ErrNotFound.
+func (e *Engine) Session(id string) (Session, error) {
+	var s Session
+	if id == "" {
+		return s, fmt.Errorf("%w: empty session id", ErrNotFound)
+	}
+	ok, err := e.getJSON(sessionKey(nil, id), &s)
+	if err != nil || ok {
+		return s, err
+	}
+	var found []Session
+	err = e.scan(sessionKey(nil, id), func(k, v []byte) error {
+		var c Session
+		if err := json.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("engine: decode session %q: %w", k[1:], err)
+		}
+		found = append(found, c)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return s, err
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) > 1:
+		return s, fmt.Errorf("%w: session id %q is ambiguous (%d sessions start with it)", ErrNotFound, id, len(found))
+	}
+	return s, fmt.Errorf("%w: no session %q (bbengine sessions lists them)", ErrNotFound, id)
+}
+
+// Events returns the events of a session that f selects, in order.
+func (e *Engine) Events(session string, f EventFilter) ([]Event, error) {
+	s, err := e.Session(session)
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	lo := eventKey(nil, s.Ordinal, f.After+1)
+	hi := appendU64Key(nil, prefixEvent, s.Ordinal+1)
+	err = e.scanRange(lo, hi, func(k, v []byte) error {
+		var ev Event
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return fmt.Errorf("engine: decode event %d of session %s: %w", u64(k[9:]), s.ID, err)
+		}
+		if f.Task != "" && ev.Task != f.Task {
+			return nil
+		}
+		if f.Thread != 0 && ev.Thread != f.Thread {
+			return nil
+		}
+		out = append(out, ev)
+		return nil
+	})
+	return out, err
+}
+
+// Exchange returns the index entry of exchange id.
+func (e *Engine) Exchange(id uint64) (Exchange, error) {
+	var x Exchange
+	ok, err := e.getJSON(exchangeKey(nil, id), &x)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: no exchange %d in the index (bbengine replay --exchange %d reads the WAL)", ErrNotFound, id, id)
+	}
+	return x, err
+}
+
+// scan calls fn for every key with prefix p.
+func (e *Engine) scan(p []byte, fn func(k, v []byte) error) error {
+	return e.scanRange(p, upperBound(p), fn)
+}
+
+func (e *Engine) scanRange(lo, hi []byte, fn func(k, v []byte) error) error {
+	if e.db == nil {
+		return ErrClosed
+	}
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Dump calls fn for every key and value of the derived state, in key
+// order (for tests and debugging: two stores are equal when their dumps
+// are).
+func (e *Engine) Dump(fn func(k, v []byte) error) error {
+	return e.scanRange([]byte{0}, []byte{0xff}, fn)
+}

@@ -101,7 +101,7 @@ type Tool struct {
 type Call struct {
 	API      llm.API     `json:"api,omitempty"`
 	Provider string      `json:"provider,omitempty"`
-	Model    string      `json:"model,omitempty"` // as requested
+	Model    string      `json:"model,omitempty"`  // as requested
 	Served   string      `json:"served,omitempty"` // as the response named it, when different
 	Params   []llm.Param `json:"params,omitempty"`
 	Stream   bool        `json:"stream,omitempty"`

@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/cli"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // ccMarker is in the prompt; the fake recognises the main conversation by
@@ -312,8 +314,94 @@ func TestClaudeCode(t *testing.T) {
 		t.Logf("first request: User-Agent %q, X-Claude-Code-Session-Id %q, Anthropic-Beta %q", h.Get("User-Agent"), h.Get("X-Claude-Code-Session-Id"), h.Get("Anthropic-Beta"))
 	}
 
-	// The key never reaches the WAL's files.
+	// The canonical timeline: bbengine show, as a user runs it.
+	checkShow(t, rg.dir, session, prompt, note, nonce, cc)
+
+	// The key never reaches the WAL's files, nor anything derived.
 	scanFiles(t, rg.dir, apiKey)
+}
+
+// checkShow runs bbengine sessions and show on the recorded data
+// directory and checks the timeline against what the fake upstream did.
+func checkShow(t *testing.T, dir, session, prompt, note, nonce string, cc *ccFake) {
+	t.Helper()
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := cli.Main(append([]string{"bbengine", "--dir", dir}, args...), &out, &errb); code != 0 {
+			t.Fatalf("bbengine %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	var list []engine.Session
+	if err := json.Unmarshal([]byte(run("sessions", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != session || list[0].Agent != "claude-code" {
+		t.Fatalf("sessions: %+v, want one claude-code session %s", list, session)
+	}
+	s := list[0]
+	// Token totals equal what the fake upstream reported, summed over
+	// every model call (Anthropic's input excludes cached tokens; the
+	// engine's includes them).
+	var want engine.Usage
+	cc.mu.Lock()
+	for _, u := range cc.usage {
+		want.Input += u.Input + u.CacheRead + u.CacheCreation
+		want.Output += u.Output
+		want.CacheRead += u.CacheRead
+		want.CacheCreation += u.CacheCreation
+	}
+	calls := len(cc.usage)
+	cc.mu.Unlock()
+	if s.Usage.Input != want.Input || s.Usage.Output != want.Output || s.Usage.CacheRead != want.CacheRead || s.Usage.CacheCreation != want.CacheCreation {
+		t.Errorf("session usage %+v, the upstream reported %+v", s.Usage, want)
+	}
+	if s.Requests < calls {
+		t.Errorf("session counts %d requests, the upstream answered %d model calls", s.Requests, calls)
+	}
+	text := run("show", session)
+	t.Logf("bbengine show %s:\n%s", session, text)
+	for _, w := range []string{
+		"format: bbox/1",
+		"id: " + session,
+		"client_version: claude-cli/",
+		"\nu: ",
+		prompt,
+		"t:Bash id=" + ccBashID + " command=\"echo hello\" description=\"Print hello\" → hello",
+		"t:Read id=" + ccReadID + " file_path=" + note + " → ",
+		nonce,
+		"a: E2E done: bash said hello; the note says " + nonce + ".",
+		"# metrics step=1 ",
+		"@end ",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("bbengine show lacks %q", w)
+		}
+	}
+	// Claude Code sends the prompt after a <system-reminder> in the
+	// same user message; it must appear once, inside a u: block.
+	if n := strings.Count(text, prompt); n != 1 {
+		t.Errorf("the prompt appears %d times, want once", n)
+	} else if i := strings.Index(text, prompt); strings.LastIndex(text[:i], "\nu: ") < strings.LastIndex(text[:i], "\n#") {
+		t.Errorf("the prompt is not part of a u: message")
+	}
+	if strings.Count(text, "id="+ccBashID) != 1 || strings.Count(text, "id="+ccReadID) != 1 {
+		t.Errorf("each tool call should appear once")
+	}
+	// The timeline is valid bbox/1.
+	file := filepath.Join(t.TempDir(), "session.bbox")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := cli.Main([]string{"bbengine", "validate", file}, &out, &errb); code != 0 {
+		t.Errorf("bbengine validate: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	// Rebuilding from the WAL gives the same timeline.
+	run("rebuild")
+	if again := run("show", session); again != text {
+		t.Errorf("show after rebuild differs")
+	}
 }
 
 // jsonlSessions returns the sessionId values in a Claude Code transcript.

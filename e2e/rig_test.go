@@ -171,7 +171,9 @@ type rig struct {
 func newRig(t *testing.T, upstream string) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	log, err := wal.Open(dir, &wal.Options{Sync: wal.SyncNone, NoCompression: true})
+	// dir is a data directory: the WAL in dir/wal, as bbengine proxy
+	// lays it out, so the CLI's --dir reads it.
+	log, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{Sync: wal.SyncNone, NoCompression: true})
 	if err != nil {
 		t.Fatal(err)
 	}

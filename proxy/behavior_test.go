@@ -538,3 +538,21 @@ func TestRequestAfterClose(t *testing.T) {
 		t.Fatalf("recorded %d frames after close", h.Recorded)
 	}
 }
+
+func TestPathModel(t *testing.T) {
+	for _, tt := range []struct {
+		path, model string
+		stream, ok  bool
+	}{
+		{"/v1beta/models/gemini-2.5-pro:streamGenerateContent", "gemini-2.5-pro", true, true},
+		{"/v1beta/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", false, true},
+		{"/v1beta/models/gemini-2.5-flash:countTokens", "", false, false},
+		{"/v1/messages", "", false, false},
+		{"/v1beta/models", "", false, false},
+	} {
+		m, s, ok := pathModel(tt.path)
+		if m != tt.model || s != tt.stream || ok != tt.ok {
+			t.Errorf("pathModel(%q) = %q %v %v, want %q %v %v", tt.path, m, s, ok, tt.model, tt.stream, tt.ok)
+		}
+	}
+}

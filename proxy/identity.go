@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 )
 
 // sessionHeaders are the agents' own session headers, in order of trust.
@@ -92,4 +93,26 @@ func newID(prefix string) string {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// pathModel reads the model and streaming from a Gemini path
+// (/v1beta/models/gemini-2.5-pro:streamGenerateContent), which puts both
+// there rather than in the body.
+func pathModel(path string) (model string, stream, ok bool) {
+	i := strings.Index(path, "/models/")
+	if i < 0 {
+		return "", false, false
+	}
+	rest := path[i+len("/models/"):]
+	m, method, found := strings.Cut(rest, ":")
+	if !found || m == "" || strings.Contains(m, "/") {
+		return "", false, false
+	}
+	switch method {
+	case "streamGenerateContent":
+		return m, true, true
+	case "generateContent":
+		return m, false, true
+	}
+	return "", false, false
 }

@@ -316,6 +316,12 @@ func (r *recorder) r(it item) {
 	switch it.kind {
 	case itRequest:
 		model, streaming, bodySession := readBody(x.body)
+		if m, st, ok := pathModel(x.start.Path); ok {
+			if model == "" {
+				model = m
+			}
+			streaming = streaming || st
+		}
 		x.start.Model, x.start.Stream = model, streaming
 		x.model = model
 		if x.start.SessionID == "" {

@@ -62,7 +62,7 @@ const (
 // item is one part of the flattened conversation: the conversation's
 // messages are flattened into parts so that clients that split or merge
 // messages differently (one assistant message per content block, or one
-// per turn) still match. Adjacent text parts of one role are merged.
+// per turn) still match.
 type item struct {
 	role string // user, assistant, system (tool messages count as user)
 	part llm.Part
@@ -94,24 +94,14 @@ func flatten(msgs []llm.Message) []item {
 	return out
 }
 
-// appendItems appends parts of one role to items, merging a text part
-// into a text item of the same role right before it.
+// appendItems appends the parts of one role to items. Every part is an
+// item of its own: clients merge consecutive messages of one role into one
+// message of several blocks (and split them again), so message boundaries
+// never decide a match, and text blocks are not merged either.
 func appendItems(items []item, role string, parts []llm.Part) []item {
 	for _, p := range parts {
-		if p.Type == llm.PartText {
-			if strings.TrimSpace(p.Text) == "" && p.Signature == "" {
-				continue
-			}
-			if n := len(items); n > 0 && items[n-1].role == role && items[n-1].part.Type == llm.PartText && !items[n-1].part.Partial {
-				merged := items[n-1].part
-				merged.Text = merged.Text + "\n" + p.Text
-				merged.Partial = p.Partial
-				if p.Signature != "" {
-					merged.Signature = p.Signature
-				}
-				items[n-1].part = merged
-				continue
-			}
+		if p.Type == llm.PartText && strings.TrimSpace(p.Text) == "" && p.Signature == "" {
+			continue
 		}
 		items = append(items, item{role: role, part: p})
 	}
@@ -254,11 +244,18 @@ func (cv *convo) place(items []item, continuation bool) match {
 			t.Known = keys
 			t.Output, t.Used = 0, cv.Tick
 			return match{thread: t, from: newFrom(bestL)}
-		case t.Output > 0 && bestL == len(t.Known)-t.Output && bestL == len(keys):
-			rw := &Rewrite{Kind: "retry", From: t.ID, Kept: bestL, Dropped: t.Output}
+		case t.Output > 0 && bestL == len(t.Known)-t.Output:
+			// The client left out the last response's output: it re-sent
+			// the same request (a retry), or went on without the output
+			// (interrupted or failed) on the same thread.
+			kind := "retry"
+			if len(keys) > bestL {
+				kind = "drop"
+			}
+			rw := &Rewrite{Kind: kind, From: t.ID, Kept: bestL, Dropped: t.Output}
 			t.Known = keys
 			t.Output, t.Used = 0, cv.Tick
-			return match{thread: t, from: len(items), rewrite: rw}
+			return match{thread: t, from: newFrom(bestL), rewrite: rw}
 		}
 		rw := &Rewrite{Kind: "fork", From: t.ID, Kept: bestL, Dropped: len(t.Known) - bestL}
 		nt := cv.newThread(keys)

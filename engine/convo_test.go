@@ -80,6 +80,14 @@ func TestPlace(t *testing.T) {
 			want: []want{{1, 0, "", true}, {1, 1, "retry", false}},
 		},
 		{
+			name: "interrupted output left out, the user goes on in a merged message",
+			turns: []turn{
+				{[]llm.Message{u1}, a1.Parts},
+				{[]llm.Message{{Role: "user", Parts: append(append([]llm.Part{}, u1.Parts...), u2.Parts...)}}, nil},
+			},
+			want: []want{{1, 0, "", true}, {1, 1, "drop", false}},
+		},
+		{
 			name: "failed call retried",
 			turns: []turn{
 				{[]llm.Message{u1}, nil},

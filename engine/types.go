@@ -131,7 +131,8 @@ type Error struct {
 // Rewrite describes a request that did not extend the known conversation.
 type Rewrite struct {
 	// Kind is "retry" (the history re-sent without its last output),
-	// "fork" (the history diverges inside: an edit, a branch; the new
+	// "drop" (the history without its last output, and new messages
+	// after it: the output was interrupted or failed), "fork" (the history diverges inside: an edit, a branch; the new
 	// branch is Event.Thread) or "compaction" (the conversation starts
 	// over with a summary of its earlier output).
 	Kind string `json:"kind"`

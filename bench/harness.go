@@ -121,6 +121,7 @@ type Rig struct {
 	want    map[Case][]byte      // expected response bodies
 	bounds  []int                // where each event of a stream ends
 	buf     []byte               // response body of the last Do
+	lastEx  uint64               // X-Bb-Exchange-Id of the last Do
 }
 
 // instance is one bbengine proxy with its WAL and server.
@@ -276,6 +277,18 @@ func (rg *Rig) Body() []byte { return rg.buf }
 // UpstreamHits returns the number of requests the fake upstream served.
 func (rg *Rig) UpstreamHits() int64 { return rg.up.hits.Load() }
 
+// LastExchange returns the exchange id bbengine gave the last request
+// (0 when it did not go through bbengine).
+func (rg *Rig) LastExchange() uint64 { return rg.lastEx }
+
+// Log returns the WAL of bbengine path p, or nil.
+func (rg *Rig) Log(p Path) *wal.Log {
+	if in := rg.bb[p]; in != nil {
+		return in.log
+	}
+	return nil
+}
+
 // WALDir returns the directory of the bbengine path's WAL.
 func (rg *Rig) WALDir() string { return rg.bb[BBEngine].log.Dir() }
 
@@ -340,6 +353,7 @@ func (rg *Rig) Do(p Path, c Case) (Sample, error) {
 	total := time.Since(start)
 	resp.Body.Close()
 	rg.buf = buf
+	rg.lastEx, _ = strconv.ParseUint(resp.Header.Get("X-Bb-Exchange-Id"), 10, 64)
 
 	switch {
 	case resp.StatusCode != http.StatusOK:

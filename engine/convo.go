@@ -97,11 +97,26 @@ func flatten(msgs []llm.Message) []item {
 // appendItems appends the parts of one role to items. Every part is an
 // item of its own: clients merge consecutive messages of one role into one
 // message of several blocks (and split them again), so message boundaries
-// never decide a match, and text blocks are not merged either.
+// never decide a match. User text blocks stay apart (a client that merges
+// two user messages keeps their blocks); adjacent assistant text is joined,
+// because a streamed answer may come back as one block or as one per chunk.
 func appendItems(items []item, role string, parts []llm.Part) []item {
 	for _, p := range parts {
-		if p.Type == llm.PartText && strings.TrimSpace(p.Text) == "" && p.Signature == "" {
-			continue
+		if p.Type == llm.PartText {
+			if strings.TrimSpace(p.Text) == "" && p.Signature == "" {
+				continue
+			}
+			if n := len(items); role == "assistant" && n > 0 && items[n-1].role == role &&
+				items[n-1].part.Type == llm.PartText && !items[n-1].part.Partial {
+				merged := items[n-1].part
+				merged.Text += p.Text
+				merged.Partial = p.Partial
+				if p.Signature != "" {
+					merged.Signature = p.Signature
+				}
+				items[n-1].part = merged
+				continue
+			}
 		}
 		items = append(items, item{role: role, part: p})
 	}

@@ -170,7 +170,9 @@ func (cv *conversation) request() []byte {
 	return b
 }
 
-func (cv *conversation) user(content any) { cv.msgs = append(cv.msgs, obj{"role": "user", "content": content}) }
+func (cv *conversation) user(content any) {
+	cv.msgs = append(cv.msgs, obj{"role": "user", "content": content})
+}
 func (cv *conversation) assistant(r anthropicReply) {
 	cv.msgs = append(cv.msgs, obj{"role": "assistant", "content": r.content()})
 }
@@ -184,7 +186,7 @@ func toolLoop(session string, n int) []fx {
 		id := fmt.Sprintf("toolu_%s_%d", session, i)
 		r := anthropicReply{thinking: fmt.Sprintf("step %d: run the tests", i), text: fmt.Sprintf("Running step %d.", i),
 			tools: []obj{{"id": id, "name": "Bash", "input": obj{"command": fmt.Sprintf("go test ./... -run Test%d", i)}}},
-			in: 100 + i, out: 20 + i, cache: 1000}
+			in:    100 + i, out: 20 + i, cache: 1000}
 		if i == n-1 {
 			r.tools, r.text = nil, "All tests pass now."
 		}

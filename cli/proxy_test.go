@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +42,13 @@ func TestProxyCommand(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range []string{"event: message_start\ndata: {\"type\":\"message_start\"}\n\n", "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"} {
+		for _, ev := range []string{
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-sonnet-4\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n",
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"pong\"}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n",
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"} {
 			io.WriteString(w, ev)
 			w.(http.Flusher).Flush()
 		}
@@ -61,12 +69,16 @@ func TestProxyCommand(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("proxy stopped: %v", err)
 	}
-	resp, err := http.Post("http://"+addr+"/v1/messages", "application/json", strings.NewReader(`{"model":"claude-sonnet-4","stream":true}`))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages",
+		strings.NewReader(`{"model":"claude-sonnet-4","stream":true,"messages":[{"role":"user","content":"ping"}]}`))
+	req.Header.Set("X-Bb-Session-Id", "cli-1")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	exchangeID := resp.Header.Get("X-Bb-Exchange-Id")
 	if !strings.Contains(string(body), "message_stop") {
 		t.Fatalf("stream: %q", body)
 	}
@@ -75,9 +87,36 @@ func TestProxyCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("replay while running: %d %s", code, errs)
 	}
+	// sessions and show ask the running proxy, which owns the directory.
+	out, errs, code = run(t, "--dir", dir, "sessions", "--json")
+	if code != 0 || !strings.Contains(out, `"id": "cli-1"`) || !strings.Contains(out, `"requests": 1`) {
+		t.Fatalf("sessions while running: %d %s %s", code, out, errs)
+	}
+	out, errs, code = run(t, "--dir", dir, "show", "cli-1")
+	if code != 0 || !strings.Contains(out, "u: ping") || !strings.Contains(out, "a: pong") || !strings.Contains(out, "prompt_tokens=11 completion_tokens=3") {
+		t.Fatalf("show while running: %d\n%s%s", code, out, errs)
+	}
+	// rebuild needs the directory to itself and names who has it.
+	_, errs, code = run(t, "--dir", dir, "rebuild")
+	if code != 1 || !strings.Contains(errs, fmt.Sprintf("process %d", os.Getpid())) {
+		t.Fatalf("rebuild while running: %d %s", code, errs)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("proxy: %v", err)
+	}
+	// With the proxy gone the commands open the directory themselves.
+	out, errs, code = run(t, "--dir", dir, "sessions")
+	if code != 0 || !strings.Contains(out, "cli-1") || !strings.Contains(out, "claude-sonnet-4") {
+		t.Fatalf("sessions after stop: %d %s %s", code, out, errs)
+	}
+	out, errs, code = run(t, "--dir", dir, "trace", exchangeID)
+	if code != 0 || !strings.Contains(out, "response-end") || !strings.Contains(out, `"text":"pong"`) || !strings.Contains(out, "session cli-1 seq 1..") {
+		t.Fatalf("trace: %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = run(t, "--dir", dir, "rebuild")
+	if code != 0 || !strings.Contains(out, "1 exchanges") {
+		t.Fatalf("rebuild: %d %s %s", code, out, errs)
 	}
 	for _, want := range []string{"export ANTHROPIC_BASE_URL=http://" + addr, "OPENAI_BASE_URL=http://" + addr + "/v1", "GOOGLE_GEMINI_BASE_URL", "WAL flushed and synced"} {
 		if !strings.Contains(stdout.String(), want) {

@@ -189,3 +189,28 @@ func TestDiffGemini(t *testing.T) {
 		t.Errorf("usage %+v models %+v tasks %+v", s.Usage, s.Models, s.Tasks)
 	}
 }
+
+func TestDiffOpenAI(t *testing.T) {
+	_, ss, all, _ := timeline(t, "openai-chat")
+	s, evs := only(t, ss, all)
+	want := "system@1 message:user@1 model_call@1 tool_call:read_file@1 tool_call:search_code@1 usage@1 " +
+		"tool_result:read_file@1 tool_result:search_code@1 model_call@1 message:assistant@1 usage@1 " +
+		"message:user@1 model_call@1 message:assistant@1 usage@1"
+	if got := strings.Join(summary(evs), " "); got != want {
+		t.Errorf("chat:\n got %s\nwant %s", got, want)
+	}
+	if s.Agent != "openai-sdk" || s.Usage.Reasoning != 128 || s.Usage.CacheRead != 1024+1280+1408 || s.Threads != 1 {
+		t.Errorf("chat session %+v", s)
+	}
+
+	_, ss, all, _ = timeline(t, "openai-responses")
+	s, evs = only(t, ss, all)
+	want = "system@1 message:user@1 model_call@1 thinking@1 tool_call:shell@1 usage@1 " +
+		"tool_result:shell@1 model_call@1 message:assistant@1 usage@1"
+	if got := strings.Join(summary(evs), " "); got != want {
+		t.Errorf("responses:\n got %s\nwant %s", got, want)
+	}
+	if s.Agent != "codex" || s.Threads != 1 || s.Requests != 2 {
+		t.Errorf("responses session %+v", s)
+	}
+}

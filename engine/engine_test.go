@@ -180,14 +180,16 @@ func TestRebuildIdentical(t *testing.T) {
 	}
 }
 
+// diffLines shows the first line where a (the incremental state, or the
+// golden file) and b (the rebuilt state, or the output) differ.
 func diffLines(a, b string) string {
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
 	for i := 0; i < len(al) && i < len(bl); i++ {
 		if al[i] != bl[i] {
-			return fmt.Sprintf("line %d:\n incremental %s\n rebuilt     %s", i+1, al[i], bl[i])
+			return fmt.Sprintf("line %d:\n - %s\n + %s", i+1, al[i], bl[i])
 		}
 	}
-	return fmt.Sprintf("lengths %d and %d", len(al), len(bl))
+	return fmt.Sprintf("lengths %d and %d lines", len(al), len(bl))
 }
 
 func TestResumeMidExchange(t *testing.T) {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -607,7 +608,15 @@ func serve(h http.Handler) (*server, error) {
 	return s, nil
 }
 
-func (s *server) close() { s.srv.Close() }
+// close stops the server after its handlers return (the bbengine proxy
+// records an exchange's end frame when its handler finishes, which can be
+// just after the client has read the last byte), then closes what is left.
+func (s *server) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.srv.Shutdown(ctx)
+	s.srv.Close()
+}
 
 // fakeUpstream answers POST /v1/messages like Anthropic's Messages API:
 // a stream of events flushed one by one when the body asks for

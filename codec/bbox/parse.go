@@ -150,6 +150,12 @@ func (s *Scanner) Scan() bool {
 		return true
 	}
 	s.line = parseLine(raw, num)
+	if s.line.Kind == KindBlank {
+		// Whitespace parseLine drops (a lone CR) made it blank: a blank
+		// line takes no continuation lines.
+		s.prevRaw = false
+		return true
+	}
 	s.prevRaw = true
 	for {
 		l, ok := s.readLine()

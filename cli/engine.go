@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,8 +25,20 @@ import (
 // the engine opened here and caught up with the WAL. close releases it.
 func openReader(c *ucli.Context) (engine.Reader, func() error, error) {
 	dir := c.String("dir")
-	if h, held, err := engine.ReadHolder(dir); err == nil && held && h.Addr != "" {
-		return &remote{addr: h.Addr, token: h.Token, pid: h.PID}, func() error { return nil }, nil
+	// A proxy that is starting holds the directory a moment before it
+	// writes its endpoint: wait for it briefly.
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		h, held, err := engine.ReadHolder(dir)
+		if err != nil || !held {
+			break
+		}
+		if h.Addr != "" {
+			return &remote{addr: h.Addr, token: h.Token, pid: h.PID}, func() error { return nil }, nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	e, err := openEngine(c.Context, dir)
 	if err != nil {
@@ -41,7 +54,7 @@ func openEngine(ctx context.Context, dir string) (*engine.Engine, error) {
 	if err != nil {
 		var le *engine.LockedError
 		if errors.As(err, &le) {
-			return nil, fmt.Errorf("%w; it serves no queries, so stop it and retry", err)
+			return nil, fmt.Errorf("%w; it serves no queries (no endpoint in the lock file; a proxy may still be rebuilding), so stop it or retry later", err)
 		}
 		return nil, err
 	}
@@ -87,9 +100,9 @@ func (r *remote) get(path string, q url.Values, v any) error {
 			if e.NotFound {
 				return fmt.Errorf("%w: %s", engine.ErrNotFound, strings.TrimPrefix(e.Error, engine.ErrNotFound.Error()+": "))
 			}
-			return errors.New(e.Error)
+			return fmt.Errorf("the running proxy (pid %d): %s", r.pid, e.Error)
 		}
-		return fmt.Errorf("the running proxy (pid %d) answered %s", r.pid, resp.Status)
+		return fmt.Errorf("the running proxy (pid %d) at %s answered %s", r.pid, r.addr, resp.Status)
 	}
 	return json.Unmarshal(body, v)
 }
@@ -131,6 +144,9 @@ func (r *remote) Exchange(id uint64) (engine.Exchange, error) {
 	return out, r.get("/v1/exchanges/"+strconv.FormatUint(id, 10), url.Values{"fresh": {"1"}}, &out)
 }
 
+// errBadQuery marks a malformed query.
+var errBadQuery = errors.New("bad query")
+
 // queryServer serves an engine's Reader on loopback for commands run
 // while the proxy owns the directory. Every request must carry the token
 // written in the lock file (readable only by the directory's owner).
@@ -159,21 +175,29 @@ func startQueryServer(e *engine.Engine) (*queryServer, error) {
 }
 
 func (q *queryServer) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	return q.srv.Shutdown(ctx)
 }
 
 func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+q.token {
-		http.Error(w, `{"error":"bad token"}`, http.StatusUnauthorized)
+	w.Header().Set("Content-Type", "application/json")
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+q.token)) != 1 {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"bad or missing token (it is in the data directory's engine.lock)"}`)
 		return
 	}
 	reply := func(v any, err error) {
-		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "not_found": errors.Is(err, engine.ErrNotFound)})
+			status := http.StatusInternalServerError
+			switch {
+			case errors.Is(err, engine.ErrNotFound):
+				status = http.StatusNotFound
+			case errors.Is(err, errBadQuery):
+				status = http.StatusBadRequest
+			}
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "not_found": status == http.StatusNotFound})
 			return
 		}
 		json.NewEncoder(w).Encode(v)
@@ -181,7 +205,7 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	qv := r.URL.Query()
 	if qv.Get("fresh") != "" {
 		// Let the canonicalizer reach what the WAL holds now.
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		q.e.WaitCaughtUp(ctx)
 		cancel()
 	}
@@ -201,7 +225,7 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "exchanges/"):
 		id, err := strconv.ParseUint(strings.TrimPrefix(path, "exchanges/"), 10, 64)
 		if err != nil {
-			reply(nil, fmt.Errorf("exchange id %q is not a number", strings.TrimPrefix(path, "exchanges/")))
+			reply(nil, fmt.Errorf("%w: exchange id %q is not a number", errBadQuery, strings.TrimPrefix(path, "exchanges/")))
 			return
 		}
 		reply(q.e.Exchange(id))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -93,29 +94,11 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	opts.Logf = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "bbengine proxy: "+format+"\n", args...)
 	}
-	eng, err := openProxyEngine(cfg.dir, log, opts.Logf)
-	if err != nil {
-		log.Close()
-		return err
-	}
-	qs, err := startQueryServer(eng)
-	if err != nil {
-		eng.Close()
-		log.Close()
-		return err
-	}
-	// The canonicalizer follows the WAL in its own goroutine: the proxy
-	// never waits for it.
-	followCtx, stopFollow := context.WithCancel(context.Background())
-	followDone := make(chan error, 1)
-	go func() { followDone <- eng.Follow(followCtx) }()
-	closeEngine := func() error {
-		stopFollow()
-		ferr := <-followDone
-		_, cerr := eng.CatchUp(context.Background())
-		qs.Close()
-		return errors.Join(ferr, cerr, eng.Close())
-	}
+	// The canonicalizer opens and follows the WAL in its own goroutine:
+	// the proxy records whether or not it is running, and never waits
+	// for it.
+	eng := startEngine(cfg.dir, log, opts.Logf)
+	closeEngine := eng.close
 	p, err := proxy.New(log, &opts)
 	if err != nil {
 		closeEngine()
@@ -192,19 +175,81 @@ func printWiring(w io.Writer, addr, walDir string, mode proxy.Mode, p *proxy.Pro
 	fmt.Fprintf(w, "\nHealth %s/_bb/health, metrics %s/_bb/metrics. Ctrl-C stops and syncs the WAL.\n", base, base)
 }
 
-// openProxyEngine opens the data directory's engine on the proxy's WAL.
-// A command that briefly holds the directory (sessions, show) delays the
-// proxy by at most a few seconds.
-func openProxyEngine(dir string, log *wal.Log, logf func(string, ...any)) (*engine.Engine, error) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		e, err := engine.Open(dir, &engine.Options{WAL: log, Logf: logf})
+// proxyEngine runs the engine inside the proxy: it opens the data
+// directory's engine on the proxy's WAL (waiting while a command holds the
+// directory), serves queries on loopback and follows the WAL, restarting
+// after an error.
+type proxyEngine struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	e      *engine.Engine
+	qs     *queryServer
+}
+
+func startEngine(dir string, log *wal.Log, logf func(string, ...any)) *proxyEngine {
+	ctx, cancel := context.WithCancel(context.Background())
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{})}
+	go pe.run(ctx, dir, log, logf)
+	return pe
+}
+
+func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, logf func(string, ...any)) {
+	defer close(pe.done)
+	var e *engine.Engine
+	for warned := false; ; {
+		var err error
+		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf})
 		if err == nil {
-			return e, nil
+			break
 		}
-		if !errors.Is(err, engine.ErrLocked) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("proxy: %w", err)
+		if !errors.Is(err, engine.ErrLocked) {
+			logf("canonicalizer off: %v (recording goes on; bbengine rebuild derives it later)", err)
+			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		if !warned {
+			logf("canonicalizer waiting: %v", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
+	qs, err := startQueryServer(e)
+	if err != nil {
+		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
+	}
+	pe.mu.Lock()
+	pe.e, pe.qs = e, qs
+	pe.mu.Unlock()
+	for {
+		err := e.Follow(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		logf("canonicalizer stopped: %v; retrying in 5s", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// close stops following, derives what is left and closes the engine.
+func (pe *proxyEngine) close() error {
+	pe.cancel()
+	<-pe.done
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	if pe.e == nil {
+		return nil
+	}
+	if pe.qs != nil {
+		pe.qs.Close()
+	}
+	_, err := pe.e.CatchUp(context.Background())
+	return errors.Join(err, pe.e.Close())
 }

@@ -223,9 +223,16 @@ func tid(ev *Event) string {
 	return ""
 }
 
-// message writes a u:, a: or th: line with trailing fields.
+// message writes a u:, a: or th: line with trailing fields. A first line
+// that itself ends in key=value tokens ("retry at step=5") would be read
+// as metadata, so it moves to the continuation lines.
 func (r *renderer) message(kind bbox.Kind, text string, fields string) {
 	first, more := lines(text)
+	probe := bbox.Line{Kind: kind, Body: first}
+	if first != "" && len(probe.TrailingFields()) > 0 {
+		more = append([]string{first}, more...)
+		first = ""
+	}
 	body := first
 	if fields != "" {
 		if body != "" {

@@ -44,6 +44,8 @@ type pending struct {
 	reqFirst, reqLast   uint64
 	respFirst, respLast uint64
 	startTime, endTime  int64
+	// note says what was wrong with the exchange's frames.
+	note string
 }
 
 // canonicalizer is the state of the one writer of derived state. It is
@@ -58,6 +60,9 @@ type canonicalizer struct {
 	replay    map[uint64]bool
 	replayEnd uint64
 	ordinals  uint64
+	// resumed is set once a pass has started from the resume point; later
+	// passes on the same state go on from the applied offset.
+	resumed bool
 
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
@@ -101,6 +106,9 @@ func (e *Engine) loadCanon() (*canonicalizer, error) {
 // exchange still open, or the applied offset.
 func (c *canonicalizer) resumeOffset() (uint64, error) {
 	off := c.applied
+	if c.resumed {
+		return off, nil
+	}
 	for id := range c.replay {
 		var v []byte
 		v, closer, err := c.e.db.Get(openKey(nil, id))
@@ -138,7 +146,7 @@ func (e *Engine) Follow(ctx context.Context) error {
 // pass reads frames from the resume point to the end of the WAL (and on,
 // when follow is set).
 func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
-	if e.db == nil {
+	if e.isClosed() {
 		return Progress{}, ErrClosed
 	}
 	if e.canon == nil {
@@ -156,19 +164,10 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 	}
 	r := e.log.NewReader()
 	defer r.Close()
-	if err := r.Seek(from); err != nil {
-		if !errors.Is(err, wal.ErrOutOfRange) {
-			return c.progress, fmt.Errorf("engine: resume at WAL offset %d: %w", from, err)
-		}
-		// Retention removed the frames below the first retained one.
-		first, ferr := e.log.First()
-		if ferr != nil || first < from {
-			return c.progress, fmt.Errorf("engine: resume at WAL offset %d: %w", from, err)
-		}
-		if err := r.Seek(first); err != nil {
-			return c.progress, fmt.Errorf("engine: resume at WAL offset %d: %w", first, err)
-		}
+	if err := c.seek(r, from); err != nil {
+		return c.progress, err
 	}
+	c.resumed = true
 	pendingBytes := 0
 	for {
 		for r.Next() {
@@ -216,6 +215,35 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 	}
 }
 
+// seek positions r at from, or at the first frame after it when from
+// falls where retention or a repair left a gap.
+func (c *canonicalizer) seek(r *wal.Reader, from uint64) error {
+	err := r.Seek(from)
+	var be *wal.BoundaryError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &be):
+		c.e.opts.Logf("engine: WAL offset %d is gone (a repaired segment); resuming at %d", from, be.Next)
+		if err := r.Seek(be.Next); err != nil {
+			return fmt.Errorf("engine: resume at WAL offset %d: %w", be.Next, err)
+		}
+		return nil
+	case errors.Is(err, wal.ErrOutOfRange):
+		// Retention removed the frames below the first retained one.
+		first, ferr := c.e.log.First()
+		if ferr != nil || first < from {
+			return fmt.Errorf("engine: resume at WAL offset %d: %w", from, err)
+		}
+		c.e.opts.Logf("engine: WAL offsets %d to %d were removed by retention before they were derived", from, first)
+		if err := r.Seek(first); err != nil {
+			return fmt.Errorf("engine: resume at WAL offset %d: %w", first, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("engine: resume at WAL offset %d: %w", from, err)
+}
+
 // frame takes one frame.
 func (c *canonicalizer) frame(h frame.Header, p []byte) error {
 	if h.Exchange == 0 {
@@ -233,7 +261,9 @@ func (c *canonicalizer) frame(h frame.Header, p []byte) error {
 	x := c.open[h.Exchange]
 	if x == nil {
 		if h.Offset >= c.replayEnd {
-			c.staleCheck(h.Time)
+			if err := c.staleCheck(h.Time); err != nil {
+				return err
+			}
 		}
 		x = &pending{id: h.Exchange, first: h.Offset, startTime: h.Time, reqFirst: h.Offset, reqLast: h.Offset}
 		c.open[h.Exchange] = x
@@ -244,8 +274,14 @@ func (c *canonicalizer) frame(h frame.Header, p []byte) error {
 	x.last = h.Time
 	x.offsets = append(x.offsets, h.Offset)
 	x.kinds = append(x.kinds, h.Kind)
+	// A metadata payload that does not decode is noted on the exchange,
+	// which is still derived from what did: one bad frame never stops
+	// derivation.
 	fail := func(err error) error {
-		return fmt.Errorf("engine: frame at WAL offset %d (exchange %d): %w", h.Offset, h.Exchange, err)
+		if x.note == "" {
+			x.note = fmt.Sprintf("frame at WAL offset %d (%s) does not decode: %v", h.Offset, h.Kind, err)
+		}
+		return nil
 	}
 	switch h.Kind {
 	case frame.KindRequestStart:
@@ -278,16 +314,17 @@ func (c *canonicalizer) frame(h frame.Header, p []byte) error {
 		x.noteResp(h.Offset)
 	case frame.KindResponseEnd:
 		e, err := exchange.DecodeResponseEnd(p)
-		if err != nil {
-			return fail(err)
-		}
-		x.end = &e
 		x.endTime = h.Time
 		x.noteResp(h.Offset)
-		return c.finish(x, "")
+		if err != nil {
+			fail(err)
+		} else {
+			x.end = &e
+		}
+		return c.finish(x, x.note)
 	}
 	if h.Offset >= c.replayEnd {
-		c.staleCheck(h.Time)
+		return c.staleCheck(h.Time)
 	}
 	return nil
 }
@@ -302,7 +339,7 @@ func (x *pending) noteResp(off uint64) {
 // staleCheck closes exchanges that saw no frame for StaleAfter of WAL
 // time before now. It depends only on the frames read, so a rebuild
 // closes the same exchanges at the same points.
-func (c *canonicalizer) staleCheck(now int64) {
+func (c *canonicalizer) staleCheck(now int64) error {
 	limit := now - int64(c.e.opts.StaleAfter)
 	var stale []*pending
 	for _, x := range c.open {
@@ -313,8 +350,15 @@ func (c *canonicalizer) staleCheck(now int64) {
 	slices.SortFunc(stale, func(a, b *pending) int { return compareU64(a.first, b.first) })
 	for _, x := range stale {
 		x.endTime = x.last
-		c.finish(x, "abandoned: no end frame within the staleness window (its proxy stopped)")
+		note := "abandoned: no end frame within the staleness window (its proxy stopped)"
+		if x.note != "" {
+			note += "; " + x.note
+		}
+		if err := c.finish(x, note); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func compareU64(a, b uint64) int {
@@ -478,4 +522,10 @@ func (e *Engine) WaitCaughtUp(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.closed
 }

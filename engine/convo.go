@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -34,6 +35,9 @@ type thread struct {
 	Known  []string `json:"known"`
 	Output int      `json:"output,omitempty"`
 	Used   uint64   `json:"used"`
+	// Systems are the hashes of the system prompts sent on the thread
+	// (the last few).
+	Systems []string `json:"systems,omitempty"`
 	// Calls are the tool calls still waiting for a result.
 	Calls []callRef `json:"calls,omitempty"`
 }
@@ -228,7 +232,26 @@ type match struct {
 // place finds the thread a request's items continue and what is new. It
 // updates the thread's known keys to the request's (the output is added
 // by settle).
-func (cv *convo) place(items []item, continuation bool) match {
+func (cv *convo) place(items []item, continuation bool, system string) match {
+	m := cv.place1(items, continuation, system)
+	m.thread.sent(system)
+	return m
+}
+
+// sent records that a request on t carried the system prompt with hash h.
+func (t *thread) sent(h string) {
+	for _, s := range t.Systems {
+		if s == h {
+			return
+		}
+	}
+	t.Systems = append(t.Systems, h)
+	if len(t.Systems) > 4 {
+		t.Systems = t.Systems[len(t.Systems)-4:]
+	}
+}
+
+func (cv *convo) place1(items []item, continuation bool, system string) match {
 	cv.Tick++
 	keys, at := keysOf(items)
 	newFrom := func(l int) int {
@@ -276,7 +299,7 @@ func (cv *convo) place(items []item, continuation bool) match {
 		nt := cv.newThread(keys)
 		return match{thread: nt, from: newFrom(bestL), rewrite: rw, isNew: true}
 	}
-	if from := cv.compactedFrom(items); from != nil {
+	if from := cv.compactedFrom(items, system); from != nil {
 		rw := &Rewrite{Kind: "compaction", From: from.ID, Kept: 0, Dropped: len(from.Known)}
 		from.Known = keys
 		from.Output, from.Used = 0, cv.Tick
@@ -313,20 +336,34 @@ func (cv *convo) newThread(keys []string) *thread {
 	return &cv.Threads[len(cv.Threads)-1]
 }
 
-// compactedFrom returns the thread whose earlier output opens the
-// request's user text (a summary the client started over with), or nil.
-func (cv *convo) compactedFrom(items []item) *thread {
+// compactedFrom returns the thread whose earlier output a request starts
+// over from: the request opens with user text (no earlier turns), one of
+// its first two text blocks holds the opening of a recent long answer of
+// the session (the summary a client restarts from), and it carries a
+// system prompt that thread was sent (a side request that quotes the
+// answer, such as a title helper, has its own). Otherwise nil.
+func (cv *convo) compactedFrom(items []item, system string) *thread {
+	var texts []string
+	for i := range items {
+		it := &items[i]
+		if it.role != "user" {
+			break // earlier turns: not a restart from a summary
+		}
+		if it.part.Type == llm.PartText {
+			texts = append(texts, it.part.Text)
+			if len(texts) == 2 {
+				break
+			}
+		}
+	}
 	for _, r := range cv.Recent {
-		for i := range items {
-			it := &items[i]
-			if it.role != "user" || it.part.Type != llm.PartText {
+		for _, t := range texts {
+			if !strings.Contains(t, r.Text) {
 				continue
 			}
-			if strings.Contains(it.part.Text, r.Text) {
-				for j := range cv.Threads {
-					if cv.Threads[j].ID == r.Thread {
-						return &cv.Threads[j]
-					}
+			for j := range cv.Threads {
+				if t := &cv.Threads[j]; t.ID == r.Thread && slices.Contains(t.Systems, system) {
+					return t
 				}
 			}
 		}

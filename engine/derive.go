@@ -82,6 +82,9 @@ type deriver struct {
 	api    llm.API
 	thread *thread
 	events []Event
+	// nCall numbers the calls without ids of this exchange (both sides),
+	// for their synthetic ids.
+	nCall int
 }
 
 func (d *deriver) reqProv() Provenance {
@@ -133,7 +136,7 @@ func (d *deriver) run() (int, error) {
 	var m match
 	if req != nil {
 		items := flatten(req.Messages)
-		m = cv.place(items, req.PreviousResponseID != "")
+		m = cv.place(items, req.PreviousResponseID != "", hashText(req.System))
 		d.thread = m.thread
 		if req.System != "" && !cv.seenSystem(hashText(req.System)) {
 			d.add(Event{Kind: KindSystem, Time: x.startTime, Role: "system", Text: req.System, Prov: d.reqProv()})
@@ -281,7 +284,6 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 			msg = nil
 		}
 	}
-	nCall := 0
 	for i := range items {
 		it := &items[i]
 		p := it.part
@@ -293,8 +295,8 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 			flush()
 			tool := &Tool{ID: p.ID, Name: p.Name, Args: p.Input, Server: p.Type == llm.PartServerToolCall}
 			if tool.ID == "" {
-				nCall++
-				tool.ID = fmt.Sprintf("%s#%d.%d", p.Name, d.x.id, nCall)
+				d.nCall++
+				tool.ID = fmt.Sprintf("%s#%d.%d", p.Name, d.x.id, d.nCall)
 				tool.SyntheticID = true
 			}
 			ev := Event{Kind: KindToolCall, Time: t, Role: it.role, Tool: tool, Partial: p.Partial, Prov: prov}

@@ -70,6 +70,10 @@ type Engine struct {
 	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
 	run   sync.Mutex
 	canon *canonicalizer
+	// mu guards closed: readers hold it shared while they use the
+	// database, Close exclusively while it closes it.
+	mu     sync.RWMutex
+	closed bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -178,6 +182,11 @@ func (e *Engine) check() error {
 }
 
 func (e *Engine) getMeta(key []byte) ([]byte, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
 	v, closer, err := e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -202,6 +211,9 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.run.Lock()
 		defer e.run.Unlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.closed = true
 		var errs []error
 		if e.db != nil {
 			errs = append(errs, e.db.Close())
@@ -221,6 +233,11 @@ func (e *Engine) closeLog() error {
 
 // getJSON reads key into v; false when the key is absent.
 func (e *Engine) getJSON(key []byte, v any) (bool, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return false, ErrClosed
+	}
 	b, closer, err := e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil

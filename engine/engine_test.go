@@ -342,3 +342,69 @@ func TestCrashResume(t *testing.T) {
 		t.Fatalf("%d sessions, want 80", len(ss))
 	}
 }
+
+// TestPassesAfterResume: a second pass on the same engine, after one that
+// resumed with an exchange open (its proxy was killed mid-exchange, so it
+// never ends), must not derive anything twice.
+func TestPassesAfterResume(t *testing.T) {
+	dir, log := newData(t)
+	var c clock
+	xs := toolLoop("t", 4)
+	dead := toolLoop("dead", 1)[0].frames(t, 99, &c)
+	writeWAL(t, log, &c, 0, xs[:1])
+	if _, err := log.AppendBatch(dead[:3]); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(dir, &Options{WAL: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, e)
+	e.Close()
+	e = open(t, dir, log, nil) // resumes with exchange 99 open
+	writeWAL(t, log, &c, 1, xs[1:2])
+	catchUp(t, e)
+	writeWAL(t, log, &c, 2, xs[2:3])
+	catchUp(t, e) // a later pass on the same state
+	writeWAL(t, log, &c, 3, xs[3:])
+	catchUp(t, e)
+	got := dump(t, e)
+	if s, _ := e.Session("t"); s.Requests != 4 {
+		t.Errorf("requests %d, want 4", s.Requests)
+	}
+	if _, err := e.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := dump(t, e); got != want {
+		t.Fatalf("state differs from a rebuild:\n%s", diffLines(got, want))
+	}
+}
+
+// TestBadFrame: a metadata frame that does not decode is noted on its
+// exchange and derivation goes on.
+func TestBadFrame(t *testing.T) {
+	dir, log := newData(t)
+	var c clock
+	recs := toolLoop("bad", 1)[0].frames(t, 1, &c)
+	recs[0].Payload = []byte("{not json")
+	if _, err := log.AppendBatch(recs); err != nil {
+		t.Fatal(err)
+	}
+	writeWAL(t, log, &c, 1, toolLoop("good", 2))
+	e := open(t, dir, log, nil)
+	catchUp(t, e)
+	x, err := e.Exchange(1)
+	if err != nil || !strings.Contains(x.Note, "does not decode") || !strings.Contains(x.Note, "offset") {
+		t.Fatalf("exchange 1: %+v %v", x, err)
+	}
+	if s, err := e.Session("good"); err != nil || s.Requests != 2 {
+		t.Fatalf("session after the bad frame: %+v %v", s, err)
+	}
+	e.Close()
+	if _, err := e.Sessions(SessionFilter{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Sessions after Close: %v", err)
+	}
+	if _, err := e.CatchUp(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CatchUp after Close: %v", err)
+	}
+}

@@ -57,7 +57,7 @@ func (e *LockedError) Error() string {
 	if e.Holder.PID > 0 {
 		who = fmt.Sprintf("process %d", e.Holder.PID)
 	}
-	return fmt.Sprintf("%v: %s holds %s (stop it, or run this command while it serves queries)", ErrLocked, who, e.Path)
+	return fmt.Sprintf("%v: %s holds %s", ErrLocked, who, e.Path)
 }
 
 func (e *LockedError) Unwrap() error { return ErrLocked }
@@ -108,12 +108,14 @@ func lock(dir string) (*dirLock, error) {
 	return l, nil
 }
 
+// write records h: the new content first, then the file cut to its
+// length, so a reader never sees an empty file while the lock is held.
 func (l *dirLock) write(h Holder) error {
 	b := h.encode()
-	if err := l.f.Truncate(0); err != nil {
+	if _, err := l.f.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("engine: write %s: %w", l.path, err)
 	}
-	if _, err := l.f.WriteAt(b, 0); err != nil {
+	if err := l.f.Truncate(int64(len(b))); err != nil {
 		return fmt.Errorf("engine: write %s: %w", l.path, err)
 	}
 	return nil

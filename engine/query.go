@@ -146,7 +146,9 @@ func (e *Engine) scan(p []byte, fn func(k, v []byte) error) error {
 }
 
 func (e *Engine) scanRange(lo, hi []byte, fn func(k, v []byte) error) error {
-	if e.db == nil {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed || e.db == nil {
 		return ErrClosed
 	}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})

@@ -14,7 +14,7 @@ import (
 func (e *Engine) Rebuild(ctx context.Context) (Progress, error) {
 	e.run.Lock()
 	defer e.run.Unlock()
-	if e.db == nil {
+	if e.isClosed() {
 		return Progress{}, ErrClosed
 	}
 	b := e.db.NewBatch()

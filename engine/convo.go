@@ -2,10 +2,10 @@ package engine
 
 import (
 	"bytes"
-	"slices"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/llm"

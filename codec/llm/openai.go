@@ -10,12 +10,10 @@ package llm
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -132,26 +130,10 @@ func oaiParams(fields map[string]json.RawMessage, skip ...string) []Param {
 		if slices.Contains(skip, name) {
 			continue
 		}
-		ps = append(ps, Param{Name: name, Value: oaiCompact(v)})
+		ps = append(ps, Param{Name: name, Value: compactJSON(v)})
 	}
 	slices.SortFunc(ps, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 	return ps
-}
-
-// oaiCompact returns raw compacted into a new slice, or nil when raw is
-// not one valid JSON value.
-func oaiCompact(raw []byte) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return nil
-	}
-	return b.Bytes()
-}
-
-// oaiIsNull reports whether raw is absent or the JSON null.
-func oaiIsNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
 }
 
 // oaiToolCall returns a tool call part whose arguments arrived as the
@@ -159,7 +141,7 @@ func oaiIsNull(raw json.RawMessage) bool {
 // otherwise Input is empty and Text holds them as sent.
 func oaiToolCall(id, name, args string) Part {
 	p := Part{Type: PartToolCall, ID: id, Name: name}
-	if in := oaiCompact([]byte(args)); in != nil {
+	if in := compactJSON([]byte(args)); in != nil {
 		p.Input = in
 	} else {
 		p.Text = args
@@ -171,7 +153,7 @@ func oaiToolCall(id, name, args string) Part {
 // code a string or a number), or a bare string. It returns nil for an
 // absent or null field.
 func oaiAPIError(raw json.RawMessage) *APIError {
-	if oaiIsNull(raw) {
+	if isNull(raw) {
 		return nil
 	}
 	var s string
@@ -184,7 +166,7 @@ func oaiAPIError(raw json.RawMessage) *APIError {
 		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(raw, &e) != nil {
-		return &APIError{Message: string(oaiCompact(raw))}
+		return &APIError{Message: string(compactJSON(raw))}
 	}
 	return &APIError{Type: string(e.Type), Code: oaiCode(e.Code), Message: string(e.Message)}
 }
@@ -192,14 +174,14 @@ func oaiAPIError(raw json.RawMessage) *APIError {
 // oaiCode returns an error code as text: a string as itself, a number as
 // its digits, null as "".
 func oaiCode(raw json.RawMessage) string {
-	if oaiIsNull(raw) {
+	if isNull(raw) {
 		return ""
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	return string(oaiCompact(raw))
+	return string(compactJSON(raw))
 }
 
 // oaiToolNames returns the names of the tools offered: a function or
@@ -290,16 +272,16 @@ func oaiContent(raw json.RawMessage) []Part {
 		}
 		return parts
 	}
-	return []Part{{Type: PartOther, Raw: oaiCompact(t)}}
+	return []Part{{Type: PartOther, Raw: compactJSON(t)}}
 }
 
 // oaiPart decodes one content part; ok is false for an empty text part
 // and a null.
 func oaiPart(raw json.RawMessage) (Part, bool) {
-	if oaiIsNull(raw) {
+	if isNull(raw) {
 		return Part{}, false
 	}
-	other := Part{Type: PartOther, Raw: oaiCompact(raw)}
+	other := Part{Type: PartOther, Raw: compactJSON(raw)}
 	var c oaiContentPart
 	if json.Unmarshal(raw, &c) != nil {
 		return other, true
@@ -341,7 +323,7 @@ func oaiPart(raw json.RawMessage) (Part, bool) {
 			if strings.HasPrefix(data, "data:") {
 				oaiSetURL(&p, data)
 			} else {
-				p.Size, p.SHA256 = oaiHashBase64(data)
+				p.Size, p.SHA256 = base64Digest(data)
 			}
 		case c.FileURL != "":
 			p.URL = string(c.FileURL)
@@ -357,7 +339,7 @@ func oaiPart(raw json.RawMessage) (Part, bool) {
 			if a.Format != "" {
 				p.MediaType = "audio/" + string(a.Format)
 			}
-			p.Size, p.SHA256 = oaiHashBase64(string(a.Data))
+			p.Size, p.SHA256 = base64Digest(string(a.Data))
 		}
 		return p, true
 	}
@@ -382,7 +364,7 @@ func oaiSetURL(p *Part, u string) {
 	params := strings.Split(meta, ";")
 	p.MediaType = params[0]
 	if slices.Contains(params[1:], "base64") {
-		p.Size, p.SHA256 = oaiHashBase64(data)
+		p.Size, p.SHA256 = base64Digest(data)
 		return
 	}
 	b := []byte(data)
@@ -391,29 +373,6 @@ func oaiSetURL(p *Part, u string) {
 	}
 	sum := sha256.Sum256(b)
 	p.Size, p.SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
-}
-
-// oaiHashBase64 returns the size and hex SHA-256 of the bytes that s
-// encodes in base64 (standard or URL alphabet, padded or not), decoding
-// as a stream so that a large image is never held twice. It returns
-// 0, "" when s is empty or not base64.
-func oaiHashBase64(s string) (int64, string) {
-	if s == "" {
-		return 0, ""
-	}
-	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "-_") {
-		enc = base64.URLEncoding
-	}
-	if !strings.HasSuffix(s, "=") && len(strings.TrimRight(s, "\r\n"))%4 != 0 {
-		enc = enc.WithPadding(base64.NoPadding)
-	}
-	h := sha256.New()
-	n, err := io.Copy(h, base64.NewDecoder(enc, strings.NewReader(s)))
-	if err != nil {
-		return 0, ""
-	}
-	return n, hex.EncodeToString(h.Sum(nil))
 }
 
 // oaiTexts returns the text of the text parts of parts, joined by sep.

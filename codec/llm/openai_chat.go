@@ -136,7 +136,7 @@ func decodeChatRequest(body []byte) (*Request, error) {
 	var system []string
 	leading := true
 	for _, raw := range cr.Messages {
-		if oaiIsNull(raw) {
+		if isNull(raw) {
 			continue
 		}
 		m := chatRequestMessage(raw)
@@ -162,7 +162,7 @@ func chatRequestMessage(raw json.RawMessage) Message {
 			Role oaiText `json:"role"`
 		}
 		_ = json.Unmarshal(raw, &probe) // The role is a best effort.
-		return Message{Role: chatRole(string(probe.Role)), Parts: []Part{{Type: PartOther, Raw: oaiCompact(raw)}}}
+		return Message{Role: chatRole(string(probe.Role)), Parts: []Part{{Type: PartOther, Raw: compactJSON(raw)}}}
 	}
 	switch role := chatRole(string(m.Role)); role {
 	case "assistant":

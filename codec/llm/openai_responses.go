@@ -146,7 +146,7 @@ func responsesMessages(raw json.RawMessage) []Message {
 		assistant = -1 // index in msgs of the open assistant message
 	)
 	for _, it := range items {
-		if oaiIsNull(it) {
+		if isNull(it) {
 			continue
 		}
 		role, parts := responsesItemParts(it)
@@ -189,7 +189,7 @@ var responsesClientCalls = map[string]string{
 func responsesItemParts(raw json.RawMessage) (string, []Part) {
 	var it responsesItem
 	if err := json.Unmarshal(raw, &it); err != nil {
-		return "user", []Part{{Type: PartOther, Raw: oaiCompact(raw)}}
+		return "user", []Part{{Type: PartOther, Raw: compactJSON(raw)}}
 	}
 	typ := string(it.Type)
 	if typ == "" && it.Role != "" {
@@ -205,7 +205,7 @@ func responsesItemParts(raw json.RawMessage) (string, []Part) {
 	case "custom_tool_call":
 		return "assistant", []Part{{Type: PartToolCall, ID: it.callID(), Name: string(it.Name), Text: string(it.Input)}}
 	case "web_search_call":
-		return "assistant", []Part{{Type: PartServerToolCall, ID: string(it.ID), Name: "web_search", Input: oaiCompact(it.Action)}}
+		return "assistant", []Part{{Type: PartServerToolCall, ID: string(it.ID), Name: "web_search", Input: compactJSON(it.Action)}}
 	case "compaction", "compaction_summary":
 		return "assistant", []Part{{Type: PartCompaction, Data: string(it.EncryptedContent)}}
 	}
@@ -214,9 +214,9 @@ func responsesItemParts(raw json.RawMessage) (string, []Part) {
 		if field == "operation" {
 			in = it.Operation
 		}
-		return "assistant", []Part{{Type: PartToolCall, ID: it.callID(), Name: strings.TrimSuffix(typ, "_call"), Input: oaiCompact(in)}}
+		return "assistant", []Part{{Type: PartToolCall, ID: it.callID(), Name: strings.TrimSuffix(typ, "_call"), Input: compactJSON(in)}}
 	}
-	other := []Part{{Type: PartOther, Raw: oaiCompact(raw)}}
+	other := []Part{{Type: PartOther, Raw: compactJSON(raw)}}
 	switch {
 	case strings.HasSuffix(typ, "_call_output"):
 		return "tool", []Part{responsesOutput(&it)}
@@ -328,8 +328,8 @@ func (o *responsesObject) apply(r *Response) {
 	if e := oaiAPIError(o.Error); e != nil {
 		r.Error = e
 	}
-	if !oaiIsNull(o.IncompleteDetails) {
-		r.StopDetails = oaiCompact(o.IncompleteDetails)
+	if !isNull(o.IncompleteDetails) {
+		r.StopDetails = compactJSON(o.IncompleteDetails)
 	}
 }
 
@@ -477,7 +477,7 @@ func (s *responsesStream) acc(ev *responsesEvent, add bool) *responsesAcc {
 
 // setItem records an item snapshot from output_item.added or .done.
 func (a *responsesAcc) setItem(raw json.RawMessage, done bool) {
-	if a.done || oaiIsNull(raw) {
+	if a.done || isNull(raw) {
 		return
 	}
 	var it responsesItem

@@ -1,6 +1,6 @@
 package llm
 
-// JSON helpers shared by the Anthropic and Gemini decoders. They live in a
+// JSON helpers shared by the decoders. They live in a
 // file of their own so that the provider files read as mappings only.
 
 import (

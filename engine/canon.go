@@ -26,27 +26,28 @@ type Progress struct {
 	Applied   uint64 // WAL offset the derived state now covers
 }
 
-// pending is an exchange whose end frame has not been read yet.
+// pending is an exchange whose end frame has not been read yet: its
+// frames as codec/exchange.Assembler put them together, and what was
+// wrong with them.
 type pending struct {
-	id      uint64
-	first   uint64 // offset of its first frame
-	last    int64  // WAL time of its latest frame
-	start   *exchange.RequestStart
-	reqBody []byte
-	resp    *exchange.ResponseStart
-	body    []byte
-	end     *exchange.ResponseEnd
-	errs    []exchange.Error
-	offsets []uint64
-	kinds   []frame.Kind
-	// reqFirst/reqLast and respFirst/respLast bound the frames of each
-	// side; endTime is the WAL time of the end frame.
-	reqFirst, reqLast   uint64
-	respFirst, respLast uint64
-	startTime, endTime  int64
-	// note says what was wrong with the exchange's frames.
+	*exchange.Exchange
 	note string
 }
+
+// timeOf returns the time of the exchange's first frame of kind k, or of
+// its latest frame when it has none.
+func (x *pending) timeOf(k frame.Kind) int64 {
+	for i, kk := range x.Kinds {
+		if kk == k {
+			return x.Times[i]
+		}
+	}
+	return x.last()
+}
+
+func (x *pending) last() int64      { return x.Times[len(x.Times)-1] }
+func (x *pending) startTime() int64 { return x.timeOf(frame.KindRequestStart) }
+func (x *pending) endTime() int64   { return x.timeOf(frame.KindResponseEnd) }
 
 // canonicalizer is the state of the one writer of derived state. It is
 // used under Engine.run.
@@ -54,6 +55,7 @@ type canonicalizer struct {
 	e        *Engine
 	applied  uint64
 	sessions map[string]*sessState
+	asm      exchange.Assembler
 	open     map[uint64]*pending
 	// replay holds the exchanges that were open at the last commit; frames
 	// below replayEnd belong to them or to exchanges already finished.
@@ -265,75 +267,26 @@ func (c *canonicalizer) frame(h frame.Header, p []byte) error {
 				return err
 			}
 		}
-		x = &pending{id: h.Exchange, first: h.Offset, startTime: h.Time, reqFirst: h.Offset, reqLast: h.Offset}
+		x = &pending{}
 		c.open[h.Exchange] = x
-		if h.Offset >= c.replayEnd {
-			c.markOpen(x)
-		}
 	}
-	x.last = h.Time
-	x.offsets = append(x.offsets, h.Offset)
-	x.kinds = append(x.kinds, h.Kind)
 	// A metadata payload that does not decode is noted on the exchange,
 	// which is still derived from what did: one bad frame never stops
 	// derivation.
-	fail := func(err error) error {
-		if x.note == "" {
-			x.note = fmt.Sprintf("frame at WAL offset %d (%s) does not decode: %v", h.Offset, h.Kind, err)
-		}
-		return nil
+	if err := c.asm.Add(h, p); err != nil && x.note == "" {
+		x.note = fmt.Sprintf("a %s frame does not decode: %v", h.Kind, err)
 	}
-	switch h.Kind {
-	case frame.KindRequestStart:
-		s, err := exchange.DecodeRequestStart(p)
-		if err != nil {
-			return fail(err)
-		}
-		x.start = &s
-		x.startTime = h.Time
-		x.reqFirst, x.reqLast = h.Offset, h.Offset
-	case frame.KindRequestBody:
-		x.reqBody = append(x.reqBody, p...)
-		x.reqLast = h.Offset
-	case frame.KindResponseStart:
-		s, err := exchange.DecodeResponseStart(p)
-		if err != nil {
-			return fail(err)
-		}
-		x.resp = &s
-		x.noteResp(h.Offset)
-	case frame.KindResponseBody:
-		x.body = append(x.body, p...)
-		x.noteResp(h.Offset)
-	case frame.KindError:
-		e, err := exchange.DecodeError(p)
-		if err != nil {
-			return fail(err)
-		}
-		x.errs = append(x.errs, e)
-		x.noteResp(h.Offset)
-	case frame.KindResponseEnd:
-		e, err := exchange.DecodeResponseEnd(p)
-		x.endTime = h.Time
-		x.noteResp(h.Offset)
-		if err != nil {
-			fail(err)
-		} else {
-			x.end = &e
-		}
+	x.Exchange = c.asm.Get(h.Exchange)
+	if len(x.Offsets) == 1 && h.Offset >= c.replayEnd {
+		c.markOpen(x)
+	}
+	if h.Kind == frame.KindResponseEnd {
 		return c.finish(x, x.note)
 	}
 	if h.Offset >= c.replayEnd {
 		return c.staleCheck(h.Time)
 	}
 	return nil
-}
-
-func (x *pending) noteResp(off uint64) {
-	if x.respFirst == 0 {
-		x.respFirst = off
-	}
-	x.respLast = off
 }
 
 // staleCheck closes exchanges that saw no frame for StaleAfter of WAL
@@ -343,13 +296,12 @@ func (c *canonicalizer) staleCheck(now int64) error {
 	limit := now - int64(c.e.opts.StaleAfter)
 	var stale []*pending
 	for _, x := range c.open {
-		if x.last < limit {
+		if x.last() < limit {
 			stale = append(stale, x)
 		}
 	}
-	slices.SortFunc(stale, func(a, b *pending) int { return compareU64(a.first, b.first) })
+	slices.SortFunc(stale, func(a, b *pending) int { return compareU64(a.Offsets[0], b.Offsets[0]) })
 	for _, x := range stale {
-		x.endTime = x.last
 		note := "abandoned: no end frame within the staleness window (its proxy stopped)"
 		if x.note != "" {
 			note += "; " + x.note
@@ -381,19 +333,20 @@ func (c *canonicalizer) ensureBatch() {
 
 func (c *canonicalizer) markOpen(x *pending) {
 	c.ensureBatch()
-	c.opened[x.id] = x.first
+	c.opened[x.ID] = x.Offsets[0]
 }
 
 // finish derives everything from an ended exchange into the batch.
 func (c *canonicalizer) finish(x *pending, note string) error {
-	delete(c.open, x.id)
+	delete(c.open, x.ID)
+	c.asm.Remove(x.ID)
 	c.ensureBatch()
-	if _, ok := c.opened[x.id]; ok {
-		delete(c.opened, x.id)
+	if _, ok := c.opened[x.ID]; ok {
+		delete(c.opened, x.ID)
 	} else {
-		c.closed[x.id] = true
+		c.closed[x.ID] = true
 	}
-	delete(c.replay, x.id)
+	delete(c.replay, x.ID)
 	n, err := c.derive(x, note)
 	if err != nil {
 		return err

@@ -15,8 +15,8 @@ import (
 // events and its session's totals, all added to the batch. It returns
 // the number of events.
 func (c *canonicalizer) derive(x *pending, note string) (int, error) {
-	ex := Exchange{ID: x.id, Offsets: x.offsets, Time: x.startTime, Note: note}
-	s := x.start
+	ex := Exchange{ID: x.ID, Offsets: x.Offsets, Time: x.startTime(), Note: note}
+	s := x.Start
 	if s != nil {
 		ex.RequestID, ex.Session, ex.Task, ex.Run = s.RequestID, s.SessionID, s.TaskID, s.RunID
 		ex.Provider, ex.Method, ex.Model = s.Provider, s.Method, s.Model
@@ -25,10 +25,10 @@ func (c *canonicalizer) derive(x *pending, note string) (int, error) {
 			ex.Path += "?" + s.Query
 		}
 	}
-	if x.resp != nil {
-		ex.Status, ex.TTFB = x.resp.Status, x.resp.TTFB
+	if x.Response != nil {
+		ex.Status, ex.TTFB = x.Response.Status, x.Response.TTFB
 	}
-	if e := x.end; e != nil {
+	if e := x.End; e != nil {
 		if ex.Status == 0 {
 			ex.Status = e.Status
 		}
@@ -59,7 +59,7 @@ func (c *canonicalizer) derive(x *pending, note string) (int, error) {
 		ex.Note = "not a model call"
 	}
 	if s == nil || api == "" || ex.Session == "" {
-		return 0, c.setJSON(exchangeKey(nil, x.id), &ex)
+		return 0, c.setJSON(exchangeKey(nil, x.ID), &ex)
 	}
 	st, err := c.session(ex.Session)
 	if err != nil {
@@ -70,7 +70,7 @@ func (c *canonicalizer) derive(x *pending, note string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return n, c.setJSON(exchangeKey(nil, x.id), &ex)
+	return n, c.setJSON(exchangeKey(nil, x.ID), &ex)
 }
 
 // deriver holds one exchange's derivation.
@@ -88,22 +88,21 @@ type deriver struct {
 }
 
 func (d *deriver) reqProv() Provenance {
-	return Provenance{Exchange: d.x.id, RequestID: d.ex.RequestID, Side: "request", First: d.x.reqFirst, Last: d.x.reqLast}
+	first, last, _ := d.x.Bounds(true)
+	return Provenance{Exchange: d.x.ID, RequestID: d.ex.RequestID, Side: "request", First: first, Last: last}
 }
 
 func (d *deriver) respProv() Provenance {
-	p := Provenance{Exchange: d.x.id, RequestID: d.ex.RequestID, Side: "response", First: d.x.respFirst, Last: d.x.respLast}
-	if p.First == 0 {
-		p.First, p.Last = d.x.reqLast, d.x.reqLast
+	first, last, ok := d.x.Bounds(false)
+	if !ok {
+		_, last, _ = d.x.Bounds(true)
+		first = last
 	}
-	return p
+	return Provenance{Exchange: d.x.ID, RequestID: d.ex.RequestID, Side: "response", First: first, Last: last}
 }
 
 func (d *deriver) endTime() int64 {
-	if d.x.endTime != 0 {
-		return d.x.endTime
-	}
-	return d.x.last
+	return d.x.endTime()
 }
 
 func (d *deriver) add(ev Event) {
@@ -114,7 +113,7 @@ func (d *deriver) add(ev Event) {
 
 func (d *deriver) run() (int, error) {
 	x, ex, st := d.x, d.ex, d.st
-	s := x.start
+	s := x.Start
 	cv := &st.convo
 
 	// The request: what it adds to the conversation.
@@ -123,10 +122,10 @@ func (d *deriver) run() (int, error) {
 		reqErr error
 	)
 	switch {
-	case len(x.reqBody) == 0:
+	case len(x.RequestBody) == 0:
 		reqErr = fmt.Errorf("no request body recorded (capture mode %s)", orDash(s.Mode))
 	default:
-		body, err := httpbody.Decode(header(s.Headers, "Content-Encoding"), x.reqBody)
+		body, err := httpbody.Decode(header(s.Headers, "Content-Encoding"), x.RequestBody)
 		if err != nil {
 			reqErr = fmt.Errorf("request body: %w", err)
 			break
@@ -139,12 +138,12 @@ func (d *deriver) run() (int, error) {
 		m = cv.place(items, req.PreviousResponseID != "", hashText(req.System))
 		d.thread = m.thread
 		if req.System != "" && !cv.seenSystem(hashText(req.System)) {
-			d.add(Event{Kind: KindSystem, Time: x.startTime, Role: "system", Text: req.System, Prov: d.reqProv()})
+			d.add(Event{Kind: KindSystem, Time: x.startTime(), Role: "system", Text: req.System, Prov: d.reqProv()})
 		}
 		if m.rewrite != nil {
-			d.add(Event{Kind: KindRewrite, Time: x.startTime, Rewrite: m.rewrite, Prov: d.reqProv()})
+			d.add(Event{Kind: KindRewrite, Time: x.startTime(), Rewrite: m.rewrite, Prov: d.reqProv()})
 		}
-		d.emitItems(items[m.from:], x.startTime, d.reqProv(), false)
+		d.emitItems(items[m.from:], x.startTime(), d.reqProv(), false)
 		if req.Model != "" {
 			ex.Model = req.Model
 		}
@@ -166,12 +165,12 @@ func (d *deriver) run() (int, error) {
 		resp    *llm.Response
 		respErr error
 	)
-	if len(x.body) > 0 {
-		body := x.body
-		if x.end == nil || !x.end.Decoded {
+	if len(x.ResponseBody) > 0 {
+		body := x.ResponseBody
+		if x.End == nil || !x.End.Decoded {
 			var hdr exchange.Headers
-			if x.resp != nil {
-				hdr = x.resp.Headers
+			if x.Response != nil {
+				hdr = x.Response.Headers
 			}
 			body, respErr = httpbody.Decode(header(hdr, "Content-Encoding"), body)
 		}
@@ -187,7 +186,7 @@ func (d *deriver) run() (int, error) {
 		call.Params, call.Stream, call.Messages = req.Params, req.Stream || s.Stream, len(req.Messages)
 	}
 	if reqErr != nil {
-		d.add(Event{Kind: KindError, Time: x.startTime, Error: &Error{Stage: "decode", Message: reqErr.Error()}, Prov: d.reqProv()})
+		d.add(Event{Kind: KindError, Time: x.startTime(), Error: &Error{Stage: "decode", Message: reqErr.Error()}, Prov: d.reqProv()})
 	}
 	var out []item
 	if resp != nil {
@@ -203,10 +202,10 @@ func (d *deriver) run() (int, error) {
 			out[i].key = itemKey(&out[i])
 		}
 	}
-	if x.end != nil && !x.end.Complete {
+	if x.End != nil && !x.End.Complete {
 		call.Complete = false
 	}
-	d.add(Event{Kind: KindModelCall, Time: x.startTime, Call: call, Prov: d.respProv()})
+	d.add(Event{Kind: KindModelCall, Time: x.startTime(), Call: call, Prov: d.respProv()})
 	d.emitItems(out, d.endTime(), d.respProv(), true)
 	if req != nil {
 		cv.settle(d.thread, out)
@@ -249,7 +248,7 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: "upstream", Status: ex.Status, Message: msg}, Prov: d.respProv()})
 	}
 	var why []string
-	for _, e := range x.errs {
+	for _, e := range x.Errors {
 		if e.Stage == "client" {
 			why = append(why, "the client went away: "+e.Error)
 			continue
@@ -257,15 +256,15 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: e.Stage, Status: e.Status, Message: e.Error}, Prov: d.respProv()})
 	}
 	switch {
-	case x.end == nil:
+	case x.End == nil:
 		why = append(why, d.ex.Note)
-	case !x.end.Complete && ex.Status < 400 && len(why) == 0:
-		msg := x.end.Error
+	case !x.End.Complete && ex.Status < 400 && len(why) == 0:
+		msg := x.End.Error
 		if msg == "" {
 			msg = "the response did not complete"
 		}
 		why = append(why, msg)
-	case x.end.Complete && resp != nil && resp.Stream && !resp.Complete && ex.Status < 400 && !upstream:
+	case x.End.Complete && resp != nil && resp.Stream && !resp.Complete && ex.Status < 400 && !upstream:
 		why = append(why, "the stream ended without its final event")
 	}
 	if len(why) > 0 {
@@ -296,7 +295,7 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 			tool := &Tool{ID: p.ID, Name: p.Name, Args: p.Input, Server: p.Type == llm.PartServerToolCall}
 			if tool.ID == "" {
 				d.nCall++
-				tool.ID = fmt.Sprintf("%s#%d.%d", p.Name, d.x.id, d.nCall)
+				tool.ID = fmt.Sprintf("%s#%d.%d", p.Name, d.x.ID, d.nCall)
 				tool.SyntheticID = true
 			}
 			ev := Event{Kind: KindToolCall, Time: t, Role: it.role, Tool: tool, Partial: p.Partial, Prov: prov}
@@ -342,15 +341,15 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 func (d *deriver) account(call *Call) {
 	s, x, ex := &d.st.s, d.x, d.ex
 	d.st.dirty = true
-	if s.First == 0 || x.startTime < s.First {
-		s.First = x.startTime
+	if s.First == 0 || x.startTime() < s.First {
+		s.First = x.startTime()
 	}
 	if t := d.endTime(); t > s.Last {
 		s.Last = t
 	}
-	if s.Agent == "" && x.start != nil {
-		s.Agent, s.Client = agentOf(header(x.start.Headers, "User-Agent"), header(x.start.Headers, "Originator"))
-		s.Source = x.start.SessionSource
+	if s.Agent == "" && x.Start != nil {
+		s.Agent, s.Client = agentOf(header(x.Start.Headers, "User-Agent"), header(x.Start.Headers, "Originator"))
+		s.Source = x.Start.SessionSource
 	}
 	s.Requests++
 	for _, ev := range d.events {
@@ -378,7 +377,7 @@ func (d *deriver) account(call *Call) {
 	if ex.Task != "" {
 		j := slices.IndexFunc(s.Tasks, func(t Task) bool { return t.ID == ex.Task })
 		if j < 0 {
-			s.Tasks = append(s.Tasks, Task{ID: ex.Task, First: x.startTime, FirstSeq: ex.FirstSeq})
+			s.Tasks = append(s.Tasks, Task{ID: ex.Task, First: x.startTime(), FirstSeq: ex.FirstSeq})
 			j = len(s.Tasks) - 1
 		}
 		t := &s.Tasks[j]

@@ -19,6 +19,23 @@ type Exchange struct {
 	Errors       []Error
 	Kinds        []frame.Kind // every frame's kind, in log order
 	Offsets      []uint64     // every frame's offset, in log order
+	Times        []int64      // every frame's time (unix ns), in log order
+}
+
+// Bounds returns the offsets of the first and last frames of one side of
+// the exchange: the request side (its start and body frames) or the
+// response side (everything else); ok is false when that side has none.
+func (x *Exchange) Bounds(request bool) (first, last uint64, ok bool) {
+	for i, k := range x.Kinds {
+		if (k == frame.KindRequestStart || k == frame.KindRequestBody) != request {
+			continue
+		}
+		if !ok {
+			first, ok = x.Offsets[i], true
+		}
+		last = x.Offsets[i]
+	}
+	return first, last, ok
 }
 
 // Assembler groups the frames of a log into exchanges. Frames of one
@@ -35,7 +52,8 @@ type Assembler struct {
 // Add takes one frame: its header and its uncompressed payload, which is
 // copied. Frames without an exchange id (segment headers, imports) are
 // ignored. A metadata payload that does not decode is an error naming
-// the frame's offset.
+// the frame's offset; the frame is still counted in the exchange's Kinds,
+// Offsets and Times, so a reader may note the error and go on.
 func (a *Assembler) Add(h frame.Header, payload []byte) error {
 	if h.Exchange == 0 {
 		return nil
@@ -57,6 +75,7 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 	}
 	x.Kinds = append(x.Kinds, h.Kind)
 	x.Offsets = append(x.Offsets, h.Offset)
+	x.Times = append(x.Times, h.Time)
 	last := h.Flags&frame.FlagLast != 0
 	var err error
 	switch h.Kind {
@@ -95,3 +114,21 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 
 // Exchanges returns the exchanges in the order of their first frames.
 func (a *Assembler) Exchanges() []*Exchange { return a.order }
+
+// Get returns the exchange with id, or nil.
+func (a *Assembler) Get(id uint64) *Exchange { return a.byID[id] }
+
+// Remove forgets exchange id, for readers that take each exchange as it
+// ends and would otherwise keep every exchange of a long log.
+func (a *Assembler) Remove(id uint64) {
+	if a.byID[id] == nil {
+		return
+	}
+	delete(a.byID, id)
+	for i, x := range a.order {
+		if x.ID == id {
+			a.order = append(a.order[:i], a.order[i+1:]...)
+			break
+		}
+	}
+}

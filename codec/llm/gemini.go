@@ -286,12 +286,9 @@ type geminiContent struct {
 }
 
 func decodeGeminiRequest(body []byte) (*Request, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, jsonAt(err)
-	}
-	if top == nil {
-		return nil, fmt.Errorf("at byte 0: want object, got null")
+	top, err := topObject(body)
+	if err != nil {
+		return nil, err
 	}
 	r := &Request{}
 	for name, raw := range top {

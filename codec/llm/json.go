@@ -194,3 +194,16 @@ func base64Digest(s string) (int64, string) {
 	}
 	return n, hex.EncodeToString(h.Sum(nil))
 }
+
+// topObject decodes a request body, which must be one JSON object, into
+// its top-level fields. Errors name the byte offset.
+func topObject(body []byte) (map[string]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, jsonAt(err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("at byte 0: want object, got null")
+	}
+	return top, nil
+}

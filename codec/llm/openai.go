@@ -424,3 +424,16 @@ func oaiEventError(n int, ev Event, body, data []byte, err error) error {
 	}
 	return fmt.Errorf("event %d at byte offset %d: in its data: %w", n, ev.Offset, oaiJSONError(err, 0))
 }
+
+// oaiLeadingSystem moves the texts of the system (and developer) messages
+// that open msgs to system and returns the rest: those are the system
+// prompt; later ones stay in the conversation.
+func oaiLeadingSystem(system []string, msgs []Message) ([]string, []Message) {
+	i := 0
+	for ; i < len(msgs) && msgs[i].Role == "system"; i++ {
+		if t := oaiTexts(msgs[i].Parts, "\n\n"); t != "" {
+			system = append(system, t)
+		}
+	}
+	return system, msgs[i:]
+}

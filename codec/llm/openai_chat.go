@@ -133,22 +133,14 @@ func decodeChatRequest(body []byte) (*Request, error) {
 		Tools:  oaiToolNames(append(slices.Clip(cr.Tools), cr.Functions...)),
 		Params: oaiParams(fields, "model", "messages", "tools", "functions", "stream", "stream_options", "metadata", "user"),
 	}
-	var system []string
-	leading := true
+	var msgs []Message
 	for _, raw := range cr.Messages {
-		if isNull(raw) {
-			continue
+		if !isNull(raw) {
+			msgs = append(msgs, chatRequestMessage(raw))
 		}
-		m := chatRequestMessage(raw)
-		if leading && m.Role == "system" {
-			if t := oaiTexts(m.Parts, "\n\n"); t != "" {
-				system = append(system, t)
-			}
-			continue
-		}
-		leading = false
-		r.Messages = append(r.Messages, m)
 	}
+	var system []string
+	system, r.Messages = oaiLeadingSystem(nil, msgs)
 	r.System = strings.Join(system, "\n\n")
 	return r, nil
 }

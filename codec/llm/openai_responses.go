@@ -107,17 +107,7 @@ func decodeResponsesRequest(body []byte) (*Request, error) {
 			system = append(system, t)
 		}
 	}
-	leading := true
-	for _, m := range responsesMessages(rr.Input) {
-		if leading && m.Role == "system" {
-			if t := oaiTexts(m.Parts, "\n\n"); t != "" {
-				system = append(system, t)
-			}
-			continue
-		}
-		leading = false
-		r.Messages = append(r.Messages, m)
-	}
+	system, r.Messages = oaiLeadingSystem(system, responsesMessages(rr.Input))
 	r.System = strings.Join(system, "\n\n")
 	return r, nil
 }

@@ -162,13 +162,7 @@ func TestRebuildIdentical(t *testing.T) {
 		id = interleaveWAL(t, log, &c, id, toolLoop(fmt.Sprintf("a%d", i), 4), toolLoop(fmt.Sprintf("b%d", i), 3))
 		catchUp(t, e)
 	}
-	inc := dump(t, e)
-	if _, err := e.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if re := dump(t, e); re != inc {
-		t.Fatalf("rebuild differs from the incremental state:\n%s", diffLines(inc, re))
-	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs from the incremental state")
 	ss, err := e.Sessions(SessionFilter{})
 	if err != nil || len(ss) != 6 {
 		t.Fatalf("sessions %d %v", len(ss), err)
@@ -177,6 +171,18 @@ func TestRebuildIdentical(t *testing.T) {
 		if s.Threads != 1 {
 			t.Errorf("session %s has %d threads (interleaving confused the diff)", s.ID, s.Threads)
 		}
+	}
+}
+
+// sameAfterRebuild rebuilds e and fails unless its state equals before
+// (a dump taken from the incremental state).
+func sameAfterRebuild(t testing.TB, e *Engine, before, what string) {
+	t.Helper()
+	if _, err := e.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := dump(t, e); after != before {
+		t.Fatalf("%s:\n%s", what, diffLines(before, after))
 	}
 }
 
@@ -215,12 +221,7 @@ func TestResumeMidExchange(t *testing.T) {
 	e = open(t, dir, log, nil)
 	catchUp(t, e)
 	got := dump(t, e)
-	if _, err := e.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if want := dump(t, e); got != want {
-		t.Fatalf("resumed state differs from a rebuild:\n%s", diffLines(got, want))
-	}
+	sameAfterRebuild(t, e, got, "resumed state differs from a rebuild")
 	s, _ := e.Session("s")
 	if s.Requests != 3 {
 		t.Fatalf("requests %d, want 3", s.Requests)
@@ -331,12 +332,7 @@ func TestCrashResume(t *testing.T) {
 	t.Logf("%d of 4 rounds killed mid-run; applied offset %d before the final pass", killed, applied)
 	catchUp(t, e)
 	got := dump(t, e)
-	if _, err := e.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if want := dump(t, e); got != want {
-		t.Fatalf("state after crashes differs from a rebuild:\n%s", diffLines(got, want))
-	}
+	sameAfterRebuild(t, e, got, "state after crashes differs from a rebuild")
 	ss, _ := e.Sessions(SessionFilter{})
 	if len(ss) != 80 {
 		t.Fatalf("%d sessions, want 80", len(ss))
@@ -372,12 +368,7 @@ func TestPassesAfterResume(t *testing.T) {
 	if s, _ := e.Session("t"); s.Requests != 4 {
 		t.Errorf("requests %d, want 4", s.Requests)
 	}
-	if _, err := e.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if want := dump(t, e); got != want {
-		t.Fatalf("state differs from a rebuild:\n%s", diffLines(got, want))
-	}
+	sameAfterRebuild(t, e, got, "state differs from a rebuild")
 }
 
 // TestBadFrame: a metadata frame that does not decode is noted on its

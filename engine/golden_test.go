@@ -78,13 +78,7 @@ func TestGoldenTimelines(t *testing.T) {
 			}
 			golden(t, filepath.Join("testdata", "golden", name+".bbox"), text.String())
 			golden(t, filepath.Join("testdata", "golden", name+".json"), string(js))
-			before := dump(t, e)
-			if _, err := e.Rebuild(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if after := dump(t, e); after != before {
-				t.Errorf("rebuild differs:\n%s", diffLines(before, after))
-			}
+			sameAfterRebuild(t, e, dump(t, e), "rebuild differs")
 		})
 	}
 	if n == 0 {

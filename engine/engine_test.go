@@ -399,3 +399,19 @@ func TestBadFrame(t *testing.T) {
 		t.Fatalf("CatchUp after Close: %v", err)
 	}
 }
+
+// TestEmptyDir: a fresh data directory (no WAL segment yet, as while a
+// proxy starts) derives nothing and lists no sessions, without error.
+func TestEmptyDir(t *testing.T) {
+	e, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if p, err := e.CatchUp(context.Background()); err != nil || p.Frames != 0 {
+		t.Fatalf("CatchUp: %+v %v", p, err)
+	}
+	if ss, err := e.Sessions(SessionFilter{}); err != nil || len(ss) != 0 {
+		t.Fatalf("Sessions: %v %v", ss, err)
+	}
+}

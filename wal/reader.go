@@ -72,6 +72,12 @@ func (r *Reader) Seek(off uint64) error {
 	if err != nil {
 		return err
 	}
+	if len(segs) == 0 && off == 0 {
+		// An empty log (a read-only open before the writer created its
+		// first segment): offset 0 is its end, to follow from there.
+		r.next = 0
+		return nil
+	}
 	i := len(segs) - 1
 	for i >= 0 && segs[i].base > off {
 		i--

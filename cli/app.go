@@ -55,7 +55,7 @@ func (e *exitError) Error() string { return e.msg }
 // name) and returns the process exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	app := NewApp(stdout, stderr)
-	err := app.Run(args)
+	err := app.Run(flagsFirst(app, args))
 	if err == nil {
 		return 0
 	}
@@ -73,6 +73,64 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "bbengine: %s\n", oneLine(err.Error()))
 	return 1
+}
+
+// flagsFirst moves a command's flags ahead of its arguments, so that
+// "bbengine show SESSION --format json" works like "show --format json
+// SESSION": urfave/cli v2 stops reading flags at the first argument.
+// Global flags before the command, commands with subcommands, and
+// everything after "--" are left as they are.
+func flagsFirst(app *ucli.App, args []string) []string {
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+		name := strings.TrimLeft(args[i], "-")
+		i++
+		if !strings.Contains(name, "=") && !isBool(app.Flags, name) && i < len(args) {
+			i++ // its value
+		}
+	}
+	if i >= len(args) {
+		return args
+	}
+	cmd := app.Command(args[i])
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		return args
+	}
+	var flags, rest []string
+	tail := args[i+1:]
+	for j := 0; j < len(tail); j++ {
+		a := tail[j]
+		if a == "--" {
+			rest = append(rest, tail[j:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if !strings.Contains(name, "=") && !isBool(cmd.Flags, name) && j+1 < len(tail) {
+			j++
+			flags = append(flags, tail[j])
+		}
+	}
+	out := append(append([]string{}, args[:i+1]...), flags...)
+	return append(out, rest...)
+}
+
+// isBool reports whether name is a boolean flag among flags (which takes
+// no separate value).
+func isBool(flags []ucli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, ok := f.(*ucli.BoolFlag)
+				return ok
+			}
+		}
+	}
+	return false
 }
 
 // oneLine folds a multi-line error message into one line.

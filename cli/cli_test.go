@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,5 +178,20 @@ func TestDefaultDir(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", "relative")
 	if got := DefaultDir(); !filepath.IsAbs(got) || !strings.HasSuffix(got, "bbengine") {
 		t.Fatalf("DefaultDir with relative XDG = %q", got)
+	}
+}
+
+func TestFlagsAfterArguments(t *testing.T) {
+	app := NewApp(io.Discard, io.Discard)
+	for _, tt := range []struct{ in, want string }{
+		{"bbengine show S --format json", "bbengine show --format json S"},
+		{"bbengine --dir D trace 7 --bodies=false --json", "bbengine --dir D trace --bodies=false --json 7"},
+		{"bbengine stats - --json", "bbengine stats --json -"},
+		{"bbengine validate a.bbox -- --strict", "bbengine validate a.bbox -- --strict"},
+		{"bbengine wal stat --json", "bbengine wal stat --json"},
+	} {
+		if got := strings.Join(flagsFirst(app, strings.Fields(tt.in)), " "); got != tt.want {
+			t.Errorf("flagsFirst(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

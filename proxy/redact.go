@@ -2,13 +2,12 @@ package proxy
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/redact"
 )
 
 // sensitiveHeaders are replaced by [redacted:<kind>] in what is recorded;
@@ -36,154 +35,20 @@ var sensitiveHeaders = map[string]string{
 // sensitiveQuery are query parameters redacted in the recorded query.
 var sensitiveQuery = map[string]bool{"key": true, "api_key": true, "apikey": true, "access_token": true, "token": true}
 
-// A Rule finds one kind of secret in body bytes.
-type Rule struct {
-	Kind string // written as [redacted:Kind]
-	Re   *regexp.Regexp
-	// Lits are literals every match contains; a text holding none of
-	// them is not searched (most chunks hold none, and a regexp search
-	// costs microseconds per chunk). Empty means always search.
-	Lits []string
-	// Boundary requires the byte before a match not to be a word byte,
-	// so "disk-usage-report" is not an sk- key. (A leading \b in the
-	// regexp would cost the regexp its fast literal-prefix scan.)
-	Boundary bool
-}
-
-// builtinRules find well-known key formats. Every match is a run of token
-// bytes (see isTokenByte); the private key block is handled apart.
-var builtinRules = []Rule{
-	{"anthropic_key", regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`), []string{"sk-ant-"}, true},
-	{"openai_key", regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`), []string{"sk-"}, true},
-	{"github_token", regexp.MustCompile(`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, true},
-	{"aws_access_key", regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`), []string{"AKIA", "ASIA"}, true},
-	{"google_api_key", regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`), []string{"AIza"}, true},
-	{"slack_token", regexp.MustCompile(`xox[abprs]-[A-Za-z0-9\-]{10,}`), []string{"xox"}, true},
-	{"stripe_key", regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`), []string{"_live_", "_test_"}, true},
-}
-
-var pemBlock = regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`)
-
-// Redactor replaces secrets in recorded bytes. It is safe for concurrent
-// use.
+// Redactor replaces secrets in recorded bytes (codec/redact) and in
+// headers and queries. It is safe for concurrent use.
 type Redactor struct {
-	rules []Rule
+	*redact.Redactor
 }
 
 // NewRedactor returns a redactor with the built-in rules plus extra
 // patterns, each "kind=regexp" or a bare regexp (kind "custom").
 func NewRedactor(extra []string) (*Redactor, error) {
-	r := &Redactor{rules: append([]Rule(nil), builtinRules...)}
-	for _, p := range extra {
-		kind, expr, ok := strings.Cut(p, "=")
-		if !ok || !isKind(kind) {
-			kind, expr = "custom", p
-		}
-		re, err := regexp.Compile(expr)
-		if err != nil {
-			return nil, fmt.Errorf("redaction pattern %q: %v", p, err)
-		}
-		rule := Rule{Kind: kind, Re: re}
-		if prefix, _ := re.LiteralPrefix(); prefix != "" {
-			rule.Lits = []string{prefix}
-		}
-		r.rules = append(r.rules, rule)
+	r, err := redact.New(extra)
+	if err != nil {
+		return nil, err
 	}
-	return r, nil
-}
-
-func isKind(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// Bytes returns b with every secret replaced. It returns b itself when
-// nothing matched.
-func (r *Redactor) Bytes(b []byte) []byte {
-	out := b
-	if bytes.Contains(out, []byte("PRIVATE KEY-----")) {
-		out = pemBlock.ReplaceAll(out, []byte("[redacted:private_key]"))
-	}
-	for i := range r.rules {
-		out = r.rules[i].apply(out)
-	}
-	return out
-}
-
-// apply replaces the rule's matches in b, returning b when there are none.
-func (rule *Rule) apply(b []byte) []byte {
-	if len(rule.Lits) > 0 {
-		found := false
-		for _, l := range rule.Lits {
-			if bytes.Contains(b, []byte(l)) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return b
-		}
-	}
-	locs := rule.Re.FindAllIndex(b, -1)
-	if locs == nil {
-		return b
-	}
-	var out []byte
-	prev := 0
-	for _, l := range locs {
-		if rule.Boundary && l[0] > 0 && isWordByte(b[l[0]-1]) {
-			continue
-		}
-		out = append(out, b[prev:l[0]]...)
-		out = append(out, "[redacted:"...)
-		out = append(out, rule.Kind...)
-		out = append(out, ']')
-		prev = l[1]
-	}
-	if out == nil {
-		return b
-	}
-	return append(out, b[prev:]...)
-}
-
-func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
-}
-
-// String is Bytes for a string. A string holding none of the rules'
-// literals (most header values) is returned without copying.
-func (r *Redactor) String(s string) string {
-	if !r.maybe(s) {
-		return s
-	}
-	return string(r.Bytes([]byte(s)))
-}
-
-// maybe reports whether s could hold a secret: a literal of some rule, a
-// rule without literals, or a private key marker.
-func (r *Redactor) maybe(s string) bool {
-	if strings.Contains(s, "PRIVATE KEY-----") {
-		return true
-	}
-	for _, rule := range r.rules {
-		if len(rule.Lits) == 0 {
-			return true
-		}
-		for _, l := range rule.Lits {
-			if strings.Contains(s, l) {
-				return true
-			}
-		}
-	}
-	return false
+	return &Redactor{r}, nil
 }
 
 // Headers returns a copy of h fit for the log: sensitive headers replaced
@@ -235,14 +100,6 @@ func (r *Redactor) Query(raw string) string {
 	return r.String(q.Encode())
 }
 
-// isTokenByte reports whether c can be part of a secret matched by a rule:
-// secrets are runs of these bytes, so a chunk can be cut safely after any
-// other byte.
-func isTokenByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '_' || c == '-' || c == '+' || c == '/' || c == '=' || c == '.'
-}
-
 // maxHold bounds how many bytes a stream holds back waiting for the rest
 // of a possible secret; maxPEM how long a private key block may be.
 const (
@@ -271,7 +128,7 @@ func (s *stream) chunk(p []byte, last bool) []byte {
 	}
 	cut := len(data)
 	if !last {
-		for cut > 0 && isTokenByte(data[cut-1]) && len(data)-cut < maxHold {
+		for cut > 0 && redact.IsTokenByte(data[cut-1]) && len(data)-cut < maxHold {
 			cut--
 		}
 		// Never cut inside a private key block: hold it from its BEGIN.

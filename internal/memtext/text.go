@@ -69,7 +69,7 @@ func isRSQuote(text string, i int) bool {
 }
 
 // wordEnd returns the end of the word starting at i (which must be a word
-// byte). Inner '.', '/', '-', '\'' , '’' and "::" join word parts when a
+// byte). Inner '.', '/', '-', '\” , '’' and "::" join word parts when a
 // word byte follows them, so sync.Pool, cmd/main.go, follow-up, don't and
 // tests::it_works are one word each.
 func wordEnd(text string, i, end int) int {

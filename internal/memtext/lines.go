@@ -138,10 +138,14 @@ func fenceMark(s string) (byte, int) {
 }
 
 func isDecisionHeading(h string) bool {
-	switch Normalize(h) {
-	case "", "made", "log", "record", "records", "taken":
-		ws := words(h)
-		return len(ws) > 0 && len(ws) <= 3 && (ws[0] == "decision" || ws[0] == "decisions" || ws[len(ws)-1] == "decision" || ws[len(ws)-1] == "decisions")
+	ws := words(h)
+	if len(ws) == 0 || len(ws) > 3 {
+		return false
+	}
+	for _, w := range ws {
+		if w == "decision" || w == "decisions" {
+			return true
+		}
 	}
 	return false
 }

@@ -7,8 +7,8 @@ import "strings"
 var reporters = map[string]bool{
 	"says": true, "said": true, "reads": true, "complains": true, "reports": true, "reported": true, "claims": true,
 	"warns": true, "warned": true, "mentions": true, "mentioned": true, "states": true, "stated": true,
-	"prints": true, "printed": true, "shows": true, "showed": true, "logs": true, "logged": true, "returns": true,
-	"returned": true, "error": true, "message": true, "complained": true, "thought": true, "assumed": true,
+	"prints": true, "printed": true, "shows": true, "showed": true, "complained": true, "thought": true,
+	"assumed": true,
 }
 
 // predictions after "should" make it a forecast, not a requirement: "this
@@ -109,7 +109,7 @@ func (a *analysis) constraint() (string, bool, bool) {
 		if !ok {
 			continue
 		}
-		for j := 0; j < i; j++ {
+		for j := a.sentenceClause(i); j < i; j++ {
 			if reporters[a.toks[j].w] {
 				return "", false, false
 			}
@@ -146,11 +146,15 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		switch a.at(j) {
 		case "have", "'ve":
 			v := a.at(j + 1)
+			if strings.HasSuffix(v, "ly") {
+				v = a.at(j + 2) // "must have partially applied"
+			}
 			if v == "been" || participle(v) || subj == "you" && a.role == "assistant" {
 				return "", false, false
 			}
 		case "be":
-			if epistemicBe[a.at(j+1)] && !neg {
+			n := a.at(j + 1)
+			if epistemicBe[n] && !neg || (subj == "this" || subj == "that") && (n == "a" || n == "an") {
 				return "", false, false
 			}
 		case "":
@@ -263,6 +267,17 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	}
 	return "", false, false
+}
+
+// sentenceClause returns the first token of the ';'- or ':'-delimited
+// clause holding token i.
+func (a *analysis) sentenceClause(i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if t := a.toks[j]; t.kind == tPunct && (t.w == ";" || t.w == ":" || t.w == "—") {
+			return j + 1
+		}
+	}
+	return 0
 }
 
 // afterComma reports whether token i follows a comma that follows a

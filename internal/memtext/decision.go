@@ -70,6 +70,13 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
 		case "that", ":", "—":
 			return decHit{trig: i, obj: -1, kind: dkAction}, true
+		case "whether", "if", "which", "what", "how", "when", "where", "who", "yet", "", ".", "?", ",", "so":
+			return decHit{}, false
+		default:
+			// "We decided the cache lives in …": a clause without "that".
+			if a.isWord(i + 1) {
+				return decHit{trig: i, obj: -1, kind: dkAction}, true
+			}
 		}
 	case "decision", "decisions":
 		j := i + 1
@@ -200,7 +207,10 @@ func (a *analysis) action(trig, v int) (decHit, bool) {
 	}
 	if k, ok := decisionVerbs[w]; ok {
 		if k == dkSwitch {
-			return a.switchTo(trig, v+1)
+			if h, ok := a.switchTo(trig, v+1); ok {
+				return h, true
+			}
+			return decHit{trig: trig, obj: -1, kind: dkAction}, true
 		}
 		if a.useForNarration(v) {
 			return decHit{}, false

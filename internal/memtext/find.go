@@ -228,13 +228,21 @@ var hedges = map[string]bool{
 // hedged reports whether a hedge precedes token i within its clause.
 func (a *analysis) hedged(i int) bool {
 	for j := a.clauseFrom(i); j < i; j++ {
-		if hedges[a.toks[j].w] {
+		w := a.toks[j].w
+		if !hedges[w] || w == "plan" {
 			// "the plan is to" is the trigger itself, not a hedge.
-			if a.toks[j].w == "plan" {
+			continue
+		}
+		switch w {
+		case "when", "once", "after", "before", "until":
+			// Temporal words make a subordinate clause only when a
+			// subject follows: "after we decided", not "after some
+			// back and forth we decided".
+			if !personal(a.at(j+1)) && a.at(j+1) != "you" {
 				continue
 			}
-			return true
 		}
+		return true
 	}
 	return false
 }
@@ -274,7 +282,7 @@ func (a *analysis) subjectBefore(i int) bool {
 		}
 		switch w {
 		case "have", "had", "finally", "just", "already", "now", "also", "then", "all", "both", "eventually",
-			"ultimately", "together", "the", "did", "instead", "therefore", "so", "and":
+			"ultimately", "together", "the", "did", "instead", "therefore", "so", "and", "will", "shall", "officially":
 			continue
 		}
 		return false

@@ -1,0 +1,537 @@
+package memtext
+
+import "strings"
+
+// reporters, before a modal, make the sentence reported speech: "the
+// error says the token must not be empty".
+var reporters = map[string]bool{
+	"says": true, "said": true, "reads": true, "complains": true, "reports": true, "reported": true, "claims": true,
+	"warns": true, "warned": true, "mentions": true, "mentioned": true, "states": true, "stated": true,
+	"prints": true, "printed": true, "shows": true, "showed": true, "complained": true, "thought": true,
+	"assumed": true,
+}
+
+// predictions after "should" make it a forecast, not a requirement: "this
+// should fix it", "you should see", "that should be enough".
+var predictions = map[string]bool{
+	"pass": true, "fail": true, "work": true, "fix": true, "see": true, "take": true, "help": true,
+	"resolve": true, "solve": true, "succeed": true, "compile": true, "show": true, "appear": true,
+	"arrive": true, "land": true, "cover": true, "finish": true, "complete": true, "improve": true, "speed": true,
+	"reduce": true, "matter": true, "happen": true, "break": true, "affect": true, "get": true, "go": true,
+	"kick": true, "notice": true, "receive": true, "now": true, "hopefully": true, "probably": true,
+	"be": false, "do": true, "suffice": true, "clear": true, "unblock": true, "address": true, "make": true,
+	"give": true, "return": false, "catch": true, "shave": true, "cut": true, "save": true, "look": true,
+}
+
+// predictedStates after "should be" make it a forecast: "should be enough".
+var predictedStates = map[string]bool{
+	"enough": true, "fine": true, "ready": true, "good": true, "ok": true, "okay": true, "able": true,
+	"done": true, "there": true, "available": true, "visible": true, "gone": true, "back": true, "faster": true,
+	"quicker": true, "better": true, "fixed": true, "resolved": true, "working": true, "straightforward": true,
+	"easy": true, "simple": true, "quick": true, "possible": true, "around": true, "about": true, "here": true,
+	"in": true, "up": true, "it": true, "all": true, "safe": true, "present": true, "much": true, "no": true,
+	"green": true, "passing": true, "sufficient": true, "correct": true, "the": true, "a": true, "an": true,
+}
+
+// epistemicBe after "must be" make it an inference: "this must be the
+// bug", "it must be something in the environment".
+var epistemicBe = map[string]bool{
+	"the": true, "why": true, "what": true, "where": true, "how": true, "because": true, "something": true,
+	"somewhere": true, "some": true, "someone": true, "too": true, "it": true, "that": true, "this": true,
+	"due": true, "from": true, "related": true, "wrong": true, "broken": true, "stale": true, "missing": true,
+	"off": true, "our": true, "my": true, "your": true, "his": true, "their": true, "caused": true, "coming": true,
+	"happening": true, "running": true, "using": true, "getting": true, "doing": true, "a": false, "one": true,
+	"nice": true, "hard": true, "confusing": true, "frustrating": true, "cached": true, "set": false, "loading": true,
+}
+
+// nonVerbs after an initial "always"/"never" mean it is not an
+// imperative: "Never mind", "Always happy to help", "Never heard of it".
+var nonVerbs = map[string]bool{
+	"mind": true, "heard": true, "seen": true, "been": true, "done": true, "happy": true, "glad": true,
+	"true": true, "false": true, "good": true, "bad": true, "fine": true, "nice": true, "great": true,
+	"sure": true, "available": true, "possible": true, "welcome": true, "ready": true, "here": true,
+	"there": true, "the": true, "a": true, "an": true, "this": true, "that": true, "these": true, "those": true,
+	"it": true, "its": true, "on": true, "off": true, "in": true, "out": true, "up": true, "down": true,
+	"again": true, "once": true, "twice": true, "more": true, "less": true, "enough": true, "late": true,
+	"early": true, "worked": true, "mostly": true, "usually": true, "gonna": true, "really": true, "quite": true,
+	"so": true, "too": true, "the same": true, "same": true, "easy": true, "fun": true, "a problem": true,
+	"ever": false, "knew": true, "thought": true, "got": true, "had": true, "was": true, "is": true, "were": true,
+	"been.": true, "before": true, "after": true, "works": true, "fails": true, "passes": true, "returns": true,
+	"happens": true, "ran": true, "saw": true, "tried": true, "forget": false, "trust": false,
+}
+
+// imperativeVerb reports whether w can be the verb of an imperative
+// after "always", "never", "do not": a base form, not a participle, an
+// -ing form, an adverb or a third-person form.
+func imperativeVerb(w string) bool {
+	if w == "" || nonVerbs[w] {
+		return false
+	}
+	if w[0] >= '0' && w[0] <= '9' {
+		return false
+	}
+	switch w {
+	case "need", "embed", "feed", "proceed", "exceed", "succeed", "shed", "seed", "bring", "ping", "pass",
+		"process", "access", "address", "bypass", "discuss", "express", "compress", "press", "guess", "miss",
+		"focus", "bless", "toss", "dismiss":
+		return true
+	}
+	for _, suf := range []string{"ed", "ing", "ly", "ous", "ful"} {
+		if strings.HasSuffix(w, suf) && len(w) > len(suf)+2 {
+			return false
+		}
+	}
+	if strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && len(w) > 3 {
+		return false
+	}
+	return true
+}
+
+// softImperatives after "don't"/"do not" are courtesies, not rules.
+var softImperatives = map[string]bool{
+	"worry": true, "hesitate": true, "know": true, "think": true, "mind": true, "bother": true, "see": true,
+	"understand": true, "have": false, "get": true, "believe": true, "remember": true, "recall": true,
+	"want": true, "need": true, "like": true, "care": true,
+}
+
+// constraint reports whether the sentence states a requirement, with its
+// modal and whether it forbids.
+func (a *analysis) constraint() (string, bool, bool) {
+	if a.question || a.cond {
+		return "", false, false
+	}
+	for i := 0; i < len(a.toks); i++ {
+		t := a.toks[i]
+		if t.kind != tWord {
+			continue
+		}
+		modal, neg, ok := a.constraintAt(i)
+		if !ok {
+			continue
+		}
+		for j := a.sentenceClause(i); j < i; j++ {
+			if reporters[a.toks[j].w] {
+				return "", false, false
+			}
+		}
+		return modal, neg, true
+	}
+	return "", false, false
+}
+
+// constraintAt tries the requirement patterns whose trigger is token i.
+func (a *analysis) constraintAt(i int) (string, bool, bool) {
+	w := a.toks[i].w
+	next := a.at(i + 1)
+	switch w {
+	case "must", "mustn't":
+		subj := a.at(i - 1)
+		if subj == "i" || subj == "there" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		j := i + 1
+		neg := w == "mustn't"
+		modal := "must"
+		switch next {
+		case "not", "never":
+			neg = true
+			modal = "must not"
+			j++
+		case "always":
+			j++
+		}
+		if neg && w == "mustn't" {
+			modal = "must not"
+		}
+		switch a.at(j) {
+		case "have", "'ve":
+			v := a.at(j + 1)
+			if strings.HasSuffix(v, "ly") {
+				v = a.at(j + 2) // "must have partially applied"
+			}
+			if v == "been" || participle(v) || subj == "you" && a.role == "assistant" {
+				return "", false, false
+			}
+		case "be":
+			n := a.at(j + 1)
+			if epistemicBe[n] && !neg || (subj == "this" || subj == "that") && (n == "a" || n == "an") {
+				return "", false, false
+			}
+		case "":
+			return "", false, false
+		}
+		return modal, neg, true
+	case "should", "shouldn't":
+		subj := a.at(i - 1)
+		if subj == "i" || subj == "we" && a.role == "assistant" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		j := i + 1
+		neg := w == "shouldn't"
+		modal := "should"
+		for {
+			switch a.at(j) {
+			case "not", "never":
+				neg = true
+				j++
+				continue
+			case "always", "also", "still", "really", "only", "now", "definitely", "ideally":
+				if a.at(j) == "now" {
+					return "", false, false
+				}
+				j++
+				continue
+			}
+			break
+		}
+		if neg {
+			modal = "should not"
+		}
+		v := a.at(j)
+		if !a.isWord(j) || v == "have" || predictions[v] || !imperativeVerb(v) && v != "be" {
+			return "", false, false
+		}
+		if v == "be" && predictedStates[a.at(j+1)] {
+			return "", false, false
+		}
+		return modal, neg, true
+	case "never":
+		if a.at(i-1) == "should" || a.at(i-1) == "must" || a.at(i-1) == "shall" {
+			return "", false, false // read at the modal
+		}
+		v := i + 1
+		for a.at(v) == "," || a.at(v) == "ever" {
+			v++
+		}
+		if (a.clauseStart(i) || a.at(i-1) == "please" || a.afterComma(i)) && a.isWord(v) && imperativeVerb(a.at(v)) {
+			return "never", true, true
+		}
+	case "always":
+		if a.at(i-1) == "should" || a.at(i-1) == "must" {
+			return "", false, false
+		}
+		if (a.clauseStart(i) || a.at(i-1) == "please") && a.isWord(i+1) && imperativeVerb(next) {
+			return "always", false, true
+		}
+	case "do", "don't", "dont":
+		j := i + 1
+		if w == "do" {
+			if next != "not" {
+				return "", false, false
+			}
+			j++
+		}
+		if !a.clauseStart(i) {
+			return "", false, false
+		}
+		if a.at(j) == "ever" {
+			j++
+		}
+		v := a.at(j)
+		if !a.isWord(j) || softImperatives[v] || !imperativeVerb(v) {
+			return "", false, false
+		}
+		return "do not", true, true
+	case "make":
+		if next == "sure" && a.clauseStart(i) {
+			n := a.at(i + 2)
+			neg := n == "not" || n == "to" && a.at(i+3) == "not" || n == "that" && (a.at(i+3) == "no" || a.at(i+3) == "nothing") || n == "you" && a.at(i+3) == "don't" || n == "no" || n == "nothing"
+			return "make sure", neg, true
+		}
+	case "under":
+		if next == "no" && a.at(i+2) == "circumstances" {
+			return "under no circumstances", true, true
+		}
+	case "only":
+		if next == "use" && a.clauseStart(i) {
+			return "only", false, true
+		}
+	case "use":
+		if next == "only" && a.clauseStart(i) {
+			return "only", false, true
+		}
+	case "required":
+		p := a.at(i - 1)
+		if (p == "is" || p == "are" || p == "be" || p == "always") && a.at(i-2) != "not" && !a.hedgedModal(i) {
+			if n := next; n == "" || n == "to" || n == "for" || n == "." || n == "," || n == ";" || n == "when" || n == "in" || n == "by" || n == "on" {
+				return "required", false, true
+			}
+		}
+	case "allowed", "permitted":
+		if a.at(i-1) == "not" && (a.at(i-2) == "is" || a.at(i-2) == "are") {
+			return "must not", true, true
+		}
+	case "forbidden", "prohibited":
+		if p := a.at(i - 1); p == "is" || p == "are" || p == "strictly" {
+			return "must not", true, true
+		}
+	}
+	return "", false, false
+}
+
+// sentenceClause returns the first token of the ';'- or ':'-delimited
+// clause holding token i.
+func (a *analysis) sentenceClause(i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if t := a.toks[j]; t.kind == tPunct && (t.w == ";" || t.w == ":" || t.w == "—") {
+			return j + 1
+		}
+	}
+	return 0
+}
+
+// afterComma reports whether token i follows a comma that follows a
+// constraint's opening ("Always use pnpm, never npm").
+func (a *analysis) afterComma(i int) bool {
+	return a.at(i-1) == "," && (a.at(0) == "always" || a.at(0) == "never" || a.at(0) == "use")
+}
+
+// hedgedModal reports whether a hedge sits in the modal's clause before it
+// ("I'm not sure we must", "if it must").
+func (a *analysis) hedgedModal(i int) bool {
+	for j := a.clauseFrom(i); j < i; j++ {
+		switch a.toks[j].w {
+		case "if", "whether", "unless", "sure", "wonder", "think", "maybe", "perhaps", "when", "once":
+			return true
+		}
+	}
+	return false
+}
+
+// participle reports whether w is a past participle ("changed", "been").
+func participle(w string) bool {
+	switch w {
+	case "been", "got", "gotten", "done", "made", "seen", "run", "set", "put", "had", "left", "lost", "read",
+		"written", "broken", "taken", "come", "gone", "hit", "cut", "let", "forgotten", "known", "given",
+		"built", "sent", "meant", "thrown", "drawn", "shown", "begun", "become", "found":
+		return true
+	}
+	return strings.HasSuffix(w, "ed") && len(w) > 3
+}
+
+// markers appends the TODO and FIXME findings of the sentence: a marker
+// word (TODO:, FIXME(x):, XXX:) opening a clause, and, from the assistant,
+// the progress phrases ("still need to", "remaining work:", "left to do",
+// "not yet implemented", "follow-up:").
+func (a *analysis) markers(out []Finding) []Finding {
+	todo, fixme := false, false
+	for i, t := range a.toks {
+		if t.kind != tWord {
+			continue
+		}
+		switch t.w {
+		case "todo", "fixme", "xxx":
+			if !a.isMarker(i) {
+				continue
+			}
+			if t.w == "todo" {
+				todo = true
+			} else {
+				fixme = true
+			}
+		}
+	}
+	if !todo && a.role == "assistant" && !a.question && !a.cond {
+		todo = a.progressTodo()
+	}
+	if todo {
+		out = append(out, a.finding(TypeTodo, nil))
+	}
+	if fixme {
+		out = append(out, a.finding(TypeFixme, nil))
+	}
+	return out
+}
+
+// isMarker reports whether the word at i is an upper-case TODO, FIXME or
+// XXX used as a marker: followed by ':', '(' … ')' ':', or a dash, and
+// opening its clause ("There's a FIXME: …" too).
+func (a *analysis) isMarker(i int) bool {
+	t := a.toks[i]
+	raw := a.text[t.s:t.e]
+	if raw != strings.ToUpper(raw) {
+		return false
+	}
+	j := i + 1
+	if a.at(j) == "(" {
+		for j < len(a.toks) && a.at(j) != ")" && j < i+6 {
+			j++
+		}
+		j++
+	}
+	if n := a.at(j); n != ":" && n != "—" {
+		return false
+	}
+	if a.clauseStart(i) {
+		return true
+	}
+	switch a.at(i - 1) {
+	case "a", "an", "one", "another", "new", "remaining", "open":
+		return true
+	}
+	return false
+}
+
+// progressTodo reports the assistant's phrases for work not done yet.
+func (a *analysis) progressTodo() bool {
+	for i, t := range a.toks {
+		switch t.w {
+		case "still":
+			switch n := a.at(i + 1); n {
+			case "need", "needs", "have", "has":
+				if a.at(i+2) == "to" && a.at(i-1) != "don't" && a.at(i-1) != "not" {
+					return true
+				}
+			case "to":
+				if a.at(i+2) == "do" || a.at(i+2) == "be" {
+					return true
+				}
+			}
+		case "remaining":
+			if n := a.at(i + 1); (n == "work" || n == "item" || n == "items" || n == "tasks" || n == "todos") && (a.clauseStart(i) || a.at(i-1) == "one" || a.at(i-1) == "the") {
+				return true
+			}
+		case "left":
+			if a.at(i+1) == "to" && a.at(i+2) == "do" {
+				return true
+			}
+		case "not", "isn't", "aren't":
+			j := i + 1
+			if a.at(j) == "yet" {
+				j++
+			}
+			if (a.at(j) == "implemented" || a.at(j) == "wired" || a.at(j) == "supported") && (a.at(j-1) == "yet" || a.at(j+1) == "yet") {
+				return true
+			}
+		case "follow-up", "followup":
+			if a.at(i+1) == ":" && a.clauseStart(i) {
+				return true
+			}
+		case "follow":
+			if a.at(i+1) == "up" && a.at(i+2) == ":" && a.clauseStart(i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// blockSubjects may be blocked: the speaker, the team, the work.
+var blockSubjects = map[string]bool{
+	"i": true, "we": true, "i'm": true, "we're": true, "this": true, "that": true, "it": true, "it's": true,
+	"that's": true, "deploy": true, "deployment": true, "release": true, "pr": true, "task": true, "work": true,
+	"change": true, "migration": true, "feature": true, "ticket": true, "rollout": true, "merge": true,
+	"upgrade": true, "launch": true, "fix": true, "story": true, "issue": true, "step": true, "progress": true,
+	"am": true, "are": true, "currently": true, "still": true, "completely": true, "effectively": true, "now": true,
+	"totally": true, "fully": true, "is": true,
+}
+
+// blocker reports whether the sentence says the work cannot go on:
+// "Blocker:", "blocked on/by/until" with the work or the speaker as the
+// subject, "can't proceed until", "cannot continue without", "waiting on
+// the team to approve".
+func (a *analysis) blocker() bool {
+	if a.question || a.cond {
+		return false
+	}
+	for i, t := range a.toks {
+		switch t.w {
+		case "blocker", "blockers", "blocked":
+			if a.at(i+1) == ":" && a.clauseStart(i) {
+				return true
+			}
+			if t.w != "blocked" {
+				continue
+			}
+			switch a.at(i + 1) {
+			case "on", "by", "until", ":", "—", "waiting", "pending":
+			default:
+				continue
+			}
+			if a.clauseStart(i) {
+				return true
+			}
+			for j := i - 1; j >= 0 && j >= i-4; j-- {
+				w := a.toks[j].w
+				if w == "is" || w == "am" || w == "are" || w == "currently" || w == "still" || w == "now" || w == "completely" || w == "effectively" {
+					continue
+				}
+				if blockSubjects[w] {
+					return true
+				}
+				break
+			}
+		case "proceed", "continue", "progress", "move":
+			p := a.at(i - 1)
+			if !(p == "can't" || p == "cannot" || p == "unable" || p == "to" && a.at(i-2) == "unable" || p == "not" && a.at(i-2) == "can") {
+				continue
+			}
+			if t.w == "move" && a.at(i+1) != "forward" {
+				continue
+			}
+			for j := i + 1; j < len(a.toks) && j < i+4; j++ {
+				switch a.toks[j].w {
+				case "until", "without", "unless", "before":
+					return true
+				}
+			}
+			if a.at(i+1) == "." || a.at(i+1) == "" || a.at(i+1) == ":" || a.at(i+1) == "—" {
+				return true
+			}
+		case "waiting":
+			n := a.at(i + 1)
+			if n != "on" && n != "for" {
+				continue
+			}
+			if !(a.clauseStart(i) || a.subjectBefore(i)) {
+				continue
+			}
+			for j := i + 2; j < len(a.toks) && j < i+7; j++ {
+				switch a.toks[j].w {
+				case "you", "your", "team", "approval", "review", "access", "credentials", "key", "token", "permission",
+					"permissions", "answer", "confirmation", "decision", "response", "reply", "sign-off", "input",
+					"someone", "them", "him", "her", "ops", "security", "legal", "upstream", "vendor", "maintainers":
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// openQuestion reports whether a question asks the reader something. A
+// question addressed to the reader ("Would you like…", "Should I…") is
+// open; any other question is open only when no answer follows it in the
+// message (a rhetorical question answers itself).
+func (a *analysis) openQuestion(ss []sent, si int) bool {
+	first := 0
+	for first < len(a.toks) && (a.toks[first].kind != tWord || clauseStartFillers[a.toks[first].w] && a.toks[first].w != "so") {
+		first++
+	}
+	w0, w1 := a.at(first), a.at(first+1)
+	switch w0 {
+	case "would", "could", "can", "will", "do", "did", "are", "shall", "should", "may", "want", "is", "does", "which", "what", "how", "where", "when", "why", "any":
+	default:
+		return false
+	}
+	addressed := false
+	for _, t := range a.toks {
+		switch t.w {
+		case "you", "your", "you'd", "you're", "i", "me", "i'd", "we", "us":
+			addressed = true
+		}
+	}
+	if w0 == "want" && w1 == "me" || w0 == "is" && (w1 == "it" || w1 == "that") && (a.at(first+2) == "ok" || a.at(first+2) == "okay" || a.at(first+2) == "fine" || a.at(first+2) == "alright") || w0 == "any" && (w1 == "preference" || w1 == "preferences" || w1 == "thoughts") {
+		addressed = true
+	}
+	if addressed && w0 != "why" && w0 != "how" && w0 != "what" && w0 != "where" || w0 == "should" || w0 == "shall" {
+		return true
+	}
+	// Not addressed: open only when nothing but questions follow.
+	for _, n := range ss[si+1:] {
+		if !endsWithQuestion(a.text[n.s:n.e]) {
+			return false
+		}
+	}
+	return true
+}

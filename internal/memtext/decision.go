@@ -1,0 +1,695 @@
+package memtext
+
+import "strings"
+
+// Decision kinds: how the options sit around the trigger.
+const (
+	dkAction  = iota // "decided to <verb> …": no named option unless the verb is "use"
+	dkOption         // the option follows: "use X", "go with X", "opted for X"
+	dkSwitch         // "switch (from Y) to X"
+	dkReplace        // "replace Y with X"
+	dkDrop           // "drop Y", "no longer use Y", "decided against Y"
+	dkColon          // "Decision: …"
+)
+
+// decHit is where a decision was found: the trigger token, the first token
+// after it that the options are read from, and the kind.
+type decHit struct {
+	trig, obj, kind int
+}
+
+// decisionVerbs may follow "let's", "we'll", "I'll" as a decision.
+var decisionVerbs = map[string]int{
+	"use": dkOption, "adopt": dkOption, "pick": dkOption, "choose": dkOption, "standardize": dkOption,
+	"switch": dkSwitch, "move": dkSwitch, "migrate": dkSwitch, "replace": dkReplace, "drop": dkDrop,
+	"stick": dkOption, "opt": dkOption, "settle": dkOption,
+}
+
+// decision reports whether the sentence states a decision.
+func (a *analysis) decision() (decHit, bool) {
+	if a.question || a.cond {
+		return decHit{}, false
+	}
+	for i := 0; i < len(a.toks); i++ {
+		t := a.toks[i]
+		if t.kind != tWord {
+			continue
+		}
+		if h, ok := a.decisionAt(i); ok {
+			if a.hedged(h.trig) {
+				return decHit{}, false
+			}
+			return h, true
+		}
+	}
+	return decHit{}, false
+}
+
+// decisionAt tries every decision pattern whose trigger is token i.
+func (a *analysis) decisionAt(i int) (decHit, bool) {
+	w := a.toks[i].w
+	switch w {
+	case "decided", "decide":
+		if !(a.subjectBefore(i) || (i == 0 && a.at(1) == ":") || a.at(i-1) == "finally" && i == 1) {
+			return decHit{}, false
+		}
+		if w == "decide" && a.at(i-1) != "to" && !a.subjectBefore(i) {
+			return decHit{}, false
+		}
+		if w == "decide" {
+			// "we decide" in the present is rare as a statement; "we
+			// need to decide" is not one.
+			return decHit{}, false
+		}
+		switch a.at(i + 1) {
+		case "to":
+			return a.action(i, i+2)
+		case "on":
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		case "against":
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		case "that", ":", "—":
+			return decHit{trig: i, obj: -1, kind: dkAction}, true
+		case "whether", "if", "which", "what", "how", "when", "where", "who", "yet", "", ".", "?", ",", "so":
+			return decHit{}, false
+		default:
+			// "We decided the cache lives in …": a clause without "that".
+			if a.isWord(i + 1) {
+				return decHit{trig: i, obj: -1, kind: dkAction}, true
+			}
+		}
+	case "decision", "decisions":
+		j := i + 1
+		if a.at(j) == ":" || a.at(j) == "—" {
+			if !a.labelStart(i) {
+				return decHit{}, false
+			}
+			return decHit{trig: i, obj: j + 1, kind: dkColon}, true
+		}
+		if (a.at(j) == "is" || a.at(j) == "was") && a.at(j+1) == "to" {
+			return a.action(i, j+2)
+		}
+	case "go", "going", "went":
+		if a.at(i+1) != "with" {
+			if w == "going" && a.at(i+1) == "forward" {
+				return a.forward(i)
+			}
+			return decHit{}, false
+		}
+		if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) {
+			return decHit{}, false
+		}
+		if a.narrationObject(i + 2) {
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+	case "chose", "chosen", "opted", "settled", "agreed", "picked":
+		if !a.subjectBefore(i) {
+			return decHit{}, false
+		}
+		next := a.at(i + 1)
+		switch {
+		case next == "to":
+			return a.action(i, i+2)
+		case w == "opted" && next == "for", w == "settled" && next == "on", w == "agreed" && next == "on":
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		case w == "opted" && next == "against":
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		case w == "chose" || w == "chosen" || w == "picked":
+			if a.narrationObject(i + 1) {
+				return decHit{}, false
+			}
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
+	case "plan":
+		if a.at(i+1) == "is" && a.at(i+2) == "to" {
+			return a.action(i, i+3)
+		}
+	case "let's", "lets":
+		return a.afterAux(i, i+1)
+	case "let":
+		if a.at(i+1) == "us" {
+			return a.afterAux(i, i+2)
+		}
+	case "we'll", "i'll":
+		return a.afterAux(i, i+1)
+	case "will", "shall":
+		if p := a.at(i - 1); p == "we" || p == "i" {
+			return a.afterAux(i, i+1)
+		}
+	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize":
+		if !a.clauseStart(i) && !a.forClauseBefore(i) {
+			// "we're switching", "I'm switching", "we switched"
+			if w == "switch" || w == "move" || w == "migrate" {
+				return decHit{}, false
+			}
+			return decHit{}, false
+		}
+		return a.imperative(i)
+	case "switching", "switched", "moving", "moved", "migrating", "migrated":
+		if !a.subjectBefore(i) && !(i == 0 && a.role == "user") {
+			return decHit{}, false
+		}
+		return a.switchTo(i, i+1)
+	case "no":
+		if a.at(i+1) == "longer" && (a.at(i+2) == "use" || a.at(i+2) == "using") && a.subjectBefore(i) {
+			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
+		}
+	case "from":
+		if a.at(i+1) == "now" && a.at(i+2) == "on" {
+			return a.forward(i)
+		}
+	}
+	return decHit{}, false
+}
+
+// labelStart reports whether a "Decision:" label at token i opens its
+// clause, past adjectives such as "final" and "our".
+func (a *analysis) labelStart(i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		if a.clauseBreak(j) {
+			return true
+		}
+		switch a.toks[j].w {
+		case "final", "our", "my", "the", "architecture", "design", "key", "one", "another", "team", "technical",
+			"ok", "okay", "so", "and", ",", "tech":
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// letsBefore reports whether "let's", "we'll", "I'll" or "we will"
+// directly precedes token i.
+func (a *analysis) letsBefore(i int) bool {
+	switch a.at(i - 1) {
+	case "let's", "lets", "we'll", "i'll", "will":
+		return true
+	case "us":
+		return a.at(i-2) == "let"
+	}
+	return false
+}
+
+// action reads "<trigger> to <verb> …": a narration verb is no decision,
+// "use X" and "switch to X" name options, anything else is an action.
+func (a *analysis) action(trig, v int) (decHit, bool) {
+	if !a.isWord(v) {
+		return decHit{}, false
+	}
+	w := a.at(v)
+	if narrationVerbs[w] {
+		return decHit{}, false
+	}
+	if w == "go" && a.at(v+1) == "with" {
+		return decHit{trig: trig, obj: v + 2, kind: dkOption}, true
+	}
+	if k, ok := decisionVerbs[w]; ok {
+		if k == dkSwitch {
+			if h, ok := a.switchTo(trig, v+1); ok {
+				return h, true
+			}
+			return decHit{trig: trig, obj: -1, kind: dkAction}, true
+		}
+		if a.useForNarration(v) {
+			return decHit{}, false
+		}
+		return decHit{trig: trig, obj: v + 1, kind: k}, true
+	}
+	return decHit{trig: trig, obj: -1, kind: dkAction}, true
+}
+
+// afterAux reads what follows "let's", "we'll", "I'll", "we will": only
+// the decision verbs count ("let's run the tests" is narration).
+func (a *analysis) afterAux(trig, v int) (decHit, bool) {
+	if a.at(v) == "not" {
+		return decHit{}, false
+	}
+	// "we'll go with", "let's go with" are read at "go".
+	w := a.at(v)
+	if w == "stick" && a.at(v+1) == "with" {
+		return decHit{trig: trig, obj: v + 2, kind: dkOption}, true
+	}
+	k, ok := decisionVerbs[w]
+	if !ok || w == "stick" {
+		return decHit{}, false
+	}
+	if k == dkSwitch {
+		return a.switchTo(trig, v+1)
+	}
+	if a.useForNarration(v) {
+		return decHit{}, false
+	}
+	if k == dkReplace && !a.hasWordAfter(v, "with") {
+		return decHit{}, false
+	}
+	if a.role == "assistant" && a.at(trig) == "i'll" && k == dkOption && !a.hasAlternative(v) {
+		// "I'll use the Grep tool" is how the agent works; "I'll use a
+		// pool instead of …" is a decision.
+		if a.toolObject(v + 1) {
+			return decHit{}, false
+		}
+	}
+	return decHit{trig: trig, obj: v + 1, kind: k}, true
+}
+
+// forward reads "going forward (,) we('ll) use X" and "from now on …".
+func (a *analysis) forward(i int) (decHit, bool) {
+	for j := i + 2; j < len(a.toks) && j < i+6; j++ {
+		switch a.at(j) {
+		case "use", "using":
+			return decHit{trig: i, obj: j + 1, kind: dkOption}, true
+		case "switch":
+			return a.switchTo(i, j+1)
+		}
+	}
+	return decHit{}, false
+}
+
+// imperative reads an imperative decision verb at the start of a clause:
+// "Use X instead of Y", "Use X for Y", "Switch the logger from Y to X",
+// "Replace Y with X", "Drop Y".
+func (a *analysis) imperative(i int) (decHit, bool) {
+	w := a.at(i)
+	switch w {
+	case "use", "adopt", "standardize":
+		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) {
+			return decHit{}, false
+		}
+		if a.role == "assistant" && !a.hasAlternative(i) {
+			// An assistant's imperative is an instruction to the user
+			// ("Use --force to overwrite"), not a decision, unless it
+			// weighs options.
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+	case "switch", "move", "migrate":
+		return a.switchTo(i, i+1)
+	case "replace":
+		if !a.hasWordAfter(i, "with") {
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: i + 1, kind: dkReplace}, true
+	case "drop":
+		if a.role == "assistant" || !a.isWord(i+1) && a.at(i+1) != "`" {
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
+	}
+	return decHit{}, false
+}
+
+// switchTo reads "(from Y) to X" after a switch verb at trig; v is the
+// token after the verb.
+func (a *analysis) switchTo(trig, v int) (decHit, bool) {
+	to := -1
+	for j := v; j < len(a.toks) && j < v+12; j++ {
+		if a.toks[j].kind == tPunct && a.toks[j].w != "(" && a.toks[j].w != ")" {
+			break
+		}
+		if a.at(j) == "to" || a.at(j) == "over" && j > v {
+			to = j
+			break
+		}
+	}
+	if to < 0 {
+		return decHit{}, false
+	}
+	if a.narrationObject(to+1) || a.placeObject(to+1) {
+		return decHit{}, false
+	}
+	return decHit{trig: trig, obj: v, kind: dkSwitch}, true
+}
+
+// forClauseBefore reports whether token i follows an opening "For the X,"
+// or "Instead of X," clause.
+func (a *analysis) forClauseBefore(i int) bool {
+	if i < 2 || a.at(i-1) != "," {
+		return false
+	}
+	from := a.clauseFrom(i - 1)
+	first := a.at(from)
+	if from == 0 || a.clauseBreak(from-1) {
+		return first == "for" || first == "instead" || first == "rather" || (first == "ok" || first == "so") && from+1 < i-1
+	}
+	return false
+}
+
+func (a *analysis) hasWordAfter(i int, w string) bool {
+	for j := i + 1; j < len(a.toks); j++ {
+		if a.toks[j].w == w {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAlternative reports whether the sentence weighs options after token
+// i: "instead of", "rather than", "over", ", not Y".
+func (a *analysis) hasAlternative(i int) bool {
+	for j := i + 1; j < len(a.toks); j++ {
+		switch a.toks[j].w {
+		case "instead", "rather":
+			return true
+		case "not":
+			if a.at(j-1) == "," {
+				return true
+			}
+		case "for":
+			if a.role != "assistant" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// useForNarration reports "use X to <narration verb>": the agent using a
+// tool to look at something.
+func (a *analysis) useForNarration(v int) bool {
+	for j := v + 1; j < len(a.toks) && j < v+8; j++ {
+		if a.toks[j].kind == tPunct {
+			return false
+		}
+		if a.toks[j].w == "to" {
+			return narrationVerbs[a.at(j+1)] || a.role == "assistant" || a.clauseStart(v) && !a.hasAlternative(v)
+		}
+		switch a.toks[j].w {
+		case "instead", "rather", "for":
+			return false
+		}
+	}
+	return false
+}
+
+// toolObject reports whether the object at i is one of the agent's tools
+// ("the Grep tool", "grep", "the Read tool").
+func (a *analysis) toolObject(i int) bool {
+	for j := i; j < len(a.toks) && j < i+4; j++ {
+		switch a.toks[j].w {
+		case "tool", "tools", "grep", "rg", "find", "sed", "awk", "cat", "ls", "command", "terminal", "shell", "bash":
+			return true
+		}
+	}
+	return false
+}
+
+// narrationObject reports whether the object at i is a work step ("a
+// quick search", "a look", "the first file").
+func (a *analysis) narrationObject(i int) bool {
+	for j := i; j < len(a.toks) && j < i+3; j++ {
+		w := a.toks[j].w
+		switch w {
+		case "a", "an", "the", "another", "one":
+			continue
+		}
+		return narrationVerbs[w] || w == "flow"
+	}
+	return false
+}
+
+// placeObject reports whether the object at i is a place: a branch, a
+// directory, a tab.
+func (a *analysis) placeObject(i int) bool {
+	for j := i; j < len(a.toks) && j < i+5; j++ {
+		if a.toks[j].kind == tPunct {
+			return false
+		}
+		if placeWords[a.toks[j].w] {
+			return true
+		}
+	}
+	return false
+}
+
+// notNarration reports whether a sentence in a "Decision" section states
+// something rather than narrates work.
+func (a *analysis) notNarration() bool {
+	for _, t := range a.toks {
+		if t.kind == tWord {
+			return !narrationVerbs[t.w] && t.w != "let" && t.w != "i'm"
+		}
+	}
+	return false
+}
+
+// optionStop ends an option phrase.
+var optionStop = map[string]bool{
+	"instead": true, "rather": true, "for": true, "because": true, "since": true, "so": true, "to": true,
+	"as": true, "when": true, "if": true, "unless": true, "until": true, "with": true, "from": true, "not": true,
+	"than": true, "and": true, "but": true, "which": true, "that": true, "now": true, "going": true, "over": true,
+	"in": true, "on": true, "last": true, "by": true, "here": true, "there": true, "then": true, "too": true,
+	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true,
+}
+
+// phrase returns the option phrase starting at token i, lowercased and
+// without leading articles, with the index after it; "" when it is empty
+// or longer than six words (then it is a clause, not an option).
+func (a *analysis) phrase(i int) (string, int) {
+	for i < len(a.toks) && (a.toks[i].w == "the" || a.toks[i].w == "a" || a.toks[i].w == "an" || a.toks[i].w == "our" || a.toks[i].w == "my" || a.toks[i].w == "its" || a.toks[i].w == "this" || a.toks[i].w == "that" || a.toks[i].w == "using") {
+		i++
+	}
+	j := i
+	for j < len(a.toks) {
+		t := a.toks[j]
+		if t.kind == tPunct || optionStop[t.w] && j > i {
+			break
+		}
+		j++
+	}
+	if j == i || j-i > 6 {
+		return "", j
+	}
+	return strings.Join(words(a.raw(i, j)), " "), j
+}
+
+// decisionFinding builds the Finding for a decision hit in sentence si.
+func (a *analysis) decisionFinding(h decHit, ss []sent, si int) Finding {
+	f := a.finding(TypeDecision, nil)
+	rs := a.rationale()
+	core := a.text[a.sn.s:a.sn.e]
+	if rs >= 0 {
+		f.Rationale = capBytes(strings.TrimRight(clean(a.text[a.toks[rs].s:a.sn.e]), ".!;: "), maxSentence)
+		core = a.text[a.sn.s:a.toks[rs].s]
+	} else if si+1 < len(ss) && !ss[si+1].heading && reasonOpener(a.text[ss[si+1].s:ss[si+1].e]) {
+		f.Rationale = capBytes(clean(a.text[ss[si+1].s:ss[si+1].e]), maxSentence)
+	}
+	f.Key = Normalize(core)
+	// "For the cache, use Redis." "Instead of polling, use fsnotify."
+	switch {
+	case a.at(0) == "for":
+		if s, j := a.phrase(1); s != "" && a.at(j) == "," {
+			f.Subject = s
+		}
+	case a.at(0) == "instead" && a.at(1) == "of", a.at(0) == "rather" && a.at(1) == "than":
+		if s, j := a.phrase(2); s != "" && a.at(j) == "," {
+			f.Replaces = append(f.Replaces, s)
+		}
+	}
+	if !(h.trig == 0 && h.obj == 0 && h.kind == 0) {
+		a.options(&f, h)
+	}
+	return f
+}
+
+// options fills Subject, Chooses and Replaces from the decision hit.
+func (a *analysis) options(f *Finding, h decHit) {
+	add := func(dst *[]string, s string) {
+		if s != "" {
+			*dst = append(*dst, s)
+		}
+	}
+	// follow reads what trails an option: "for Y", "instead of Y",
+	// "rather than Y", ", not Y", "over Y".
+	follow := func(j int) {
+		for j < len(a.toks) {
+			switch w := a.toks[j].w; {
+			case w == "for" && f.Subject == "":
+				s, k := a.phrase(j + 1)
+				if !notSubject[s] {
+					f.Subject = s
+				}
+				j = k
+			case w == "instead" && a.at(j+1) == "of":
+				s, k := a.phrase(j + 2)
+				add(&f.Replaces, s)
+				j = k
+			case w == "rather" && a.at(j+1) == "than":
+				s, k := a.phrase(j + 2)
+				add(&f.Replaces, s)
+				j = k
+			case w == "over" && (h.kind == dkOption):
+				s, k := a.phrase(j + 1)
+				add(&f.Replaces, s)
+				j = k
+			case (w == "not" || w == "no") && a.at(j-1) == ",":
+				s, k := a.phrase(j + 1)
+				add(&f.Replaces, s)
+				j = k
+			case w == "because" || w == "since" || w == "so":
+				return
+			default:
+				j++
+			}
+		}
+	}
+	switch h.kind {
+	case dkOption:
+		s, j := a.phrase(h.obj)
+		add(&f.Chooses, s)
+		follow(j)
+	case dkSwitch:
+		j := h.obj
+		// "switch the logger from Y to X": the words before "from" are
+		// the subject.
+		for k := j; k < len(a.toks) && k < j+12; k++ {
+			if w := a.at(k); w == "from" || w == "to" {
+				if k > j && w == "from" && f.Subject == "" {
+					f.Subject, _ = a.phrase(j)
+				}
+				j = k
+				break
+			}
+		}
+		if a.at(j) == "from" {
+			s, k := a.phrase(j + 1)
+			add(&f.Replaces, s)
+			j = k
+		}
+		if a.at(j) == "to" {
+			s, k := a.phrase(j + 1)
+			add(&f.Chooses, s)
+			follow(k)
+		}
+	case dkReplace:
+		s, j := a.phrase(h.obj)
+		add(&f.Replaces, s)
+		for j < len(a.toks) && a.at(j) != "with" {
+			j++
+		}
+		if a.at(j) == "with" {
+			s, k := a.phrase(j + 1)
+			add(&f.Chooses, s)
+			follow(k)
+		}
+	case dkDrop:
+		s, j := a.phrase(h.obj)
+		add(&f.Replaces, s)
+		follow(j)
+	case dkColon:
+		j := h.obj
+		// "Decision: database: Postgres"
+		for k := j; k < len(a.toks) && k < j+5; k++ {
+			if a.at(k) == ":" {
+				f.Subject, _ = a.phrase(j)
+				j = k + 1
+				break
+			}
+			if a.toks[k].kind == tPunct {
+				break
+			}
+		}
+		for a.at(j) == "we" || a.at(j) == "we'll" || a.at(j) == "will" || a.at(j) == "let's" || a.at(j) == "i'll" {
+			j++
+		}
+		if a.at(j) == "use" || a.at(j) == "adopt" {
+			s, k := a.phrase(j + 1)
+			add(&f.Chooses, s)
+			follow(k)
+		} else if a.at(j) == "go" && a.at(j+1) == "with" || a.at(j) == "going" && a.at(j+1) == "with" {
+			s, k := a.phrase(j + 2)
+			add(&f.Chooses, s)
+			follow(k)
+		} else if a.at(j) == "switch" {
+			if h2, ok := a.switchTo(h.trig, j+1); ok {
+				a.options(f, h2)
+			}
+		} else if s, k := a.phrase(j); s != "" && (k >= len(a.toks) || a.toks[k].kind == tPunct) && len(strings.Fields(s)) <= 4 && !decisionVerbLike(a.at(j)) {
+			add(&f.Chooses, s)
+			follow(k)
+		}
+	case dkAction:
+		follow(h.trig + 1)
+	}
+}
+
+// notSubject are "for …" phrases that say when, not what about.
+var notSubject = map[string]bool{
+	"now": true, "today": true, "the time being": true, "a while": true, "later": true, "example": true,
+	"instance": true, "reference": true, "the moment": true, "good": true, "safety": true, "simplicity": true,
+	"consistency": true, "performance": true, "speed": true, "clarity": true, "readability": true, "": true,
+}
+
+// decisionVerbLike reports whether w reads as the verb of an action
+// rather than the name of an option.
+func decisionVerbLike(w string) bool {
+	switch w {
+	case "keep", "ship", "add", "remove", "split", "leave", "make", "store", "return", "move", "rename", "stay",
+		"write", "run", "build", "deploy", "release", "delete", "skip", "drop", "vendor", "cache", "defer", "wait":
+		return true
+	}
+	return false
+}
+
+// rationale returns the token index where the sentence's reason clause
+// starts ("because", "since" not of time, "so that", "to avoid", "given
+// that", "due to"), or -1.
+func (a *analysis) rationale() int {
+	for i := 1; i < len(a.toks); i++ {
+		switch a.toks[i].w {
+		case "because":
+			return i
+		case "since":
+			switch a.at(i + 1) {
+			case "yesterday", "today", "last", "then", "v1", "v2", "the", "version", "monday", "tuesday", "wednesday", "thursday", "friday", "january", "2020", "2021", "2022", "2023", "2024", "2025", "2026":
+				if a.at(i+1) != "the" {
+					continue
+				}
+			}
+			return i
+		case "so":
+			switch a.at(i + 1) {
+			case "that", "the", "we", "it", "they", "each", "every", "you", "our", "this", "tests", "users", "callers":
+				return i
+			}
+			if a.at(i-1) == "," && a.isWord(i+1) && a.at(i+1) != "far" {
+				return i
+			}
+		case "to":
+			if n := a.at(i + 1); n == "avoid" || n == "prevent" || n == "keep" && a.at(i-1) == "," {
+				return i
+			}
+		case "given":
+			if a.at(i+1) == "that" {
+				return i
+			}
+		case "due":
+			if a.at(i+1) == "to" {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// reasonOpener reports whether a sentence opens by giving the reason for
+// the one before it.
+func reasonOpener(s string) bool {
+	ws := words(s)
+	if len(ws) == 0 {
+		return false
+	}
+	two := func(a, b string) bool { return len(ws) > 1 && ws[0] == a && ws[1] == b }
+	switch {
+	case ws[0] == "because", ws[0] == "since", ws[0] == "reason", ws[0] == "rationale", ws[0] == "why":
+		return true
+	case two("the", "reason"), two("that", "way"), two("this", "way"), two("that's", "because"), two("it's", "because"),
+		two("main", "reason"), two("the", "rationale"), two("this", "avoids"), two("this", "keeps"), two("this", "lets"),
+		two("that", "avoids"), two("this", "means"), two("otherwise", "we"):
+		return true
+	case len(ws) > 2 && (ws[0] == "this" || ws[0] == "that" || ws[0] == "it") && (ws[1] == "is" || ws[1] == "was") && ws[2] == "because":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,428 @@
+package memtext
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// IsTestCommand reports whether a shell command runs tests: go test,
+// gotestsum, pytest (also python -m pytest/unittest, uv/poetry/pipenv run
+// pytest), npm/yarn/pnpm/bun test and run test*, npx jest/vitest/mocha,
+// jest, vitest, mocha, cargo test/nextest, make test/check, mvn test,
+// gradle test, ctest, rspec, phpunit, dotnet test, deno test, tox, nox,
+// and a few more (mix test, swift test, rake test).
+func IsTestCommand(cmd string) bool {
+	found := false
+	eachCommand(cmd, 0, func(args, _ []string) {
+		if !found && isTestArgs(args, 0) {
+			found = true
+		}
+	})
+	return found
+}
+
+func isTestArgs(args []string, depth int) bool {
+	if len(args) == 0 || depth > 3 {
+		return false
+	}
+	name := path.Base(args[0])
+	rest := args[1:]
+	first := ""
+	if ops, _ := operands(rest, "-C", "--filter", "-F", "--dir", "--prefix", "-w", "--workspace", "-p", "--cwd", "-j"); len(ops) > 0 {
+		first = ops[0]
+	}
+	second := func() string {
+		ops, _ := operands(rest, "-C", "--filter", "-F", "--dir", "--prefix", "-w", "--workspace", "-p", "--cwd")
+		if len(ops) > 1 {
+			return ops[1]
+		}
+		return ""
+	}
+	switch name {
+	case "go":
+		return first == "test"
+	case "gotestsum", "pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "rspec", "phpunit", "tox", "nox", "karma":
+		return true
+	case "python", "python3", "py", "python2":
+		for i, a := range rest {
+			if a == "-m" && i+1 < len(rest) {
+				m := rest[i+1]
+				return m == "pytest" || m == "unittest" || m == "nose2" || m == "tox"
+			}
+		}
+		return false
+	case "uv", "poetry", "pipenv", "pdm", "rye", "hatch", "bundle":
+		if first == "run" || first == "exec" {
+			return isTestArgs(afterWord(rest, first), depth+1)
+		}
+		return false
+	case "uvx", "npx", "pnpx", "bunx":
+		return isTestArgs(skipFlags(rest, "-p", "--package"), depth+1)
+	case "npm":
+		switch first {
+		case "test", "t", "tst":
+			return true
+		case "run", "run-script":
+			return strings.HasPrefix(second(), "test")
+		case "exec":
+			return isTestArgs(afterWord(rest, first), depth+1)
+		}
+		return false
+	case "yarn", "pnpm", "bun":
+		switch {
+		case strings.HasPrefix(first, "test"):
+			return true
+		case first == "run":
+			return strings.HasPrefix(second(), "test")
+		case first == "exec" || first == "dlx" || name == "bun" && first == "x":
+			return isTestArgs(afterWord(rest, first), depth+1)
+		case name == "yarn" && (first == "jest" || first == "vitest" || first == "mocha"):
+			return true
+		}
+		return false
+	case "deno", "dotnet", "swift", "mix", "flutter", "dart", "rake", "rails", "composer", "zig", "sbt":
+		return first == "test"
+	case "cargo":
+		return first == "test" || first == "t" || first == "nextest"
+	case "make", "gmake", "just", "task":
+		for _, a := range rest {
+			if a == "test" || a == "tests" || a == "check" || strings.HasPrefix(a, "test-") || strings.HasPrefix(a, "test_") || strings.HasPrefix(a, "check-") {
+				return true
+			}
+		}
+		return false
+	case "mvn", "mvnw", "gradle", "gradlew":
+		for _, a := range rest {
+			if a == "test" || a == "check" || strings.HasSuffix(a, ":test") || strings.HasSuffix(a, ":check") || a == "surefire:test" {
+				return true
+			}
+		}
+		return false
+	case "playwright":
+		return first == "test"
+	}
+	return false
+}
+
+// afterWord returns the arguments after the first occurrence of w.
+func afterWord(args []string, w string) []string {
+	for i, a := range args {
+		if a == w {
+			return args[i+1:]
+		}
+	}
+	return nil
+}
+
+// TestResult is what a test run's output says.
+type TestResult struct {
+	// IsTest is set when the command runs tests or the output is a test
+	// runner's.
+	IsTest bool
+	// Passed and Failed are both false when the output and the exit code
+	// do not tell.
+	Passed, Failed bool
+	// FailedNames are the tests that failed, as the runner names them:
+	// TestFoo, TestFoo/sub, tests/test_x.py::test_y, a jest title, a
+	// cargo test path.
+	FailedNames []string
+	// Summary is the runner's count line ("3 failed, 12 passed"), or the
+	// first "FAIL pkg" line of go test.
+	Summary string
+}
+
+// maxFailedNames caps TestResult.FailedNames.
+const maxFailedNames = 50
+
+// ParseTestResult reads a test run's output: go test (--- FAIL: TestX,
+// ok/FAIL package lines), pytest (FAILED path::name, "N failed, M
+// passed"), jest and vitest (✕ name, Tests: N failed), cargo (test x ...
+// FAILED, test result:), and falls back on the exit code when it is
+// known.
+func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
+	r := TestResult{IsTest: IsTestCommand(cmd)}
+	seen := map[string]bool{}
+	fail := func(n string) {
+		n = strings.TrimSpace(n)
+		if n != "" && !seen[n] && len(r.FailedNames) < maxFailedNames {
+			seen[n] = true
+			r.FailedNames = append(r.FailedNames, n)
+		}
+	}
+	var goFail, goOK string
+	countFailed, countPassed := -1, -1
+	runner := false
+	for l := range strings.Lines(output) {
+		l = strings.TrimRight(l, "\r\n")
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "--- FAIL: "):
+			runner = true
+			name := strings.TrimPrefix(t, "--- FAIL: ")
+			if k := strings.Index(name, " ("); k >= 0 {
+				name = name[:k]
+			}
+			fail(name)
+		case strings.HasPrefix(t, "--- PASS: "), strings.HasPrefix(t, "=== RUN"):
+			runner = true
+		case strings.HasPrefix(l, "FAIL\t") || strings.HasPrefix(l, "FAIL ") && strings.Count(l, " ") <= 3 && !strings.Contains(l, "::"):
+			runner = true
+			if goFail == "" {
+				goFail = strings.Join(strings.Fields(l), " ")
+			}
+		case strings.HasPrefix(l, "ok  \t") || strings.HasPrefix(l, "ok \t") || strings.HasPrefix(l, "ok  "):
+			runner = true
+			if goOK == "" {
+				goOK = strings.Join(strings.Fields(l), " ")
+			}
+		case strings.HasPrefix(t, "FAILED ") && strings.Contains(t, "::"):
+			runner = true
+			name := strings.TrimPrefix(t, "FAILED ")
+			if k := strings.Index(name, " - "); k >= 0 {
+				name = name[:k]
+			}
+			fail(name)
+		case strings.HasPrefix(t, "ERROR ") && strings.Contains(t, "::"):
+			runner = true
+			name := strings.TrimPrefix(t, "ERROR ")
+			if k := strings.Index(name, " - "); k >= 0 {
+				name = name[:k]
+			}
+			fail(name)
+		case strings.HasPrefix(t, "✕ ") || strings.HasPrefix(t, "× ") || strings.HasPrefix(t, "✗ ") || strings.HasPrefix(t, "✘ "):
+			runner = true
+			_, n := utf8.DecodeRuneInString(t)
+			name := strings.TrimSpace(t[n:])
+			if k := strings.LastIndex(name, " ("); k > 0 && strings.HasSuffix(name, ")") {
+				name = name[:k]
+			}
+			if k := strings.LastIndex(name, " "); k > 0 && strings.HasSuffix(name, "ms") && isDigits(strings.TrimSuffix(name[k+1:], "ms")) {
+				name = name[:k]
+			}
+			fail(name)
+		case strings.HasPrefix(t, "test ") && strings.HasSuffix(t, " ... FAILED"):
+			runner = true
+			fail(strings.TrimSuffix(strings.TrimPrefix(t, "test "), " ... FAILED"))
+		case strings.HasPrefix(t, "test result: "):
+			runner = true
+			s := strings.TrimPrefix(t, "test result: ")
+			if f, ok := countOf(s, "failed"); ok && f > countFailed {
+				countFailed = f
+			}
+			if p, ok := countOf(s, "passed"); ok {
+				countPassed = max(countPassed, 0) + p
+			}
+			if r.Summary == "" || strings.HasPrefix(s, "FAILED") {
+				r.Summary = strings.TrimSuffix(s, ".")
+			}
+		case strings.HasPrefix(t, "Tests:") || strings.HasPrefix(t, "Tests "):
+			// jest "Tests:       1 failed, 5 passed, 6 total"; vitest
+			// "Tests  1 failed | 5 passed (6)".
+			s := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "Tests:"), "Tests "))
+			f, okf := countOf(s, "failed")
+			p, okp := countOf(s, "passed")
+			if okf || okp {
+				runner = true
+				r.Summary = strings.Join(strings.Fields(s), " ")
+				if okf {
+					countFailed = f
+				}
+				if okp {
+					countPassed = p
+				}
+			}
+		case isPytestSummary(t):
+			runner = true
+			s := strings.Trim(t, "= ")
+			if k := strings.Index(s, " in "); k >= 0 {
+				s = s[:k]
+			}
+			r.Summary = s
+			if f, ok := countOf(s, "failed"); ok {
+				countFailed = f
+			} else if f, ok := countOf(s, "error"); ok {
+				countFailed = f
+			}
+			if p, ok := countOf(s, "passed"); ok {
+				countPassed = p
+			}
+		}
+	}
+	if runner {
+		r.IsTest = true
+	}
+	if r.Summary == "" {
+		switch {
+		case goFail != "":
+			r.Summary = goFail
+		case goOK != "":
+			r.Summary = goOK
+		}
+	}
+	r.Failed = len(r.FailedNames) > 0 || countFailed > 0 || goFail != "" || exitKnown && exit != 0
+	if !r.Failed {
+		r.Passed = exitKnown && exit == 0 || countPassed > 0 || goOK != "" || strings.HasPrefix(strings.TrimSpace(lastLine(output)), "PASS")
+	}
+	return r
+}
+
+// isPytestSummary reports pytest's closing line: "==== 1 failed, 2 passed
+// in 0.12s ====".
+func isPytestSummary(t string) bool {
+	if !strings.HasPrefix(t, "=") || !strings.HasSuffix(t, "=") {
+		return false
+	}
+	return strings.Contains(t, " passed") || strings.Contains(t, " failed") || strings.Contains(t, " error")
+}
+
+// countOf returns N from "N word" in s ("3 failed, 12 passed").
+func countOf(s, word string) (int, bool) {
+	for {
+		k := strings.Index(s, word)
+		if k < 0 {
+			return 0, false
+		}
+		before := strings.TrimRight(s[:k], " ")
+		j := len(before)
+		for j > 0 && before[j-1] >= '0' && before[j-1] <= '9' {
+			j--
+		}
+		if j < len(before) {
+			n, err := strconv.Atoi(before[j:])
+			if err == nil {
+				return n, true
+			}
+		}
+		s = s[k+len(word):]
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\r\n\t ")
+	if k := strings.LastIndexByte(s, '\n'); k >= 0 {
+		return s[k+1:]
+	}
+	return s
+}
+
+// ExitCode returns the exit code a tool result states: Claude Code's
+// "Exit code N" first line, Codex's "Process exited with code N" or "Exit
+// code: N", or a trailing "exit status N" (go run, make).
+func ExitCode(output string) (int, bool) {
+	n := 0
+	for l := range strings.Lines(output) {
+		n++
+		t := strings.TrimSpace(l)
+		for _, p := range []string{"Exit code: ", "Exit code ", "Process exited with code ", "exit code: ", "Exit status: "} {
+			if strings.HasPrefix(t, p) {
+				if c, ok := leadingInt(t[len(p):]); ok {
+					return c, true
+				}
+			}
+		}
+		if n >= 5 {
+			break
+		}
+	}
+	for l := range strings.Lines(output) {
+		t := strings.TrimSpace(l)
+		if k := strings.Index(t, "Process exited with code "); k >= 0 {
+			if c, ok := leadingInt(t[k+len("Process exited with code "):]); ok {
+				return c, true
+			}
+		}
+	}
+	last := strings.TrimSpace(lastLine(output))
+	for _, p := range []string{"exit status ", "Exit status "} {
+		if k := strings.LastIndex(last, p); k >= 0 {
+			if c, ok := leadingInt(last[k+len(p):]); ok {
+				return c, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func leadingInt(s string) (int, bool) {
+	j := 0
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == 0 || s[:j] == "-" || j > 11 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[:j])
+	return n, err == nil
+}
+
+// maxErrorLine caps FirstErrorLine, in bytes.
+const maxErrorLine = 200
+
+// FirstErrorLine returns the first line of output that looks like an
+// error (error:, Error:, ERROR, panic:, fatal:, FAIL, npm ERR!, "command
+// not found", an "XError: …" line, or the exception line that ends a
+// Python traceback), trimmed and capped at 200 bytes; "" when there is
+// none.
+func FirstErrorLine(output string) string {
+	inTrace := false
+	for l := range strings.Lines(output) {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		if strings.HasPrefix(t, "Traceback (most recent call last)") {
+			inTrace = true
+			continue
+		}
+		if inTrace {
+			if l[0] != ' ' && l[0] != '\t' && isExceptionLine(t) {
+				return capBytes(t, maxErrorLine)
+			}
+			continue
+		}
+		if errorLine(t) {
+			return capBytes(t, maxErrorLine)
+		}
+	}
+	return ""
+}
+
+func errorLine(t string) bool {
+	lt := strings.ToLower(t)
+	for _, p := range []string{"error:", "error[", "error ", "panic:", "fatal:", "fatal error", "npm err!", "err!", "failed:", "exception:"} {
+		if strings.HasPrefix(lt, p) {
+			return true
+		}
+	}
+	if strings.HasPrefix(t, "FAIL") && (len(t) == 4 || !isAlnum(t[4])) || strings.HasPrefix(t, "--- FAIL") || strings.HasPrefix(t, "ERROR") {
+		return true
+	}
+	if strings.Contains(lt, "command not found") || strings.Contains(t, ": error:") || strings.Contains(t, ": error ") ||
+		strings.Contains(lt, "no such file or directory") || strings.Contains(t, "Segmentation fault") {
+		return true
+	}
+	return isExceptionLine(t)
+}
+
+// isExceptionLine reports "ValueError: …", "pkg.SomeException: …".
+func isExceptionLine(t string) bool {
+	k := strings.IndexByte(t, ':')
+	if k <= 0 {
+		return false
+	}
+	name := t[:k]
+	if strings.ContainsAny(name, " \t") {
+		return false
+	}
+	for _, suf := range []string{"Error", "Exception", "Interrupt", "Exit", "Failure"} {
+		if strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+package memtext
+
+import "strings"
+
+// TODO is a TODO, FIXME, XXX or HACK comment in source text.
+type TODO struct {
+	// Marker is the word as written: TODO, FIXME, XXX or HACK.
+	Marker string
+	// Text is the comment after the marker, its owner "(name)" and
+	// separator removed, trimmed, without a closing "*/" or "-->".
+	Text string
+	// Line is the 1-based line number.
+	Line int
+}
+
+var todoMarkers = []string{"TODO", "FIXME", "XXX", "HACK"}
+
+// TODOs returns the TODO, FIXME, XXX and HACK comments in code: a marker
+// that is the first word of a comment opened by //, #, --, /*, <!-- or ;
+// (or of a line inside a /* */ or <!-- --> block). Markers in string
+// literals that merely contain "// TODO" are reported too: the function
+// does not parse languages.
+func TODOs(code string) []TODO {
+	var out []TODO
+	inBlock, inHTML := false, false
+	line := 0
+	for off := 0; off <= len(code); {
+		line++
+		end := strings.IndexByte(code[off:], '\n')
+		if end < 0 {
+			end = len(code)
+		} else {
+			end += off
+		}
+		l := strings.TrimRight(code[off:end], "\r")
+		off = end + 1
+		if inBlock || inHTML {
+			body := strings.TrimLeft(l, " \t*")
+			if t, ok := todoAt(body, line); ok {
+				out = append(out, t)
+			}
+			if inBlock && strings.Contains(l, "*/") {
+				inBlock = false
+			}
+			if inHTML && strings.Contains(l, "-->") {
+				inHTML = false
+			}
+			if end == len(code) {
+				break
+			}
+			continue
+		}
+		for i := 0; i < len(l); i++ {
+			n := commentOpener(l, i)
+			if n == 0 {
+				continue
+			}
+			if t, ok := todoAt(strings.TrimLeft(l[i+n:], " \t*!/#;-"), line); ok {
+				out = append(out, t)
+			}
+			switch {
+			case strings.HasPrefix(l[i:], "/*") && !strings.Contains(l[i+2:], "*/"):
+				inBlock = true
+			case strings.HasPrefix(l[i:], "<!--") && !strings.Contains(l[i+4:], "-->"):
+				inHTML = true
+			}
+			break
+		}
+		if end == len(code) {
+			break
+		}
+	}
+	return out
+}
+
+// commentOpener returns the length of a comment opener at l[i], or 0. '#',
+// "--" and ';' open a comment only at the line start or after a space, so
+// "#include", "a--" and "x;" do not.
+func commentOpener(l string, i int) int {
+	atWord := i == 0 || l[i-1] == ' ' || l[i-1] == '\t'
+	switch {
+	case strings.HasPrefix(l[i:], "<!--"):
+		return 4
+	case strings.HasPrefix(l[i:], "//"), strings.HasPrefix(l[i:], "/*"):
+		return 2
+	case strings.HasPrefix(l[i:], "--") && atWord:
+		return 2
+	case l[i] == '#' && atWord && (i+1 == len(l) || l[i+1] == ' ' || l[i+1] == '\t' || l[i+1] == '#'):
+		return 1
+	case l[i] == ';' && atWord:
+		return 1
+	}
+	return 0
+}
+
+// todoAt reads a marker at the start of s.
+func todoAt(s string, line int) (TODO, bool) {
+	for _, m := range todoMarkers {
+		if !strings.HasPrefix(s, m) {
+			continue
+		}
+		rest := s[len(m):]
+		if rest != "" && (isAlnum(rest[0]) || rest[0] == '_') {
+			return TODO{}, false
+		}
+		if strings.HasPrefix(rest, "(") {
+			if k := strings.IndexByte(rest, ')'); k >= 0 {
+				rest = rest[k+1:]
+			}
+		}
+		rest = strings.TrimLeft(rest, " \t:-–—")
+		rest = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(rest), "*/"), "-->"))
+		return TODO{Marker: m, Text: rest, Line: line}, true
+	}
+	return TODO{}, false
+}

@@ -247,3 +247,9 @@ type MemoryState struct {
 	Artifacts []string `json:"artifacts"`
 	Builder   string   `json:"builder"`
 }
+
+// Card returns the bounded view of a.
+func (a *Artifact) Card() Card {
+	return Card{ID: a.ID, Type: a.Type, Title: a.Title, Snippet: capText(a.Text, 240), Status: a.Status,
+		Session: a.Session, Task: a.Task, Run: a.Run, Files: a.Files, Time: a.Last, Pinned: a.Pinned}
+}

@@ -23,6 +23,7 @@ type Progress struct {
 	Bytes     int64  // stored bytes of those frames
 	Exchanges int    // exchanges finished
 	Events    int    // events written
+	Memory    int    // sessions whose memory was derived
 	Applied   uint64 // WAL offset the derived state now covers
 }
 
@@ -73,6 +74,13 @@ type canonicalizer struct {
 	dirtyFiles     map[string]bool
 	pendingImports map[string]bool
 
+	// memPending are the sessions whose memory to derive at the end of
+	// the pass; corrections the correction states changed in the batch;
+	// pinsChanged is set when a correction may change retention pins.
+	memPending  map[string]bool
+	corrections map[string]*CorrectionState
+	pinsChanged bool
+
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
 	closed   map[uint64]bool   // exchanges finished in this batch
@@ -90,7 +98,8 @@ type sessState struct {
 // load reads the canonicalizer's persistent state.
 func (e *Engine) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
-		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{}}
+		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
+		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err
@@ -220,6 +229,11 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 			return c.progress, err
 		}
 		pendingBytes = 0
+		if err := c.deriveMemory(ctx); err != nil {
+			c.discard()
+			return c.progress, err
+		}
+		e.memApplied.Store(c.applied)
 		if !follow {
 			return c.progress, nil
 		}
@@ -268,6 +282,9 @@ func (c *canonicalizer) frame(h frame.Header, off uint64, p []byte) error {
 			return nil // applied before the last commit
 		}
 		return c.importFrame(off, p)
+	}
+	if h.Kind == frame.KindMemory {
+		return c.correction(off, h.Time, p)
 	}
 	if h.Exchange == 0 {
 		return nil
@@ -397,6 +414,8 @@ func (c *canonicalizer) commit() error {
 		if err := c.setJSON(convoKey(c.keyBuf[:0], st.s.Ordinal), &st.convo); err != nil {
 			return err
 		}
+		b.Set(memPendingKey(st.s.ID), nil, nil)
+		c.memPending[st.s.ID] = true
 		st.dirty = false
 	}
 	if err := c.writeImportFiles(); err != nil {
@@ -418,6 +437,7 @@ func (c *canonicalizer) commit() error {
 		return fmt.Errorf("engine: commit: %w", err)
 	}
 	c.progress.Applied = c.applied
+	clear(c.corrections)
 	return nil
 }
 
@@ -488,7 +508,7 @@ func (e *Engine) WaitCaughtUp(ctx context.Context) error {
 	}
 	for {
 		applied, err := e.Applied()
-		if err != nil || applied >= end {
+		if err != nil || applied >= end && e.memApplied.Load() >= end {
 			return err
 		}
 		t := time.NewTimer(2 * time.Millisecond)

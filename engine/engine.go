@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -31,6 +33,14 @@ type Options struct {
 	// no frame before it is closed as abandoned (its proxy died). The
 	// default is 30 minutes.
 	StaleAfter time.Duration
+	// Redactor removes secrets from everything derived into memory. The
+	// default has codec/redact's built-in rules.
+	Redactor *redact.Redactor
+	// OnMemory, when set, is called after each pass that derived memory
+	// (a session's artifacts or the user's corrections changed), from the
+	// canonicalizer's goroutine: it must not block (an index signals its
+	// syncer).
+	OnMemory func()
 	// Logf receives operational notes (an automatic rebuild). The default
 	// discards them.
 	Logf func(format string, args ...any)
@@ -49,6 +59,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.StaleAfter <= 0 {
 		v.StaleAfter = 30 * time.Minute
+	}
+	if v.Redactor == nil {
+		v.Redactor, _ = redact.New(nil)
 	}
 	if v.Logf == nil {
 		v.Logf = func(string, ...any) {}
@@ -74,6 +87,10 @@ type Engine struct {
 	// database, Close exclusively while it closes it.
 	mu     sync.RWMutex
 	closed bool
+
+	// memApplied is the applied offset as of the last pass that derived
+	// memory: WaitCaughtUp waits for it.
+	memApplied atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -166,6 +183,7 @@ func (e *Engine) check() error {
 		defer b.Close()
 		b.Set(keyBuilder, []byte(BuilderVersion), nil)
 		b.Set(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
+		b.Set(keyMemory, []byte(MemoryVersion), nil)
 		return b.Commit(pebble.Sync)
 	case string(builder) != BuilderVersion:
 		why = fmt.Sprintf("it was built by %q and this is %q", builder, BuilderVersion)
@@ -174,11 +192,23 @@ func (e *Engine) check() error {
 	case applied > end:
 		why = fmt.Sprintf("it covers the WAL up to offset %d but the WAL ends at %d (an unsynced WAL tail was lost)", applied, end)
 	default:
-		return nil
+		memory, err := e.getMeta(keyMemory)
+		if err != nil {
+			return err
+		}
+		if string(memory) != MemoryVersion {
+			e.opts.Logf("engine: deriving memory again: it was built by %q and this is %q", memory, MemoryVersion)
+			if _, err := e.RebuildMemory(context.Background()); err != nil {
+				return err
+			}
+		}
+		return e.pinRetention()
 	}
 	e.opts.Logf("engine: rebuilding the derived state from the WAL: %s", why)
-	_, err = e.Rebuild(context.Background())
-	return err
+	if _, err = e.Rebuild(context.Background()); err != nil {
+		return err
+	}
+	return e.pinRetention()
 }
 
 func (e *Engine) getMeta(key []byte) ([]byte, error) {

@@ -23,6 +23,7 @@ func (e *Engine) Rebuild(ctx context.Context) (Progress, error) {
 	}
 	b.Set(keyBuilder, []byte(BuilderVersion), nil)
 	b.Set(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
+	b.Set(keyMemory, []byte(MemoryVersion), nil)
 	err := b.Commit(pebble.Sync)
 	b.Close()
 	if err != nil {

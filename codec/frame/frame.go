@@ -64,12 +64,13 @@ const (
 	KindError         Kind = 7  // a transport or upstream error of an exchange
 	KindImport        Kind = 8  // one record imported from an agent's own log
 	KindToolEvent     Kind = 9  // a tool call or result reported by a hook or harness
-	kindEnd           Kind = 10 // first unknown kind
+	KindMemory        Kind = 10 // a user's correction of memory: forget, pin (codec/exchange.Correction)
+	kindEnd           Kind = 11 // first unknown kind
 )
 
 var kindNames = [kindEnd]string{
 	"invalid", "segment-header", "request-start", "request-body", "response-start",
-	"response-body", "response-end", "error", "import", "tool-event",
+	"response-body", "response-end", "error", "import", "tool-event", "memory",
 }
 
 // String returns the kind's name as used by the command line

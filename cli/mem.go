@@ -1,0 +1,387 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func memCommand() *ucli.Command {
+	jsonFlag := &ucli.BoolFlag{Name: "json", Usage: "print JSON"}
+	return &ucli.Command{
+		Name:  "mem",
+		Usage: "search and correct memory: decisions, constraints, task outcomes, open threads, transcript",
+		Description: "Memory is derived from the recorded and imported sessions without any LLM: each artifact\n" +
+			"points back to the events and WAL offsets it came from. With a proxy running, the\n" +
+			"commands ask it; otherwise they open the data directory themselves.",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "search",
+				Usage:     "find artifacts by BM25, ranked with scope, recency and type",
+				ArgsUsage: "QUERY",
+				Flags: []ucli.Flag{
+					&ucli.StringFlag{Name: "session", Usage: "rank this session's artifacts first"},
+					&ucli.StringFlag{Name: "task", Usage: "rank this task's artifacts first"},
+					&ucli.IntFlag{Name: "k", Aliases: []string{"n"}, Value: 10, Usage: "how many cards (at most 100)"},
+					&ucli.StringSliceFlag{Name: "type", Usage: "only these types: decision, constraint, outcome, open_thread, transcript (repeatable)"},
+					&ucli.BoolFlag{Name: "all", Usage: "include forgotten artifacts"},
+					jsonFlag,
+				},
+				Action: memSearch,
+			},
+			{
+				Name:      "get",
+				Usage:     "show one artifact with its provenance",
+				ArgsUsage: "ID",
+				Flags:     []ucli.Flag{jsonFlag},
+				Action:    memGet,
+			},
+			{
+				Name:      "related",
+				Usage:     "show an artifact's supersession chain, its neighbours by file, task and symbol, and the events it came from",
+				ArgsUsage: "ID",
+				Flags:     []ucli.Flag{&ucli.IntFlag{Name: "k", Value: 10, Usage: "how many neighbours"}, jsonFlag},
+				Action:    memRelated,
+			},
+			{
+				Name:      "list",
+				Usage:     "list the artifacts of a session (or of all sessions)",
+				ArgsUsage: "[SESSION]",
+				Flags:     []ucli.Flag{&ucli.StringSliceFlag{Name: "type", Usage: "only these types (repeatable)"}, jsonFlag},
+				Action:    memList,
+			},
+			correctCommand("forget", "hide an artifact (or every artifact of a session) from retrieval; the evidence stays in the WAL"),
+			correctCommand("unforget", "undo forget"),
+			correctCommand("pin", "rank an artifact higher and keep its session's WAL from retention (a session id pins the session)"),
+			correctCommand("unpin", "undo pin"),
+		},
+	}
+}
+
+func parseTypes(c *ucli.Context) ([]engine.ArtifactType, error) {
+	var out []engine.ArtifactType
+	for _, t := range c.StringSlice("type") {
+		if t == "thread" {
+			t = string(engine.ArtifactThread)
+		}
+		if !engine.ArtifactType(t).Valid() {
+			return nil, usagef("mem: --type %q: want decision, constraint, outcome, open_thread or transcript", t)
+		}
+		out = append(out, engine.ArtifactType(t))
+	}
+	return out, nil
+}
+
+func memSearch(c *ucli.Context) error {
+	if c.NArg() == 0 {
+		return usagef("mem search: give a query, e.g. bbengine mem search \"which cache did we choose\"")
+	}
+	k := c.Int("k")
+	if k < 1 || k > 100 {
+		return usagef("mem search: -k %d: want 1 to 100", k)
+	}
+	types, err := parseTypes(c)
+	if err != nil {
+		return err
+	}
+	m, closeFn, err := openMemory(c, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	start := time.Now()
+	cards, err := m.Search(index.Query{Text: strings.Join(c.Args().Slice(), " "), Session: c.String("session"), Task: c.String("task"),
+		K: k, Types: types, IncludeForgotten: c.Bool("all")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if cards == nil {
+			cards = []engine.Card{}
+		}
+		return writeJSON(c, cards)
+	}
+	w := c.App.Writer
+	if len(cards) == 0 {
+		fmt.Fprintln(w, "no matching artifacts")
+		return nil
+	}
+	for i, cd := range cards {
+		writeCard(w, i+1, cd)
+	}
+	fmt.Fprintf(w, "%d cards in %s; bbengine mem get ID shows one\n", len(cards), time.Since(start).Round(time.Microsecond))
+	return closeFn()
+}
+
+// writeCard prints a card in three lines.
+func writeCard(w io.Writer, n int, cd engine.Card) {
+	status := cd.Status
+	if cd.Pinned {
+		status += ", pinned"
+	}
+	if status != "" {
+		status = " (" + strings.TrimPrefix(status, ", ") + ")"
+	}
+	prefix := "  "
+	if n > 0 {
+		prefix = fmt.Sprintf("%2d.", n)
+	}
+	fmt.Fprintf(w, "%s %s  %s%s  %.2f  %s\n", prefix, cd.ID, cd.Type, status, cd.Score, cd.Title)
+	where := "session " + cd.Session
+	if cd.Task != "" {
+		where += ", task " + cd.Task
+	}
+	if cd.Time != 0 {
+		where += ", " + time.Unix(0, cd.Time).UTC().Format("2006-01-02 15:04")
+	}
+	if len(cd.Files) > 0 {
+		fs := cd.Files
+		if len(fs) > 4 {
+			fs = append(fs[:4:4], fmt.Sprintf("+%d", len(cd.Files)-4))
+		}
+		where += " · " + strings.Join(fs, ", ")
+	}
+	fmt.Fprintf(w, "    %s\n", where)
+	if s := strings.Join(strings.Fields(cd.Snippet), " "); s != "" && s != cd.Title {
+		fmt.Fprintf(w, "    %s\n", s)
+	}
+}
+
+func oneID(c *ucli.Context, cmd string) (string, error) {
+	if c.NArg() != 1 {
+		return "", usagef("mem %s: give one artifact id (bbengine mem search finds them)", cmd)
+	}
+	return c.Args().First(), nil
+}
+
+func memGet(c *ucli.Context) error {
+	id, err := oneID(c, "get")
+	if err != nil {
+		return err
+	}
+	m, closeFn, err := openMemory(c, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	a, err := m.Get(id)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c, a)
+	}
+	w := c.App.Writer
+	flags := ""
+	if a.Forgotten {
+		flags += " forgotten"
+	}
+	if a.Pinned {
+		flags += " pinned"
+	}
+	fmt.Fprintf(w, "%s  %s  %s%s\n%s\n\n", a.ID, a.Type, a.Status, flags, a.Title)
+	fmt.Fprint(w, a.Text)
+	if !strings.HasSuffix(a.Text, "\n") {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\nsession %s", a.Session)
+	if a.Task != "" {
+		fmt.Fprintf(w, ", task %s", a.Task)
+	}
+	if a.Run != "" {
+		fmt.Fprintf(w, ", run %s", a.Run)
+	}
+	fmt.Fprintf(w, "; %s to %s; built by %s\n", stampNs(a.First), stampNs(a.Last), a.Builder)
+	if len(a.Files) > 0 {
+		fmt.Fprintf(w, "files: %s\n", strings.Join(a.Files, ", "))
+	}
+	fmt.Fprintf(w, "evidence:\n")
+	for _, ev := range a.Evidence {
+		fmt.Fprintf(w, "  event %d %s  %s\n", ev.Seq, ev.Kind, provString(ev.Prov))
+	}
+	return closeFn()
+}
+
+func stampNs(ns int64) string {
+	if ns == 0 {
+		return "?"
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339)
+}
+
+// provString says where an event came from, in the terms of the
+// commands that read it (replay --from, the agent's log file and line).
+func provString(p engine.Provenance) string {
+	var parts []string
+	if p.Exchange != 0 {
+		parts = append(parts, fmt.Sprintf("exchange %d", p.Exchange))
+	}
+	if p.RequestID != "" {
+		parts = append(parts, "request "+p.RequestID)
+	}
+	if p.File != "" {
+		parts = append(parts, fmt.Sprintf("%s:%d", p.File, p.Line))
+	}
+	if p.First != 0 || p.Last != 0 {
+		if p.First == p.Last {
+			parts = append(parts, fmt.Sprintf("WAL %d", p.First))
+		} else {
+			parts = append(parts, fmt.Sprintf("WAL %d–%d", p.First, p.Last))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func memRelated(c *ucli.Context) error {
+	id, err := oneID(c, "related")
+	if err != nil {
+		return err
+	}
+	k := c.Int("k")
+	if k < 1 || k > 100 {
+		return usagef("mem related: -k %d: want 1 to 100", k)
+	}
+	m, closeFn, err := openMemory(c, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	r, err := m.Related(id, k)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if r.Adjacent == nil {
+			r.Adjacent = []engine.Card{}
+		}
+		return writeJSON(c, r)
+	}
+	w := c.App.Writer
+	writeCard(w, 0, r.Artifact)
+	section := func(name string, cards []engine.Card) {
+		if len(cards) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", name)
+		for i, cd := range cards {
+			writeCard(w, i+1, cd)
+		}
+	}
+	section("supersedes", r.Supersedes)
+	section("superseded by", r.SupersededBy)
+	section("adjacent (same files, task or symbols)", r.Adjacent)
+	if len(r.Events) > 0 {
+		fmt.Fprintf(w, "\nevents it came from:\n")
+		for _, ev := range r.Events {
+			what := string(ev.Kind)
+			if ev.Role != "" {
+				what += " " + ev.Role
+			}
+			if ev.Tool != nil {
+				what += " " + ev.Tool.Name
+			}
+			fmt.Fprintf(w, "  %d %s  %s\n", ev.Seq, what, provString(ev.Prov))
+			if t := strings.TrimSpace(ev.Text); t != "" {
+				fmt.Fprintf(w, "     %s\n", firstLineOf(t, 160))
+			}
+		}
+	}
+	return closeFn()
+}
+
+func firstLineOf(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+func memList(c *ucli.Context) error {
+	if c.NArg() > 1 {
+		return usagef("mem list: takes at most one session id")
+	}
+	types, err := parseTypes(c)
+	if err != nil {
+		return err
+	}
+	m, closeFn, err := openMemory(c, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	cards, err := m.List(c.Args().First(), types)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if cards == nil {
+			cards = []engine.Card{}
+		}
+		return writeJSON(c, cards)
+	}
+	if len(cards) == 0 {
+		fmt.Fprintln(c.App.Writer, "no artifacts (import or record a session first)")
+	}
+	for _, cd := range cards {
+		writeCard(c.App.Writer, 0, cd)
+	}
+	return closeFn()
+}
+
+func correctCommand(op, usage string) *ucli.Command {
+	return &ucli.Command{
+		Name:      op,
+		Usage:     usage,
+		ArgsUsage: "ID",
+		Flags:     []ucli.Flag{&ucli.StringFlag{Name: "reason", Usage: "why (kept with the correction)"}, &ucli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("mem %s: give one artifact or session id", op)
+			}
+			m, closeFn, err := openMemory(c, true)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			cr := exchange.Correction{Op: op, Target: "artifact", ID: c.Args().First(), Reason: c.String("reason")}
+			var out *Corrected
+			if lm, ok := m.(*localMemory); ok {
+				ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+				defer cancel()
+				out, err = correctHere(ctx, lm, cr)
+			} else {
+				out, err = m.Correct(cr)
+			}
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(c, out)
+			}
+			fmt.Fprintf(c.App.Writer, "%s %s %s: %s (WAL offset %d)\n", past(op), out.Correction.Target, out.Correction.ID, out.Title, out.Offset)
+			return closeFn()
+		},
+	}
+}
+
+func past(op string) string {
+	switch op {
+	case "forget":
+		return "forgot"
+	case "unforget":
+		return "unforgot"
+	case "pin":
+		return "pinned"
+	}
+	return "unpinned"
+}

@@ -1,0 +1,457 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/wal"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// memory answers memory queries: here, with the engine and the index,
+// or through the running proxy that owns the data directory.
+type memory interface {
+	Search(q index.Query) ([]engine.Card, error)
+	Get(id string) (engine.Artifact, error)
+	Related(id string, k int) (*Related, error)
+	List(session string, types []engine.ArtifactType) ([]engine.Card, error)
+	Correct(cr exchange.Correction) (*Corrected, error)
+}
+
+// Related is what `mem related` shows: the supersession chain, the
+// artifacts adjacent by file, task or symbol, and the events the
+// artifact came from.
+type Related struct {
+	Artifact     engine.Card    `json:"artifact"`
+	Supersedes   []engine.Card  `json:"supersedes,omitempty"`
+	SupersededBy []engine.Card  `json:"superseded_by,omitempty"`
+	Adjacent     []engine.Card  `json:"adjacent"`
+	Events       []engine.Event `json:"events"`
+}
+
+// Corrected reports a correction written to the WAL.
+type Corrected struct {
+	Correction exchange.Correction `json:"correction"`
+	Offset     uint64              `json:"offset"`
+	// Title names what was corrected.
+	Title string `json:"title"`
+}
+
+// localMemory is memory served from an engine and its index.
+type localMemory struct {
+	e  *engine.Engine
+	ix *index.Index
+	// log is the writable WAL corrections go to (the proxy's, or one
+	// opened for the command).
+	log *wal.Log
+	// mu serializes index syncs.
+	mu sync.Mutex
+}
+
+// indexDir is where a data directory keeps its index.
+func indexDir(dir string) string { return filepath.Join(dir, "index") }
+
+// sync brings the index up to the engine's artifacts.
+func (m *localMemory) sync() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.ix.Sync(m.e)
+	return err
+}
+
+func (m *localMemory) Search(q index.Query) ([]engine.Card, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, fmt.Errorf("%w: an empty query", errBadQuery)
+	}
+	if q.Session != "" {
+		s, err := m.e.Session(q.Session)
+		if err != nil {
+			return nil, err
+		}
+		q.Session = s.ID
+	}
+	return m.ix.Search(q)
+}
+
+func (m *localMemory) Get(id string) (engine.Artifact, error) { return m.e.Artifact(id) }
+
+func (m *localMemory) Related(id string, k int) (*Related, error) {
+	a, err := m.e.Artifact(id)
+	if err != nil {
+		return nil, err
+	}
+	r := &Related{Artifact: a.Card()}
+	var sup []string
+	var by string
+	switch {
+	case a.Decision != nil:
+		sup, by = a.Decision.Supersedes, a.Decision.SupersededBy
+	case a.Constraint != nil:
+		sup, by = a.Constraint.Supersedes, a.Constraint.SupersededBy
+	}
+	for _, id := range sup {
+		if o, err := m.e.Artifact(id); err == nil {
+			r.Supersedes = append(r.Supersedes, o.Card())
+		}
+	}
+	// Follow the chain forward to the decision in force.
+	for seen := map[string]bool{a.ID: true}; by != "" && !seen[by]; {
+		seen[by] = true
+		o, err := m.e.Artifact(by)
+		if err != nil {
+			break
+		}
+		r.SupersededBy = append(r.SupersededBy, o.Card())
+		by = ""
+		if o.Decision != nil {
+			by = o.Decision.SupersededBy
+		} else if o.Constraint != nil {
+			by = o.Constraint.SupersededBy
+		}
+	}
+	if r.Adjacent, err = m.ix.Related(a, k); err != nil {
+		return nil, err
+	}
+	seqs := map[uint64]bool{}
+	for _, ev := range a.Evidence {
+		seqs[ev.Seq] = true
+	}
+	evs, err := m.e.Events(a.Session, engine.EventFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range evs {
+		if seqs[ev.Seq] && len(r.Events) < 8 {
+			r.Events = append(r.Events, trimEvent(ev))
+		}
+	}
+	return r, nil
+}
+
+// trimEvent caps the text an event carries for display.
+func trimEvent(ev engine.Event) engine.Event {
+	if len(ev.Text) > 2000 {
+		ev.Text = ev.Text[:2000] + "…"
+	}
+	ev.Parts, ev.Extra = nil, nil
+	if ev.Record != nil {
+		ev.Record = &engine.Record{Type: ev.Record.Type, Known: ev.Record.Known}
+	}
+	return ev
+}
+
+func (m *localMemory) List(session string, types []engine.ArtifactType) ([]engine.Card, error) {
+	var sessions []string
+	if session != "" {
+		s, err := m.e.Session(session)
+		if err != nil {
+			return nil, err
+		}
+		sessions = []string{s.ID}
+	} else {
+		sts, err := m.e.MemoryStates()
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range sts {
+			sessions = append(sessions, st.Session)
+		}
+	}
+	var out []engine.Card
+	for _, s := range sessions {
+		arts, err := m.e.Artifacts(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range arts {
+			if len(types) == 0 || slices.Contains(types, a.Type) {
+				out = append(out, a.Card())
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b engine.Card) int {
+		if a.Session != b.Session {
+			return strings.Compare(a.Session, b.Session)
+		}
+		if a.Time != b.Time {
+			return compareInt64(a.Time, b.Time)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Correct resolves the correction's id (an artifact id or prefix, else a
+// session), writes it to the WAL as a memory frame, and waits until the
+// engine and the index have taken it.
+func (m *localMemory) Correct(cr exchange.Correction) (*Corrected, error) {
+	if m.log == nil {
+		return nil, errors.New("memory: opened read-only")
+	}
+	out := &Corrected{}
+	if a, err := m.e.Artifact(cr.ID); err == nil {
+		cr.Target, cr.ID, out.Title = "artifact", a.ID, a.Title
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return nil, err
+	} else if s, serr := m.e.Session(cr.ID); serr == nil {
+		cr.Target, cr.ID, out.Title = "session", s.ID, "session "+s.ID
+	} else {
+		return nil, fmt.Errorf("%w: no artifact or session %q (bbengine mem search finds artifacts, bbengine sessions lists sessions)", engine.ErrNotFound, cr.ID)
+	}
+	p, err := exchange.AppendCorrection(nil, cr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadQuery, err)
+	}
+	off, err := m.log.Append(wal.Record{Kind: frame.KindMemory, Payload: p})
+	if err != nil {
+		return nil, fmt.Errorf("write the correction to the WAL: %w", err)
+	}
+	if err := m.log.Sync(); err != nil {
+		return nil, fmt.Errorf("sync the WAL: %w", err)
+	}
+	out.Correction, out.Offset = cr, off
+	return out, nil
+}
+
+// openMemory returns the memory of the data directory: the running
+// proxy's, or the engine and index opened here, caught up with the WAL.
+// write opens the WAL for corrections.
+func openMemory(c *ucli.Context, write bool) (memory, func() error, error) {
+	dir := c.String("dir")
+	if r := runningProxy(dir); r != nil {
+		return &remoteMemory{r}, func() error { return nil }, nil
+	}
+	var log *wal.Log
+	var opts *engine.Options
+	if write {
+		if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
+			return nil, nil, err
+		}
+		var err error
+		if log, err = wal.Open(filepath.Join(dir, "wal"), nil); err != nil {
+			return nil, nil, fmt.Errorf("open the WAL: %w", err)
+		}
+		opts = &engine.Options{WAL: log}
+	}
+	closeLog := func() error {
+		if log != nil {
+			return log.Close()
+		}
+		return nil
+	}
+	e, err := engine.Open(dir, opts)
+	if err != nil {
+		closeLog()
+		var le *engine.LockedError
+		if errors.As(err, &le) {
+			return nil, nil, fmt.Errorf("%w; it serves no queries (no endpoint in the lock file), so stop it or retry later", err)
+		}
+		return nil, nil, err
+	}
+	if _, err := e.CatchUp(c.Context); err != nil {
+		e.Close()
+		closeLog()
+		return nil, nil, err
+	}
+	ix, err := index.Open(indexDir(dir), nil)
+	if err != nil {
+		e.Close()
+		closeLog()
+		return nil, nil, err
+	}
+	m := &localMemory{e: e, ix: ix, log: log}
+	if err := m.sync(); err != nil {
+		ix.Close()
+		e.Close()
+		closeLog()
+		return nil, nil, err
+	}
+	return m, func() error { return errors.Join(ix.Close(), e.Close(), closeLog()) }, nil
+}
+
+// correctHere applies a correction with a memory opened here: it writes
+// the frame, then derives and indexes it before returning.
+func correctHere(ctx context.Context, m *localMemory, cr exchange.Correction) (*Corrected, error) {
+	out, err := m.Correct(cr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.e.CatchUp(ctx); err != nil {
+		return nil, err
+	}
+	return out, m.sync()
+}
+
+// remoteMemory asks a running proxy.
+type remoteMemory struct{ r *remote }
+
+func (m *remoteMemory) Search(q index.Query) ([]engine.Card, error) {
+	v := url.Values{"q": {q.Text}, "fresh": {"1"}}
+	if q.Session != "" {
+		v.Set("session", q.Session)
+	}
+	if q.Task != "" {
+		v.Set("task", q.Task)
+	}
+	if q.K != 0 {
+		v.Set("k", strconv.Itoa(q.K))
+	}
+	for _, t := range q.Types {
+		v.Add("type", string(t))
+	}
+	if q.IncludeForgotten {
+		v.Set("all", "1")
+	}
+	var out []engine.Card
+	return out, m.r.get("/v1/memory/search", v, &out)
+}
+
+func (m *remoteMemory) Get(id string) (engine.Artifact, error) {
+	var out engine.Artifact
+	return out, m.r.get("/v1/memory/artifacts/"+url.PathEscape(id), url.Values{"fresh": {"1"}}, &out)
+}
+
+func (m *remoteMemory) Related(id string, k int) (*Related, error) {
+	var out Related
+	return &out, m.r.get("/v1/memory/artifacts/"+url.PathEscape(id)+"/related", url.Values{"fresh": {"1"}, "k": {strconv.Itoa(k)}}, &out)
+}
+
+func (m *remoteMemory) List(session string, types []engine.ArtifactType) ([]engine.Card, error) {
+	v := url.Values{"fresh": {"1"}}
+	if session != "" {
+		v.Set("session", session)
+	}
+	for _, t := range types {
+		v.Add("type", string(t))
+	}
+	var out []engine.Card
+	return out, m.r.get("/v1/memory/artifacts", v, &out)
+}
+
+func (m *remoteMemory) Correct(cr exchange.Correction) (*Corrected, error) {
+	body, _ := json.Marshal(cr)
+	req, err := http.NewRequest(http.MethodPost, "http://"+m.r.addr+"/v1/memory/corrections", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+m.r.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ask the running proxy (pid %d) at %s: %w", m.r.pid, m.r.addr, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error    string `json:"error"`
+			NotFound bool   `json:"not_found"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			if e.NotFound {
+				return nil, fmt.Errorf("%w: %s", engine.ErrNotFound, strings.TrimPrefix(e.Error, engine.ErrNotFound.Error()+": "))
+			}
+			return nil, fmt.Errorf("the running proxy (pid %d): %s", m.r.pid, e.Error)
+		}
+		return nil, fmt.Errorf("the running proxy (pid %d) answered %s", m.r.pid, resp.Status)
+	}
+	var out Corrected
+	return &out, json.Unmarshal(b, &out)
+}
+
+// serveMemory answers /v1/memory/… for the query server.
+func (q *queryServer) serveMemory(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) {
+	m := q.mem
+	if m == nil {
+		reply(nil, errors.New("memory is not open in the proxy (see its log)"))
+		return
+	}
+	qv := r.URL.Query()
+	if qv.Get("fresh") != "" {
+		if err := m.sync(); err != nil {
+			reply(nil, err)
+			return
+		}
+	}
+	types := func() ([]engine.ArtifactType, error) {
+		var out []engine.ArtifactType
+		for _, t := range qv["type"] {
+			if !engine.ArtifactType(t).Valid() {
+				return nil, fmt.Errorf("%w: artifact type %q", errBadQuery, t)
+			}
+			out = append(out, engine.ArtifactType(t))
+		}
+		return out, nil
+	}
+	switch {
+	case path == "memory/search":
+		ts, err := types()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		k, _ := strconv.Atoi(qv.Get("k"))
+		reply(m.Search(index.Query{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: ts, IncludeForgotten: qv.Get("all") != ""}))
+	case path == "memory/artifacts":
+		ts, err := types()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(m.List(qv.Get("session"), ts))
+	case strings.HasPrefix(path, "memory/artifacts/") && strings.HasSuffix(path, "/related"):
+		id, _ := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(path, "memory/artifacts/"), "/related"))
+		k, _ := strconv.Atoi(qv.Get("k"))
+		reply(m.Related(id, k))
+	case strings.HasPrefix(path, "memory/artifacts/"):
+		id, _ := url.PathUnescape(strings.TrimPrefix(path, "memory/artifacts/"))
+		reply(m.Get(id))
+	case path == "memory/corrections" && r.Method == http.MethodPost:
+		var cr exchange.Correction
+		if err := json.NewDecoder(io.LimitReader(r.Body, exchange.MaxCorrection)).Decode(&cr); err != nil {
+			reply(nil, fmt.Errorf("%w: correction: %v", errBadQuery, err))
+			return
+		}
+		out, err := m.Correct(cr)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := q.e.WaitCaughtUp(ctx); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(out, m.sync())
+	default:
+		http.NotFound(w, r)
+	}
+}

@@ -1,0 +1,476 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+)
+
+// Memory keys live in the 'a' (artifacts) and 'i' (memory indexes)
+// families:
+//
+//	'a' artifact id                 Artifact (without corrections)
+//	'i' 's' ordinal u64             MemoryState of the session
+//	'i' 'q' session id              empty: the session's memory must be derived again
+//	'i' 'u' 'a' artifact id         CorrectionState of an artifact
+//	'i' 'u' 's' session id          CorrectionState of a session
+//	'm' "memory"                    MemoryVersion of the stored artifacts
+const (
+	memState      = 's'
+	memPending    = 'q'
+	memCorrection = 'u'
+)
+
+var keyMemory = []byte("mmemory")
+
+func artifactKey(id string) []byte { return append([]byte{prefixArtifact}, id...) }
+
+func memStateKey(ord uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixIndex, memState}, ord)
+}
+
+func memPendingKey(session string) []byte {
+	return append([]byte{prefixIndex, memPending}, session...)
+}
+
+func correctionKey(target, id string) []byte {
+	return append([]byte{prefixIndex, memCorrection, target[0]}, id...)
+}
+
+// CorrectionState is what the user's corrections (memory frames in the
+// WAL) say about one artifact or session.
+type CorrectionState struct {
+	Target    string `json:"target"`
+	ID        string `json:"id"`
+	Forgotten bool   `json:"forgotten,omitempty"`
+	Pinned    bool   `json:"pinned,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Time and Offset are those of the latest correction's frame.
+	Time   int64  `json:"time_ns"`
+	Offset uint64 `json:"offset"`
+}
+
+// correction applies a memory frame. A payload that does not decode is
+// skipped (it was validated when written; one bad frame never stops
+// derivation).
+func (c *canonicalizer) correction(off uint64, t int64, p []byte) error {
+	if off < c.replayEnd {
+		return nil
+	}
+	cr, err := exchange.DecodeCorrection(p)
+	if err != nil {
+		c.e.opts.Logf("engine: memory frame at WAL offset %d skipped: %v", off, err)
+		return nil
+	}
+	c.ensureBatch()
+	key := correctionKey(cr.Target, cr.ID)
+	st := c.corrections[string(key)]
+	if st == nil {
+		st = &CorrectionState{}
+		if _, err := c.e.getJSON(key, st); err != nil {
+			return err
+		}
+		c.corrections[string(key)] = st
+	}
+	st.Target, st.ID, st.Time, st.Offset = cr.Target, cr.ID, t, off
+	if cr.Reason != "" {
+		st.Reason = cr.Reason
+	}
+	switch cr.Op {
+	case "forget":
+		st.Forgotten = true
+	case "unforget":
+		st.Forgotten = false
+	case "pin":
+		st.Pinned = true
+	case "unpin":
+		st.Pinned = false
+	}
+	if err := c.setJSON(key, st); err != nil {
+		return err
+	}
+	session := cr.ID
+	if cr.Target == "artifact" {
+		var a Artifact
+		ok, err := c.e.getJSON(artifactKey(cr.ID), &a)
+		if err != nil || !ok {
+			// An artifact not derived yet takes its correction when it is.
+			return err
+		}
+		session = a.Session
+	}
+	c.memPending[session] = true
+	c.pinsChanged = true
+	return nil
+}
+
+// deriveMemory derives the memory of every session marked pending, in
+// batches, and clears the marks. It runs at the end of each pass, after
+// the canonical state it reads is committed.
+func (c *canonicalizer) deriveMemory(ctx context.Context) error {
+	var ids []string
+	err := c.e.scan([]byte{prefixIndex, memPending}, func(k, _ []byte) error {
+		ids = append(ids, string(k[2:]))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for id := range c.memPending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	clear(c.memPending)
+	if len(ids) == 0 {
+		if c.pinsChanged {
+			c.pinsChanged = false
+			return c.e.pinRetention()
+		}
+		return nil
+	}
+	b := c.e.db.NewBatch()
+	defer func() { b.Close() }()
+	n := 0
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil && n > 0 {
+			break
+		}
+		if err := c.e.deriveSessionMemory(b, id); err != nil {
+			return err
+		}
+		b.Delete(memPendingKey(id), nil)
+		n++
+		if b.Len() > 8<<20 {
+			if err := b.Commit(pebble.NoSync); err != nil {
+				return fmt.Errorf("engine: commit memory: %w", err)
+			}
+			b.Close()
+			b = c.e.db.NewBatch()
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("engine: commit memory: %w", err)
+	}
+	c.progress.Memory += n
+	c.pinsChanged = false
+	if f := c.e.opts.OnMemory; f != nil {
+		f()
+	}
+	return c.e.pinRetention()
+}
+
+// deriveSessionMemory derives the artifacts of session id from its
+// events and puts them, its MemoryState, and the deletion of artifacts
+// it no longer has, in b.
+func (e *Engine) deriveSessionMemory(b *pebble.Batch, id string) error {
+	var s Session
+	ok, err := e.getJSON(sessionKey(nil, id), &s)
+	if err != nil {
+		return err
+	}
+	var old MemoryState
+	if ok {
+		if _, err := e.getJSON(memStateKey(s.Ordinal), &old); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return nil // a correction of a session not (yet) recorded
+	}
+	events, err := e.Events(s.ID, EventFilter{})
+	if err != nil {
+		return err
+	}
+	arts, tasks := DeriveMemory(&s, events, e.opts.Redactor)
+	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion}
+	keep := map[string]bool{}
+	h := sha256.New()
+	for i := range arts {
+		a := &arts[i]
+		keep[a.ID] = true
+		st.Artifacts = append(st.Artifacts, a.ID)
+		v, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
+		}
+		if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
+			return err
+		}
+		var cs CorrectionState
+		if _, err := e.getJSON(correctionKey("artifact", a.ID), &cs); err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%t\x00%t\x00", a.ID, len(v), cs.Forgotten, cs.Pinned)
+		h.Write(v)
+	}
+	var cs CorrectionState
+	if _, err := e.getJSON(correctionKey("session", s.ID), &cs); err != nil {
+		return err
+	}
+	fmt.Fprintf(h, "session\x00%t\x00%t", cs.Forgotten, cs.Pinned)
+	slices.Sort(st.Artifacts)
+	for _, old := range old.Artifacts {
+		if !keep[old] {
+			b.Delete(artifactKey(old), nil)
+		}
+	}
+	st.Digest = hex.EncodeToString(h.Sum(nil))
+	v, err := json.Marshal(&st)
+	if err != nil {
+		return err
+	}
+	return b.Set(memStateKey(s.Ordinal), v, nil)
+}
+
+// MemoryStates returns the memory state of every session with memory,
+// in session ordinal order.
+func (e *Engine) MemoryStates() ([]MemoryState, error) {
+	var out []MemoryState
+	err := e.scan([]byte{prefixIndex, memState}, func(k, v []byte) error {
+		var st MemoryState
+		if err := json.Unmarshal(v, &st); err != nil {
+			return fmt.Errorf("engine: decode memory state %d: %w", u64(k[2:]), err)
+		}
+		out = append(out, st)
+		return nil
+	})
+	return out, err
+}
+
+// MemoryState returns the memory state of a session (any id Session
+// accepts).
+func (e *Engine) MemoryState(session string) (MemoryState, error) {
+	var st MemoryState
+	s, err := e.Session(session)
+	if err != nil {
+		return st, err
+	}
+	ok, err := e.getJSON(memStateKey(s.Ordinal), &st)
+	if err == nil && !ok {
+		st = MemoryState{Session: s.ID, Ordinal: s.Ordinal}
+	}
+	return st, err
+}
+
+// Artifacts returns the artifacts of a session with their corrections,
+// sorted by id.
+func (e *Engine) Artifacts(session string) ([]Artifact, error) {
+	st, err := e.MemoryState(session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Artifact, 0, len(st.Artifacts))
+	for _, id := range st.Artifacts {
+		a, err := e.artifact(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Artifact returns the artifact with id, or the only one whose id starts
+// with it, with its corrections. An unknown or ambiguous id is an error
+// wrapping ErrNotFound.
+func (e *Engine) Artifact(id string) (Artifact, error) {
+	if id == "" {
+		return Artifact{}, fmt.Errorf("%w: empty artifact id", ErrNotFound)
+	}
+	a, err := e.artifact(id)
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return a, err
+	}
+	var found []string
+	err = e.scan(artifactKey(id), func(k, _ []byte) error {
+		found = append(found, string(k[1:]))
+		if len(found) > 5 {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return a, err
+	}
+	switch len(found) {
+	case 0:
+		return a, fmt.Errorf("%w: no artifact %q (bbengine mem search finds artifacts)", ErrNotFound, id)
+	case 1:
+		return e.artifact(found[0])
+	}
+	return a, fmt.Errorf("%w: artifact id %q is ambiguous (%s, …)", ErrNotFound, id, strings.Join(found[:2], ", "))
+}
+
+var errStop = errors.New("stop")
+
+func (e *Engine) artifact(id string) (Artifact, error) {
+	var a Artifact
+	ok, err := e.getJSON(artifactKey(id), &a)
+	if err != nil {
+		return a, err
+	}
+	if !ok {
+		return a, fmt.Errorf("%w: no artifact %q", ErrNotFound, id)
+	}
+	var cs, ss CorrectionState
+	if _, err := e.getJSON(correctionKey("artifact", id), &cs); err != nil {
+		return a, err
+	}
+	if _, err := e.getJSON(correctionKey("session", a.Session), &ss); err != nil {
+		return a, err
+	}
+	// A forgotten session hides all its artifacts.
+	a.Forgotten, a.Pinned = cs.Forgotten || ss.Forgotten, cs.Pinned
+	return a, nil
+}
+
+// Corrections returns every correction state, artifacts first.
+func (e *Engine) Corrections() ([]CorrectionState, error) {
+	var out []CorrectionState
+	err := e.scan([]byte{prefixIndex, memCorrection}, func(k, v []byte) error {
+		var cs CorrectionState
+		if err := json.Unmarshal(v, &cs); err != nil {
+			return fmt.Errorf("engine: decode correction %q: %w", k[3:], err)
+		}
+		out = append(out, cs)
+		return nil
+	})
+	return out, err
+}
+
+// pinRetention pins in the WAL the range of every pinned session (and of
+// the session of every pinned artifact), so retention keeps it. Pins
+// live in the log's memory: Open and every pass that sees a correction
+// set them again.
+func (e *Engine) pinRetention() error {
+	cs, err := e.Corrections()
+	if err != nil {
+		return err
+	}
+	sessions := map[string]bool{}
+	for _, c := range cs {
+		switch {
+		case c.Target == "session":
+			if c.Pinned {
+				sessions[c.ID] = true
+			} else {
+				e.log.Unpin("session:" + c.ID)
+			}
+		case c.Pinned:
+			var a Artifact
+			if ok, err := e.getJSON(artifactKey(c.ID), &a); err != nil {
+				return err
+			} else if ok {
+				sessions[a.Session] = true
+			}
+		}
+	}
+	for id := range sessions {
+		s, err := e.Session(id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		first, last, ok, err := e.walRange(s)
+		if err != nil {
+			return err
+		}
+		if ok {
+			e.log.Pin("session:"+s.ID, first, last)
+		}
+	}
+	return nil
+}
+
+// walRange returns the WAL offsets of the first and last frame a
+// session's events came from.
+func (e *Engine) walRange(s Session) (first, last uint64, ok bool, err error) {
+	lo := eventKey(nil, s.Ordinal, 0)
+	hi := appendU64Key(nil, prefixEvent, s.Ordinal+1)
+	err = e.scanRange(lo, hi, func(_, v []byte) error {
+		var ev struct {
+			Prov Provenance `json:"prov"`
+		}
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return err
+		}
+		if ev.Prov.Last == 0 && ev.Prov.First == 0 {
+			return nil
+		}
+		if !ok || ev.Prov.First < first {
+			first = ev.Prov.First
+		}
+		if ev.Prov.Last > last {
+			last = ev.Prov.Last
+		}
+		ok = true
+		return nil
+	})
+	return first, last, ok, err
+}
+
+// MemoryProgress reports what RebuildMemory did.
+type MemoryProgress struct {
+	Sessions  int           `json:"sessions"`
+	Artifacts int           `json:"artifacts"`
+	Took      time.Duration `json:"took_ns"`
+}
+
+// RebuildMemory drops every artifact and derives them again from the
+// canonical events, with the current MemoryVersion (bbengine rebuild
+// --derived). The user's corrections are kept: they come from the WAL.
+func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
+	e.run.Lock()
+	defer e.run.Unlock()
+	if e.isClosed() {
+		return MemoryProgress{}, ErrClosed
+	}
+	start := time.Now()
+	b := e.db.NewBatch()
+	b.DeleteRange([]byte{prefixArtifact}, []byte{prefixArtifact + 1}, nil)
+	b.DeleteRange([]byte{prefixIndex, memState}, []byte{prefixIndex, memState + 1}, nil)
+	b.DeleteRange([]byte{prefixIndex, memPending}, []byte{prefixIndex, memPending + 1}, nil)
+	var ids []string
+	err := e.scan([]byte{prefixOrdinal}, func(_, v []byte) error {
+		ids = append(ids, string(v))
+		return nil
+	})
+	if err != nil {
+		b.Close()
+		return MemoryProgress{}, err
+	}
+	for _, id := range ids {
+		b.Set(memPendingKey(id), nil, nil)
+	}
+	b.Set(keyMemory, []byte(MemoryVersion), nil)
+	err = b.Commit(pebble.Sync)
+	b.Close()
+	if err != nil {
+		return MemoryProgress{}, fmt.Errorf("engine: rebuild memory: %w", err)
+	}
+	if e.canon == nil {
+		if e.canon, err = e.loadCanon(); err != nil {
+			return MemoryProgress{}, err
+		}
+	}
+	if err := e.canon.deriveMemory(context.Background()); err != nil {
+		return MemoryProgress{}, err
+	}
+	p := MemoryProgress{Sessions: len(ids), Took: time.Since(start)}
+	err = e.scan([]byte{prefixArtifact}, func(_, _ []byte) error { p.Artifacts++; return nil })
+	return p, err
+}

@@ -1,0 +1,838 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bbengine/bbengine/codec/redact"
+	"github.com/bbengine/bbengine/internal/memtext"
+)
+
+// DeriveMemory derives the artifacts of a session from its events, in a
+// stable order (by type, then first evidence), and returns them with the
+// number of the session's tasks. It is a pure function: the same session
+// and events give the same artifacts, byte for byte. Every text it takes
+// from the events goes through red first (nil means no redaction).
+//
+// Tasks: events carrying a task id (X-Bb-Task-Id) belong to that task;
+// in a session without task ids, each prompt a person typed in the main
+// thread (the thread with the most model calls) starts a task named
+// "turn-N". Events of subagent threads belong to the task running when
+// they happened.
+func DeriveMemory(s *Session, events []Event, red *redact.Redactor) ([]Artifact, int) {
+	m := &miner{s: s, red: red, calls: map[string]*Event{}, results: map[string]*Event{}, decisions: map[string]*Artifact{},
+		constraints: map[string]*Artifact{}, threads: map[string]*Artifact{}}
+	m.classify(events)
+	for i := range events {
+		ev := &events[i]
+		switch ev.Kind {
+		case KindToolCall:
+			if ev.Tool != nil && ev.Tool.ID != "" {
+				m.calls[ev.Tool.ID] = ev
+			}
+		case KindToolResult:
+			if ev.Tool != nil && ev.Tool.ID != "" {
+				m.results[ev.Tool.ID] = ev
+			}
+		}
+	}
+	m.assignTasks(events)
+	for _, t := range m.tasks {
+		m.task(t)
+	}
+	m.segments(events)
+	var out []Artifact
+	out = append(out, m.list(m.decisions)...)
+	out = append(out, m.list(m.constraints)...)
+	out = append(out, m.outcomes...)
+	out = append(out, m.list(m.threads)...)
+	out = append(out, m.segs...)
+	for i := range out {
+		finishArtifact(&out[i])
+	}
+	return out, len(m.tasks)
+}
+
+// miner holds one session's derivation.
+type miner struct {
+	s   *Session
+	red *redact.Redactor
+	// main is the main thread; side are threads that are neither main
+	// nor a subagent (title and quota requests): they yield nothing.
+	main int
+	side map[int]bool
+	sub  map[int]bool
+
+	calls, results map[string]*Event
+	tasks          []*mtask
+
+	decisions, constraints, threads map[string]*Artifact
+	outcomes []Artifact
+	segs     []Artifact
+}
+
+// mtask is one task: its id, position and events.
+type mtask struct {
+	id     string
+	n      int
+	run    string
+	events []*Event
+}
+
+func (m *miner) text(s string) string {
+	if m.red == nil {
+		return s
+	}
+	return m.red.String(s)
+}
+
+// classify finds the main, subagent and side threads.
+func (m *miner) classify(events []Event) {
+	calls := map[int]int{}
+	tools := map[int]bool{}
+	threads := map[int]bool{}
+	for i := range events {
+		ev := &events[i]
+		threads[ev.Thread] = true
+		switch ev.Kind {
+		case KindModelCall:
+			calls[ev.Thread]++
+		case KindToolCall:
+			tools[ev.Thread] = true
+		}
+	}
+	m.main = 1
+	best := -1
+	for t := range threads {
+		if calls[t] > best || calls[t] == best && t < m.main {
+			m.main, best = t, calls[t]
+		}
+	}
+	m.side, m.sub = map[int]bool{}, map[int]bool{}
+	agents := map[int]bool{}
+	for _, a := range m.s.Agents {
+		agents[a.Thread] = true
+	}
+	for t := range threads {
+		switch {
+		case t == m.main:
+		case agents[t] || tools[t]:
+			m.sub[t] = true
+		default:
+			m.side[t] = true
+		}
+	}
+}
+
+// promptText returns the text a person typed in a user message: the
+// message without the blocks an agent wraps around it (system
+// reminders, command output), or "" when nothing is left.
+func promptText(ev *Event) string {
+	if ev.Kind != KindMessage || ev.Role != "user" || ev.Meta != "" {
+		return ""
+	}
+	t := ev.Text
+	for _, tag := range []string{"system-reminder", "local-command-stdout", "local-command-stderr", "command-message", "command-name", "command-args", "local-command-caveat", "bash-stdout", "bash-stderr", "user-prompt-submit-hook"} {
+		t = stripTag(t, tag)
+	}
+	t = strings.TrimSpace(t)
+	if strings.HasPrefix(t, "[Request interrupted") || strings.HasPrefix(t, "Caveat: The messages below") {
+		return ""
+	}
+	return t
+}
+
+// stripTag removes every <tag>…</tag> block from s.
+func stripTag(s, tag string) string {
+	open, end := "<"+tag+">", "</"+tag+">"
+	for {
+		i := strings.Index(s, open)
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i:], end)
+		if j < 0 {
+			return s[:i]
+		}
+		s = s[:i] + s[i+j+len(end):]
+	}
+}
+
+// assignTasks groups events into tasks.
+func (m *miner) assignTasks(events []Event) {
+	byID := map[string]*mtask{}
+	var cur *mtask
+	var pre []*Event
+	turn := 0
+	get := func(id string) *mtask {
+		t := byID[id]
+		if t == nil {
+			t = &mtask{id: id, n: len(m.tasks) + 1}
+			byID[id] = t
+			m.tasks = append(m.tasks, t)
+		}
+		return t
+	}
+	for i := range events {
+		ev := &events[i]
+		if m.side[ev.Thread] {
+			continue
+		}
+		var t *mtask
+		switch {
+		case ev.Task != "":
+			t = get(ev.Task)
+			cur = t
+		case ev.Thread == m.main && promptText(ev) != "":
+			turn++
+			t = get("turn-" + strconv.Itoa(turn))
+			cur = t
+		case cur != nil:
+			t = cur
+		default:
+			pre = append(pre, ev)
+			continue
+		}
+		if len(pre) > 0 {
+			t.events = append(t.events, pre...)
+			pre = nil
+		}
+		if t.run == "" {
+			t.run = ev.Run
+		}
+		t.events = append(t.events, ev)
+	}
+}
+
+// evidence returns the evidence of ev.
+func evidence(ev *Event) Evidence {
+	return Evidence{Seq: ev.Seq, Kind: ev.Kind, Time: ev.Time, Prov: ev.Prov}
+}
+
+// artifactID returns the id of an artifact: a type prefix and 12 hex
+// digits of the SHA-256 of the session and the parts that identify it.
+func artifactID(prefix, session string, parts ...string) string {
+	h := sha256.New()
+	h.Write([]byte(session))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return prefix + "-" + hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+// capText cuts s to at most n bytes at a rune boundary, marking the cut.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// firstLine returns the first non-empty line of s, capped.
+func firstLine(s string, n int) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return capText(l, n)
+		}
+	}
+	return ""
+}
+
+// toolArgs decodes a tool call's arguments into a map.
+func toolArgs(ev *Event) map[string]any {
+	if ev.Tool == nil || len(ev.Tool.Args) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(ev.Tool.Args, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := m[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// shellCommand returns the command line of a shell tool call, or "".
+func shellCommand(ev *Event, args map[string]any) string {
+	name := strings.ToLower(ev.Tool.Name)
+	switch name {
+	case "bash", "shell", "exec_command", "local_shell", "run_shell_command", "run_terminal_cmd", "execute_command", "container.exec", "terminal":
+	default:
+		return ""
+	}
+	if c := str(args, "command", "cmd"); c != "" {
+		return c
+	}
+	var argv []string
+	switch v := args["command"].(type) {
+	case []any:
+		for _, a := range v {
+			if s, ok := a.(string); ok {
+				argv = append(argv, s)
+			}
+		}
+	}
+	if a, ok := args["action"].(map[string]any); ok { // local_shell
+		if v, ok := a["command"].([]any); ok {
+			for _, x := range v {
+				if s, ok := x.(string); ok {
+					argv = append(argv, s)
+				}
+			}
+		}
+	}
+	if len(argv) >= 3 && (strings.HasSuffix(argv[0], "sh") && (argv[1] == "-lc" || argv[1] == "-c")) {
+		return argv[2]
+	}
+	return strings.Join(argv, " ")
+}
+
+// editedFiles returns the files a tool call changes, with the new text
+// it writes into each (for TODOs), and the text it removes.
+type fileEdit struct {
+	path, op      string
+	added, remove string
+	whole         bool // added is the file's whole new content
+}
+
+func editedFiles(ev *Event, args map[string]any) []fileEdit {
+	name := ev.Tool.Name
+	switch strings.ToLower(name) {
+	case "edit", "str_replace", "str_replace_editor", "str_replace_based_edit_tool", "replace", "edit_file", "search_replace":
+		p := str(args, "file_path", "path", "filePath", "target_file")
+		if p == "" {
+			return nil
+		}
+		if c := str(args, "command"); c == "create" {
+			return []fileEdit{{path: p, op: "create", added: str(args, "file_text", "content"), whole: true}}
+		}
+		return []fileEdit{{path: p, op: "edit", added: str(args, "new_string", "new_str", "newString"), remove: str(args, "old_string", "old_str", "oldString")}}
+	case "multiedit":
+		p := str(args, "file_path", "path")
+		if p == "" {
+			return nil
+		}
+		fe := fileEdit{path: p, op: "edit"}
+		if edits, ok := args["edits"].([]any); ok {
+			for _, e := range edits {
+				if em, ok := e.(map[string]any); ok {
+					fe.added += str(em, "new_string") + "\n"
+					fe.remove += str(em, "old_string") + "\n"
+				}
+			}
+		}
+		return []fileEdit{fe}
+	case "write", "write_file", "create_file":
+		p := str(args, "file_path", "path", "filePath", "target_file")
+		if p == "" {
+			return nil
+		}
+		return []fileEdit{{path: p, op: "write", added: str(args, "content", "file_text", "contents"), whole: true}}
+	case "notebookedit":
+		if p := str(args, "notebook_path"); p != "" {
+			return []fileEdit{{path: p, op: "edit", added: str(args, "new_source")}}
+		}
+	case "apply_patch":
+		patch := str(args, "input", "patch")
+		if patch == "" && ev.Text != "" {
+			patch = ev.Text
+		}
+		return patchFiles(patch)
+	}
+	return nil
+}
+
+// patchFiles reads the files of an apply_patch envelope ("*** Update
+// File: p", "*** Add File: p", "*** Delete File: p", "*** Move to: p").
+func patchFiles(patch string) []fileEdit {
+	var out []fileEdit
+	var cur *fileEdit
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "*** Update File: "):
+			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Update File: "):]), op: "edit"})
+			cur = &out[len(out)-1]
+		case strings.HasPrefix(l, "*** Add File: "):
+			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Add File: "):]), op: "create", whole: true})
+			cur = &out[len(out)-1]
+		case strings.HasPrefix(l, "*** Delete File: "):
+			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Delete File: "):]), op: "delete"})
+			cur = nil
+		case strings.HasPrefix(l, "*** Move to: ") && cur != nil:
+			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Move to: "):]), op: "move"})
+		case cur != nil && strings.HasPrefix(l, "+"):
+			cur.added += l[1:] + "\n"
+		case cur != nil && strings.HasPrefix(l, "-"):
+			cur.remove += l[1:] + "\n"
+		}
+	}
+	return out
+}
+
+// resultInfo reads a shell result: its exit code and duration, from the
+// importer's Extra (Codex exec_command_end) or the result's text.
+func resultInfo(call, res *Event) (exit int, known bool, dur int64, output string) {
+	if res == nil {
+		return 0, false, 0, ""
+	}
+	output = res.Text
+	if len(res.Extra) > 0 {
+		var x struct {
+			End *struct {
+				Exit     *int `json:"exit_code"`
+				Duration *struct {
+					Secs  int64 `json:"secs"`
+					Nanos int64 `json:"nanos"`
+				} `json:"duration"`
+				Output string `json:"aggregated_output"`
+			} `json:"exec_command_end"`
+		}
+		if json.Unmarshal(res.Extra, &x) == nil && x.End != nil {
+			if x.End.Exit != nil {
+				exit, known = *x.End.Exit, true
+			}
+			if d := x.End.Duration; d != nil {
+				dur = d.Secs*1e9 + d.Nanos
+			}
+			if output == "" {
+				output = x.End.Output
+			}
+		}
+	}
+	if !known {
+		exit, known = memtext.ExitCode(output)
+	}
+	if !known && !res.Tool.IsError {
+		exit, known = 0, true
+	}
+	if dur == 0 && call != nil && res.Time > call.Time && call.Time > 0 {
+		dur = res.Time - call.Time
+	}
+	return exit, known, dur, output
+}
+
+func addUnique(list []string, s ...string) []string {
+	for _, x := range s {
+		if x != "" && !slices.Contains(list, x) {
+			list = append(list, x)
+		}
+	}
+	return list
+}
+
+// task derives one task's outcome and the findings of its messages.
+func (m *miner) task(t *mtask) {
+	a := Artifact{Type: ArtifactOutcome, Session: m.s.ID, Task: t.id, TaskN: t.n, Run: t.run}
+	o := &Outcome{}
+	a.Outcome = o
+	var prompt, final *Event
+	var finalCall *Event
+	var lastErr *Event
+	var ev0, evN *Event
+	failedTests := map[string]bool{}
+	var lastTest *Command
+	models := map[string]Usage{}
+	var model string
+	for _, ev := range t.events {
+		if ev0 == nil {
+			ev0 = ev
+		}
+		evN = ev
+		switch ev.Kind {
+		case KindMessage:
+			if prompt == nil && ev.Thread == m.main && promptText(ev) != "" {
+				prompt = ev
+			}
+			if ev.Role == "assistant" && ev.Thread == m.main && strings.TrimSpace(ev.Text) != "" {
+				final = ev
+			}
+			m.findings(t, ev)
+		case KindSystem:
+			if len(ev.Text) <= 4000 {
+				m.findings(t, ev)
+			}
+		case KindModelCall:
+			o.Calls++
+			if ev.Call != nil {
+				model = ev.Call.Model
+				if ev.Call.Served != "" {
+					model = ev.Call.Served
+				}
+				if ev.Thread == m.main {
+					finalCall = ev
+				}
+			}
+		case KindUsage:
+			if ev.Usage != nil {
+				o.Usage.Add(*ev.Usage)
+				u := models[model]
+				u.Add(*ev.Usage)
+				models[model] = u
+			}
+		case KindError, KindInterruption:
+			line := ""
+			if ev.Error != nil {
+				line = firstLine(m.text(ev.Error.Message), 200)
+			} else {
+				line = firstLine(m.text(ev.Text), 200)
+			}
+			if line != "" {
+				o.Errors = addUnique(o.Errors, line)
+				a.Errors = addUnique(a.Errors, line)
+			}
+			if ev.Thread == m.main {
+				lastErr = ev
+			}
+			a.Evidence = append(a.Evidence, evidence(ev))
+		case KindToolCall:
+			m.toolCall(t, &a, ev, failedTests, &lastTest)
+		}
+	}
+	if ev0 == nil {
+		return
+	}
+	a.First, a.Last = ev0.Time, evN.Time
+	o.Duration = evN.Time - ev0.Time
+	if prompt != nil {
+		o.Prompt = capText(m.text(promptText(prompt)), 600)
+		a.Evidence = append([]Evidence{evidence(prompt)}, a.Evidence...)
+	}
+	// Status.
+	var finalText string
+	if final != nil {
+		finalText = m.text(final.Text)
+		a.Evidence = append(a.Evidence, evidence(final))
+	}
+	switch {
+	case lastErr != nil && (final == nil || lastErr.Seq > final.Seq):
+		o.Status, o.Reason = "fail", "the last model call failed"
+		if len(o.Errors) > 0 {
+			o.Reason += ": " + o.Errors[len(o.Errors)-1]
+		}
+	case final == nil:
+		o.Status, o.Reason = "fail", "the agent gave no answer"
+	case lastTest != nil && lastTest.Test == "failed":
+		o.Status, o.Reason = "fail", "tests still fail: "+lastTest.Command
+	case finalCall != nil && finalCall.Call != nil && (finalCall.Call.StopReason == "max_tokens" || finalCall.Call.StopReason == "length"):
+		o.Status, o.Reason = "fail", "the answer was cut at the token limit"
+	default:
+		o.Status, o.Reason = "success", "the agent finished"
+		for _, f := range memtext.Find(finalText, memtext.FindOptions{Role: "assistant", Questions: true}) {
+			if f.Type == memtext.Type("blocker") {
+				o.Status, o.Reason = "blocked", "the agent is blocked: "+f.Sentence
+				break
+			}
+			if f.Type == memtext.Type("question") && o.Status == "success" {
+				o.Status, o.Reason = "blocked", "the agent asked: "+f.Sentence
+			}
+		}
+	}
+	if final != nil {
+		m.questions(t, final, finalText)
+	}
+	// Cost.
+	var names []string
+	for k := range models {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if p, ok := PriceOf(k); ok {
+			o.CostUSD += p.Cost(models[k])
+		} else if k != "" && !models[k].IsZero() {
+			o.Unpriced = append(o.Unpriced, k)
+		}
+	}
+	o.CostUSD = float64(int64(o.CostUSD*1e6+0.5)) / 1e6
+	// Summary.
+	if finalText != "" {
+		for _, s := range sentences(finalText, 2) {
+			o.Summary = append(o.Summary, s)
+		}
+	}
+	if n := len(o.Files); n > 0 {
+		var ps []string
+		for i, f := range o.Files {
+			if i == 5 {
+				ps = append(ps, fmt.Sprintf("and %d more", n-5))
+				break
+			}
+			ps = append(ps, f.Path)
+		}
+		o.Summary = append(o.Summary, fmt.Sprintf("Changed %d file%s: %s", n, plural(n), strings.Join(ps, ", ")))
+	}
+	if n := len(o.Commands); n > 0 {
+		failed := 0
+		for _, c := range o.Commands {
+			if c.Exit != nil && *c.Exit != 0 {
+				failed++
+			}
+		}
+		s := fmt.Sprintf("Ran %d command%s", n, plural(n))
+		if failed > 0 {
+			s += fmt.Sprintf(" (%d failed)", failed)
+		}
+		if lastTest != nil {
+			s += "; last test run " + lastTest.Test + ": " + capText(lastTest.Command, 80)
+		}
+		o.Summary = append(o.Summary, s)
+	}
+	if o.Summary == nil {
+		o.Summary = []string{}
+	}
+	title := "task " + t.id
+	if o.Prompt != "" {
+		title = firstLine(o.Prompt, 100)
+	}
+	a.Title = fmt.Sprintf("%s (%s, %s)", title, t.id, o.Status)
+	a.Status = o.Status
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %s: %s. %s.\n", t.id, o.Status, o.Reason)
+	if o.Prompt != "" {
+		fmt.Fprintf(&b, "Asked: %s\n", o.Prompt)
+	}
+	for _, s := range o.Summary {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	for _, c := range o.Commands {
+		exit := "?"
+		if c.Exit != nil {
+			exit = strconv.Itoa(*c.Exit)
+		}
+		fmt.Fprintf(&b, "$ %s  [exit %s]\n", capText(c.Command, 200), exit)
+	}
+	for _, e := range o.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	a.Text = b.String()
+	a.Symbols = memtext.Identifiers(o.Prompt + "\n" + finalText)
+	a.ID = artifactID("out", m.s.ID, t.id)
+	m.outcomes = append(m.outcomes, a)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// sentences returns up to n first sentences of prose, each capped.
+func sentences(text string, n int) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		p := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(para), "#*->•0123456789. "))
+		if p == "" || strings.HasPrefix(p, "```") || strings.HasPrefix(p, "|") {
+			continue
+		}
+		for p != "" && len(out) < n {
+			i := strings.Index(p, ". ")
+			s := p
+			if i >= 0 {
+				s, p = p[:i+1], strings.TrimSpace(p[i+2:])
+			} else {
+				p = ""
+			}
+			out = append(out, capText(strings.TrimSpace(s), 240))
+		}
+		if len(out) >= n {
+			break
+		}
+	}
+	return out
+}
+
+// toolCall takes a tool call into the task's outcome and threads.
+func (m *miner) toolCall(t *mtask, a *Artifact, ev *Event, failedTests map[string]bool, lastTest **Command) {
+	if ev.Tool == nil {
+		return
+	}
+	o := a.Outcome
+	args := toolArgs(ev)
+	res := m.results[ev.Tool.ID]
+	failed := res != nil && res.Tool != nil && res.Tool.IsError
+	for _, fe := range editedFiles(ev, args) {
+		if failed {
+			continue
+		}
+		fe.path = m.text(fe.path)
+		o.Files = addChange(o.Files, FileChange{Path: fe.path, Op: fe.op, Tool: ev.Tool.Name})
+		a.Files = addUnique(a.Files, fe.path)
+		a.Evidence = append(a.Evidence, evidence(ev))
+		m.todos(t, ev, fe)
+	}
+	cmd := shellCommand(ev, args)
+	if cmd == "" {
+		return
+	}
+	cmd = m.text(cmd)
+	exit, known, dur, output := resultInfo(ev, res)
+	output = m.text(output)
+	c := Command{Command: capText(cmd, 2000), Duration: dur, Seq: ev.Seq}
+	if known {
+		c.Exit = &exit
+	}
+	if (known && exit != 0) || failed {
+		c.Error = memtext.FirstErrorLine(output)
+		if c.Error == "" {
+			c.Error = firstLine(output, 200)
+		}
+	}
+	tr := memtext.ParseTestResult(cmd, output, exit, known)
+	if tr.IsTest {
+		switch {
+		case tr.Failed:
+			c.Test = "failed"
+		case tr.Passed:
+			c.Test = "passed"
+		}
+		if c.Test != "" {
+			*lastTest = &c
+		}
+		m.testThreads(t, ev, res, cmd, tr)
+	}
+	o.Commands = append(o.Commands, c)
+	a.Commands = addUnique(a.Commands, capText(cmd, 300))
+	if c.Error != "" {
+		o.Errors = addUnique(o.Errors, c.Error)
+		a.Errors = addUnique(a.Errors, c.Error)
+	}
+	if !failed {
+		for _, p := range memtext.ShellWrites(cmd) {
+			o.Files = addChange(o.Files, FileChange{Path: p, Op: "shell", Tool: ev.Tool.Name})
+			a.Files = addUnique(a.Files, p)
+		}
+		for _, p := range memtext.ShellDeletes(cmd) {
+			o.Files = addChange(o.Files, FileChange{Path: p, Op: "delete", Tool: ev.Tool.Name})
+			a.Files = addUnique(a.Files, p)
+		}
+	}
+}
+
+func addChange(list []FileChange, c FileChange) []FileChange {
+	for i := range list {
+		if list[i].Path == c.Path {
+			if c.Op == "delete" || list[i].Op == "shell" {
+				list[i].Op, list[i].Tool = c.Op, c.Tool
+			}
+			return list
+		}
+	}
+	return append(list, c)
+}
+
+// list returns the artifacts of a map in creation order.
+func (m *miner) list(set map[string]*Artifact) []Artifact {
+	out := make([]Artifact, 0, len(set))
+	for _, a := range set {
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Evidence[0].Seq != out[j].Evidence[0].Seq {
+			return out[i].Evidence[0].Seq < out[j].Evidence[0].Seq
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// finishArtifact caps what an artifact carries and sets its builder.
+func finishArtifact(a *Artifact) {
+	a.Builder = MemoryVersion
+	if len(a.Evidence) > 32 {
+		a.Evidence = append(a.Evidence[:16:16], a.Evidence[len(a.Evidence)-16:]...)
+	}
+	if a.Evidence == nil {
+		a.Evidence = []Evidence{}
+	}
+	sort.Strings(a.Symbols)
+	if len(a.Symbols) > 64 {
+		a.Symbols = a.Symbols[:64]
+	}
+	if len(a.Commands) > 64 {
+		a.Commands = a.Commands[:64]
+	}
+	if len(a.Files) > 200 {
+		a.Files = a.Files[:200]
+	}
+	if a.Text == "" {
+		a.Text = describeArtifact(a)
+	}
+	a.Text = capText(a.Text, 16<<10)
+}
+
+// describeArtifact writes the human-readable form of a decision,
+// constraint or open thread.
+func describeArtifact(a *Artifact) string {
+	var b strings.Builder
+	where := "task " + a.Task
+	switch {
+	case a.Decision != nil:
+		d := a.Decision
+		fmt.Fprintf(&b, "Decision (%s): %s\n", a.Status, d.Statement)
+		if d.Rationale != "" {
+			fmt.Fprintf(&b, "Why: %s\n", d.Rationale)
+		}
+		fmt.Fprintf(&b, "Stated by the %s in %s", d.Role, where)
+		if d.Count > 1 {
+			fmt.Fprintf(&b, ", %d times", d.Count)
+		}
+		b.WriteString(".\n")
+		if len(d.Supersedes) > 0 {
+			fmt.Fprintf(&b, "Supersedes: %s\n", strings.Join(d.Supersedes, ", "))
+		}
+		if d.SupersededBy != "" {
+			fmt.Fprintf(&b, "Superseded by: %s\n", d.SupersededBy)
+		}
+	case a.Constraint != nil:
+		c := a.Constraint
+		fmt.Fprintf(&b, "Constraint (%s, %s scope, %s): %s\n", a.Status, c.Scope, c.Modal, c.Statement)
+		fmt.Fprintf(&b, "Stated by the %s in %s", c.Source, where)
+		if c.Count > 1 {
+			fmt.Fprintf(&b, ", %d times", c.Count)
+		}
+		b.WriteString(".\n")
+		if len(c.Supersedes) > 0 {
+			fmt.Fprintf(&b, "Supersedes: %s\n", strings.Join(c.Supersedes, ", "))
+		}
+		if c.SupersededBy != "" {
+			fmt.Fprintf(&b, "Superseded by: %s\n", c.SupersededBy)
+		}
+	case a.Thread != nil:
+		t := a.Thread
+		fmt.Fprintf(&b, "Open thread (%s, %s): %s\n", t.Kind, a.Status, t.Text)
+		if t.File != "" {
+			fmt.Fprintf(&b, "File: %s\n", t.File)
+		}
+		if t.Test != "" && len(a.Commands) > 0 {
+			fmt.Fprintf(&b, "Command: %s\n", a.Commands[0])
+		}
+		for _, e := range a.Errors {
+			fmt.Fprintf(&b, "error: %s\n", e)
+		}
+		fmt.Fprintf(&b, "Opened in %s.\n", where)
+		if t.ClosedBy != nil {
+			fmt.Fprintf(&b, "Closed at event %d: %s\n", t.ClosedBy.Seq, t.Why)
+		}
+	}
+	return b.String()
+}

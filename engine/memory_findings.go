@@ -1,0 +1,532 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bbengine/bbengine/internal/memtext"
+)
+
+// findings takes the decisions, constraints and prose threads of one
+// message or system prompt.
+func (m *miner) findings(t *mtask, ev *Event) {
+	role := ev.Role
+	if ev.Kind == KindSystem {
+		role = "system"
+	}
+	var text string
+	switch {
+	case role == "user":
+		text = promptText(ev)
+	case role == "assistant" || role == "system":
+		text = ev.Text
+	}
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	text = m.text(text)
+	for _, f := range memtext.Find(text, memtext.FindOptions{Role: role}) {
+		switch string(f.Type) {
+		case "decision":
+			m.decision(t, ev, role, f, text)
+		case "constraint":
+			m.constraint(t, ev, role, f)
+		case "todo", "fixme", "blocker":
+			if role == "assistant" {
+				m.proseThread(t, ev, f)
+			}
+		}
+		if role == "assistant" {
+			m.resolveProse(ev, f)
+		}
+	}
+}
+
+func (m *miner) base(typ ArtifactType, id string, t *mtask, ev *Event) *Artifact {
+	return &Artifact{ID: id, Type: typ, Session: m.s.ID, Task: t.id, TaskN: t.n, Run: t.run, First: ev.Time, Last: ev.Time,
+		Evidence: []Evidence{evidence(ev)}}
+}
+
+// decision adds or restates a decision, and supersedes what it replaces.
+func (m *miner) decision(t *mtask, ev *Event, role string, f memtext.Finding, text string) {
+	key := f.Key
+	if key == "" {
+		key = memtext.Normalize(f.Sentence)
+	}
+	id := artifactID("dec", m.s.ID, key)
+	if a := m.decisions[id]; a != nil {
+		a.Last = ev.Time
+		a.Decision.Count++
+		if len(a.Evidence) < 32 {
+			a.Evidence = append(a.Evidence, evidence(ev))
+		}
+		if a.Status == "superseded" {
+			// Stated again after being replaced: in force again, and it
+			// replaces what replaced it.
+			m.supersede(a)
+		}
+		return
+	}
+	a := m.base(ArtifactDecision, id, t, ev)
+	a.Status = "active"
+	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Subject: f.Subject, Chooses: f.Chooses,
+		Replaces: f.Replaces, Role: role, Count: 1}
+	a.Title = capText(f.Sentence, 160)
+	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale)
+	m.decisions[id] = a
+	m.supersede(a)
+}
+
+// supersede marks the active decisions that a replaces as superseded.
+func (m *miner) supersede(a *Artifact) {
+	d := a.Decision
+	for _, o := range m.list(m.decisions) {
+		old := m.decisions[o.ID]
+		if old == a || old.Status != "active" || !conflicts(d, old.Decision) {
+			continue
+		}
+		old.Status = "superseded"
+		old.Decision.SupersededBy = a.ID
+		d.Supersedes = addUnique(d.Supersedes, old.ID)
+	}
+	a.Status = "active"
+	d.SupersededBy = ""
+}
+
+// conflicts reports whether decision d replaces the earlier decision e:
+// both name the same subject with a different choice, or d drops an
+// option e took.
+func conflicts(d, e *Decision) bool {
+	if d.Subject != "" && d.Subject == e.Subject {
+		return true
+	}
+	terms := memtext.Terms(e.Statement)
+	for _, r := range d.Replaces {
+		for _, c := range e.Chooses {
+			if r == c {
+				return true
+			}
+		}
+		for _, w := range terms {
+			if r == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// constraint adds or restates a constraint; a restatement the other way
+// round ("must" then "must not" about the same thing) supersedes it.
+func (m *miner) constraint(t *mtask, ev *Event, role string, f memtext.Finding) {
+	key := f.Key
+	if key == "" {
+		key = memtext.Normalize(f.Sentence)
+	}
+	id := artifactID("con", m.s.ID, key)
+	if a := m.constraints[id]; a != nil {
+		a.Last = ev.Time
+		a.Constraint.Count++
+		if len(a.Evidence) < 32 {
+			a.Evidence = append(a.Evidence, evidence(ev))
+		}
+		return
+	}
+	scope := "task"
+	if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) {
+		scope = "session"
+	}
+	a := m.base(ArtifactConstraint, id, t, ev)
+	a.Status = "active"
+	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Scope: scope, Source: role, Count: 1}
+	a.Title = capText(f.Sentence, 160)
+	a.Symbols = memtext.Identifiers(f.Sentence)
+	core := constraintCore(f.Sentence)
+	for _, o := range m.list(m.constraints) {
+		old := m.constraints[o.ID]
+		if old.Status != "active" || negative(old.Constraint.Modal) == f.Negative {
+			continue
+		}
+		if similar(core, constraintCore(old.Constraint.Statement)) {
+			old.Status = "superseded"
+			old.Constraint.SupersededBy = id
+			a.Constraint.Supersedes = append(a.Constraint.Supersedes, old.ID)
+		}
+	}
+	m.constraints[id] = a
+}
+
+func negative(modal string) bool {
+	return strings.Contains(modal, "not") || strings.Contains(modal, "never") || strings.Contains(modal, "n't") || modal == "no"
+}
+
+// sessionWide reports whether a constraint says it holds beyond its task.
+func sessionWide(s string) bool {
+	l := strings.ToLower(s)
+	for _, w := range []string{"always", "never", "from now on", "in this project", "in this repo", "for all", "every", "going forward", "throughout"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// constraintCore returns a constraint's terms without its modal words.
+func constraintCore(s string) []string {
+	var out []string
+	for _, w := range memtext.Terms(s) {
+		switch w {
+		case "must", "not", "never", "always", "do", "don't", "dont", "should", "shouldn't", "required", "make", "sure", "please", "only":
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// similar reports whether two sorted term lists overlap by at least 60%
+// of the smaller one (and at least two terms).
+func similar(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	n := 0
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	small := min(len(a), len(b))
+	return n >= 2 && n*10 >= small*6 || small == 1 && n == 1
+}
+
+// proseThread opens a thread for a TODO, FIXME or blocker stated by the
+// assistant.
+func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
+	key := f.Key
+	if key == "" {
+		key = memtext.Normalize(f.Sentence)
+	}
+	id := artifactID("thr", m.s.ID, string(f.Type), key)
+	if a := m.threads[id]; a != nil {
+		a.Last = ev.Time
+		if a.Status == "closed" {
+			a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
+		}
+		if len(a.Evidence) < 32 {
+			a.Evidence = append(a.Evidence, evidence(ev))
+		}
+		return
+	}
+	a := m.base(ArtifactThread, id, t, ev)
+	a.Status = "open"
+	a.Thread = &Thread{Kind: string(f.Type), Text: f.Sentence}
+	a.Title = capText(string(f.Type)+": "+f.Sentence, 160)
+	a.Symbols = memtext.Identifiers(f.Sentence)
+	m.threads[id] = a
+}
+
+// resolveProse closes prose threads that a later assistant sentence
+// reports done: it shares most of their terms and says done, fixed,
+// resolved, implemented, unblocked.
+func (m *miner) resolveProse(ev *Event, f memtext.Finding) {
+	l := strings.ToLower(f.Sentence)
+	done := false
+	for _, w := range []string{"done", "fixed", "resolved", "implemented", "unblocked", "completed", "now works", "works now", "addressed", "finished"} {
+		if strings.Contains(l, w) {
+			done = true
+			break
+		}
+	}
+	if !done || f.Type == "todo" || f.Type == "fixme" || f.Type == "blocker" {
+		return
+	}
+	terms := memtext.Terms(f.Sentence)
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status != "open" || a.Thread.File != "" || a.Thread.Test != "" || a.Thread.Kind == "question" || a.Evidence[0].Seq >= ev.Seq {
+			continue
+		}
+		if similar(terms, memtext.Terms(a.Thread.Text)) {
+			m.close(a, ev, "reported done: "+capText(f.Sentence, 160))
+		}
+	}
+}
+
+func (m *miner) close(a *Artifact, ev *Event, why string) {
+	e := evidence(ev)
+	a.Status = "closed"
+	a.Thread.ClosedBy = &e
+	a.Thread.Why = why
+	a.Last = ev.Time
+}
+
+// questions opens a thread for each question the final assistant message
+// of a task asks the user; a later prompt answers it.
+func (m *miner) questions(t *mtask, final *Event, text string) {
+	for _, f := range memtext.Find(text, memtext.FindOptions{Role: "assistant", Questions: true}) {
+		if string(f.Type) != "question" {
+			continue
+		}
+		id := artifactID("thr", m.s.ID, "question", fmt.Sprint(final.Seq), f.Key)
+		a := m.base(ArtifactThread, id, t, final)
+		a.Status = "open"
+		a.Thread = &Thread{Kind: "question", Text: f.Sentence}
+		a.Title = capText("question: "+f.Sentence, 160)
+		a.Symbols = memtext.Identifiers(f.Sentence)
+		if next := m.nextPrompt(t); next != nil {
+			m.close(a, next, "the user replied")
+		}
+		m.threads[id] = a
+	}
+}
+
+// nextPrompt returns the first prompt of the task after t.
+func (m *miner) nextPrompt(t *mtask) *Event {
+	if t.n >= len(m.tasks) {
+		return nil
+	}
+	for _, ev := range m.tasks[t.n].events {
+		if ev.Thread == m.main && promptText(ev) != "" {
+			return ev
+		}
+	}
+	return nil
+}
+
+// todos opens threads for the TODO and FIXME comments an edit writes
+// into a file, and closes those of the file the edit removes.
+func (m *miner) todos(t *mtask, ev *Event, fe fileEdit) {
+	added := m.text(fe.added)
+	kept := map[string]bool{}
+	for _, td := range memtext.TODOs(added) {
+		kept[td.Text] = true
+	}
+	// Close the file's open TODOs the edit removed (or a whole rewrite
+	// no longer holds, or a deletion).
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status != "open" || a.Thread.File != fe.path || kept[a.Thread.Text] {
+			continue
+		}
+		switch {
+		case fe.op == "delete":
+			m.close(a, ev, "the file was deleted")
+		case fe.whole:
+			m.close(a, ev, "the file was rewritten without it")
+		case strings.Contains(fe.remove, a.Thread.Text):
+			m.close(a, ev, "an edit removed it")
+		}
+	}
+	for _, td := range memtext.TODOs(added) {
+		kind := "todo"
+		if strings.EqualFold(td.Marker, "FIXME") {
+			kind = "fixme"
+		}
+		id := artifactID("thr", m.s.ID, kind, fe.path, td.Text)
+		if a := m.threads[id]; a != nil {
+			a.Last = ev.Time
+			if a.Status == "closed" {
+				a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
+			}
+			continue
+		}
+		a := m.base(ArtifactThread, id, t, ev)
+		a.Status = "open"
+		a.Thread = &Thread{Kind: kind, Text: td.Text, File: fe.path}
+		a.Title = capText(fmt.Sprintf("%s in %s: %s", td.Marker, fe.path, td.Text), 160)
+		a.Files = []string{fe.path}
+		a.Symbols = memtext.Identifiers(td.Text)
+		m.threads[id] = a
+	}
+}
+
+// testThreads opens a thread per failing test of a run, and closes the
+// failing-test threads a passing run covers: the same command, or a run
+// of the same tool over everything ("./...", no arguments).
+func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.TestResult) {
+	ev := call
+	if res != nil {
+		ev = res
+	}
+	norm := strings.Join(strings.Fields(cmd), " ")
+	if tr.Passed && !tr.Failed {
+		for _, o := range m.list(m.threads) {
+			a := m.threads[o.ID]
+			if a.Status != "open" || a.Thread.Kind != "failing_test" {
+				continue
+			}
+			if a.Commands[0] == norm || covers(norm, a.Commands[0]) {
+				m.close(a, ev, "a later run passed: "+capText(norm, 120))
+			}
+		}
+		return
+	}
+	if !tr.Failed {
+		return
+	}
+	names := tr.FailedNames
+	if len(names) == 0 {
+		names = []string{norm}
+	}
+	for _, name := range names {
+		id := artifactID("thr", m.s.ID, "failing_test", norm, name)
+		if a := m.threads[id]; a != nil {
+			a.Last = ev.Time
+			if a.Status == "closed" {
+				a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
+			}
+			continue
+		}
+		a := m.base(ArtifactThread, id, t, ev)
+		a.Status = "open"
+		text := "failing test " + name
+		if tr.Summary != "" {
+			text += " (" + tr.Summary + ")"
+		}
+		a.Thread = &Thread{Kind: "failing_test", Text: text, Test: name}
+		a.Title = capText("failing test: "+name, 160)
+		a.Commands = []string{norm}
+		a.Symbols = memtext.Identifiers(name)
+		if res != nil {
+			if e := memtext.FirstErrorLine(m.text(res.Text)); e != "" {
+				a.Errors = []string{e}
+			}
+		}
+		m.threads[id] = a
+	}
+}
+
+// covers reports whether a passing run of cmd covers a failing run of
+// old: the same first two words and cmd runs everything.
+func covers(cmd, old string) bool {
+	a, b := strings.Fields(cmd), strings.Fields(old)
+	if len(a) < 2 || len(b) < 2 || a[0] != b[0] || a[1] != b[1] {
+		return false
+	}
+	return len(a) == 2 || strings.Contains(cmd, "./...") || strings.HasSuffix(cmd, " .")
+}
+
+// segments cuts the conversation of the main and subagent threads into
+// chunks of about 1,200 bytes, broken at each prompt.
+func (m *miner) segments(events []Event) {
+	const size = 1200
+	var b strings.Builder
+	var first, last *Event
+	var files, cmds []string
+	flush := func() {
+		if first == nil || strings.TrimSpace(b.String()) == "" {
+			b.Reset()
+			first, last, files, cmds = nil, nil, nil, nil
+			return
+		}
+		t := m.taskOf(first)
+		a := Artifact{ID: artifactID("seg", m.s.ID, fmt.Sprint(first.Seq)), Type: ArtifactSegment, Session: m.s.ID,
+			First: first.Time, Last: last.Time, Text: b.String(), Files: files, Commands: cmds,
+			Segment: &Segment{FirstSeq: first.Seq, LastSeq: last.Seq, Thread: first.Thread},
+			Evidence: []Evidence{evidence(first)}}
+		if last != first {
+			a.Evidence = append(a.Evidence, evidence(last))
+		}
+		if t != nil {
+			a.Task, a.TaskN, a.Run = t.id, t.n, t.run
+		}
+		a.Title = firstLine(a.Text, 100)
+		a.Symbols = memtext.Identifiers(a.Text)
+		m.segs = append(m.segs, a)
+		b.Reset()
+		first, last, files, cmds = nil, nil, nil, nil
+	}
+	for i := range events {
+		ev := &events[i]
+		if m.side[ev.Thread] {
+			continue
+		}
+		var line string
+		switch ev.Kind {
+		case KindMessage:
+			if p := promptText(ev); p != "" {
+				flush()
+				line = "user: " + p
+			} else if ev.Role == "assistant" {
+				line = "assistant: " + strings.TrimSpace(ev.Text)
+			}
+		case KindToolCall:
+			if ev.Tool == nil {
+				continue
+			}
+			args := toolArgs(ev)
+			if c := shellCommand(ev, args); c != "" {
+				line = "$ " + firstLine(c, 200)
+				cmds = addUnique(cmds, capText(m.text(c), 300))
+			} else if fes := editedFiles(ev, args); len(fes) > 0 {
+				var ps []string
+				for _, fe := range fes {
+					ps = append(ps, fe.path)
+					files = addUnique(files, m.text(fe.path))
+				}
+				line = fmt.Sprintf("%s %s", ev.Tool.Name, strings.Join(ps, ", "))
+			} else {
+				line = ev.Tool.Name + " " + capText(string(ev.Tool.Args), 120)
+			}
+		case KindToolResult:
+			if ev.Tool != nil && ev.Tool.IsError {
+				line = "error: " + firstLine(ev.Text, 200)
+			}
+		case KindError:
+			if ev.Error != nil {
+				line = "error: " + firstLine(ev.Error.Message, 200)
+			}
+		}
+		if strings.TrimSpace(line) == "" || line == "assistant: " {
+			continue
+		}
+		line = m.text(line)
+		if b.Len() > 0 && b.Len()+len(line)+1 > size {
+			flush()
+		}
+		for len(line) > 2*size {
+			part := strings.TrimSuffix(capText(line, size), "…")
+			if first == nil {
+				first = ev
+			}
+			last = ev
+			b.WriteString(part)
+			b.WriteByte('\n')
+			flush()
+			line = line[len(part):]
+		}
+		if first == nil {
+			first = ev
+		}
+		last = ev
+		b.WriteString(line)
+		b.WriteByte('\n')
+		if b.Len() >= size {
+			flush()
+		}
+	}
+	flush()
+}
+
+// taskOf returns the task an event belongs to.
+func (m *miner) taskOf(ev *Event) *mtask {
+	for _, t := range m.tasks {
+		if len(t.events) > 0 && t.events[0].Seq <= ev.Seq && ev.Seq <= t.events[len(t.events)-1].Seq {
+			for _, e := range t.events {
+				if e == ev {
+					return t
+				}
+			}
+		}
+	}
+	return nil
+}

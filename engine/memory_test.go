@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/redact"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// claudeLog writes a Claude Code JSONL transcript line by line.
+type claudeLog struct {
+	session string
+	t       time.Time
+	n       int
+	lines   []string
+	parent  string
+}
+
+func newClaudeLog(session string) *claudeLog {
+	return &claudeLog{session: session, t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+}
+
+func (l *claudeLog) add(m map[string]any) {
+	l.n++
+	l.t = l.t.Add(3 * time.Second)
+	uuid := fmt.Sprintf("00000000-0000-4000-8000-%012d", l.n)
+	m["uuid"], m["sessionId"], m["timestamp"], m["cwd"], m["version"] = uuid, l.session, l.t.Format(time.RFC3339Nano), "/repo", "2.1.39"
+	if l.parent != "" {
+		m["parentUuid"] = l.parent
+	}
+	l.parent = uuid
+	b, _ := json.Marshal(m)
+	l.lines = append(l.lines, string(b))
+}
+
+func (l *claudeLog) user(text string) {
+	l.add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+}
+
+func (l *claudeLog) reply(content ...map[string]any) {
+	stop := "end_turn"
+	for _, c := range content {
+		if c["type"] == "tool_use" {
+			stop = "tool_use"
+		}
+	}
+	l.add(map[string]any{"type": "assistant", "requestId": fmt.Sprintf("req_%d", l.n), "message": map[string]any{
+		"id": fmt.Sprintf("msg_%d", l.n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+		"content": content, "stop_reason": stop, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 100}}})
+}
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+func use(id, name string, input map[string]any) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+func (l *claudeLog) result(id, out string, isErr bool) {
+	l.add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "tool_result", "tool_use_id": id, "content": out, "is_error": isErr}}}})
+}
+
+func (l *claudeLog) data() []byte { return []byte(strings.Join(l.lines, "\n") + "\n") }
+
+// memorySession is a three-task session: a decision and a constraint, an
+// edit that leaves a TODO, a failing test; then a decision that replaces
+// the first, the TODO removed and the test passing; then a question.
+func memorySession() *claudeLog {
+	l := newClaudeLog("11111111-2222-4333-8444-555555555555")
+	l.user("Add a cache to the session store. The cache must not exceed 64 MiB.")
+	l.reply(textBlock("We decided to use an LRU cache for the session store because lookups repeat."),
+		use("toolu_1", "Edit", map[string]any{"file_path": "engine/cache.go", "old_string": "package engine\n",
+			"new_string": "package engine\n\n// TODO: evict by size, not count\ntype lru struct{}\n"}))
+	l.result("toolu_1", "The file engine/cache.go has been updated.", false)
+	l.reply(use("toolu_2", "Bash", map[string]any{"command": "go test ./engine"}))
+	l.result("toolu_2", "Exit code 1\n--- FAIL: TestCacheEvict (0.00s)\nFAIL\tgithub.com/x/engine\t0.01s", true)
+	l.reply(textBlock("The cache is in place; TestCacheEvict still fails."))
+
+	l.user("Fix the failing test, and switch the cache if you must.")
+	l.reply(textBlock("We decided to use an ARC cache instead of an LRU cache, since scans evict hot entries."),
+		use("toolu_3", "Edit", map[string]any{"file_path": "engine/cache.go", "old_string": "// TODO: evict by size, not count\ntype lru struct{}\n",
+			"new_string": "type arc struct{ size int64 }\n"}))
+	l.result("toolu_3", "The file engine/cache.go has been updated.", false)
+	l.reply(use("toolu_4", "Bash", map[string]any{"command": "go test ./engine"}))
+	l.result("toolu_4", "ok  \tgithub.com/x/engine\t0.02s", false)
+	l.reply(textBlock("Fixed: the ARC cache passes TestCacheEvict."))
+
+	l.user("Now document the cache.")
+	l.reply(use("toolu_5", "Write", map[string]any{"file_path": "docs/cache.md", "content": "# Cache\n\nARC, 64 MiB.\n"}))
+	l.result("toolu_5", "File created successfully at: docs/cache.md", false)
+	l.reply(textBlock("I wrote docs/cache.md. Should I also add a section to the README?"))
+	return l
+}
+
+func deriveLog(t testing.TB, l *claudeLog) (*Imported, []Artifact) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), l.session+".jsonl")
+	if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, _, _ := readLog(t, path, "claude:"+l.session)
+	im, err := DeriveImport("claude", "claude:"+l.session, []ImportFile{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im.Session.ID = "claude:" + l.session
+	red, _ := redact.New(nil)
+	arts, _ := DeriveMemory(&im.Session, im.Events, red)
+	return im, arts
+}
+
+func byType(arts []Artifact, typ ArtifactType) []Artifact {
+	var out []Artifact
+	for _, a := range arts {
+		if a.Type == typ {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestDeriveMemory(t *testing.T) {
+	_, arts := deriveLog(t, memorySession())
+	outs := byType(arts, ArtifactOutcome)
+	if len(outs) != 3 {
+		t.Fatalf("outcomes = %d, want 3: %+v", len(outs), outs)
+	}
+	wantStatus := []string{"fail", "success", "blocked"}
+	for i, o := range outs {
+		if o.Task != fmt.Sprintf("turn-%d", i+1) || o.TaskN != i+1 || o.Status != wantStatus[i] {
+			t.Errorf("outcome %d: task %s/%d status %s (%s), want turn-%d %s", i, o.Task, o.TaskN, o.Status, o.Outcome.Reason, i+1, wantStatus[i])
+		}
+	}
+	o1 := outs[0].Outcome
+	if len(o1.Files) != 1 || o1.Files[0].Path != "engine/cache.go" || o1.Files[0].Op != "edit" {
+		t.Errorf("task 1 files = %+v", o1.Files)
+	}
+	if len(o1.Commands) != 1 || o1.Commands[0].Exit == nil || *o1.Commands[0].Exit != 1 || o1.Commands[0].Test != "failed" {
+		t.Errorf("task 1 commands = %+v", o1.Commands)
+	}
+	if o1.Calls != 3 || o1.Usage.Output != 300 || o1.CostUSD == 0 {
+		t.Errorf("task 1 calls %d usage %+v cost %v", o1.Calls, o1.Usage, o1.CostUSD)
+	}
+	if outs[2].Outcome.Files[0].Path != "docs/cache.md" || outs[2].Outcome.Files[0].Op != "write" {
+		t.Errorf("task 3 files = %+v", outs[2].Outcome.Files)
+	}
+
+	decs := byType(arts, ArtifactDecision)
+	if len(decs) != 2 {
+		t.Fatalf("decisions = %+v", decs)
+	}
+	if decs[0].Status != "superseded" || decs[0].Decision.SupersededBy != decs[1].ID || decs[1].Status != "active" ||
+		len(decs[1].Decision.Supersedes) != 1 || decs[1].Decision.Supersedes[0] != decs[0].ID {
+		t.Errorf("supersession: %+v / %+v", decs[0].Decision, decs[1].Decision)
+	}
+	if !strings.Contains(decs[1].Decision.Rationale, "scans evict") {
+		t.Errorf("rationale = %q", decs[1].Decision.Rationale)
+	}
+
+	cons := byType(arts, ArtifactConstraint)
+	if len(cons) != 1 || cons[0].Constraint.Scope != "session" || cons[0].Constraint.Source != "user" || !strings.Contains(cons[0].Title, "64 MiB") {
+		t.Errorf("constraints = %+v", cons)
+	}
+
+	threads := map[string]Artifact{}
+	for _, a := range byType(arts, ArtifactThread) {
+		threads[a.Thread.Kind] = a
+	}
+	if td := threads["todo"]; td.Thread == nil || td.Thread.File != "engine/cache.go" || td.Status != "closed" {
+		t.Errorf("TODO thread = %+v", td)
+	}
+	if ft := threads["failing_test"]; ft.Thread == nil || ft.Status != "closed" || ft.Thread.Test != "TestCacheEvict" {
+		t.Errorf("failing test thread = %+v %+v", ft, ft.Thread)
+	}
+	if q := threads["question"]; q.Thread == nil || q.Status != "open" || !strings.Contains(q.Thread.Text, "README") {
+		t.Errorf("question thread = %+v", q)
+	}
+	if len(byType(arts, ArtifactSegment)) < 3 {
+		t.Errorf("segments = %d", len(byType(arts, ArtifactSegment)))
+	}
+	for _, a := range arts {
+		if a.ID == "" || a.Title == "" || a.Text == "" || len(a.Evidence) == 0 || a.Builder != MemoryVersion {
+			t.Errorf("incomplete artifact %+v", a)
+		}
+		for _, ev := range a.Evidence {
+			if ev.Seq == 0 || ev.Prov.File == "" || ev.Prov.Line == 0 {
+				t.Errorf("%s: evidence without provenance: %+v", a.ID, ev)
+			}
+		}
+	}
+}
+
+func TestDeriveMemoryDeterministic(t *testing.T) {
+	_, a := deriveLog(t, memorySession())
+	_, b := deriveLog(t, memorySession())
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	// The two runs read files at different paths: compare without them.
+	ja = bytes.ReplaceAll(ja, []byte(filepath.Dir(a[0].Evidence[0].Prov.File)), nil)
+	jb = bytes.ReplaceAll(jb, []byte(filepath.Dir(b[0].Evidence[0].Prov.File)), nil)
+	if !bytes.Equal(ja, jb) {
+		t.Error("DeriveMemory is not deterministic")
+	}
+}
+
+func TestDeriveMemoryRedacts(t *testing.T) {
+	l := newClaudeLog("22222222-2222-4333-8444-555555555555")
+	key := "sk-ant-api03-" + strings.Repeat("a", 40)
+	l.user("Deploy with the key " + key + ". We must never log the key.")
+	l.reply(textBlock("We decided to read the key " + key + " from the environment."))
+	_, arts := deriveLog(t, l)
+	js, _ := json.Marshal(arts)
+	if bytes.Contains(js, []byte(key)) {
+		t.Fatal("a secret reached the artifacts")
+	}
+}
+
+// memoryEngine opens an engine over a writable WAL in dir.
+func memoryEngine(t *testing.T, dir string) (*Engine, *wal.Log) {
+	t.Helper()
+	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(dir, &Options{WAL: log})
+	if err != nil {
+		log.Close()
+		t.Fatal(err)
+	}
+	return e, log
+}
+
+func TestMemoryEngine(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	l := memorySession()
+	path := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	importPath(t, e, "claude", path)
+	st, err := e.MemoryState(l.session)
+	if err != nil || len(st.Artifacts) == 0 || st.Digest == "" || st.Tasks != 3 {
+		t.Fatalf("MemoryState = %+v, %v", st, err)
+	}
+	arts, err := e.Artifacts(l.session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := byType(arts, ArtifactDecision)[1]
+	got, err := e.Artifact(dec.ID[:8])
+	if err != nil || got.ID != dec.ID {
+		t.Fatalf("Artifact(prefix) = %s, %v", got.ID, err)
+	}
+	if got.Evidence[0].Prov.First == 0 {
+		t.Errorf("evidence does not point into the WAL: %+v", got.Evidence[0])
+	}
+
+	// Forget it: a memory frame in the WAL.
+	p, _ := exchange.AppendCorrection(nil, exchange.Correction{Op: "forget", Target: "artifact", ID: dec.ID})
+	if _, err := log.Append(wal.Record{Kind: frame.KindMemory, Time: time.Now().UnixNano(), Payload: p}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = exchange.AppendCorrection(nil, exchange.Correction{Op: "pin", Target: "session", ID: l.session})
+	if _, err := log.Append(wal.Record{Kind: frame.KindMemory, Time: time.Now().UnixNano(), Payload: p}); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, e)
+	got, _ = e.Artifact(dec.ID)
+	if !got.Forgotten {
+		t.Error("the artifact is not forgotten after a forget frame")
+	}
+	st2, _ := e.MemoryState(l.session)
+	if st2.Digest == st.Digest {
+		t.Error("a correction did not change the session's digest")
+	}
+
+	// Rebuild gives the same bytes, corrections included; so does
+	// RebuildMemory.
+	before := dump(t, e)
+	if _, err := e.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := dump(t, e); after != before {
+		t.Errorf("rebuild differs from incremental derivation:\n%s", firstDiff(before, after))
+	}
+	mp, err := e.RebuildMemory(context.Background())
+	if err != nil || mp.Sessions != 1 || mp.Artifacts != len(arts) {
+		t.Fatalf("RebuildMemory = %+v, %v (want %d artifacts)", mp, err, len(arts))
+	}
+	if after := dump(t, e); after != before {
+		t.Errorf("RebuildMemory differs:\n%s", firstDiff(before, after))
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log.Close()
+}
+
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return "- " + la[i] + "\n+ " + lb[i]
+		}
+	}
+	return fmt.Sprintf("%d lines vs %d", len(la), len(lb))
+}

@@ -139,9 +139,12 @@ func promptText(ev *Event) string {
 		return ""
 	}
 	t := ev.Text
-	for _, tag := range []string{"system-reminder", "local-command-stdout", "local-command-stderr", "command-message", "command-name", "command-args", "local-command-caveat", "bash-stdout", "bash-stderr", "user-prompt-submit-hook"} {
+	for _, tag := range []string{"system-reminder", "local-command-stdout", "local-command-stderr", "command-message", "command-name", "command-args",
+		"local-command-caveat", "bash-stdout", "bash-stderr", "user-prompt-submit-hook", "ide_selection", "ide_opened_file", "task-notification", "ide_diagnostics"} {
 		t = stripTag(t, tag)
 	}
+	// A shell command the user ran (Claude Code's "!" prefix).
+	t = strings.ReplaceAll(strings.ReplaceAll(t, "<bash-input>", "!"), "</bash-input>", "")
 	t = strings.TrimSpace(t)
 	if strings.HasPrefix(t, "[Request interrupted") || strings.HasPrefix(t, "Caveat: The messages below") {
 		return ""

@@ -429,7 +429,12 @@ func (m *miner) segments(events []Event) {
 			return
 		}
 		t := m.taskOf(first)
-		a := Artifact{ID: artifactID("seg", m.s.ID, fmt.Sprint(first.Seq)), Type: ArtifactSegment, Session: m.s.ID,
+		// A long message makes several segments that start at one event.
+		part := 0
+		for i := len(m.segs) - 1; i >= 0 && m.segs[i].Segment.FirstSeq == first.Seq; i-- {
+			part++
+		}
+		a := Artifact{ID: artifactID("seg", m.s.ID, fmt.Sprint(first.Seq), fmt.Sprint(part)), Type: ArtifactSegment, Session: m.s.ID,
 			First: first.Time, Last: last.Time, Text: b.String(), Files: files, Commands: cmds,
 			Segment: &Segment{FirstSeq: first.Seq, LastSeq: last.Seq, Thread: first.Thread},
 			Evidence: []Evidence{evidence(first)}}

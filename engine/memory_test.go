@@ -316,3 +316,58 @@ func firstDiff(a, b string) string {
 	}
 	return fmt.Sprintf("%d lines vs %d", len(la), len(lb))
 }
+
+// TestDeriveMemoryGolden derives the memory of every golden Claude Code
+// and Codex session twice: the same bytes each time, unique ids, and
+// evidence that points at the source file and line.
+func TestDeriveMemoryGolden(t *testing.T) {
+	red, _ := redact.New(nil)
+	var ims []*Imported
+	for _, cs := range goldenClaude(t) {
+		im, err := DeriveImport("claude", "claude:"+cs.id, cs.files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		im.Session.ID = "claude:" + cs.id
+		ims = append(ims, im)
+	}
+	for _, path := range codexGolden(t) {
+		file, _ := readRollout(t, path)
+		im := deriveRollout(t, file)
+		ims = append(ims, im)
+	}
+	total := map[ArtifactType]int{}
+	for _, im := range ims {
+		a, tasks := DeriveMemory(&im.Session, im.Events, red)
+		b, _ := DeriveMemory(&im.Session, im.Events, red)
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("%s: not deterministic", im.Session.ID)
+		}
+		ids := map[string]bool{}
+		outcomes := 0
+		for _, x := range a {
+			total[x.Type]++
+			if ids[x.ID] {
+				t.Errorf("%s: duplicate id %s", im.Session.ID, x.ID)
+			}
+			ids[x.ID] = true
+			if x.Type == ArtifactOutcome {
+				outcomes++
+			}
+			for _, ev := range x.Evidence {
+				if ev.Prov.File == "" || ev.Prov.Line == 0 {
+					t.Errorf("%s %s: evidence without a source line: %+v", im.Session.ID, x.ID, ev)
+				}
+			}
+			if x.Title == "" || x.Text == "" {
+				t.Errorf("%s %s: empty title or text", im.Session.ID, x.ID)
+			}
+		}
+		if outcomes != tasks {
+			t.Errorf("%s: %d outcomes for %d tasks", im.Session.ID, outcomes, tasks)
+		}
+	}
+	t.Logf("%d sessions: %v", len(ims), total)
+}

@@ -74,8 +74,8 @@ type miner struct {
 	tasks          []*mtask
 
 	decisions, constraints, threads map[string]*Artifact
-	outcomes []Artifact
-	segs     []Artifact
+	outcomes                        []Artifact
+	segs                            []Artifact
 }
 
 // mtask is one task: its id, position and events.

@@ -436,7 +436,7 @@ func (m *miner) segments(events []Event) {
 		}
 		a := Artifact{ID: artifactID("seg", m.s.ID, fmt.Sprint(first.Seq), fmt.Sprint(part)), Type: ArtifactSegment, Session: m.s.ID,
 			First: first.Time, Last: last.Time, Text: b.String(), Files: files, Commands: cmds,
-			Segment: &Segment{FirstSeq: first.Seq, LastSeq: last.Seq, Thread: first.Thread},
+			Segment:  &Segment{FirstSeq: first.Seq, LastSeq: last.Seq, Thread: first.Thread},
 			Evidence: []Evidence{evidence(first)}}
 		if last != first {
 			a.Evidence = append(a.Evidence, evidence(last))

@@ -101,9 +101,11 @@ func (x *Index) Search(q Query) ([]engine.Card, error) {
 	if x.closed {
 		return nil, ErrClosed
 	}
-	recentFrom := -1 // task_n from which q.Session's tasks are recent
+	// Tasks of q.Session numbered from recentFrom on are recent; 0 means
+	// none (an artifact without a task has TaskN 0).
+	recentFrom := 0
 	if st := x.states[q.Session]; q.Session != "" && st != nil && st.Tasks > 0 {
-		recentFrom = st.Tasks - x.opts.RecentTasks + 1
+		recentFrom = max(1, st.Tasks-x.opts.RecentTasks+1)
 	}
 	hits, err := x.collect("search", bluge.NewTopNSearch(max(50, 5*k), query))
 	if err != nil {
@@ -117,7 +119,7 @@ func (x *Index) Search(q Query) ([]engine.Card, error) {
 			if q.Task != "" && h.task == q.Task {
 				s *= boostTask
 			}
-			if recentFrom >= 0 && h.taskN >= recentFrom {
+			if recentFrom > 0 && h.taskN >= recentFrom {
 				s *= boostRecent
 			}
 		}

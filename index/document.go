@@ -73,7 +73,7 @@ var flagBits = map[string]uint8{
 // Caps on what one document holds.
 const (
 	// SnippetRunes is the longest snippet a card carries, in runes.
-	SnippetRunes = 240
+	SnippetRunes  = 240
 	maxTitleBytes = 512
 	maxEntryBytes = 1 << 10 // one file, symbol, command or error
 	maxEntries    = 256     // files, symbols, commands or errors per document

@@ -52,7 +52,9 @@ const (
 
 // Search returns the best cards for q, best first. The first stage is
 // BM25 (the correct one) over title (boost 2), text, files, symbols,
-// commands and errors, which yields the top max(50, 5K) candidates; then
+// commands and errors, which yields the top max(50, 5K) candidates (in an
+// index of more than 12,800 documents, words found in more than 1% of
+// them match only when the query has no rarer word: see textQuery); then
 // each candidate's score is multiplied by its type's weight (decision and
 // constraint 1.5, open thread 1.3, outcome 1.2, transcript 1), by 1.5 when
 // it is of q.Session and by 1.3 more when also of q.Task, by 1.2 when it
@@ -77,13 +79,7 @@ func (x *Index) Search(q Query) ([]engine.Card, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	match := bluge.NewBooleanQuery().SetMinShould(1)
-	for _, f := range textFields {
-		for _, t := range terms {
-			match.AddShould(bluge.NewTermQuery(t).SetField(f.name).SetBoost(f.boost))
-		}
-	}
-	query := bluge.NewBooleanQuery().AddMust(match)
+	query := bluge.NewBooleanQuery().AddMust(&textQuery{terms: terms})
 	if len(q.Types) > 0 {
 		types := bluge.NewBooleanQuery().SetMinShould(1)
 		for _, t := range q.Types {

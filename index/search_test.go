@@ -2,6 +2,7 @@ package index
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -274,5 +275,24 @@ func TestBlugePanic(t *testing.T) {
 	applyAll(t, x, []engine.Artifact{art("s1", "a", engine.ArtifactSegment, "cache")})
 	if got, err := x.Search(Query{Text: "cache"}); err != nil || len(got) != 1 {
 		t.Fatalf("search after the panic = %v, %v", got, err)
+	}
+}
+
+// TestCommonTerms checks the query plan: with more documents than the
+// floor, a word in most of them does not match when the query has a
+// selective word, and decides alone when it has none.
+func TestCommonTerms(t *testing.T) {
+	x := openTest(t, t.TempDir(), nil)
+	var arts []engine.Artifact
+	for i := range minCutoff + 20 {
+		arts = append(arts, art("s1", fmt.Sprintf("u%03d", i), engine.ArtifactSegment, "update the notes"))
+	}
+	arts = append(arts, art("s1", "rare", engine.ArtifactSegment, "zebraHandler crashed"))
+	applyAll(t, x, arts)
+	if got, _ := x.Search(Query{Text: "update zebraHandler"}); !slices.Equal(ids(got), []string{"rare"}) {
+		t.Errorf("selective and common: %v, want [rare]", ids(got))
+	}
+	if got, _ := x.Search(Query{Text: "update notes", K: 5}); len(got) != 5 {
+		t.Errorf("only common words: %d cards, want 5", len(got))
 	}
 }

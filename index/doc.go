@@ -1,3 +1,52 @@
-// Package index will own the Bluge BM25 index of artifacts and transcript
-// segments. It holds no code yet: it arrives with the memory issue.
+// Package index owns the Bluge full-text index of memory artifacts
+// (engine.Artifact): how an artifact becomes a document, the BM25
+// similarity and code-aware analyzer it is scored with, the state file
+// that records what the index holds, and retrieval (Search, Related),
+// which returns engine.Card values built from stored fields alone.
+//
+// # Invariants
+//
+//   - The index is derived: everything in it can be rebuilt from the
+//     engine's store (Options.Rebuild or Reset, then Sync).
+//   - For every session in the state file, the index holds exactly the
+//     artifacts last applied for it (Apply deletes the ones that are
+//     gone), and the state file records their ids and the digest of the
+//     engine.MemoryState they came from. The state file is written after
+//     the Bluge batch returns, so it never claims more than Bluge holds;
+//     documents a crash left unrecorded are found through the session
+//     field and deleted by the next Apply or Remove of that session.
+//   - Scores are BM25 with the correct idf, ln(1 + (N − n + 0.5)/(n +
+//     0.5)), not Bluge v0.2.2's (see BM25).
+//   - A batch holds at most Options.MaxBatch documents and a document at
+//     most Options.MaxDocBytes of analyzed text, because Bluge's memory
+//     grows with both (blugelabs/bluge#89, #146).
+//   - A panic inside Bluge becomes an error wrapping ErrPanic. Panics in
+//     Bluge's own background goroutines (merging, persisting) cannot be
+//     caught by a caller; the only code of ours that runs there, the
+//     analyzer, recovers its own panics and the batch reports them.
+//
+// # Concurrency
+//
+// An Index is safe for concurrent use: Search, Related and Stats run
+// concurrently with each other and with one writing method (Apply,
+// Remove, Sync); writing methods run one at a time. Reset and Close wait
+// for running searches.
+//
+// # Layout
+//
+//	<dir>/
+//	  bluge/            Bluge index (ice v1 segments, snapshots), written by Bluge
+//	    00000000000a.seg
+//	    ...
+//	  state.jsonl       what the index holds, one JSON line per session
+//	  state.jsonl.tmp   a state file being written (renamed over state.jsonl)
+//
+//	state.jsonl
+//	{"format":"bbengine-index-state","version":1,"sessions":2}
+//	{"session":"s1","digest":"9f86…","tasks":4,"ids":["a1","a7",…]}
+//	{"session":"s2","digest":"60303…","tasks":1,"ids":["b2"]}
+//
+// Sessions are sorted by name, ids within a session sorted; the header's
+// session count detects a truncated file. docs/format/index.md lists the
+// document fields.
 package index

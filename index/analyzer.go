@@ -1,0 +1,236 @@
+package index
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blugelabs/bluge/analysis"
+)
+
+// maxTokenBytes is the longest term the analyzer emits. A longer whole
+// token (a base64 blob, a minified line) is dropped; its parts are kept
+// when they are short enough.
+const maxTokenBytes = 255
+
+// codeAnalyzer is the analyzer of every text field: codeTokenizer, no
+// filters (the tokenizer lowercases).
+var codeAnalyzer = &analysis.Analyzer{Tokenizer: codeTokenizer{}}
+
+// Tokens returns the terms the index makes of text, in order: for each
+// token its whole lowercased form, then its parts. Search analyzes query
+// text the same way.
+func Tokens(text string) []string {
+	ts := codeTokenizer{}.Tokenize([]byte(text))
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t.Term)
+	}
+	return out
+}
+
+// codeTokenizer splits text into identifiers and words. A token is a run
+// of letters, digits and the joiners _ - . / \ : @ that starts with a
+// letter, a digit, an underscore or a run of dashes followed by one (a
+// command-line flag) and ends at its last letter, digit or underscore, so
+// "segment.go," is "segment.go". For each token it emits the whole token
+// and then, when the token has more than one, its parts: the pieces
+// between joiners and their camelCase words.
+//
+//	parseHTTPRequest        parsehttprequest parse http request
+//	internal/wal/segment.go internal/wal/segment.go internal wal segment go
+//	--dry-run               --dry-run dry run
+//
+// Terms are lowercased (strings.ToLower of the input bytes they span, which
+// Start and End give). The whole token has PositionIncr 1, its parts 0.
+// Invalid UTF-8 separates tokens.
+type codeTokenizer struct{}
+
+// analyzerPanics counts panics recovered in Tokenize, and lastAnalyzerPanic
+// holds the latest value. Tokenize runs in Bluge's analysis goroutines,
+// where a panic cannot be recovered by the caller of Batch, so it recovers
+// itself and the index reports the panic after the batch (see batch).
+var (
+	analyzerPanics    atomic.Uint64
+	lastAnalyzerPanic atomic.Value // string
+)
+
+func (codeTokenizer) Tokenize(in []byte) (ts analysis.TokenStream) {
+	defer func() {
+		if r := recover(); r != nil {
+			lastAnalyzerPanic.Store(fmt.Sprint(r))
+			analyzerPanics.Add(1)
+			ts = nil
+		}
+	}()
+	i := 0
+	for i < len(in) {
+		start, end, next := nextToken(in, i)
+		if start < 0 {
+			break
+		}
+		ts = appendToken(ts, in, start, end)
+		i = next
+	}
+	return ts
+}
+
+// runeClass is how the tokenizer treats a rune.
+type runeClass uint8
+
+const (
+	classOther  runeClass = iota
+	classWord             // letter, digit, underscore
+	classJoiner           // - . / \ : @
+)
+
+func classify(r rune) runeClass {
+	switch {
+	case r < utf8.RuneSelf:
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '_':
+			return classWord
+		case r == '-', r == '.', r == '/', r == '\\', r == ':', r == '@':
+			return classJoiner
+		}
+		return classOther
+	case r == utf8.RuneError:
+		return classOther
+	case unicode.IsLetter(r), unicode.IsDigit(r):
+		return classWord
+	}
+	return classOther
+}
+
+// nextToken finds the first token at or after i. It returns the token's
+// byte span and where to continue, or start -1 when there is none.
+func nextToken(in []byte, i int) (start, end, next int) {
+	// Find a start: a word rune, or dashes followed by a word rune.
+	start = -1
+	for i < len(in) {
+		r, n := utf8.DecodeRune(in[i:])
+		c := classify(r)
+		if c == classWord {
+			start = i
+			break
+		}
+		if r == '-' {
+			j := i
+			for j < len(in) && in[j] == '-' {
+				j++
+			}
+			if j < len(in) {
+				r2, _ := utf8.DecodeRune(in[j:])
+				if classify(r2) == classWord {
+					start = i
+					break
+				}
+			}
+			i = j
+			continue
+		}
+		i += n
+	}
+	if start < 0 {
+		return -1, 0, len(in)
+	}
+	// Extend over word runes and joiners; remember the last word rune.
+	end = start
+	j := start
+	for j < len(in) {
+		r, n := utf8.DecodeRune(in[j:])
+		c := classify(r)
+		if c == classOther {
+			break
+		}
+		j += n
+		if c == classWord {
+			end = j
+		}
+	}
+	return start, end, j
+}
+
+// appendToken appends the whole token in[start:end] and its parts.
+func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.TokenStream {
+	incr := 1
+	if end-start <= maxTokenBytes {
+		ts = append(ts, newToken(in, start, end, incr))
+		incr = 0
+	}
+	// Parts: pieces between joiners (and underscores), then camelCase.
+	var parts [][2]int
+	seg := -1
+	for j := start; j < end; {
+		r, n := utf8.DecodeRune(in[j:])
+		if classify(r) == classWord && r != '_' {
+			if seg < 0 {
+				seg = j
+			}
+		} else if seg >= 0 {
+			parts = appendCamel(parts, in, seg, j)
+			seg = -1
+		}
+		j += n
+	}
+	if seg >= 0 {
+		parts = appendCamel(parts, in, seg, end)
+	}
+	for _, p := range parts {
+		if p == [2]int{start, end} || p[1]-p[0] > maxTokenBytes {
+			continue
+		}
+		ts = append(ts, newToken(in, p[0], p[1], incr))
+		incr = 0
+	}
+	return ts
+}
+
+// appendCamel appends the piece in[s:e] (letters and digits only) and,
+// when it has camelCase words, each word. A word starts at an upper-case
+// letter that follows a lower-case letter or a digit, or that follows an
+// upper-case letter and is followed by a lower-case one ("HTTPRequest" is
+// HTTP Request). Digits stay with their word: utf8, sha256, Base64.
+func appendCamel(parts [][2]int, in []byte, s, e int) [][2]int {
+	parts = append(parts, [2]int{s, e})
+	ws := s
+	var prev rune = -1
+	for j := s; j < e; {
+		r, n := utf8.DecodeRune(in[j:])
+		if j > s && unicode.IsUpper(r) {
+			boundary := unicode.IsLower(prev) || unicode.IsDigit(prev)
+			if !boundary && unicode.IsUpper(prev) && j+n < e {
+				r2, _ := utf8.DecodeRune(in[j+n:])
+				boundary = unicode.IsLower(r2)
+			}
+			if boundary {
+				parts = append(parts, [2]int{ws, j})
+				ws = j
+			}
+		}
+		prev = r
+		j += n
+	}
+	if ws == s {
+		return parts // one word: the piece itself
+	}
+	parts = append(parts, [2]int{ws, e})
+	return parts
+}
+
+// newToken makes the token for in[s:e]. Its term aliases the input when
+// the input is already lower-case ASCII (Bluge copies a stored field's
+// value before analyzing it, so the input outlives the token).
+func newToken(in []byte, s, e, incr int) *analysis.Token {
+	b := in[s:e]
+	term := b
+	for _, c := range b {
+		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+			term = []byte(strings.ToLower(string(b)))
+			break
+		}
+	}
+	return &analysis.Token{Start: s, End: e, Term: term, PositionIncr: incr, Type: analysis.AlphaNumeric}
+}

@@ -1,0 +1,601 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/blugelabs/bluge"
+	blugeindex "github.com/blugelabs/bluge/index"
+
+	"github.com/bbengine/bbengine/engine"
+)
+
+// blugeName is the Bluge directory inside the index directory.
+const blugeName = "bluge"
+
+// Options configure an Index. The zero value of a field means its default.
+type Options struct {
+	// MaxBatch is the most documents (updates plus deletes) one Bluge
+	// batch holds: Bluge's memory grows with the batch (blugelabs/bluge#89,
+	// #146). The default is 500.
+	MaxBatch int
+	// MaxDocBytes caps the text analyzed for one artifact; longer text is
+	// cut at a rune boundary. The default is 32 KiB.
+	MaxDocBytes int
+	// RecentTasks is how many of a session's latest tasks count as recent
+	// for Search's recency boost. The default is 3.
+	RecentTasks int
+	// Rebuild makes Open discard what dir holds (the Bluge files and the
+	// state file, which is not read, so a corrupt one does not stop it)
+	// and start empty; the caller then fills the index with Sync. The
+	// default is false.
+	Rebuild bool
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MaxBatch <= 0 {
+		r.MaxBatch = 500
+	}
+	if r.MaxDocBytes <= 0 {
+		r.MaxDocBytes = 32 << 10
+	}
+	if r.RecentTasks <= 0 {
+		r.RecentTasks = 3
+	}
+	return r
+}
+
+// Index is a Bluge index of memory artifacts. See the package comment.
+type Index struct {
+	dir  string
+	opts Options
+
+	// wmu serialises the writing methods (Apply, Remove, Sync, Reset) and
+	// Close. A writing method reads states without mu: only holders of
+	// wmu change it.
+	wmu sync.Mutex
+	// mu guards w, states and closed. Search and Related hold it shared
+	// for their whole run; Reset and Close hold it exclusively to replace
+	// or close the writer, and writing methods briefly to change states.
+	mu     sync.RWMutex
+	w      *bluge.Writer
+	states map[string]*sessionState
+	closed bool
+}
+
+// Open opens the index in dir, creating it when it does not exist. nil
+// opts means the defaults. A state file that cannot be read is a
+// *CorruptionError; Options.Rebuild opens such an index empty.
+func Open(dir string, opts *Options) (*Index, error) {
+	o := opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("index: open %s: %w", dir, err)
+	}
+	if o.Rebuild {
+		if err := removeFiles(dir); err != nil {
+			return nil, err
+		}
+	}
+	states, err := readState(filepath.Join(dir, stateName))
+	if err != nil {
+		return nil, err
+	}
+	w, err := openWriter(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{dir: dir, opts: o, w: w, states: states}, nil
+}
+
+// removeFiles removes the index's files from dir, leaving anything else.
+func removeFiles(dir string) error {
+	for _, name := range []string{blugeName, stateName, stateName + ".tmp"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("index: remove %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// config returns the Bluge configuration of the index at path: BM25 (the
+// correct one) for every field and the code analyzer for queries.
+func config(path string) bluge.Config {
+	cfg := bluge.DefaultConfig(path)
+	sim := NewBM25()
+	cfg.DefaultSimilarity = sim
+	// PerFieldSimilarity is also the map Bluge's norm function consults
+	// at indexing time, so every field is listed.
+	for _, f := range []string{fieldID, fieldType, fieldSession, fieldTask, fieldRun, fieldStatus,
+		fieldTitle, fieldText, fieldFiles, fieldFile, fieldSymbols, fieldSymbol, fieldCommands,
+		fieldErrors, fieldTime, fieldTaskN, fieldFlag} {
+		cfg.PerFieldSimilarity[f] = sim
+	}
+	cfg.DefaultSearchAnalyzer = codeAnalyzer
+	return cfg
+}
+
+func openWriter(dir string) (*bluge.Writer, error) {
+	var w *bluge.Writer
+	err := guard("open", func() error {
+		var err error
+		w, err = bluge.OpenWriter(config(filepath.Join(dir, blugeName)))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s: %w; run `bbengine rebuild --index` to rebuild the index from the store", dir, err)
+	}
+	return w, nil
+}
+
+// Close closes the index. It waits for running calls; calls after it
+// return ErrClosed. Closing twice is safe.
+func (x *Index) Close() error {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	err := guard("close", x.w.Close)
+	x.w = nil
+	if err != nil {
+		return fmt.Errorf("index: close: %w", err)
+	}
+	return nil
+}
+
+// Reset empties the index: it removes the Bluge files and the state file
+// and starts again (bbengine rebuild --index, followed by Sync).
+func (x *Index) Reset() error {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if err := guard("close", x.w.Close); err != nil {
+		x.closed = true
+		return fmt.Errorf("index: reset: %w", err)
+	}
+	x.w = nil
+	x.states = map[string]*sessionState{}
+	if err := removeFiles(x.dir); err != nil {
+		x.closed = true
+		return err
+	}
+	w, err := openWriter(x.dir)
+	if err != nil {
+		x.closed = true
+		return err
+	}
+	x.w = w
+	return nil
+}
+
+// Source is where Sync reads memory from: the engine's store.
+type Source interface {
+	// MemoryStates returns the state of every session that has memory.
+	MemoryStates() ([]engine.MemoryState, error)
+	// Artifacts returns the artifacts of one session, with the user's
+	// corrections (Forgotten, Pinned) merged in.
+	Artifacts(session string) ([]engine.Artifact, error)
+}
+
+// SyncStats says what Apply, Remove or Sync did.
+type SyncStats struct {
+	Applied   int // sessions indexed again
+	Unchanged int // sessions whose digest matched
+	Removed   int // sessions no longer listed, removed
+	Docs      int // documents added or updated
+	Deleted   int // documents deleted
+	Batches   int // Bluge batches
+}
+
+// Apply makes the index hold exactly arts for session st.Session: it adds
+// or updates every artifact and deletes the session's documents that are
+// not among them, then records st in the state file. Every artifact must
+// belong to st.Session and have a distinct id.
+func (x *Index) Apply(st engine.MemoryState, arts []engine.Artifact) error {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	b := x.newBatcher(nil)
+	err := x.planSession(b, st, arts)
+	return b.finish(err)
+}
+
+// Remove deletes every document of session and forgets the session.
+func (x *Index) Remove(session string) error {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	b := x.newBatcher(nil)
+	err := x.planRemove(b, session)
+	return b.finish(err)
+}
+
+// Sync brings the index up to date with src: it applies every session
+// whose digest differs from the one the index recorded (or that it does
+// not hold) and removes the sessions src no longer lists. Batches hold at
+// most Options.MaxBatch documents; the state file is written after a
+// batch at most once a second, and at the end. An error stops Sync; what
+// was applied before it stays applied and recorded.
+func (x *Index) Sync(src Source) (SyncStats, error) {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	var stats SyncStats
+	if x.closed {
+		return stats, ErrClosed
+	}
+	states, err := src.MemoryStates()
+	if err != nil {
+		return stats, fmt.Errorf("index: sync: memory states: %w", err)
+	}
+	listed := make(map[string]bool, len(states))
+	for _, st := range states {
+		if st.Session == "" {
+			return stats, fmt.Errorf("%w: sync: a memory state without a session", ErrInvalid)
+		}
+		if listed[st.Session] {
+			return stats, fmt.Errorf("%w: sync: session %s listed twice", ErrInvalid, st.Session)
+		}
+		listed[st.Session] = true
+	}
+	states = slices.Clone(states)
+	slices.SortFunc(states, func(a, b engine.MemoryState) int {
+		if a.Session < b.Session {
+			return -1
+		}
+		if a.Session > b.Session {
+			return 1
+		}
+		return 0
+	})
+	b := x.newBatcher(&stats)
+	var gone []string
+	for name := range x.states {
+		if !listed[name] {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	for _, name := range gone {
+		if err := x.planRemove(b, name); err != nil {
+			return stats, b.finish(err)
+		}
+		stats.Removed++
+	}
+	for _, st := range states {
+		if cur := x.states[st.Session]; cur != nil && st.Digest != "" && cur.Digest == st.Digest {
+			stats.Unchanged++
+			continue
+		}
+		arts, err := src.Artifacts(st.Session)
+		if err != nil {
+			return stats, b.finish(fmt.Errorf("index: sync: artifacts of session %s: %w", st.Session, err))
+		}
+		if err := x.planSession(b, st, arts); err != nil {
+			return stats, b.finish(err)
+		}
+		stats.Applied++
+	}
+	return stats, b.finish(nil)
+}
+
+// planSession queues the batch operations that make the index hold
+// exactly arts for st.Session, and the session's new state.
+func (x *Index) planSession(b *batcher, st engine.MemoryState, arts []engine.Artifact) error {
+	if st.Session == "" {
+		return fmt.Errorf("%w: apply: memory state without a session", ErrInvalid)
+	}
+	ids := make([]string, len(arts))
+	tasks := st.Tasks
+	for i := range arts {
+		a := &arts[i]
+		switch {
+		case a.ID == "":
+			return fmt.Errorf("%w: apply %s: artifact %d has no id", ErrInvalid, st.Session, i)
+		case a.Session != st.Session:
+			return fmt.Errorf("%w: apply %s: artifact %s belongs to session %s", ErrInvalid, st.Session, a.ID, a.Session)
+		case !a.Type.Valid():
+			return fmt.Errorf("%w: apply %s: artifact %s has unknown type %q", ErrInvalid, st.Session, a.ID, a.Type)
+		}
+		ids[i] = a.ID
+		tasks = max(tasks, a.TaskN)
+	}
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return fmt.Errorf("%w: apply %s: artifact %s given twice", ErrInvalid, st.Session, ids[i])
+		}
+	}
+	old, err := x.heldIDs(st.Session)
+	if err != nil {
+		return err
+	}
+	for i := range arts {
+		if err := b.add(op{doc: document(&arts[i], x.opts.MaxDocBytes)}); err != nil {
+			return err
+		}
+		b.stats.Docs++
+	}
+	for _, id := range old {
+		if _, found := slices.BinarySearch(ids, id); !found {
+			if err := b.add(op{del: id}); err != nil {
+				return err
+			}
+			b.stats.Deleted++
+		}
+	}
+	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: ids})
+	return nil
+}
+
+// planRemove queues the deletion of every document of session.
+func (x *Index) planRemove(b *batcher, session string) error {
+	old, err := x.heldIDs(session)
+	if err != nil {
+		return err
+	}
+	for _, id := range old {
+		if err := b.add(op{del: id}); err != nil {
+			return err
+		}
+		b.stats.Deleted++
+	}
+	b.commitAfter(session, nil)
+	return nil
+}
+
+// heldIDs returns the ids the index holds for session, sorted: those the
+// state file lists and those Bluge has, so that documents written by a
+// batch whose state was never recorded (a crash between the two) are
+// found too.
+func (x *Index) heldIDs(session string) ([]string, error) {
+	var ids []string
+	if st := x.states[session]; st != nil {
+		ids = append(ids, st.IDs...)
+	}
+	err := x.withReader("session ids", func(r *bluge.Reader) error {
+		req := bluge.NewAllMatches(bluge.NewTermQuery(session).SetField(fieldSession))
+		it, err := r.Search(context.Background(), req)
+		if err != nil {
+			return err
+		}
+		for {
+			m, err := it.Next()
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				return nil
+			}
+			err = m.VisitStoredFields(func(field string, value []byte) bool {
+				if field == fieldID {
+					ids = append(ids, string(value))
+					return false
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index: ids of session %s: %w", session, err)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// withReader calls f with a reader of the index's current contents, and
+// turns a panic in either into an error. The caller holds wmu or mu.
+func (x *Index) withReader(op string, f func(r *bluge.Reader) error) error {
+	return guard(op, func() error {
+		r, err := x.w.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return f(r)
+	})
+}
+
+// op is one batch operation: an update of doc, or the deletion of del.
+type op struct {
+	doc *bluge.Document
+	del string
+}
+
+// pending is a session state to record once the operations queued before
+// it are in the index; st nil removes the session.
+type pending struct {
+	after   int
+	session string
+	st      *sessionState
+}
+
+// batcher collects batch operations, sends them to Bluge MaxBatch at a
+// time, and records session states once their operations are in.
+type batcher struct {
+	x         *Index
+	stats     *SyncStats
+	ops       []op
+	queued    int // operations ever queued
+	sent      int // operations ever sent
+	waiting   []pending
+	dirty     bool // states changed since the state file was written
+	failed    bool // a batch failed
+	lastWrite time.Time
+}
+
+func (x *Index) newBatcher(stats *SyncStats) *batcher {
+	if stats == nil {
+		stats = new(SyncStats)
+	}
+	return &batcher{x: x, stats: stats, lastWrite: time.Now()}
+}
+
+func (b *batcher) add(o op) error {
+	b.ops = append(b.ops, o)
+	b.queued++
+	if len(b.ops) >= b.x.opts.MaxBatch {
+		return b.flush()
+	}
+	return nil
+}
+
+// commitAfter records st for session once every operation queued so far
+// is in the index.
+func (b *batcher) commitAfter(session string, st *sessionState) {
+	b.waiting = append(b.waiting, pending{after: b.queued, session: session, st: st})
+}
+
+// flush sends the queued operations as one Bluge batch, then records the
+// session states they complete, and writes the state file when a second
+// has passed since it was last written.
+func (b *batcher) flush() error {
+	if len(b.ops) > 0 {
+		bb := bluge.NewBatch()
+		for _, o := range b.ops {
+			if o.doc != nil {
+				bb.Update(o.doc.ID(), o.doc)
+			} else {
+				bb.Delete(bluge.Identifier(o.del))
+			}
+		}
+		if err := b.x.batch(bb); err != nil {
+			b.failed = true
+			return err
+		}
+		b.sent += len(b.ops)
+		clear(b.ops)
+		b.ops = b.ops[:0]
+		b.stats.Batches++
+	}
+	n := 0
+	for n < len(b.waiting) && b.waiting[n].after <= b.sent {
+		n++
+	}
+	if n > 0 {
+		b.x.mu.Lock()
+		for _, p := range b.waiting[:n] {
+			if p.st == nil {
+				delete(b.x.states, p.session)
+			} else {
+				b.x.states[p.session] = p.st
+			}
+		}
+		b.x.mu.Unlock()
+		b.waiting = b.waiting[n:]
+		b.dirty = true
+	}
+	if b.dirty && time.Since(b.lastWrite) >= time.Second {
+		return b.writeState()
+	}
+	return nil
+}
+
+func (b *batcher) writeState() error {
+	if err := writeState(b.x.dir, b.x.states); err != nil {
+		return err
+	}
+	b.dirty = false
+	b.lastWrite = time.Now()
+	return nil
+}
+
+// finish sends what is queued and writes the state file; it returns err
+// (the caller's) joined with its own. The queue holds only whole
+// sessions' operations (a session is planned completely before the next
+// error can occur), so it is sent even after the caller's error, unless a
+// batch failed.
+func (b *batcher) finish(err error) error {
+	if !b.failed {
+		err = errors.Join(err, b.flush())
+	}
+	if b.dirty {
+		// The states committed so far describe what is in the index,
+		// whether or not the rest failed.
+		err = errors.Join(err, b.writeState())
+	}
+	return err
+}
+
+// batch sends one Bluge batch, turning a panic into an error, including
+// one the analyzer recovered in Bluge's analysis goroutines.
+func (x *Index) batch(b *blugeindex.Batch) error {
+	before := analyzerPanics.Load()
+	err := guard("batch", func() error { return x.w.Batch(b) })
+	if err == nil && analyzerPanics.Load() != before {
+		err = &PanicError{Op: "analyze", Value: lastAnalyzerPanic.Load()}
+	}
+	if err != nil {
+		return fmt.Errorf("index: batch: %w", err)
+	}
+	return nil
+}
+
+// Stats describe an index.
+type Stats struct {
+	Docs     uint64 // documents
+	Sessions int    // sessions recorded in the state file
+	Bytes    int64  // bytes of the index's files on disk
+}
+
+// Stats returns the index's document and session counts and its size on
+// disk.
+func (x *Index) Stats() (Stats, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var s Stats
+	if x.closed {
+		return s, ErrClosed
+	}
+	s.Sessions = len(x.states)
+	err := x.withReader("count", func(r *bluge.Reader) error {
+		var err error
+		s.Docs, err = r.Count()
+		return err
+	})
+	if err != nil {
+		return s, fmt.Errorf("index: stats: %w", err)
+	}
+	err = filepath.WalkDir(x.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a segment merged away while we walked
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				s.Bytes += info.Size()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("index: stats: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,192 @@
+package index
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// stateName is the state file in the index directory.
+const stateName = "state.jsonl"
+
+// stateFormat and stateVersion are the state file's header values.
+const (
+	stateFormat  = "bbengine-index-state"
+	stateVersion = 1
+)
+
+// stateHeader is the state file's first line.
+type stateHeader struct {
+	Format   string `json:"format"`
+	Version  int    `json:"version"`
+	Sessions int    `json:"sessions"`
+}
+
+// sessionState is what the index holds of one session: one line of the
+// state file.
+type sessionState struct {
+	Session string `json:"session"`
+	// Digest is the MemoryState.Digest last applied.
+	Digest string `json:"digest"`
+	// Tasks is the session's number of tasks (recency counts back from
+	// it).
+	Tasks int `json:"tasks"`
+	// IDs are the ids of its indexed artifacts, sorted.
+	IDs []string `json:"ids"`
+}
+
+// readState reads the state file at path. A missing file is an empty
+// state.
+func readState(path string) (map[string]*sessionState, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*sessionState{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("index: read state: %w", err)
+	}
+	return parseState(path, data)
+}
+
+// parseState parses a state file's bytes; path names it in errors.
+func parseState(path string, data []byte) (map[string]*sessionState, error) {
+	corrupt := func(off int, format string, args ...any) error {
+		return &CorruptionError{File: path, Offset: int64(off), Err: fmt.Errorf(format, args...)}
+	}
+	lineErr := func(off int, err error) error {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return corrupt(off+int(se.Offset), "%v", err)
+		case errors.As(err, &te):
+			return corrupt(off+int(te.Offset), "%v", err)
+		}
+		return corrupt(off, "%v", err)
+	}
+	states := map[string]*sessionState{}
+	var h stateHeader
+	off, n := 0, 0
+	for off < len(data) {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			return nil, corrupt(len(data), "last line has no newline (truncated file)")
+		}
+		line := data[off : off+end]
+		if n == 0 {
+			if err := json.Unmarshal(line, &h); err != nil {
+				return nil, lineErr(off, err)
+			}
+			if h.Format != stateFormat {
+				return nil, corrupt(off, "format %q, want %q", h.Format, stateFormat)
+			}
+			if h.Version != stateVersion {
+				return nil, corrupt(off, "version %d, want %d", h.Version, stateVersion)
+			}
+			if h.Sessions < 0 {
+				return nil, corrupt(off, "negative session count %d", h.Sessions)
+			}
+		} else {
+			if n > h.Sessions {
+				return nil, corrupt(off, "more sessions than the header's %d", h.Sessions)
+			}
+			s := new(sessionState)
+			if err := json.Unmarshal(line, s); err != nil {
+				return nil, lineErr(off, err)
+			}
+			if s.Session == "" {
+				return nil, corrupt(off, "session without a name")
+			}
+			if states[s.Session] != nil {
+				return nil, corrupt(off, "session %q listed twice", s.Session)
+			}
+			if !slices.IsSorted(s.IDs) {
+				return nil, corrupt(off, "ids of session %q are not sorted", s.Session)
+			}
+			states[s.Session] = s
+		}
+		off += end + 1
+		n++
+	}
+	if n == 0 {
+		return nil, corrupt(0, "empty file")
+	}
+	if n-1 != h.Sessions {
+		return nil, corrupt(len(data), "%d sessions, the header says %d (truncated file)", n-1, h.Sessions)
+	}
+	return states, nil
+}
+
+// appendState appends the state file's bytes for states: the header, then
+// one line per session in session order.
+func appendState(dst []byte, states map[string]*sessionState) ([]byte, error) {
+	names := make([]string, 0, len(states))
+	for name := range states {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b, err := json.Marshal(stateHeader{Format: stateFormat, Version: stateVersion, Sessions: len(names)})
+	if err != nil {
+		return nil, err
+	}
+	dst = append(append(dst, b...), '\n')
+	for _, name := range names {
+		b, err := json.Marshal(states[name])
+		if err != nil {
+			return nil, err
+		}
+		dst = append(append(dst, b...), '\n')
+	}
+	return dst, nil
+}
+
+// writeState replaces the state file in dir atomically: it writes a
+// temporary file, syncs it, renames it over the old one and syncs dir.
+func writeState(dir string, states map[string]*sessionState) error {
+	data, err := appendState(nil, states)
+	if err != nil {
+		return fmt.Errorf("index: encode state: %w", err)
+	}
+	path := filepath.Join(dir, stateName)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("index: write state: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("index: write state %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so that a rename in it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -78,8 +78,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // flagsFirst moves a command's flags ahead of its arguments, so that
 // "bbengine show SESSION --format json" works like "show --format json
 // SESSION": urfave/cli v2 stops reading flags at the first argument.
-// Global flags before the command, commands with subcommands, and
-// everything after "--" are left as they are.
+// The same holds for a subcommand's flags ("mem search QUERY --json").
+// Global flags before the command, commands whose subcommand is not
+// named, and everything after "--" are left as they are.
 func flagsFirst(app *ucli.App, args []string) []string {
 	i := 1
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
@@ -93,6 +94,13 @@ func flagsFirst(app *ucli.App, args []string) []string {
 		return args
 	}
 	cmd := app.Command(args[i])
+	if cmd != nil && len(cmd.Subcommands) > 0 && i+1 < len(args) {
+		// "mem search QUERY --json": the same, one level down.
+		if sub := cmd.Command(args[i+1]); sub != nil {
+			cmd = sub
+			i++
+		}
+	}
 	if cmd == nil || len(cmd.Subcommands) > 0 {
 		return args
 	}
@@ -173,6 +181,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			importCommand(),
 			exportCommand(),
 			convertCommand(),
+			memCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

@@ -159,19 +159,20 @@ var errBadQuery = errors.New("bad query")
 // written in the lock file (readable only by the directory's owner).
 type queryServer struct {
 	e     *engine.Engine
+	mem   *localMemory
 	token string
 	srv   *http.Server
 	ln    net.Listener
 }
 
-func startQueryServer(e *engine.Engine) (*queryServer, error) {
+func startQueryServer(e *engine.Engine, mem *localMemory) (*queryServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("query endpoint: %w", err)
 	}
 	var b [16]byte
 	rand.Read(b[:])
-	q := &queryServer{e: e, token: hex.EncodeToString(b[:]), ln: ln}
+	q := &queryServer{e: e, mem: mem, token: hex.EncodeToString(b[:]), ln: ln}
 	q.srv = &http.Server{Handler: q, ReadHeaderTimeout: 10 * time.Second}
 	go q.srv.Serve(ln)
 	if err := e.SetEndpoint(ln.Addr().String(), q.token); err != nil {
@@ -219,6 +220,10 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/v1/")
 	if path == "imports" || strings.HasPrefix(path, "imports/") {
 		q.serveImports(w, r, path, reply)
+		return
+	}
+	if strings.HasPrefix(path, "memory/") {
+		q.serveMemory(w, r, path, reply)
 		return
 	}
 	switch {

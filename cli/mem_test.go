@@ -25,7 +25,9 @@ func memoryTranscript() string {
 		b, _ := json.Marshal(m)
 		lines = append(lines, string(b))
 	}
-	user := func(s string) { add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": s}}) }
+	user := func(s string) {
+		add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": s}})
+	}
 	reply := func(content ...map[string]any) {
 		add(map[string]any{"type": "assistant", "requestId": fmt.Sprintf("req_%d", n), "message": map[string]any{
 			"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",

@@ -87,7 +87,74 @@ func (m *localMemory) Search(q index.Query) ([]engine.Card, error) {
 		}
 		q.Session = s.ID
 	}
-	return m.ix.Search(q)
+	cards, err := m.ix.Search(q)
+	if err != nil {
+		return nil, err
+	}
+	return m.lift(cards, q), nil
+}
+
+// lift answers with what is in force: a superseded decision or
+// constraint that matches gets the artifact that replaced it (the end of
+// its chain) placed right above it, so "which cache did we choose" finds
+// the current choice even when the old one matches the words better.
+func (m *localMemory) lift(cards []engine.Card, q index.Query) []engine.Card {
+	k := q.K
+	if k <= 0 {
+		k = index.DefaultK
+	}
+	for i := 0; i < len(cards); i++ {
+		if cards[i].Status != "superseded" {
+			continue
+		}
+		succ, ok := m.successor(cards[i].ID)
+		if !ok || succ.Forgotten && !q.IncludeForgotten {
+			continue
+		}
+		j := slices.IndexFunc(cards, func(c engine.Card) bool { return c.ID == succ.ID })
+		if j >= 0 && j < i {
+			continue
+		}
+		card := succ.Card()
+		card.Score = cards[i].Score
+		if j > i {
+			card.Score = max(card.Score, cards[j].Score)
+			cards = slices.Delete(cards, j, j+1)
+		}
+		cards = slices.Insert(cards, i, card)
+		i++
+	}
+	if len(cards) > k {
+		cards = cards[:k]
+	}
+	return cards
+}
+
+// successor follows an artifact's supersession chain to its end.
+func (m *localMemory) successor(id string) (engine.Artifact, bool) {
+	var out engine.Artifact
+	found := false
+	for seen := map[string]bool{}; !seen[id]; {
+		seen[id] = true
+		a, err := m.e.Artifact(id)
+		if err != nil {
+			break
+		}
+		next := ""
+		if a.Decision != nil {
+			next = a.Decision.SupersededBy
+		} else if a.Constraint != nil {
+			next = a.Constraint.SupersededBy
+		}
+		if found = a.ID != "" && len(seen) > 1; found {
+			out = a
+		}
+		if next == "" {
+			break
+		}
+		id = next
+	}
+	return out, found
 }
 
 func (m *localMemory) Get(id string) (engine.Artifact, error) { return m.e.Artifact(id) }

@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
@@ -97,7 +99,12 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	// The canonicalizer opens and follows the WAL in its own goroutine:
 	// the proxy records whether or not it is running, and never waits
 	// for it.
-	eng := startEngine(cfg.dir, log, opts.Logf)
+	red, err := redact.New(opts.RedactPatterns)
+	if err != nil {
+		log.Close()
+		return usagef("proxy: --redact: %v", err)
+	}
+	eng := startEngine(cfg.dir, log, red, opts.Logf)
 	closeEngine := eng.close
 	p, err := proxy.New(log, &opts)
 	if err != nil {
@@ -185,21 +192,26 @@ type proxyEngine struct {
 	mu     sync.Mutex
 	e      *engine.Engine
 	qs     *queryServer
+	mem    *localMemory
+	// memory is signalled when the engine derived memory: the index
+	// syncer wakes on it.
+	memory  chan struct{}
+	syncers sync.WaitGroup
 }
 
-func startEngine(dir string, log *wal.Log, logf func(string, ...any)) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{})}
-	go pe.run(ctx, dir, log, logf)
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1)}
+	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
 
-func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, logf func(string, ...any)) {
+func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) {
 	defer close(pe.done)
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
-		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf})
+		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red})
 		if err == nil {
 			break
 		}
@@ -217,12 +229,20 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, logf f
 		case <-time.After(time.Second):
 		}
 	}
-	qs, err := startQueryServer(e)
+	var mem *localMemory
+	if ix, err := index.Open(indexDir(dir), nil); err != nil {
+		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
+	} else {
+		mem = &localMemory{e: e, ix: ix, log: log}
+		pe.syncers.Add(1)
+		go pe.syncIndex(ctx, mem, logf)
+	}
+	qs, err := startQueryServer(e, mem)
 	if err != nil {
 		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
 	}
 	pe.mu.Lock()
-	pe.e, pe.qs = e, qs
+	pe.e, pe.qs, pe.mem = e, qs, mem
 	pe.mu.Unlock()
 	for {
 		err := e.Follow(ctx)
@@ -238,10 +258,36 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, logf f
 	}
 }
 
-// close stops following, derives what is left and closes the engine.
+// memoryChanged wakes the index syncer; it never blocks.
+func (pe *proxyEngine) memoryChanged() {
+	select {
+	case pe.memory <- struct{}{}:
+	default:
+	}
+}
+
+// syncIndex keeps the memory index up to the engine's artifacts: once at
+// start, then each time the engine derived memory.
+func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
+	defer pe.syncers.Done()
+	for {
+		if err := mem.sync(); err != nil {
+			logf("memory index: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-pe.memory:
+		}
+	}
+}
+
+// close stops following, derives and indexes what is left and closes the
+// engine and the index.
 func (pe *proxyEngine) close() error {
 	pe.cancel()
 	<-pe.done
+	pe.syncers.Wait()
 	pe.mu.Lock()
 	defer pe.mu.Unlock()
 	if pe.e == nil {
@@ -251,5 +297,8 @@ func (pe *proxyEngine) close() error {
 		pe.qs.Close()
 	}
 	_, err := pe.e.CatchUp(context.Background())
+	if pe.mem != nil {
+		err = errors.Join(err, pe.mem.sync(), pe.mem.ix.Close())
+	}
 	return errors.Join(err, pe.e.Close())
 }

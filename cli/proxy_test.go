@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -108,6 +110,23 @@ func TestProxyCommand(t *testing.T) {
 	}
 	if _, errs, code = run(t, "--dir", dir, "import", "codex", rollout); code != 0 || !strings.Contains(errs, "imported 0 records") {
 		t.Fatalf("second import while running: %d %s", code, errs)
+	}
+	// Memory through the running proxy: the recorded exchange and the
+	// import are searchable, and a correction goes to the proxy's WAL.
+	out, errs, code = run(t, "--dir", dir, "mem", "search", "pong", "--json")
+	if code != 0 || !strings.Contains(out, `"session": "cli-1"`) {
+		t.Fatalf("mem search while running: %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = run(t, "--dir", dir, "mem", "search", "list the files", "--type", "outcome", "--json")
+	var cards []engine.Card
+	if code != 0 || json.Unmarshal([]byte(out), &cards) != nil || len(cards) == 0 || cards[0].Session != "codex:019e1625-789d-76c0-80ab-3724b5ddb799" {
+		t.Fatalf("mem search of an import while running: %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code = run(t, "--dir", dir, "mem", "pin", cards[0].ID); code != 0 || !strings.Contains(out, "pinned artifact "+cards[0].ID) {
+		t.Fatalf("mem pin while running: %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code = run(t, "--dir", dir, "mem", "get", cards[0].ID); code != 0 || !strings.Contains(out, " pinned") {
+		t.Fatalf("mem get while running: %d\n%s%s", code, out, errs)
 	}
 	// rebuild needs the directory to itself and names who has it.
 	_, errs, code = run(t, "--dir", dir, "rebuild")

@@ -133,7 +133,11 @@ func writeCard(w io.Writer, n int, cd engine.Card) {
 	if n > 0 {
 		prefix = fmt.Sprintf("%2d.", n)
 	}
-	fmt.Fprintf(w, "%s %s  %s%s  %.2f  %s\n", prefix, cd.ID, cd.Type, status, cd.Score, cd.Title)
+	score := ""
+	if cd.Score != 0 {
+		score = fmt.Sprintf("  %.2f", cd.Score)
+	}
+	fmt.Fprintf(w, "%s %s  %s%s%s  %s\n", prefix, cd.ID, cd.Type, status, score, cd.Title)
 	where := "session " + cd.Session
 	if cd.Task != "" {
 		where += ", task " + cd.Task

@@ -696,12 +696,21 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev *Event, failedTests map[strin
 	}
 	if (known && exit != 0) || failed {
 		c.Error = memtext.FirstErrorLine(output)
-		if c.Error == "" {
-			c.Error = firstLine(output, 200)
+		if c.Error == "" || strings.HasPrefix(c.Error, "Exit code ") {
+			// The first line after Claude Code's "Exit code N".
+			rest := output
+			if strings.HasPrefix(rest, "Exit code ") {
+				_, rest, _ = strings.Cut(rest, "\n")
+			}
+			if l := firstLine(rest, 200); l != "" {
+				c.Error = l
+			}
 		}
 	}
 	tr := memtext.ParseTestResult(cmd, output, exit, known)
-	if tr.IsTest {
+	// Output that looks like a test runner's counts only from a command
+	// that runs tests (not "uv tool install ." printing a build failure).
+	if tr.IsTest && (memtext.IsTestCommand(cmd) || strings.Contains(strings.ToLower(cmd), "test")) {
 		switch {
 		case tr.Failed:
 			c.Test = "failed"

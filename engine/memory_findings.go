@@ -326,7 +326,16 @@ func (m *miner) todos(t *mtask, ev *Event, fe fileEdit) {
 			m.close(a, ev, "an edit removed it")
 		}
 	}
+	lines := strings.Split(added, "\n")
 	for _, td := range memtext.TODOs(added) {
+		if docFile(fe.path) && td.Line >= 1 && td.Line <= len(lines) {
+			// In prose files "#" starts a heading, not a comment: "# TODO
+			// App" is a title. Only "TODO:" and "TODO(x)" count there.
+			l := lines[td.Line-1]
+			if !strings.Contains(l, td.Marker+":") && !strings.Contains(l, td.Marker+"(") {
+				continue
+			}
+		}
 		kind := "todo"
 		if strings.EqualFold(td.Marker, "FIXME") {
 			kind = "fixme"
@@ -534,4 +543,14 @@ func (m *miner) taskOf(ev *Event) *mtask {
 		}
 	}
 	return nil
+}
+
+// docFile reports whether path is a prose document.
+func docFile(path string) bool {
+	for _, ext := range []string{".md", ".markdown", ".txt", ".rst", ".adoc", ".mdx"} {
+		if strings.HasSuffix(strings.ToLower(path), ext) {
+			return true
+		}
+	}
+	return false
 }

@@ -96,7 +96,7 @@ func memorySession() *claudeLog {
 	l.reply(textBlock("Fixed: the ARC cache passes TestCacheEvict."))
 
 	l.user("Now document the cache.")
-	l.reply(use("toolu_5", "Write", map[string]any{"file_path": "docs/cache.md", "content": "# Cache\n\nARC, 64 MiB.\n"}))
+	l.reply(use("toolu_5", "Write", map[string]any{"file_path": "docs/cache.md", "content": "# Cache\n\nARC, 64 MiB.\n\n## TODO App notes\n"}))
 	l.result("toolu_5", "File created successfully at: docs/cache.md", false)
 	l.reply(textBlock("I wrote docs/cache.md. Should I also add a section to the README?"))
 	return l

@@ -371,3 +371,75 @@ func TestDeriveMemoryGolden(t *testing.T) {
 	}
 	t.Logf("%d sessions: %v", len(ims), total)
 }
+
+// TestPinnedSessionRetention: a pinned session's WAL segments survive
+// retention; an unpinned session's do not.
+func TestPinnedSessionRetention(t *testing.T) {
+	dir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{SegmentSize: 4 << 10, RetentionBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	e, err := Open(dir, &Options{WAL: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	kept := memorySession()
+	gone := newClaudeLog("99999999-2222-4333-8444-555555555555")
+	for i := range 12 {
+		gone.user(fmt.Sprintf("A throwaway prompt %d, long enough to fill the log: %s", i, strings.Repeat("filler ", 40)))
+		gone.reply(textBlock("Nothing to keep."))
+	}
+	imp := func(l *claudeLog) {
+		path := filepath.Join(dir, l.session+".jsonl")
+		if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		importPath(t, e, "claude", path)
+	}
+	// Pin the first session before the log grows: the writer applies
+	// retention at every rotation.
+	imp(kept)
+	p, _ := exchange.AppendCorrection(nil, exchange.Correction{Op: "pin", Target: "session", ID: "claude:" + kept.session})
+	if _, err := log.Append(wal.Record{Kind: frame.KindMemory, Payload: p}); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, e)
+	imp(gone)
+	for range 8 {
+		if _, err := log.Append(wal.Record{Kind: frame.KindToolEvent, Payload: bytes.Repeat([]byte("x"), 3<<10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := log.Retain(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		l    *claudeLog
+		kept bool
+	}{{kept, true}, {gone, false}} {
+		s, err := e.Session("claude:" + tc.l.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last, ok, err := e.walRange(s)
+		if err != nil || !ok {
+			t.Fatalf("walRange: %v %v", ok, err)
+		}
+		at := first
+		if !tc.kept {
+			at = last // its first frame may share a segment with the pinned one
+		}
+		r := log.NewReader()
+		seekErr := r.Seek(at)
+		r.Close()
+		if tc.kept && seekErr != nil {
+			t.Errorf("pinned session %s: its first frame at %d is gone: %v", tc.l.session, first, seekErr)
+		}
+		if !tc.kept && seekErr == nil {
+			t.Errorf("unpinned session %s (WAL %d–%d) survived retention", tc.l.session, first, last)
+		}
+	}
+}

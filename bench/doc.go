@@ -26,6 +26,12 @@
 // difference from the direct path in the same run, per event (amortized)
 // and per extra event (the slope between 50- and 500-event streams).
 //
+// BenchmarkCanonicalLag and BenchmarkMemoryLag measure how long after
+// the client's EOF an exchange is derived, and its memory searchable
+// through the running `bbengine proxy` (run in-process with
+// cli.MainContext); BenchmarkDeriveMemory runs the memory extractors over
+// the golden Claude Code sessions.
+//
 // Per-package benchmarks live beside their code:
 // go test -bench . ./codec/bbox ./codec/frame ./wal
 package bench

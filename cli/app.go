@@ -16,6 +16,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,8 +55,15 @@ func (e *exitError) Error() string { return e.msg }
 // Main runs the bbengine command line with args (args[0] is the program
 // name) and returns the process exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	return MainContext(context.Background(), args, stdout, stderr)
+}
+
+// MainContext is Main with a context: a long-running command (bbengine
+// proxy, import --follow) stops when ctx ends as it does on SIGINT, so
+// that tests and benchmarks can run and stop it in their own process.
+func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := NewApp(stdout, stderr)
-	err := app.Run(flagsFirst(app, args))
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
 		return 0
 	}

@@ -5,6 +5,12 @@
 //   - Claude Code (@anthropic-ai/claude-code) runs `claude -p` for a whole
 //     tool-using session (Bash, then Read, then final text) against a fake
 //     Messages API;
+//   - Claude Code runs a two-prompt session (the second run --resume's
+//     the first) through `bbengine proxy` itself, started in-process with
+//     cli.MainContext, and `bbengine mem` checks the memory the running
+//     proxy derived: decisions and supersession, the constraint, the
+//     open threads closed, the outcomes, forget, and rebuild
+//     (memory_test.go);
 //   - @anthropic-ai/sdk streams a Messages request (node/anthropic.mjs);
 //   - openai streams a chat completion with include_usage and a Responses
 //     request (node/openai.mjs).

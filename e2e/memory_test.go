@@ -504,6 +504,11 @@ func checkMemory(t *testing.T, dir, session, queue string, list []engine.Card) {
 		}
 	}
 	t.Logf("artifact types: %v", types)
+	// Only what the session said: Claude Code's own system text (tool and
+	// skill listings) yields no decisions or constraints.
+	if types[engine.ArtifactDecision] != 2 || types[engine.ArtifactConstraint] != 1 || types[engine.ArtifactOutcome] != 2 {
+		t.Errorf("artifact types %v, want 2 decisions, 1 constraint, 2 outcomes", types)
+	}
 
 	// The decision in force is BoltDB; the SQLite one is superseded by
 	// it, and search for the job queue's store brings BoltDB first.

@@ -179,9 +179,11 @@ type Constraint struct {
 	// Modal is the requirement's word: must, must not, never, always,
 	// do not, should, should not.
 	Modal string `json:"modal"`
-	// Scope is session (stated by the user or the system prompt, or in
-	// the session's first task) or task (stated by the agent inside a
-	// later task); Source is user, assistant or system.
+	// Scope is session or task: a system prompt's constraints, the
+	// user's in the session's first task, and any that say they hold
+	// beyond the task ("always", "never", "from now on", "in this
+	// project") are session-wide; the rest are task-local. Source is
+	// user, assistant or system.
 	Scope  string `json:"scope"`
 	Source string `json:"source"`
 	Count  int    `json:"count"`

@@ -470,6 +470,8 @@ func (m *miner) task(t *mtask) {
 			}
 			m.findings(t, ev)
 		case KindSystem:
+			// Only a harness's or SDK caller's system prompt is mined (see
+			// findings).
 			if len(ev.Text) <= 4000 {
 				m.findings(t, ev)
 			}
@@ -688,6 +690,7 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev *Event, failedTests map[strin
 		return
 	}
 	cmd = m.text(cmd)
+	a.Evidence = append(a.Evidence, evidence(ev))
 	exit, known, dur, output := resultInfo(ev, res)
 	output = m.text(output)
 	c := Command{Command: capText(cmd, 2000), Duration: dur, Seq: ev.Seq}
@@ -847,4 +850,14 @@ func describeArtifact(a *Artifact) string {
 		}
 	}
 	return b.String()
+}
+
+// agentCLI reports whether a session is a known coding agent's, whose
+// system prompt is the agent's own.
+func agentCLI(s *Session) bool {
+	switch s.Agent {
+	case "claude-code", "codex", "gemini-cli", "opencode", "aider", "cursor", "cline":
+		return true
+	}
+	return s.Import != nil && (s.Import.Source == "claude" || s.Import.Source == "codex")
 }

@@ -14,6 +14,11 @@ func (m *miner) findings(t *mtask, ev *Event) {
 	if ev.Kind == KindSystem {
 		role = "system"
 	}
+	if role == "system" && agentCLI(m.s) {
+		// A coding agent's own system text (tool and skill listings) is
+		// the same boilerplate in every session.
+		return
+	}
 	var text string
 	switch {
 	case role == "user":
@@ -133,7 +138,7 @@ func (m *miner) constraint(t *mtask, ev *Event, role string, f memtext.Finding) 
 		return
 	}
 	scope := "task"
-	if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) {
+	if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) || role == "assistant" && sessionWide(f.Sentence) {
 		scope = "session"
 	}
 	a := m.base(ArtifactConstraint, id, t, ev)
@@ -488,6 +493,8 @@ func (m *miner) segments(events []Event) {
 					files = addUnique(files, m.text(fe.path))
 				}
 				line = fmt.Sprintf("%s %s", ev.Tool.Name, strings.Join(ps, ", "))
+			} else if v := str(args, "file_path", "path", "notebook_path", "pattern", "query", "url", "description"); v != "" {
+				line = ev.Tool.Name + " " + capText(v, 160)
 			} else {
 				line = ev.Tool.Name + " " + capText(string(ev.Tool.Args), 120)
 			}

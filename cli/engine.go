@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -79,22 +80,36 @@ type remote struct {
 }
 
 func (r *remote) get(path string, q url.Values, v any) error {
+	return r.do(http.MethodGet, path, q, nil, v)
+}
+
+// do sends a request with an optional JSON body and decodes the JSON
+// answer into v; an error answer becomes an error (wrapping
+// engine.ErrNotFound for a 404).
+func (r *remote) do(method, path string, q url.Values, body []byte, v any) error {
 	u := "http://" + r.addr + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequest(http.MethodGet, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, u, rd)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+r.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("ask the running proxy (pid %d) at %s: %w", r.pid, r.addr, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
 		return fmt.Errorf("ask the running proxy (pid %d): %w", r.pid, err)
 	}
@@ -103,7 +118,7 @@ func (r *remote) get(path string, q url.Values, v any) error {
 			Error    string `json:"error"`
 			NotFound bool   `json:"not_found"`
 		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			if e.NotFound {
 				return fmt.Errorf("%w: %s", engine.ErrNotFound, strings.TrimPrefix(e.Error, engine.ErrNotFound.Error()+": "))
 			}
@@ -111,7 +126,7 @@ func (r *remote) get(path string, q url.Values, v any) error {
 		}
 		return fmt.Errorf("the running proxy (pid %d) at %s answered %s", r.pid, r.addr, resp.Status)
 	}
-	return json.Unmarshal(body, v)
+	return json.Unmarshal(b, v)
 }
 
 func (r *remote) Sessions(f engine.SessionFilter) ([]engine.Session, error) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -423,34 +422,12 @@ func (m *remoteMemory) List(session string, types []engine.ArtifactType) ([]engi
 }
 
 func (m *remoteMemory) Correct(cr exchange.Correction) (*Corrected, error) {
-	body, _ := json.Marshal(cr)
-	req, err := http.NewRequest(http.MethodPost, "http://"+m.r.addr+"/v1/memory/corrections", bytes.NewReader(body))
+	body, err := json.Marshal(cr)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+m.r.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("ask the running proxy (pid %d) at %s: %w", m.r.pid, m.r.addr, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error    string `json:"error"`
-			NotFound bool   `json:"not_found"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			if e.NotFound {
-				return nil, fmt.Errorf("%w: %s", engine.ErrNotFound, strings.TrimPrefix(e.Error, engine.ErrNotFound.Error()+": "))
-			}
-			return nil, fmt.Errorf("the running proxy (pid %d): %s", m.r.pid, e.Error)
-		}
-		return nil, fmt.Errorf("the running proxy (pid %d) answered %s", m.r.pid, resp.Status)
-	}
 	var out Corrected
-	return &out, json.Unmarshal(b, &out)
+	return &out, m.r.do(http.MethodPost, "/v1/memory/corrections", nil, body, &out)
 }
 
 // serveMemory answers /v1/memory/… for the query server.

@@ -334,7 +334,11 @@ func memList(c *ucli.Context) error {
 		return writeJSON(c, cards)
 	}
 	if len(cards) == 0 {
-		fmt.Fprintln(c.App.Writer, "no artifacts (import or record a session first)")
+		if len(types) > 0 || c.NArg() > 0 {
+			fmt.Fprintln(c.App.Writer, "no artifacts match")
+		} else {
+			fmt.Fprintln(c.App.Writer, "no artifacts (import or record a session first)")
+		}
 	}
 	for _, cd := range cards {
 		writeCard(c.App.Writer, 0, cd)

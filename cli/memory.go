@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,21 +258,11 @@ func (m *localMemory) List(session string, types []engine.ArtifactType) ([]engin
 			return strings.Compare(a.Session, b.Session)
 		}
 		if a.Time != b.Time {
-			return compareInt64(a.Time, b.Time)
+			return cmp.Compare(a.Time, b.Time)
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Correct resolves the correction's id (an artifact id or prefix, else a

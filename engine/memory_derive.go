@@ -28,7 +28,7 @@ import (
 // they happened.
 func DeriveMemory(s *Session, events []Event, red *redact.Redactor) ([]Artifact, int) {
 	m := &miner{s: s, red: red, calls: map[string]*Event{}, results: map[string]*Event{}, decisions: map[string]*Artifact{},
-		constraints: map[string]*Artifact{}, threads: map[string]*Artifact{}}
+		constraints: map[string]*Artifact{}, threads: map[string]*Artifact{}, taskOf: map[*Event]*mtask{}}
 	m.classify(events)
 	for i := range events {
 		ev := &events[i]
@@ -72,6 +72,8 @@ type miner struct {
 
 	calls, results map[string]*Event
 	tasks          []*mtask
+	// taskOf is the task of each event assigned to one.
+	taskOf map[*Event]*mtask
 
 	decisions, constraints, threads map[string]*Artifact
 	outcomes                        []Artifact
@@ -205,12 +207,16 @@ func (m *miner) assignTasks(events []Event) {
 		}
 		if len(pre) > 0 {
 			t.events = append(t.events, pre...)
+			for _, p := range pre {
+				m.taskOf[p] = t
+			}
 			pre = nil
 		}
 		if t.run == "" {
 			t.run = ev.Run
 		}
 		t.events = append(t.events, ev)
+		m.taskOf[ev] = t
 	}
 }
 

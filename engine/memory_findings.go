@@ -442,7 +442,7 @@ func (m *miner) segments(events []Event) {
 			first, last, files, cmds = nil, nil, nil, nil
 			return
 		}
-		t := m.taskOf(first)
+		t := m.taskOf[first]
 		// A long message makes several segments that start at one event.
 		part := 0
 		for i := len(m.segs) - 1; i >= 0 && m.segs[i].Segment.FirstSeq == first.Seq; i-- {
@@ -536,20 +536,6 @@ func (m *miner) segments(events []Event) {
 		}
 	}
 	flush()
-}
-
-// taskOf returns the task an event belongs to.
-func (m *miner) taskOf(ev *Event) *mtask {
-	for _, t := range m.tasks {
-		if len(t.events) > 0 && t.events[0].Seq <= ev.Seq && ev.Seq <= t.events[len(t.events)-1].Seq {
-			for _, e := range t.events {
-				if e == ev {
-					return t
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // docFile reports whether path is a prose document.

@@ -178,21 +178,7 @@ func TestClaudeCode(t *testing.T) {
 		"--debug-file", debugFile,
 	)...)
 	cmd.Dir = work
-	cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"CLAUDE_CONFIG_DIR=" + config,
-		"TMPDIR=" + tmp,
-		"SHELL=/bin/bash",
-		"LANG=C.UTF-8",
-		"ANTHROPIC_BASE_URL=" + rg.srv.URL,
-		"ANTHROPIC_API_KEY=" + apiKey,
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_ERROR_REPORTING=1",
-		"DISABLE_AUTOUPDATER=1",
-		"DISABLE_BUG_COMMAND=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	}, tw.env()...)
+	cmd.Env = append(claudeEnv(os.Getenv("PATH"), home, config, tmp, rg.srv.URL, apiKey), tw.env()...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -492,4 +478,26 @@ func bodySession(body []byte) string {
 	}
 	json.Unmarshal([]byte(req.Metadata.UserID), &uid)
 	return uid.SessionID
+}
+
+// claudeEnv is the whole environment a test gives Claude Code: its own
+// home, config and temp directories, the base URL and key, and no
+// telemetry, error reports, updates or other nonessential traffic.
+func claudeEnv(path, home, config, tmp, baseURL, apiKey string, more ...string) []string {
+	env := []string{
+		"PATH=" + path,
+		"HOME=" + home,
+		"CLAUDE_CONFIG_DIR=" + config,
+		"TMPDIR=" + tmp,
+		"SHELL=/bin/bash",
+		"LANG=C.UTF-8",
+		"ANTHROPIC_BASE_URL=" + baseURL,
+		"ANTHROPIC_API_KEY=" + apiKey,
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_BUG_COMMAND=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	return append(env, more...)
 }

@@ -316,25 +316,9 @@ func TestClaudeCodeMemory(t *testing.T) {
 			"--debug-file", debugFile), extra...)
 		cmd := exec.CommandContext(ctx, argv[0], args...)
 		cmd.Dir = work
-		cmd.Env = append([]string{
-			"PATH=" + filepath.Dir(goBin) + string(os.PathListSeparator) + os.Getenv("PATH"),
-			"HOME=" + home,
-			"CLAUDE_CONFIG_DIR=" + config,
-			"TMPDIR=" + tmp,
-			"SHELL=/bin/bash",
-			"LANG=C.UTF-8",
-			"GOCACHE=" + strings.TrimSpace(string(goCache)),
-			"GOTOOLCHAIN=local",
-			"GOPROXY=off",
-			"GOFLAGS=",
-			"ANTHROPIC_BASE_URL=http://" + px.addr,
-			"ANTHROPIC_API_KEY=" + apiKey,
-			"DISABLE_TELEMETRY=1",
-			"DISABLE_ERROR_REPORTING=1",
-			"DISABLE_AUTOUPDATER=1",
-			"DISABLE_BUG_COMMAND=1",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		}, tw.env()...)
+		cmd.Env = append(claudeEnv(filepath.Dir(goBin)+string(os.PathListSeparator)+os.Getenv("PATH"), home, config, tmp,
+			"http://"+px.addr, apiKey,
+			"GOCACHE="+strings.TrimSpace(string(goCache)), "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS="), tw.env()...)
 		cmd.WaitDelay = 5 * time.Second
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

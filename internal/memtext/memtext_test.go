@@ -370,3 +370,16 @@ func checkFinding(t *testing.T, text string, f Finding) {
 		t.Fatalf("finding Sentence %q is not clean(text[%d:%d]) = %q", f.Sentence, f.Start, f.End, want)
 	}
 }
+
+func TestCleanEmphasis(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"**Default**: Use beads for tracking", "Default: Use beads for tracking"},
+		{"use *exactly* this", "use exactly this"},
+		{"compute 2 * 3 and a*b", "compute 2 * 3 and a*b"},
+		{"**Decision:** use SQLite", "Decision: use SQLite"},
+	} {
+		if got := clean(c.in); got != c.want {
+			t.Errorf("clean(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

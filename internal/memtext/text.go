@@ -219,6 +219,10 @@ func clean(s string) string {
 			leftWord := i > 0 && wordByte(s, i-1)
 			rightWord := j < len(s) && wordByte(s, j)
 			emphasis := leftSpace != rightSpace
+			if c == '*' && leftWord != rightWord {
+				// "**Default**: use" closes before punctuation.
+				emphasis = true
+			}
 			if c == '_' {
 				emphasis = emphasis && !(leftWord && rightWord)
 			}

@@ -126,6 +126,9 @@ func writeCard(w io.Writer, n int, cd engine.Card) {
 	if cd.Pinned {
 		status += ", pinned"
 	}
+	if cd.Forgotten {
+		status += ", forgotten"
+	}
 	if status != "" {
 		status = " (" + strings.TrimPrefix(status, ", ") + ")"
 	}

@@ -124,7 +124,7 @@ func TestMem(t *testing.T) {
 		t.Fatal("a forgotten artifact is still found")
 	}
 	withAll := memJSON[[]engine.Card](t, "--dir", dir, "mem", "search", "ARC cache", "--all")
-	if len(withAll) == 0 || withAll[0].ID != arc {
+	if len(withAll) == 0 || withAll[0].ID != arc || !withAll[0].Forgotten {
 		t.Fatalf("search --all does not find the forgotten artifact: %+v", withAll)
 	}
 	for _, args := range [][]string{{"rebuild"}, {"rebuild", "--derived"}, {"rebuild", "--index"}} {

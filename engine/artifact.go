@@ -229,8 +229,9 @@ type Card struct {
 	Run     string       `json:"run,omitempty"`
 	Files   []string     `json:"files,omitempty"`
 	// Time is the artifact's latest evidence (unix ns).
-	Time   int64 `json:"time_ns"`
-	Pinned bool  `json:"pinned,omitempty"`
+	Time      int64 `json:"time_ns"`
+	Pinned    bool  `json:"pinned,omitempty"`
+	Forgotten bool  `json:"forgotten,omitempty"`
 }
 
 // MemoryState is what the memory of one session was derived from, and a
@@ -253,5 +254,5 @@ type MemoryState struct {
 // Card returns the bounded view of a.
 func (a *Artifact) Card() Card {
 	return Card{ID: a.ID, Type: a.Type, Title: a.Title, Snippet: capText(a.Text, 240), Status: a.Status,
-		Session: a.Session, Task: a.Task, Run: a.Run, Files: a.Files, Time: a.Last, Pinned: a.Pinned}
+		Session: a.Session, Task: a.Task, Run: a.Run, Files: a.Files, Time: a.Last, Pinned: a.Pinned, Forgotten: a.Forgotten}
 }

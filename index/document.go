@@ -271,17 +271,18 @@ func (h *hit) visit(field string, value []byte) bool {
 // card returns the card of h with score s.
 func (h *hit) card() engine.Card {
 	return engine.Card{
-		ID:      h.id,
-		Type:    engine.ArtifactType(h.typ),
-		Title:   h.title,
-		Snippet: h.snippet,
-		Score:   h.score,
-		Status:  h.status,
-		Session: h.session,
-		Task:    h.task,
-		Run:     h.run,
-		Files:   h.files,
-		Time:    h.time,
-		Pinned:  h.flags&bitPinned != 0,
+		ID:        h.id,
+		Type:      engine.ArtifactType(h.typ),
+		Title:     h.title,
+		Snippet:   h.snippet,
+		Score:     h.score,
+		Status:    h.status,
+		Session:   h.session,
+		Task:      h.task,
+		Run:       h.run,
+		Files:     h.files,
+		Time:      h.time,
+		Pinned:    h.flags&bitPinned != 0,
+		Forgotten: h.flags&bitForgotten != 0,
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"strings"
@@ -132,18 +131,11 @@ func (s *stream) chunk(p []byte, last bool) []byte {
 			cut--
 		}
 		// Never cut inside a private key block: hold it from its BEGIN.
-		if i := bytes.LastIndex(data[:cut], []byte("-----BEGIN")); i >= 0 && !pemClosed(data[i:cut]) && len(data)-i < maxPEM {
+		if i := redact.PEMHold(data[:cut]); i >= 0 && len(data)-i < maxPEM {
 			cut = i
 		}
 	}
 	out := s.r.Bytes(data[:cut])
 	s.held = append(s.held[:0], data[cut:]...)
 	return out
-}
-
-// pemClosed reports whether b, which starts a PEM block, holds its whole
-// END line ("-----END … KEY-----").
-func pemClosed(b []byte) bool {
-	j := bytes.Index(b, []byte("-----END"))
-	return j >= 0 && bytes.Contains(b[j+len("-----END"):], []byte("-----"))
 }

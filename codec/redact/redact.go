@@ -41,6 +41,52 @@ var builtinRules = []Rule{
 
 var pemBlock = regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`)
 
+// pemHeader and pemEnd are the two ends of pemBlock.
+var (
+	pemHeader = regexp.MustCompile(`^-----BEGIN[A-Z ]*PRIVATE KEY-----`)
+	pemEnd    = regexp.MustCompile(`-----END[A-Z ]*PRIVATE KEY-----`)
+)
+
+// PEMHold returns the offset of the first private key block in b that
+// has not ended (or of a "-----BEGIN" at the end of b that may still
+// become one), or -1 when there is none. A stream that redacts chunk by
+// chunk holds back b from there, so that the block is redacted whole. It
+// reads blocks as pemBlock does: each header to the first end after it.
+func PEMHold(b []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte("-----BEGIN"))
+		if j < 0 {
+			return -1
+		}
+		start := i + j
+		rest := b[start:]
+		if h := pemHeader.FindIndex(rest); h != nil {
+			e := pemEnd.FindIndex(rest[h[1]:])
+			if e == nil {
+				return start
+			}
+			i = start + h[1] + e[1]
+			continue
+		}
+		if maybeHeader(rest[len("-----BEGIN"):]) {
+			return start
+		}
+		i = start + len("-----BEGIN")
+	}
+}
+
+// maybeHeader reports whether tail, what follows "-----BEGIN" up to the
+// end of the bytes seen, could still grow into a private key header:
+// only upper-case letters, spaces and dashes.
+func maybeHeader(tail []byte) bool {
+	for _, c := range tail {
+		if !(c >= 'A' && c <= 'Z' || c == ' ' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Redactor replaces secrets in recorded bytes. It is safe for concurrent
 // use.
 type Redactor struct {

@@ -23,3 +23,22 @@ func TestString(t *testing.T) {
 		t.Error("New accepted an invalid pattern")
 	}
 }
+
+func TestPEMHold(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{"no key here", -1},
+		{"x -----BEGIN RSA PRIVATE KEY-----\nMIIE", 2},
+		{"x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y", -1},
+		{"x -----BEGIN RSA PRI", 2},                             // may still become a header
+		{"-----BEGIN CERTIFICATE-----\nMIIB", -1},               // not a private key
+		{"-----BEGINPRIVATE KEY-----END-----ENDPRIVATE KEY", 0}, // "-----END-----" is no end line
+		{"-----BEGIN PRIVATE KEY-----a-----END PRIVATE KEY----- -----BEGIN PRIVATE KEY-----b", 54},
+	} {
+		if got := PEMHold([]byte(c.in)); got != c.want {
+			t.Errorf("PEMHold(%q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}

@@ -57,6 +57,7 @@ func memCommand() *ucli.Command {
 				Flags:     []ucli.Flag{&ucli.StringSliceFlag{Name: "type", Usage: "only these types (repeatable)"}, jsonFlag},
 				Action:    memList,
 			},
+			memContextCommand(),
 			correctCommand("forget", "hide an artifact (or every artifact of a session) from retrieval; the evidence stays in the WAL"),
 			correctCommand("unforget", "undo forget"),
 			correctCommand("pin", "rank an artifact higher and keep its session's WAL from retention (a session id pins the session)"),

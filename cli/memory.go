@@ -21,6 +21,7 @@ import (
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/pack"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -33,6 +34,7 @@ type memory interface {
 	Related(id string, k int) (*Related, error)
 	List(session string, types []engine.ArtifactType) ([]engine.Card, error)
 	Correct(cr exchange.Correction) (*Corrected, error)
+	Context(req ContextRequest) (*pack.Pack, error)
 }
 
 // Related is what `mem related` shows: the supersession chain, the
@@ -63,6 +65,8 @@ type localMemory struct {
 	log *wal.Log
 	// mu serializes index syncs.
 	mu sync.Mutex
+	// packs caches context packs.
+	packs packs
 }
 
 // indexDir is where a data directory keeps its index.
@@ -421,6 +425,21 @@ func (m *remoteMemory) Correct(cr exchange.Correction) (*Corrected, error) {
 	return &out, m.r.do(http.MethodPost, "/v1/memory/corrections", nil, body, &out)
 }
 
+func (m *remoteMemory) Context(req ContextRequest) (*pack.Pack, error) {
+	v := url.Values{"fresh": {"1"}, "session": {req.Session}}
+	if req.TaskID != "" {
+		v.Set("task_id", req.TaskID)
+	}
+	if req.Task != "" {
+		v.Set("task", req.Task)
+	}
+	if req.Budget != 0 {
+		v.Set("budget", strconv.Itoa(req.Budget))
+	}
+	var out pack.Pack
+	return &out, m.r.get("/v1/memory/context", v, &out)
+}
+
 // serveMemory answers /v1/memory/… for the query server.
 func (q *queryServer) serveMemory(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) {
 	m := q.mem
@@ -454,6 +473,16 @@ func (q *queryServer) serveMemory(w http.ResponseWriter, r *http.Request, path s
 		}
 		k, _ := strconv.Atoi(qv.Get("k"))
 		reply(m.Search(index.Query{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: ts, IncludeForgotten: qv.Get("all") != ""}))
+	case path == "memory/context":
+		budget := 0
+		if v := qv.Get("budget"); v != "" {
+			var err error
+			if budget, err = strconv.Atoi(v); err != nil {
+				reply(nil, fmt.Errorf("%w: budget %q is not a number", errBadQuery, v))
+				return
+			}
+		}
+		reply(m.Context(ContextRequest{Session: qv.Get("session"), TaskID: qv.Get("task_id"), Task: qv.Get("task"), Budget: budget}))
 	case path == "memory/artifacts":
 		ts, err := types()
 		if err != nil {

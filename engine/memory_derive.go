@@ -89,6 +89,7 @@ type mtask struct {
 }
 
 func (m *miner) text(s string) string {
+	s = StripPacks(s)
 	if m.red == nil {
 		return s
 	}
@@ -140,7 +141,7 @@ func promptText(ev *Event) string {
 	if ev.Kind != KindMessage || ev.Role != "user" || ev.Meta != "" {
 		return ""
 	}
-	t := ev.Text
+	t := StripPacks(ev.Text)
 	for _, tag := range []string{"system-reminder", "local-command-stdout", "local-command-stderr", "command-message", "command-name", "command-args",
 		"local-command-caveat", "bash-stdout", "bash-stderr", "user-prompt-submit-hook", "ide_selection", "ide_opened_file", "task-notification", "ide_diagnostics"} {
 		t = stripTag(t, tag)
@@ -152,6 +153,32 @@ func promptText(ev *Event) string {
 		return ""
 	}
 	return t
+}
+
+// PackTag names the element a context pack (package pack) is wrapped
+// in. Memory derivation removes such elements from what it reads, so a
+// pack injected into a prompt is not mined again as if the agent or the
+// user had said it anew.
+const PackTag = "bbengine-context-pack"
+
+// StripPacks removes every <bbengine-context-pack …>…</bbengine-context-pack>
+// element from s; an element left open runs to the end of s.
+func StripPacks(s string) string {
+	open, end := "<"+PackTag, "</"+PackTag+">"
+	for {
+		i := strings.Index(s, open)
+		if i < 0 {
+			return s
+		}
+		if r := i + len(open); r < len(s) && s[r] != ' ' && s[r] != '>' {
+			return s // another element whose name starts the same
+		}
+		j := strings.Index(s[i:], end)
+		if j < 0 {
+			return s[:i]
+		}
+		s = s[:i] + s[i+j+len(end):]
+	}
 }
 
 // stripTag removes every <tag>…</tag> block from s.

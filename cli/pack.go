@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/pack"
+)
+
+// ContextRequest asks for the context pack of a task.
+type ContextRequest struct {
+	// Session is a session id (any id `bbengine sessions` accepts). A
+	// session with no recorded request yet gets a pack of its brief alone.
+	Session string `json:"session"`
+	// TaskID names the task about to start; Task describes it.
+	TaskID string `json:"task_id,omitempty"`
+	Task   string `json:"task,omitempty"`
+	// Budget is the total in tokens; 0 means the default (1,200), with
+	// the sections scaled to it.
+	Budget int `json:"budget,omitempty"`
+}
+
+// packTypes are the artifact types a pack is built from: transcript
+// segments are for search, not for the pack.
+var packTypes = []engine.ArtifactType{engine.ArtifactDecision, engine.ArtifactConstraint, engine.ArtifactOutcome, engine.ArtifactThread}
+
+// packs caches built packs and the artifacts they are built from.
+type packs struct {
+	mu    sync.Mutex
+	built map[string]*list.Element // pack.Key → element holding *pack.Pack
+	order *list.List               // most recently used first
+	// arts holds, per session, the pack artifacts of one memory state.
+	arts map[string]sessionArts
+}
+
+type sessionArts struct {
+	digest string
+	arts   []engine.Artifact
+}
+
+type cachedPack struct {
+	key string
+	p   *pack.Pack
+}
+
+// maxPacks bounds the pack cache; maxSessionArts the sessions whose
+// artifacts stay loaded.
+const (
+	maxPacks       = 256
+	maxSessionArts = 8
+)
+
+func (c *packs) get(key string) (*pack.Pack, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.built == nil {
+		return nil, false
+	}
+	el, ok := c.built[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(cachedPack).p, true
+}
+
+func (c *packs) put(key string, p *pack.Pack) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.built == nil {
+		c.built, c.order = map[string]*list.Element{}, list.New()
+	}
+	if el, ok := c.built[key]; ok {
+		c.order.MoveToFront(el)
+		return
+	}
+	c.built[key] = c.order.PushFront(cachedPack{key, p})
+	for c.order.Len() > maxPacks {
+		el := c.order.Back()
+		c.order.Remove(el)
+		delete(c.built, el.Value.(cachedPack).key)
+	}
+}
+
+func (c *packs) artifacts(session, digest string) ([]engine.Artifact, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sa, ok := c.arts[session]
+	return sa.arts, ok && sa.digest == digest
+}
+
+func (c *packs) keepArtifacts(session, digest string, arts []engine.Artifact) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.arts == nil {
+		c.arts = map[string]sessionArts{}
+	}
+	if _, ok := c.arts[session]; !ok && len(c.arts) >= maxSessionArts {
+		for k := range c.arts {
+			delete(c.arts, k) // any one: sessions are rarely this many
+			break
+		}
+	}
+	c.arts[session] = sessionArts{digest, arts}
+}
+
+// Context builds (or finds in the cache) the context pack of a task.
+func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
+	if strings.TrimSpace(req.Session) == "" {
+		return nil, fmt.Errorf("%w: a context pack needs a session id", errBadQuery)
+	}
+	b := pack.BudgetFor(req.Budget)
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadQuery, err)
+	}
+	id := req.Session
+	var state engine.MemoryState
+	known := true
+	if s, err := m.e.Session(id); err == nil {
+		id = s.ID
+		if state, err = m.e.MemoryState(id); err != nil {
+			return nil, err
+		}
+	} else if errors.Is(err, engine.ErrNotFound) {
+		known = false // a session about to start: its brief may exist
+	} else {
+		return nil, err
+	}
+	brief, err := m.e.Brief(id)
+	if err != nil {
+		return nil, err
+	}
+	in := &pack.Input{Session: id, Goal: brief.Goal, GoalSource: brief.GoalSource, Checkpoint: brief.Checkpoint,
+		Task: req.Task, TaskID: req.TaskID, State: state.Digest, Budget: b}
+	key := pack.Key(in)
+	if p, ok := m.packs.get(key); ok {
+		return p, nil
+	}
+	if known {
+		arts, ok := m.packs.artifacts(id, state.Digest)
+		if !ok {
+			var st engine.MemoryState
+			if arts, st, err = m.e.ArtifactsOf(id, packTypes...); err != nil {
+				return nil, err
+			}
+			if st.Digest != state.Digest {
+				// Memory moved on between the two reads: key the pack by
+				// what it is built from.
+				in.State = st.Digest
+				key = pack.Key(in)
+			}
+			m.packs.keepArtifacts(id, in.State, arts)
+		}
+		in.Artifacts = arts
+		if in.Goal == "" {
+			in.Goal, in.GoalSource = firstPrompt(arts)
+		}
+	}
+	p, err := pack.Build(in)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadQuery, err)
+	}
+	m.packs.put(key, p)
+	return p, nil
+}
+
+// firstPrompt is the goal of a session nobody stated one for: the prompt
+// of its first task.
+func firstPrompt(arts []engine.Artifact) (string, string) {
+	first := -1
+	for i, a := range arts {
+		if a.Type != engine.ArtifactOutcome || a.Outcome == nil || a.Outcome.Prompt == "" {
+			continue
+		}
+		if first < 0 || a.TaskN < arts[first].TaskN || a.TaskN == arts[first].TaskN && a.ID < arts[first].ID {
+			first = i
+		}
+	}
+	if first < 0 {
+		return "", ""
+	}
+	return arts[first].Outcome.Prompt, "first prompt"
+}

@@ -164,9 +164,9 @@ const Contract = "Use this pack as the authoritative state of the session: do no
 
 // Caps on the text of one item, before budgeting.
 const (
-	maxGoal     = 150 // tokens
-	maxItemText = 320 // characters
-	implementedK = 5  // tasks
+	maxGoal      = 150 // tokens
+	maxItemText  = 320 // characters
+	implementedK = 5   // tasks
 )
 
 // Build builds the pack for in. It is deterministic: the same input

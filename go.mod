@@ -3,6 +3,7 @@ module github.com/bbengine/bbengine
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.5.0
 	github.com/andybalholm/brotli v1.2.8
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3

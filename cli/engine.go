@@ -87,6 +87,12 @@ func (r *remote) get(path string, q url.Values, v any) error {
 // answer into v; an error answer becomes an error (wrapping
 // engine.ErrNotFound for a 404).
 func (r *remote) do(method, path string, q url.Values, body []byte, v any) error {
+	return r.doContext(context.Background(), method, path, q, body, v)
+}
+
+// doContext is do within ctx: the hook gives up on a proxy that does not
+// answer in time.
+func (r *remote) doContext(ctx context.Context, method, path string, q url.Values, body []byte, v any) error {
 	u := "http://" + r.addr + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -95,7 +101,7 @@ func (r *remote) do(method, path string, q url.Values, body []byte, v any) error
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, u, rd)
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
 	}

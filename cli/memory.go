@@ -426,6 +426,12 @@ func (m *remoteMemory) Correct(cr exchange.Correction) (*Corrected, error) {
 }
 
 func (m *remoteMemory) Context(req ContextRequest) (*pack.Pack, error) {
+	var out pack.Pack
+	return &out, m.r.get("/v1/memory/context", contextQuery(req), &out)
+}
+
+// contextQuery is the query of /v1/memory/context that asks for req.
+func contextQuery(req ContextRequest) url.Values {
 	v := url.Values{"fresh": {"1"}, "session": {req.Session}}
 	if req.TaskID != "" {
 		v.Set("task_id", req.TaskID)
@@ -436,8 +442,7 @@ func (m *remoteMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	if req.Budget != 0 {
 		v.Set("budget", strconv.Itoa(req.Budget))
 	}
-	var out pack.Pack
-	return &out, m.r.get("/v1/memory/context", v, &out)
+	return v
 }
 
 // serveMemory answers /v1/memory/… for the query server.

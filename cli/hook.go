@@ -134,9 +134,9 @@ type hookState struct {
 // gave up on them; tests wait for them before removing the directory.
 var hookWork sync.WaitGroup
 
-// runHook answers one hook event. It returns nil whatever happens: what
-// went wrong goes to stderr with --verbose only.
-func runHook(c *ucli.Context, agent string) error {
+// runHook answers one hook event. It returns nil whatever happens, even
+// a panic: what went wrong goes to stderr with --verbose only.
+func runHook(c *ucli.Context, agent string) (err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
@@ -145,6 +145,12 @@ func runHook(c *ucli.Context, agent string) error {
 			fmt.Fprintf(c.App.ErrWriter, "bbengine hook %s: %s (%s)\n", agent, fmt.Sprintf(format, args...), time.Since(start).Round(time.Microsecond))
 		}
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			say("silent: %v", r)
+			err = nil
+		}
+	}()
 	if c.NArg() > 0 {
 		say("silent: unexpected argument %q", c.Args().First())
 		return nil
@@ -293,6 +299,11 @@ func hookPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, 
 	hookWork.Add(1)
 	go func() {
 		defer hookWork.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- result{nil, fmt.Errorf("opening %s: %v", dir, r)}
+			}
+		}()
 		p, err := localPack(ctx, dir, req)
 		ch <- result{p, err}
 	}()

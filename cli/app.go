@@ -190,6 +190,8 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			exportCommand(),
 			convertCommand(),
 			memCommand(),
+			mcpCommand(),
+			toolsCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

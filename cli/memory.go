@@ -309,6 +309,12 @@ func openMemory(c *ucli.Context, write bool) (memory, func() error, error) {
 	if r := runningProxy(dir); r != nil {
 		return &remoteMemory{r}, func() error { return nil }, nil
 	}
+	return openLocalMemory(c.Context, dir, write)
+}
+
+// openLocalMemory opens the engine and the index of dir here, holding
+// the directory until the returned function closes them.
+func openLocalMemory(ctx context.Context, dir string, write bool) (*localMemory, func() error, error) {
 	var log *wal.Log
 	var opts *engine.Options
 	if write {
@@ -336,7 +342,7 @@ func openMemory(c *ucli.Context, write bool) (memory, func() error, error) {
 		}
 		return nil, nil, err
 	}
-	if _, err := e.CatchUp(c.Context); err != nil {
+	if _, err := e.CatchUp(ctx); err != nil {
 		e.Close()
 		closeLog()
 		return nil, nil, err

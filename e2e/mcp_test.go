@@ -35,9 +35,9 @@ const (
 // found.
 type mcpFake struct {
 	nonce, decision string // the decision's word and id
-	mu               sync.Mutex
-	schema           json.RawMessage // memory_search's input_schema as Claude Code sent it
-	side             []string
+	mu              sync.Mutex
+	schema          json.RawMessage // memory_search's input_schema as Claude Code sent it
+	side            []string
 }
 
 func (f *mcpFake) answer(s *seen, w http.ResponseWriter) {

@@ -36,7 +36,7 @@ func mcpCommand() *ucli.Command {
 			"--http 127.0.0.1:PORT serves streamable HTTP at /mcp behind a bearer token instead.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "http", Usage: "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio"},
-			&ucli.StringFlag{Name: "token", EnvVars: []string{"BBENGINE_MCP_TOKEN"}, Usage: "the bearer token HTTP clients must send (default: one kept in DIR/mcp.token)"},
+			&ucli.StringFlag{Name: "token", EnvVars: []string{"BBENGINE_MCP_TOKEN"}, Usage: "the bearer token HTTP clients must send (default: one kept in DIR/mcp.token); stdio needs none"},
 		},
 		Action: mcpServe,
 	}
@@ -205,9 +205,9 @@ func newMCPServer(lend lender, logf func(string, ...any)) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bbengine", Title: "bbengine memory", Version: Version}, &mcp.ServerOptions{
 		Instructions: "bbengine remembers this project's agent sessions: decisions, constraints, task outcomes and open threads, " +
 			"each with provenance. A context pack is usually given before a task; use these tools only for what it lacks.",
-		// An empty set: no logging capability (the SDK advertises it
-		// otherwise); tools is added by AddTool.
-		Capabilities: &mcp.ServerCapabilities{},
+		// Tools only: no logging capability (the SDK advertises it
+		// otherwise), and the tools never change.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 		Logger:       slog.New(&logfHandler{logf: logf}),
 	})
 	for _, t := range tools {
@@ -266,8 +266,6 @@ func mcpServe(c *ucli.Context) error {
 			return fmt.Errorf("mcp: listen on %s: %w", host, err)
 		}
 		defer ln.Close()
-	} else if c.IsSet("token") {
-		return usagef("mcp: --token is for --http (stdio needs none)")
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

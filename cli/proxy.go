@@ -123,6 +123,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(stderr, "bbengine proxy: warning: listening on %s, reachable from other machines; the proxy forwards your agents' credentials\n", addr)
 	}
+	eng.setProxy(addr)
 	printWiring(stdout, addr, walDir, opts.Mode, p)
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
@@ -197,6 +198,19 @@ type proxyEngine struct {
 	// syncer wakes on it.
 	memory  chan struct{}
 	syncers sync.WaitGroup
+	// addr is the proxy's listening address, for the lock file.
+	addr string
+}
+
+// setProxy records the proxy's address in the lock file, now or when
+// the engine opens.
+func (pe *proxyEngine) setProxy(addr string) {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	pe.addr = addr
+	if pe.e != nil {
+		pe.e.SetProxy(addr)
+	}
 }
 
 func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) *proxyEngine {
@@ -243,6 +257,9 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	}
 	pe.mu.Lock()
 	pe.e, pe.qs, pe.mem = e, qs, mem
+	if pe.addr != "" {
+		e.SetProxy(pe.addr)
+	}
 	pe.mu.Unlock()
 	for {
 		err := e.Follow(ctx)

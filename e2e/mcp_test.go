@@ -76,6 +76,9 @@ func (f *mcpFake) answer(s *seen, w http.ResponseWriter) {
 				f.mu.Unlock()
 			}
 		}
+		f.mu.Lock()
+		nonce, decision := f.nonce, f.decision
+		f.mu.Unlock()
 		res := req.toolResults()
 		found, haveSearch := res[mcpSearchID]
 		got, haveGet := res[mcpGetID]
@@ -87,10 +90,10 @@ func (f *mcpFake) answer(s *seen, w http.ResponseWriter) {
 			rep.blocks = []ablock{{Type: "text", Text: "I will look in memory."},
 				{Type: "tool_use", ID: mcpSearchID, Name: mcpSearch, Input: in}}
 			rep.stop = "tool_use"
-		case found.IsError || !strings.Contains(found.resultText(), f.decision) || !strings.Contains(found.resultText(), f.nonce):
-			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_search returned %q (error %v), want %s", found.resultText(), found.IsError, f.decision)}}
+		case found.IsError || !strings.Contains(found.resultText(), decision) || !strings.Contains(found.resultText(), nonce):
+			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_search returned %q (error %v), want %s", found.resultText(), found.IsError, decision)}}
 		case !haveGet:
-			in, _ := json.Marshal(map[string]string{"id": f.decision})
+			in, _ := json.Marshal(map[string]string{"id": decision})
 			rep.blocks = []ablock{{Type: "tool_use", ID: mcpGetID, Name: mcpGet, Input: in}}
 			rep.stop = "tool_use"
 		default:
@@ -99,11 +102,11 @@ func (f *mcpFake) answer(s *seen, w http.ResponseWriter) {
 			}
 			err := json.Unmarshal([]byte(got.resultText()), &out)
 			a := out.Artifact
-			if got.IsError || err != nil || a.ID != f.decision || len(a.Evidence) == 0 || a.Evidence[0].Prov.First == 0 || a.Evidence[0].Prov.Line == 0 {
+			if got.IsError || err != nil || a.ID != decision || len(a.Evidence) == 0 || a.Evidence[0].Prov.First == 0 || a.Evidence[0].Prov.Line == 0 {
 				rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_get returned %q (error %v, %v)", got.resultText(), got.IsError, err)}}
 				break
 			}
-			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MCP done: %s chose the %s broker, WAL %d.", a.ID, f.nonce, a.Evidence[0].Prov.First)}}
+			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MCP done: %s chose the %s broker, WAL %d.", a.ID, nonce, a.Evidence[0].Prov.First)}}
 		}
 		rep.write(w, req.Stream)
 	case s.Method == http.MethodHead || s.Method == http.MethodGet:
@@ -208,7 +211,9 @@ func testClaudeCodeMCP(t *testing.T, bin string, withProxy bool) {
 		t.Fatal(err)
 	}
 
+	f.mu.Lock()
 	f.nonce, f.decision = nonce, decision.ID
+	f.mu.Unlock()
 	apiKey := "sk-ant-api03-fake" + randomHex(24) + "-E2E"
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

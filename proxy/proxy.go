@@ -319,6 +319,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !validID(x.start.RunID) {
 		x.start.RunID = ""
 	}
+	x.start.Goal = sessionGoal(p.red, r.Header.Get("X-Bb-Session-Goal"))
 
 	// Read the whole request body before forwarding: it is recorded chunk
 	// by chunk as it arrives, and forwarding it from memory avoids the

@@ -359,6 +359,23 @@ func TestNoteLocal(t *testing.T) {
 	if _, err := m.Note(exchange.Note{Op: "goal", Session: "l1", Text: "x", Source: "header"}); err == nil || !strings.Contains(err.Error(), `bad request: goal note: source "header"`) {
 		t.Errorf("Note with a header source: %v", err)
 	}
+	// A secret in a note never reaches the WAL.
+	secret := "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	if n, err = m.Note(exchange.Note{Op: "checkpoint", Session: "l1", Text: "rotated " + secret, Source: "run"}); err != nil || strings.Contains(n.Note.Text, secret) {
+		t.Fatalf("Note with a secret = %+v, %v", n, err)
+	}
+	if err := log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "*"))
+	for _, seg := range segs {
+		if b, _ := os.ReadFile(seg); bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the secret is in %s", seg)
+		}
+	}
+	if b, _ := e.Brief("l1"); b.Checkpoint != "rotated [redacted:anthropic_key]" {
+		t.Errorf("checkpoint %q", b.Checkpoint)
+	}
 	ro := &localMemory{e: e, ix: ix}
 	if _, err := ro.Note(exchange.Note{Op: "goal", Session: "l1", Text: "x", Source: "run"}); err == nil {
 		t.Error("a read-only memory took a note")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/pack"
@@ -80,6 +81,9 @@ type localMemory struct {
 	// followed is set when another goroutine follows the WAL with the
 	// engine (the proxy's): writers wait for it instead of catching up.
 	followed bool
+	// red redacts the texts of notes before they reach the WAL; nil
+	// means the built-in rules.
+	red *redact.Redactor
 	// mu serializes index syncs.
 	mu sync.Mutex
 	// packs caches context packs.
@@ -318,12 +322,25 @@ func (m *localMemory) Correct(cr exchange.Correction) (*Corrected, error) {
 	return out, nil
 }
 
-// Note writes the note to the WAL as a memory frame, then waits until
+// Note writes the note, its texts redacted, to the WAL as a memory
+// frame, then waits until
 // the engine has derived it (catching up here unless the engine is
 // followed elsewhere) and the index has taken it.
 func (m *localMemory) Note(n exchange.Note) (*Noted, error) {
 	if m.log == nil {
 		return nil, errors.New("memory: opened read-only")
+	}
+	red := m.red
+	if red == nil {
+		red, _ = redact.New(nil)
+	}
+	n.Text = red.String(n.Text)
+	if len(n.Files) > 0 {
+		files := make([]string, len(n.Files))
+		for i, f := range n.Files {
+			files[i] = red.String(f)
+		}
+		n.Files = files
 	}
 	p, err := exchange.AppendNote(nil, n)
 	if err != nil {

@@ -218,7 +218,7 @@ func printWiring(w io.Writer, addr, walDir string, mode proxy.Mode, p *proxy.Pro
 	fmt.Fprintf(w, "  Codex CLI          codex -c openai_base_url=%s/v1   (custom providers: base_url = \"%s/v1\", supports_websockets = false)\n", base, base)
 	fmt.Fprintf(w, "  Gemini CLI         export GOOGLE_GEMINI_BASE_URL=%s\n", base)
 	fmt.Fprintf(w, "  OpenAI-compatible  %s/<route>/v1 for a route below (ollama, lmstudio, vllm, or --upstream name=URL)\n", base)
-	fmt.Fprintf(w, "  Ids (optional)     X-Bb-Session-Id, X-Bb-Task-Id, X-Bb-Run-Id request headers (ANTHROPIC_CUSTOM_HEADERS for Claude Code)\n\n")
+	fmt.Fprintf(w, "  Ids (optional)     X-Bb-Session-Id, X-Bb-Task-Id, X-Bb-Run-Id, X-Bb-Session-Goal request headers (ANTHROPIC_CUSTOM_HEADERS for Claude Code)\n\n")
 	fmt.Fprintf(w, "Routes:\n")
 	for _, u := range p.Upstreams() {
 		fmt.Fprintf(w, "  %-10s %s\n", u[0], u[1])
@@ -277,7 +277,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log, followed: true}
+		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red}
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}

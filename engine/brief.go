@@ -187,7 +187,8 @@ func (c *canonicalizer) note(off uint64, t int64, n *exchange.Note) error {
 	if err != nil {
 		return err
 	}
-	if st.s.First == 0 {
+	if st.s.First == 0 && st.s.Source == "" {
+		// Created here: neither an exchange nor an import has touched it.
 		st.s.First, st.s.Last, st.s.Source = t, t, "note"
 		st.dirty = true
 	}

@@ -117,17 +117,11 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	if err := b.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadQuery, err)
 	}
-	id := req.Session
-	var state engine.MemoryState
-	known := true
-	if s, err := m.e.Session(id); err == nil {
-		id = s.ID
-		if state, err = m.e.MemoryState(id); err != nil {
-			return nil, err
-		}
-	} else if errors.Is(err, engine.ErrNotFound) {
-		known = false // a session about to start: its brief may exist
-	} else {
+	id, digest, err := m.e.MemoryDigest(req.Session)
+	known := err == nil
+	if errors.Is(err, engine.ErrNotFound) {
+		id = req.Session // a session about to start: its brief may exist
+	} else if err != nil {
 		return nil, err
 	}
 	brief, err := m.e.Brief(id)
@@ -135,19 +129,19 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 		return nil, err
 	}
 	in := &pack.Input{Session: id, Goal: brief.Goal, GoalSource: brief.GoalSource, Checkpoint: brief.Checkpoint,
-		Task: req.Task, TaskID: req.TaskID, State: state.Digest, Budget: b}
+		Task: req.Task, TaskID: req.TaskID, State: digest, Budget: b}
 	key := pack.Key(in)
 	if p, ok := m.packs.get(key); ok {
 		return p, nil
 	}
 	if known {
-		arts, ok := m.packs.artifacts(id, state.Digest)
+		arts, ok := m.packs.artifacts(id, digest)
 		if !ok {
 			var st engine.MemoryState
 			if arts, st, err = m.e.ArtifactsOf(id, packTypes...); err != nil {
 				return nil, err
 			}
-			if st.Digest != state.Digest {
+			if st.Digest != digest {
 				// Memory moved on between the two reads: key the pack by
 				// what it is built from.
 				in.State = st.Digest

@@ -157,6 +157,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 			fmt.Fprintf(stderr, "bbengine proxy: harness API token in %s\n", file)
 		}
 	}
+	eng.setProxy(addr)
 	printWiring(stdout, addr, walDir, opts.Mode, p)
 	if api != nil {
 		fmt.Fprintf(stdout, "Harness API http://%s/v1/ (Authorization: Bearer <api-token>): pack, outcomes, checkpoints, goal, search, artifacts\n", api.Addr())
@@ -241,6 +242,19 @@ type proxyEngine struct {
 	// syncer wakes on it.
 	memory  chan struct{}
 	syncers sync.WaitGroup
+	// addr is the proxy's listening address, for the lock file.
+	addr string
+}
+
+// setProxy records the proxy's address in the lock file, now or when
+// the engine opens.
+func (pe *proxyEngine) setProxy(addr string) {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	pe.addr = addr
+	if pe.e != nil {
+		pe.e.SetProxy(addr)
+	}
 }
 
 func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) *proxyEngine {
@@ -287,6 +301,9 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	}
 	pe.mu.Lock()
 	pe.e, pe.qs, pe.mem = e, qs, mem
+	if pe.addr != "" {
+		e.SetProxy(pe.addr)
+	}
 	pe.mu.Unlock()
 	for {
 		err := e.Follow(ctx)

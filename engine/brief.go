@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/redact"
@@ -316,4 +320,50 @@ func idPrefix(t ArtifactType) string {
 		return "seg-"
 	}
 	return string(t) + "-"
+}
+
+// MemoryDigest returns the digest of a session's memory state (see
+// MemoryState.Digest) and the session's full id, without decoding the
+// state's list of artifact ids: a pack cache checks it on every lookup,
+// and a session of 100k artifacts keeps a list of 1.7 MB.
+func (e *Engine) MemoryDigest(session string) (id, digest string, err error) {
+	s, err := e.Session(session)
+	if err != nil {
+		return "", "", err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return "", "", ErrClosed
+	}
+	b, closer, err := e.db.Get(memStateKey(s.Ordinal))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return s.ID, "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("engine: read: %w", err)
+	}
+	defer closer.Close()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", "", fmt.Errorf("engine: decode memory state of %s: not an object", s.ID)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", "", fmt.Errorf("engine: decode memory state of %s: %w", s.ID, err)
+		}
+		if k == "digest" {
+			var d string
+			if err := dec.Decode(&d); err != nil {
+				return "", "", fmt.Errorf("engine: decode memory state of %s: %w", s.ID, err)
+			}
+			return s.ID, d, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", "", fmt.Errorf("engine: decode memory state of %s: %w", s.ID, err)
+		}
+	}
+	return s.ID, "", nil
 }

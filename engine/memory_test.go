@@ -443,3 +443,17 @@ func TestPinnedSessionRetention(t *testing.T) {
 		}
 	}
 }
+
+func TestStripPacks(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"before <bbengine-context-pack session=\"s\">\n- Use X. [dec-1]\n</bbengine-context-pack>\nafter", "before \nafter"},
+		{"a<bbengine-context-pack>x</bbengine-context-pack>b<bbengine-context-pack session=\"2\">y</bbengine-context-pack>c", "abc"},
+		{"cut <bbengine-context-pack session=\"s\"> never closed", "cut "},
+		{"<bbengine-context-packing>kept</bbengine-context-packing>", "<bbengine-context-packing>kept</bbengine-context-packing>"},
+		{"no pack here", "no pack here"},
+	} {
+		if got := StripPacks(c.in); got != c.want {
+			t.Errorf("StripPacks(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

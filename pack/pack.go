@@ -164,9 +164,9 @@ const Contract = "Use this pack as the authoritative state of the session: do no
 
 // Caps on the text of one item, before budgeting.
 const (
-	maxGoal     = 150 // tokens
-	maxItemText = 320 // characters
-	implementedK = 5  // tasks
+	maxGoal      = 150 // tokens
+	maxItemText  = 320 // characters
+	implementedK = 5   // tasks
 )
 
 // Build builds the pack for in. It is deterministic: the same input
@@ -237,9 +237,14 @@ func Build(in *Input) (*Pack, error) {
 	})
 	used := 0
 	for i, c := range recent {
+		if i >= implementedK || b.Implemented-used < minItem {
+			spare = append(spare, c)
+			p.Omitted["implemented"]++
+			continue
+		}
 		t := taskItem(c.a)
 		t.Tokens = count(renderTask(t))
-		if i >= implementedK || used+t.Tokens > b.Implemented {
+		if used+t.Tokens > b.Implemented {
 			spare = append(spare, c)
 			p.Omitted["implemented"]++
 			continue
@@ -335,21 +340,35 @@ func byScore(x, y cand) int {
 	return strings.Compare(x.a.ID, y.a.ID)
 }
 
+// A section stops trying candidates when less than minItem tokens are
+// left or maxMisses of them in a row did not fit.
+const (
+	minItem   = 8
+	maxMisses = 8
+)
+
 // fill takes the ranked candidates that fit the section budget, in rank
 // order; the rest go to spare.
 func fill(cs []cand, budget int, item func(*engine.Artifact) Item, spare []cand, omitted map[string]int, section string) ([]Item, []cand) {
 	var out []Item
-	used := 0
+	used, misses := 0, 0
 	for _, c := range cs {
+		if budget-used < minItem || misses >= maxMisses {
+			// Full: the rest are pointers, not worth tokenizing.
+			spare = append(spare, c)
+			omitted[section]++
+			continue
+		}
 		it := item(c.a)
 		it.Score = round(c.score)
 		it.Tokens = count(renderItem(it))
 		if used+it.Tokens > budget {
 			spare = append(spare, c)
 			omitted[section]++
+			misses++
 			continue
 		}
-		used += it.Tokens
+		used, misses = used+it.Tokens, 0
 		out = append(out, it)
 	}
 	return out, spare
@@ -425,16 +444,24 @@ func taskItem(a *engine.Artifact) TaskItem {
 
 // query is the task description, as terms.
 type query struct {
-	terms map[string]bool
+	// terms numbers the task's terms; seen marks, per artifact scored,
+	// the terms found (stamped with gen, so it is never cleared).
+	terms map[string]int
+	seen  []int
+	gen   int
+	buf   []byte // reused for the text scored
 }
 
 func newQuery(task string) *query {
-	q := &query{terms: map[string]bool{}}
-	eachWord(task, func(w string) {
-		if len(w) > 1 && !stop[w] {
-			q.terms[w] = true
+	q := &query{terms: map[string]int{}}
+	eachWord([]byte(task), func(w []byte) {
+		if len(w) > 1 && !stop[string(w)] {
+			if _, ok := q.terms[string(w)]; !ok {
+				q.terms[string(w)] = len(q.terms)
+			}
 		}
 	})
+	q.seen = make([]int, len(q.terms))
 	return q
 }
 
@@ -443,19 +470,25 @@ func newQuery(task string) *query {
 func score(q *query, a *engine.Artifact, weight float64, lastN int) float64 {
 	rel := 0.0
 	if len(q.terms) > 0 {
-		hits := map[string]bool{}
-		match := func(w string) {
-			if q.terms[w] {
-				hits[w] = true
+		q.gen++
+		hits := 0
+		match := func(w []byte) {
+			if i, ok := q.terms[string(w)]; ok && q.seen[i] != q.gen {
+				q.seen[i] = q.gen
+				hits++
 			}
 		}
-		eachWord(a.Title, match)
-		eachWord(a.Text, match)
-		rel = float64(len(hits)) / math.Sqrt(float64(len(q.terms)))
+		q.buf = append(q.buf[:0], a.Title...)
+		eachWord(q.buf, match)
+		if a.Text != a.Title {
+			q.buf = append(q.buf[:0], a.Text...)
+			eachWord(q.buf, match)
+		}
+		rel = float64(hits) / math.Sqrt(float64(len(q.terms)))
 		aff := 0
 		for _, list := range [][]string{a.Files, a.Symbols} {
 			for _, f := range list {
-				if q.terms[strings.ToLower(f)] || q.terms[strings.ToLower(base(f))] {
+				if q.has(f) || q.has(base(f)) {
 					aff++
 				}
 			}
@@ -473,6 +506,15 @@ func score(q *query, a *engine.Artifact, weight float64, lastN int) float64 {
 	return s
 }
 
+// has reports whether the task names s (case-insensitively).
+func (q *query) has(s string) bool {
+	if _, ok := q.terms[s]; ok {
+		return true
+	}
+	_, ok := q.terms[strings.ToLower(s)]
+	return ok
+}
+
 func base(path string) string {
 	if i := strings.LastIndexAny(path, "/\\"); i >= 0 {
 		return path[i+1:]
@@ -484,37 +526,54 @@ func round(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // eachWord calls f with each lowercased word of s: runs of letters,
 // digits and _ . / - (so paths and dotted names stay whole), and each
-// part of such a run split at its punctuation.
-func eachWord(s string, f func(string)) {
-	var buf []byte
-	flush := func() {
-		if len(buf) == 0 {
-			return
+// part of such a run split at its punctuation. It lowercases s in place
+// (callers pass a copy); f must not keep the word.
+func eachWord(s []byte, f func([]byte)) {
+	punct := func(c byte) bool { return c == '.' || c == '_' || c == '/' || c == '-' }
+	emit := func(w []byte) {
+		for len(w) > 0 && punct(w[0]) {
+			w = w[1:]
 		}
-		w := strings.Trim(string(buf), "._/-")
-		buf = buf[:0]
-		if w == "" {
+		for len(w) > 0 && punct(w[len(w)-1]) {
+			w = w[:len(w)-1]
+		}
+		if len(w) == 0 {
 			return
 		}
 		f(w)
-		if strings.ContainsAny(w, "._/-") {
-			for _, part := range strings.FieldsFunc(w, func(r rune) bool { return r == '.' || r == '_' || r == '/' || r == '-' }) {
-				f(part)
+		if !slices.ContainsFunc(w, punct) {
+			return
+		}
+		start := 0
+		for i := 0; i <= len(w); i++ {
+			if i == len(w) || punct(w[i]) {
+				if i > start {
+					f(w[start:i])
+				}
+				start = i + 1
 			}
 		}
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			buf = append(buf, c+'a'-'A')
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '.', c == '/', c == '-', c >= 0x80:
-			buf = append(buf, c)
-		default:
-			flush()
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			c := s[i]
+			if c >= 'A' && c <= 'Z' {
+				s[i] = c + 'a' - 'A'
+				c = s[i]
+			}
+			if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || punct(c) || c >= 0x80 {
+				if start < 0 {
+					start = i
+				}
+				continue
+			}
+		}
+		if start >= 0 {
+			emit(s[start:i])
+			start = -1
 		}
 	}
-	flush()
 }
 
 var stop = map[string]bool{}

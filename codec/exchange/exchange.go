@@ -44,7 +44,8 @@ type RequestStart struct {
 	Upstream  string  `json:"upstream"`          // URL the request went to
 	// SessionID and SessionSource say which session the exchange belongs
 	// to and where that came from: "x-bb-session-id", a header name, "body"
-	// (metadata.user_id) or "minted".
+	// (metadata.user_id), "run" (a proxy started by bbengine run for one
+	// task) or "minted".
 	SessionID     string `json:"session_id"`
 	SessionSource string `json:"session_source"`
 	TaskID        string `json:"task_id,omitempty"`

@@ -1,0 +1,294 @@
+package pack
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bbengine/bbengine/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// session builds a synthetic session of n tasks: each with an outcome,
+// two decisions (the first of every third task superseded by the
+// second), a constraint, an open thread (every other one closed) and
+// segs transcript segments.
+func session(n, segs int, seed uint64) []engine.Artifact {
+	r := rand.New(rand.NewPCG(seed, 1))
+	words := strings.Fields("cache queue parser retry backoff index schema migration token budget worker pool lexer config " +
+		"router handler middleware logger metrics tracing storage bucket shard replica snapshot compaction")
+	phrase := func(k int) string {
+		var b []string
+		for range k {
+			b = append(b, words[r.IntN(len(words))])
+		}
+		return strings.Join(b, " ")
+	}
+	var out []engine.Artifact
+	for t := 1; t <= n; t++ {
+		task := fmt.Sprintf("task-%04d", t)
+		ts := int64(t) * 1e9
+		file := fmt.Sprintf("internal/%s/%s.go", words[t%len(words)], words[(t*7)%len(words)])
+		base := engine.Artifact{Session: "s1", Task: task, TaskN: t, First: ts, Last: ts, Builder: engine.MemoryVersion}
+		o := base
+		o.ID, o.Type, o.Status, o.Title = fmt.Sprintf("out-%012x", t), engine.ArtifactOutcome, "success", "Task "+task
+		if t%5 == 0 {
+			o.Status = "fail"
+		}
+		o.Files = []string{file}
+		o.Outcome = &engine.Outcome{Status: o.Status, Reason: "tests still fail", Prompt: "please " + phrase(6),
+			Summary: []string{"Implemented the " + phrase(3) + " in " + file + ".", "Ran go test ./... after " + phrase(2) + "."},
+			Files:   []engine.FileChange{{Path: file, Op: "edit"}}}
+		out = append(out, o)
+		for d := range 2 {
+			a := base
+			a.ID, a.Type, a.Status = fmt.Sprintf("dec-%06x%06x", t, d), engine.ArtifactDecision, "active"
+			a.Decision = &engine.Decision{Statement: "Use " + phrase(2) + " for the " + phrase(2) + " in " + file + ".", Rationale: "it is " + phrase(3)}
+			a.Title, a.Text, a.Files = a.Decision.Statement, a.Decision.Statement, []string{file}
+			if t%3 == 0 && d == 0 {
+				a.Status, a.Decision.SupersededBy = "superseded", fmt.Sprintf("dec-%06x%06x", t, 1)
+			}
+			out = append(out, a)
+		}
+		c := base
+		c.ID, c.Type, c.Status = fmt.Sprintf("con-%012x", t), engine.ArtifactConstraint, "active"
+		scope := "task"
+		if t%10 == 1 {
+			scope = "session"
+		}
+		c.Constraint = &engine.Constraint{Statement: "The " + phrase(2) + " must never " + phrase(2) + ".", Modal: "must not", Scope: scope}
+		c.Title, c.Text = c.Constraint.Statement, c.Constraint.Statement
+		out = append(out, c)
+		th := base
+		th.ID, th.Type, th.Status = fmt.Sprintf("thr-%012x", t), engine.ArtifactThread, "open"
+		if t%2 == 0 {
+			th.Status = "closed"
+		}
+		th.Thread = &engine.Thread{Kind: "todo", Text: "handle " + phrase(3), File: file}
+		th.Title, th.Text = "TODO: "+th.Thread.Text, th.Thread.Text
+		out = append(out, th)
+		for s := range segs {
+			g := base
+			g.ID, g.Type, g.Title = fmt.Sprintf("seg-%06x%06x", t, s), engine.ArtifactSegment, phrase(5)
+			g.Text = strings.Repeat(phrase(20)+". ", 6)
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func TestBuildBudgets(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range 60 {
+		arts := session(1+r.IntN(80), 0, uint64(i))
+		b := BudgetFor(MinTotal + r.IntN(3000))
+		if i%3 == 0 {
+			b = DefaultBudget()
+		}
+		if i%7 == 0 {
+			b.Decisions, b.Pointers = 0, 0
+		}
+		in := &Input{Session: "s1", Task: "fix the retry backoff in the queue worker", Artifacts: arts, Budget: b,
+			Goal: strings.Repeat("Build a durable job queue with retries. ", 1+r.IntN(40))}
+		p, err := Build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := p.Markdown()
+		if n := Count(md); n > b.Total || n != p.Tokens {
+			t.Errorf("case %d: %d tokens (pack says %d), budget %d", i, n, p.Tokens, b.Total)
+		}
+		if len(md) > DefaultMaxChars {
+			t.Errorf("case %d: %d characters", i, len(md))
+		}
+		sum := func(items []Item) (n int) {
+			for _, it := range items {
+				if it.Tokens != Count(renderItem(it)) {
+					t.Errorf("case %d: item %s says %d tokens, is %d", i, it.ID, it.Tokens, Count(renderItem(it)))
+				}
+				n += it.Tokens
+			}
+			return n
+		}
+		impl := 0
+		for _, it := range p.Implemented {
+			impl += Count(renderTask(it))
+		}
+		for _, c := range []struct {
+			name      string
+			used, max int
+		}{{"decisions", sum(p.Decisions), b.Decisions}, {"constraints", sum(p.Constraints), b.Constraints},
+			{"implemented", impl, b.Implemented}, {"open threads", sum(p.Threads), b.Threads},
+			{"pointers", Count(pointersHeading + strings.Join(p.Pointers, ", ") + "\n"), max(b.Pointers, Count(pointersHeading+"\n"))}} {
+			if c.used > c.max {
+				t.Errorf("case %d: %s use %d tokens of %d", i, c.name, c.used, c.max)
+			}
+		}
+	}
+}
+
+func TestDefaultPackFitsClaudeHook(t *testing.T) {
+	// Long texts everywhere: the default budget still keeps the pack
+	// well under Claude Code's 10,000-character cap.
+	arts := session(200, 0, 3)
+	for i := range arts {
+		if arts[i].Decision != nil {
+			arts[i].Decision.Statement = strings.Repeat("Use the write-ahead log for every durable state change. ", 20)
+		}
+	}
+	p, err := Build(&Input{Session: "s1", Task: "x", Artifacts: arts, Budget: DefaultBudget(), Goal: strings.Repeat("goal ", 2000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := p.Markdown(); len(md) >= DefaultMaxChars || p.Tokens > 1200 {
+		t.Errorf("default pack: %d characters, %d tokens", len(md), p.Tokens)
+	}
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	arts := session(40, 2, 1)
+	in := &Input{Session: "s1", Task: "tune the cache eviction", Artifacts: arts, Budget: DefaultBudget(), Goal: "a fast cache"}
+	p1, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j1, _ := json.Marshal(p1)
+	shuffled := append([]engine.Artifact(nil), arts...)
+	rand.New(rand.NewPCG(9, 9)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	in2 := *in
+	in2.Artifacts = shuffled
+	p2, err := Build(&in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2, _ := json.Marshal(p2)
+	if string(j1) != string(j2) || p1.Markdown() != p2.Markdown() {
+		t.Errorf("the order of the artifacts changed the pack:\n%s\n%s", j1, j2)
+	}
+	if Key(in) != Key(&in2) {
+		t.Error("Key depends on the artifacts' order")
+	}
+	in3 := *in
+	in3.Budget = BudgetFor(800)
+	if Key(in) == Key(&in3) {
+		t.Error("Key ignores the budget")
+	}
+}
+
+// small is a hand-written session: what is in force, what is not.
+func small() []engine.Artifact {
+	mk := func(id string, typ engine.ArtifactType, status string, taskN int, text string) engine.Artifact {
+		return engine.Artifact{ID: id, Type: typ, Status: status, Session: "s1", Task: fmt.Sprintf("turn-%d", taskN), TaskN: taskN,
+			Title: text, Text: text, First: int64(taskN), Last: int64(taskN)}
+	}
+	old := mk("dec-000000000001", engine.ArtifactDecision, "superseded", 1, "Use SQLite for the job queue.")
+	old.Decision = &engine.Decision{Statement: old.Text, SupersededBy: "dec-000000000002"}
+	cur := mk("dec-000000000002", engine.ArtifactDecision, "active", 2, "Use BoltDB for the job queue instead of SQLite.")
+	cur.Decision = &engine.Decision{Statement: cur.Text, Rationale: "no SQL is needed", Supersedes: []string{old.ID}}
+	cache := mk("dec-000000000003", engine.ArtifactDecision, "active", 1, "Use an LRU for the template cache in render/cache.go.")
+	cache.Decision = &engine.Decision{Statement: cache.Text}
+	cache.Files = []string{"render/cache.go"}
+	gone := mk("dec-000000000004", engine.ArtifactDecision, "active", 2, "Use tabs in the Makefile.")
+	gone.Decision = &engine.Decision{Statement: gone.Text}
+	gone.Forgotten = true
+	rule := mk("con-000000000001", engine.ArtifactConstraint, "active", 1, "The queue must never drop a job.")
+	rule.Constraint = &engine.Constraint{Statement: rule.Text, Modal: "must not", Scope: "session"}
+	open := mk("thr-000000000001", engine.ArtifactThread, "open", 2, "TODO: retry failed jobs with backoff.")
+	open.Thread = &engine.Thread{Kind: "todo", Text: "retry failed jobs with backoff.", File: "queue/queue.go"}
+	shut := mk("thr-000000000002", engine.ArtifactThread, "closed", 1, "failing test: go test ./queue")
+	shut.Thread = &engine.Thread{Kind: "failing_test", Text: "go test ./queue fails"}
+	o1 := mk("out-000000000001", engine.ArtifactOutcome, "fail", 1, "turn-1")
+	o1.Outcome = &engine.Outcome{Status: "fail", Reason: "tests still fail", Prompt: "Write a job queue.", Summary: []string{"Wrote queue/queue.go with SQLite."},
+		Files: []engine.FileChange{{Path: "queue/queue.go", Op: "write"}}}
+	o2 := mk("out-000000000002", engine.ArtifactOutcome, "success", 2, "turn-2")
+	o2.Outcome = &engine.Outcome{Status: "success", Prompt: "Switch the queue to BoltDB.", Summary: []string{"Moved the queue to BoltDB; go test ./... passes."},
+		Files: []engine.FileChange{{Path: "queue/queue.go", Op: "edit"}, {Path: "go.mod", Op: "edit"}}}
+	seg := mk("seg-000000000001", engine.ArtifactSegment, "", 2, "user: switch the queue")
+	return []engine.Artifact{old, cur, cache, gone, rule, open, shut, o1, o2, seg}
+}
+
+func TestBuildContent(t *testing.T) {
+	p, err := Build(&Input{Session: "s1", Task: "speed up render/cache.go", TaskID: "turn-3", Artifacts: small(), Budget: DefaultBudget(),
+		Goal: "A job queue service.", GoalSource: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := p.Markdown()
+	for _, want := range []string{"<bbengine-context-pack session=\"s1\" task=\"turn-3\"", "Goal: A job queue service.",
+		"Use BoltDB for the job queue instead of SQLite. (no SQL is needed) [dec-000000000002]",
+		"The queue must never drop a job. (session-wide) [con-000000000001]", "todo: retry failed jobs with backoff. (queue/queue.go) [thr-000000000001]",
+		"turn-2 (success) [out-000000000002] files: queue/queue.go, go.mod", "at most one memory_search and two memory_get", "</bbengine-context-pack>"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("pack lacks %q:\n%s", want, md)
+		}
+	}
+	for _, not := range []string{"dec-000000000001", "Use SQLite for the job queue.", "Makefile", "thr-000000000002", "seg-000000000001"} {
+		if strings.Contains(md, not) {
+			t.Errorf("pack holds %q (superseded, forgotten, closed or a segment):\n%s", not, md)
+		}
+	}
+	// The task names render/cache.go: that decision ranks first.
+	if len(p.Decisions) != 2 || p.Decisions[0].ID != "dec-000000000003" {
+		t.Errorf("decisions = %+v", p.Decisions)
+	}
+	// Implemented is oldest first.
+	if len(p.Implemented) != 2 || p.Implemented[0].Task != "turn-1" || p.Implemented[0].Bullets[len(p.Implemented[0].Bullets)-1] != "fail: tests still fail" {
+		t.Errorf("implemented = %+v", p.Implemented)
+	}
+}
+
+func TestBuildSmallBudgetPointers(t *testing.T) {
+	// With room for one decision, the rest become pointers.
+	b := DefaultBudget()
+	b.Decisions = Count("- Use an LRU for the template cache in render/cache.go. [dec-000000000003]\n")
+	p, err := Build(&Input{Session: "s1", Task: "render/cache.go", Artifacts: small(), Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Decisions) != 1 || p.Omitted["decisions"] != 1 || !strings.Contains(strings.Join(p.Pointers, ","), "dec-000000000002") {
+		t.Errorf("decisions %+v, omitted %v, pointers %v", p.Decisions, p.Omitted, p.Pointers)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	for _, b := range []Budget{{Total: 10}, {Total: 1000, Decisions: -1}, {Total: 1000, MaxChars: 10}} {
+		if _, err := Build(&Input{Session: "s", Budget: b}); err == nil {
+			t.Errorf("budget %+v accepted", b)
+		}
+	}
+	p, err := Build(&Input{Session: "s", Budget: DefaultBudget()})
+	if err != nil || !p.Empty() {
+		t.Errorf("empty input: %v, %+v", err, p)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	p, err := Build(&Input{Session: "s1", Task: "add retries to the queue worker", TaskID: "turn-3", Artifacts: small(), Budget: DefaultBudget(),
+		Goal: "A job queue service that never loses work.", GoalSource: "run", Checkpoint: "Queue on BoltDB; retries next.", State: "abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := json.MarshalIndent(p, "", "  ")
+	for name, got := range map[string][]byte{"pack.md": []byte(p.Markdown()), "pack.json": append(j, '\n')} {
+		file := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (go test ./pack -update writes it)", err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs (go test ./pack -update rewrites it):\n%s", file, got)
+		}
+	}
+}

@@ -329,6 +329,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !validID(x.start.RunID) {
 		x.start.RunID = ""
 	}
+	x.start.Goal = sessionGoal(p.red, r.Header.Get("X-Bb-Session-Goal"))
 	if p.opts.Session != "" {
 		x.start.SessionID, x.start.SessionSource = p.opts.Session, "run"
 	}

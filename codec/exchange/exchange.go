@@ -50,12 +50,16 @@ type RequestStart struct {
 	SessionSource string `json:"session_source"`
 	TaskID        string `json:"task_id,omitempty"`
 	RunID         string `json:"run_id,omitempty"`
-	Model         string `json:"model,omitempty"`
-	Stream        bool   `json:"stream,omitempty"`
-	BodyBytes     int64  `json:"body_bytes"`
-	Mode          string `json:"mode"`      // capture mode: lossless, degrade, privacy, passthrough
-	Redaction     string `json:"redaction"` // RedactionVersion
-	Time          int64  `json:"time_ns"`   // when the request arrived
+	// Goal is the session goal the request's X-Bb-Session-Goal header
+	// stated (percent-decoded, redacted, one line of at most MaxGoal
+	// bytes).
+	Goal      string `json:"goal,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Stream    bool   `json:"stream,omitempty"`
+	BodyBytes int64  `json:"body_bytes"`
+	Mode      string `json:"mode"`      // capture mode: lossless, degrade, privacy, passthrough
+	Redaction string `json:"redaction"` // RedactionVersion
+	Time      int64  `json:"time_ns"`   // when the request arrived
 }
 
 // ResponseStart records the upstream's status line and headers.

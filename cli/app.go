@@ -190,6 +190,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			exportCommand(),
 			convertCommand(),
 			memCommand(),
+			runCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

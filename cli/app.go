@@ -192,6 +192,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			memCommand(),
 			mcpCommand(),
 			toolsCommand(),
+			runCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

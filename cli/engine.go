@@ -46,7 +46,7 @@ func runningProxy(dir string) *remote {
 			return nil
 		}
 		if h.Addr != "" {
-			return &remote{addr: h.Addr, token: h.Token, pid: h.PID}
+			return &remote{addr: h.Addr, token: h.Token, pid: h.PID, proxy: h.Proxy}
 		}
 		if time.Now().After(deadline) {
 			return nil
@@ -77,6 +77,8 @@ func openEngine(ctx context.Context, dir string) (*engine.Engine, error) {
 type remote struct {
 	addr, token string
 	pid         int
+	// proxy is the address of the owner's recording proxy, if it runs one.
+	proxy string
 }
 
 func (r *remote) get(path string, q url.Values, v any) error {

@@ -46,7 +46,7 @@ func runningProxy(dir string) *remote {
 			return nil
 		}
 		if h.Addr != "" {
-			return &remote{addr: h.Addr, token: h.Token, pid: h.PID}
+			return &remote{addr: h.Addr, token: h.Token, pid: h.PID, proxy: h.Proxy}
 		}
 		if time.Now().After(deadline) {
 			return nil
@@ -77,6 +77,8 @@ func openEngine(ctx context.Context, dir string) (*engine.Engine, error) {
 type remote struct {
 	addr, token string
 	pid         int
+	// proxy is the address of the owner's recording proxy, if it runs one.
+	proxy string
 }
 
 func (r *remote) get(path string, q url.Values, v any) error {
@@ -172,12 +174,17 @@ func (r *remote) Exchange(id uint64) (engine.Exchange, error) {
 	return out, r.get("/v1/exchanges/"+strconv.FormatUint(id, 10), url.Values{"fresh": {"1"}}, &out)
 }
 
-// errBadQuery marks a malformed query.
-var errBadQuery = errors.New("bad query")
+// errBadQuery marks a malformed query; errBadRequest a malformed request
+// body. Both answer 400.
+var (
+	errBadQuery   = errors.New("bad query")
+	errBadRequest = errors.New("bad request")
+)
 
 // queryServer serves an engine's Reader on loopback for commands run
 // while the proxy owns the directory. Every request must carry the token
-// written in the lock file (readable only by the directory's owner).
+// written in the lock file (readable only by the directory's owner). The
+// harness API (harness.go) answers its routes with the same handlers.
 type queryServer struct {
 	e     *engine.Engine
 	mem   *localMemory
@@ -186,44 +193,68 @@ type queryServer struct {
 	ln    net.Listener
 }
 
+// startQueryServer serves the query endpoint on a loopback port and
+// writes its address into the lock file. The server is returned even
+// when it could not listen, with the error: the harness API still uses
+// its handlers.
 func startQueryServer(e *engine.Engine, mem *localMemory) (*queryServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("query endpoint: %w", err)
-	}
 	var b [16]byte
 	rand.Read(b[:])
-	q := &queryServer{e: e, mem: mem, token: hex.EncodeToString(b[:]), ln: ln}
+	q := &queryServer{e: e, mem: mem, token: hex.EncodeToString(b[:])}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return q, fmt.Errorf("query endpoint: %w", err)
+	}
+	q.ln = ln
 	q.srv = &http.Server{Handler: q, ReadHeaderTimeout: 10 * time.Second}
 	go q.srv.Serve(ln)
 	if err := e.SetEndpoint(ln.Addr().String(), q.token); err != nil {
 		q.Close()
-		return nil, err
+		q.srv = nil
+		return q, err
 	}
 	return q, nil
 }
 
 func (q *queryServer) Close() error {
+	if q.srv == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	return q.srv.Shutdown(ctx)
 }
 
-func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+q.token)) != 1 {
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"error":"bad or missing token (it is in the data directory's engine.lock)"}`)
-		return
+// authorized reports whether r carries the bearer token; when it does
+// not it answers 401 with hint, which says where the token is.
+func authorized(w http.ResponseWriter, r *http.Request, token, hint string) bool {
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) == 1 {
+		return true
 	}
-	reply := func(v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	w.WriteHeader(http.StatusUnauthorized)
+	json.NewEncoder(w).Encode(map[string]string{"error": "bad or missing bearer token (" + hint + ")"})
+	return false
+}
+
+// replier returns the function handlers answer with: v as JSON, or the
+// error as {"error": …} with 404 for engine.ErrNotFound, 400 for a bad
+// query or body, 405 for a wrong method, else 500.
+func replier(w http.ResponseWriter) func(any, error) {
+	return func(v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			status := http.StatusInternalServerError
+			var me *methodError
 			switch {
 			case errors.Is(err, engine.ErrNotFound):
 				status = http.StatusNotFound
-			case errors.Is(err, errBadQuery):
+			case errors.Is(err, errBadQuery), errors.Is(err, errBadRequest):
 				status = http.StatusBadRequest
+			case errors.As(err, &me):
+				status = http.StatusMethodNotAllowed
+				w.Header().Set("Allow", me.allow)
 			}
 			w.WriteHeader(status)
 			json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "not_found": status == http.StatusNotFound})
@@ -231,6 +262,25 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		json.NewEncoder(w).Encode(v)
 	}
+}
+
+// noRoute is the error of a request for a path nothing serves.
+func noRoute(r *http.Request) error {
+	return fmt.Errorf("%w: no route %s %s", engine.ErrNotFound, r.Method, r.URL.Path)
+}
+
+// methodError answers 405: the route takes another method.
+type methodError struct{ method, path, allow string }
+
+func (e *methodError) Error() string {
+	return fmt.Sprintf("%s %s: use %s", e.method, e.path, e.allow)
+}
+
+func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !authorized(w, r, q.token, "it is in the data directory's engine.lock") {
+		return
+	}
+	reply := replier(w)
 	qv := r.URL.Query()
 	if qv.Get("fresh") != "" {
 		// Let the canonicalizer reach what the WAL holds now.
@@ -239,6 +289,9 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cancel()
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/v1/")
+	if q.serveHarness(w, r, path, reply) {
+		return
+	}
 	if path == "imports" || strings.HasPrefix(path, "imports/") {
 		q.serveImports(w, r, path, reply)
 		return
@@ -267,7 +320,7 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(q.e.Exchange(id))
 	default:
-		http.NotFound(w, r)
+		reply(nil, noRoute(r))
 	}
 }
 

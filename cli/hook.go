@@ -38,7 +38,9 @@ func hookCommand() *ucli.Command {
 		return []ucli.Flag{
 			&ucli.StringFlag{Name: "session", Usage: "the bbengine session (default: the agent's own session id from the hook input)"},
 			&ucli.StringFlag{Name: "task-id", Usage: "the task about to start (X-Bb-Task-Id)"},
-			&ucli.StringFlag{Name: "task", Usage: "what the task is about to do (default: the prompt of UserPromptSubmit)"},
+			// BBENGINE_TASK_TEXT is what bbengine run sets (its BBENGINE_TASK
+			// would be --task of run itself, a task id).
+			&ucli.StringFlag{Name: "task", EnvVars: []string{"BBENGINE_TASK_TEXT"}, Usage: "what the task is about to do (default: the prompt of UserPromptSubmit)"},
 			&ucli.IntFlag{Name: "budget", Usage: "total tokens of the pack (default 1200); the pack stays under 9,000 characters whatever the budget"},
 			&ucli.DurationFlag{Name: "timeout", Value: 500 * time.Millisecond, Usage: "give up silently after this long"},
 			&ucli.BoolFlag{Name: "verbose", Usage: "write one line to stderr saying what the hook did and why"},
@@ -50,7 +52,8 @@ func hookCommand() *ucli.Command {
 		"PACK being the Markdown of `bbengine mem context` (under 9,000 characters whatever --budget).\n\n" +
 		"The session is --session (BBENGINE_SESSION, which `bbengine run` sets) or else the agent's\n" +
 		"session_id, which is how the proxy knows the agent's traffic (an imported session\n" +
-		"\"claude:<id>\" is found by it too). The task is --task (BBENGINE_TASK) or else the prompt.\n\n" +
+		"\"claude:<id>\" is found by it too). The task is --task (BBENGINE_TASK_TEXT, set by run, or\n" +
+		"BBENGINE_TASK) or else the prompt; its id --task-id (BBENGINE_TASK_ID).\n\n" +
 		"Once per agent session: the first pack the hook builds in an agent session is recorded in\n" +
 		"<dir>/hooks/<agent>-<session_id>.json (written atomically). SessionStart (startup, resume,\n" +
 		"clear, compact: each begins a context without the pack) always injects the pack. A\n" +

@@ -19,10 +19,6 @@ import (
 	"github.com/bbengine/bbengine/wal"
 )
 
-// memSession is the Claude Code session of memoryTranscript; imported,
-// it is "claude:" + memSession.
-const memSession = "33333333-2222-4333-8444-555555555555"
-
 // runHookCmd runs the hook command line in this process with stdin and
 // returns its stdout and stderr. The hook must exit 0 whatever happens.
 func runHookCmd(t *testing.T, stdin string, args ...string) (string, string) {
@@ -186,10 +182,10 @@ func TestHookProxy(t *testing.T) {
 		t.Errorf("UserPromptSubmit after an empty SessionStart: %q %q", out, errs)
 	}
 
-	// bbengine run: BBENGINE_SESSION and BBENGINE_TASK name the session
+	// bbengine run: BBENGINE_SESSION and BBENGINE_TASK_TEXT name the session
 	// and the task; the pack reaches the model once in the run.
 	t.Setenv("BBENGINE_SESSION", "claude:"+memSession)
-	t.Setenv("BBENGINE_TASK", "Add metrics to the session store cache")
+	t.Setenv("BBENGINE_TASK_TEXT", "Add metrics to the session store cache")
 	t.Setenv("BBENGINE_TASK_ID", "task-2")
 	runID := "55555555-2222-4333-8444-555555555555"
 	var injected []string
@@ -205,7 +201,7 @@ func TestHookProxy(t *testing.T) {
 	if !slices.Equal(injected, []string{"SessionStart"}) {
 		t.Errorf("under bbengine run the pack was injected at %v, want once at SessionStart", injected)
 	}
-	for _, k := range []string{"BBENGINE_SESSION", "BBENGINE_TASK", "BBENGINE_TASK_ID"} {
+	for _, k := range []string{"BBENGINE_SESSION", "BBENGINE_TASK_TEXT", "BBENGINE_TASK_ID"} {
 		os.Unsetenv(k)
 	}
 

@@ -531,7 +531,7 @@ func (q *queryServer) serveImports(w http.ResponseWriter, r *http.Request, path 
 			CaughtUp bool `json:"caught_up"`
 		}{err == nil}, nil)
 	default:
-		http.NotFound(w, r)
+		reply(nil, noRoute(r))
 	}
 }
 

@@ -415,7 +415,7 @@ func editJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) er
 			}
 			o, ok := v.(*jsonedit.Object)
 			if !ok {
-				return nil, fmt.Errorf("%s: the file holds a JSON %s, not an object; bbengine left it as it is", path, jsonKind(v))
+				return nil, fmt.Errorf("%s: the file holds a JSON %s, not an object; bbengine left it as it is", path, jsonKindOf(v))
 			}
 			root = o
 			before, _ = jsonedit.Parse(b) // a copy edit does not touch
@@ -443,7 +443,8 @@ func editJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) er
 	return ch, nil
 }
 
-func jsonKind(v any) string {
+// jsonKindOf names the JSON kind of a decoded value, for errors.
+func jsonKindOf(v any) string {
 	switch v.(type) {
 	case []any:
 		return "array"
@@ -484,7 +485,7 @@ func object(root *jsonedit.Object, path, key string, create bool) (*jsonedit.Obj
 	}
 	o, isObj := v.(*jsonedit.Object)
 	if !isObj {
-		return nil, fmt.Errorf("%s: %q is a JSON %s, not an object; fix the file, bbengine left it as it is", path, key, jsonKind(v))
+		return nil, fmt.Errorf("%s: %q is a JSON %s, not an object; fix the file, bbengine left it as it is", path, key, jsonKindOf(v))
 	}
 	return o, nil
 }
@@ -507,7 +508,7 @@ func editHooks(root *jsonedit.Object, path string, s setup, agent string) error 
 		var groups []any
 		if ok {
 			if groups, ok = groupsV.([]any); !ok {
-				return fmt.Errorf("%s: hooks.%s is a JSON %s, not an array; fix the file, bbengine left it as it is", path, event, jsonKind(groupsV))
+				return fmt.Errorf("%s: hooks.%s is a JSON %s, not an array; fix the file, bbengine left it as it is", path, event, jsonKindOf(groupsV))
 			}
 		}
 		ev, _ := ours.Get(event)
@@ -615,7 +616,7 @@ func editList(root *jsonedit.Object, path, key, value string, add, uninstall boo
 	var list []any
 	if ok {
 		if list, ok = v.([]any); !ok {
-			return fmt.Errorf("%s: %q is a JSON %s, not an array; fix the file, bbengine left it as it is", path, key, jsonKind(v))
+			return fmt.Errorf("%s: %q is a JSON %s, not an array; fix the file, bbengine left it as it is", path, key, jsonKindOf(v))
 		}
 	}
 	has := slices.Contains(list, any(value))

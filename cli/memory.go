@@ -19,6 +19,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/pack"
@@ -35,6 +36,20 @@ type memory interface {
 	List(session string, types []engine.ArtifactType) ([]engine.Card, error)
 	Correct(cr exchange.Correction) (*Corrected, error)
 	Context(req ContextRequest) (*pack.Pack, error)
+	// Note records a harness note (a session goal, a checkpoint, a task
+	// outcome) in the WAL and returns once the engine has applied it, so
+	// the next pack and search see it. The session id is taken exactly
+	// as given: it may name a session no request has reached yet.
+	Note(n exchange.Note) (*Noted, error)
+}
+
+// Noted reports a note written to the WAL and applied.
+type Noted struct {
+	Note   exchange.Note `json:"note"`
+	Offset uint64        `json:"offset"`
+	// Artifact is the id of the outcome artifact an outcome note went
+	// into.
+	Artifact string `json:"artifact,omitempty"`
 }
 
 // Related is what `mem related` shows: the supersession chain, the
@@ -63,6 +78,12 @@ type localMemory struct {
 	// log is the writable WAL corrections go to (the proxy's, or one
 	// opened for the command).
 	log *wal.Log
+	// followed is set when another goroutine follows the WAL with the
+	// engine (the proxy's): writers wait for it instead of catching up.
+	followed bool
+	// red redacts the texts of notes before they reach the WAL; nil
+	// means the built-in rules.
+	red *redact.Redactor
 	// mu serializes index syncs.
 	mu sync.Mutex
 	// packs caches context packs.
@@ -301,6 +322,54 @@ func (m *localMemory) Correct(cr exchange.Correction) (*Corrected, error) {
 	return out, nil
 }
 
+// Note writes the note, its texts redacted, to the WAL as a memory
+// frame, then waits until
+// the engine has derived it (catching up here unless the engine is
+// followed elsewhere) and the index has taken it.
+func (m *localMemory) Note(n exchange.Note) (*Noted, error) {
+	if m.log == nil {
+		return nil, errors.New("memory: opened read-only")
+	}
+	red := m.red
+	if red == nil {
+		red, _ = redact.New(nil)
+	}
+	n.Text = red.String(n.Text)
+	if len(n.Files) > 0 {
+		files := make([]string, len(n.Files))
+		for i, f := range n.Files {
+			files[i] = red.String(f)
+		}
+		n.Files = files
+	}
+	p, err := exchange.AppendNote(nil, n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", errBadRequest, strings.TrimPrefix(err.Error(), exchange.ErrPayload.Error()+": "))
+	}
+	off, err := m.log.Append(wal.Record{Kind: frame.KindMemory, Payload: p})
+	if err != nil {
+		return nil, fmt.Errorf("write the note to the WAL: %w", err)
+	}
+	if err := m.log.Sync(); err != nil {
+		return nil, fmt.Errorf("sync the WAL: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if m.followed {
+		err = m.e.WaitCaughtUp(ctx)
+	} else {
+		_, err = m.e.CatchUp(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the note is in the WAL at offset %d, but the engine has not applied it: %w", off, err)
+	}
+	out := &Noted{Note: n, Offset: off}
+	if n.Op == "outcome" {
+		out.Artifact = engine.OutcomeID(n.Session, n.TaskID)
+	}
+	return out, m.sync()
+}
+
 // openMemory returns the memory of the data directory: the running
 // proxy's, or the engine and index opened here, caught up with the WAL.
 // write opens the WAL for corrections.
@@ -309,6 +378,12 @@ func openMemory(c *ucli.Context, write bool) (memory, func() error, error) {
 	if r := runningProxy(dir); r != nil {
 		return &remoteMemory{r}, func() error { return nil }, nil
 	}
+	return openLocalMemory(c.Context, dir, write)
+}
+
+// openLocalMemory opens the engine and the index of dir here, holding
+// the directory until the returned function closes them.
+func openLocalMemory(ctx context.Context, dir string, write bool) (*localMemory, func() error, error) {
 	var log *wal.Log
 	var opts *engine.Options
 	if write {
@@ -336,7 +411,7 @@ func openMemory(c *ucli.Context, write bool) (memory, func() error, error) {
 		}
 		return nil, nil, err
 	}
-	if _, err := e.CatchUp(c.Context); err != nil {
+	if _, err := e.CatchUp(ctx); err != nil {
 		e.Close()
 		closeLog()
 		return nil, nil, err
@@ -423,6 +498,15 @@ func (m *remoteMemory) Correct(cr exchange.Correction) (*Corrected, error) {
 	}
 	var out Corrected
 	return &out, m.r.do(http.MethodPost, "/v1/memory/corrections", nil, body, &out)
+}
+
+func (m *remoteMemory) Note(n exchange.Note) (*Noted, error) {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	var out Noted
+	return &out, m.r.do(http.MethodPost, "/v1/memory/notes", nil, body, &out)
 }
 
 func (m *remoteMemory) Context(req ContextRequest) (*pack.Pack, error) {
@@ -520,7 +604,14 @@ func (q *queryServer) serveMemory(w http.ResponseWriter, r *http.Request, path s
 			return
 		}
 		reply(out, m.sync())
+	case path == "memory/notes" && r.Method == http.MethodPost:
+		var n exchange.Note
+		if err := decodeBody(r, &n, exchange.MaxNote); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(m.Note(n))
 	default:
-		http.NotFound(w, r)
+		reply(nil, noRoute(r))
 	}
 }

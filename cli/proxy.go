@@ -36,6 +36,8 @@ func proxyCommand() *ucli.Command {
 			&ucli.Int64Flag{Name: "max-request-bytes", Value: 64 << 20, Usage: "largest request body accepted"},
 			&ucli.StringSliceFlag{Name: "redact", Usage: "extra body redaction rule, kind=regexp (repeatable)"},
 			&ucli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let in-flight streams finish on SIGINT/SIGTERM"},
+			&ucli.StringFlag{Name: "api", Usage: "serve the harness API (packs, outcomes, checkpoints, goals, search) on this loopback address, e.g. 127.0.0.1:7435; off when empty"},
+			&ucli.StringFlag{Name: "api-token", Usage: "bearer token of the harness API (at least 16 characters); when empty one is generated into <dir>/api.token"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -57,13 +59,18 @@ func proxyCommand() *ucli.Command {
 				}
 				ups[name] = raw
 			}
+			if a := c.String("api"); a != "" {
+				if err := checkLoopback(a); err != nil {
+					return usagef("proxy: %v", err)
+				}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runProxy(ctx, c.App.Writer, c.App.ErrWriter, proxyConfig{
 				dir: c.String("dir"), listen: c.String("listen"), sync: syncPolicy,
 				opts: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
 					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact")},
-				shutdown: c.Duration("shutdown-timeout"),
+				shutdown: c.Duration("shutdown-timeout"), api: c.String("api"), apiToken: c.String("api-token"),
 			}, nil)
 		},
 	}
@@ -75,6 +82,12 @@ type proxyConfig struct {
 	sync     wal.SyncPolicy
 	opts     proxy.Options
 	shutdown time.Duration
+	// api is the harness API's address ("" for none), apiToken its token
+	// ("" for the one in <dir>/api.token); apiReady, when not nil,
+	// receives the address it listens on.
+	api      string
+	apiToken string
+	apiReady chan<- string
 }
 
 // runProxy serves until ctx ends, then stops accepting, lets in-flight
@@ -123,7 +136,35 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(stderr, "bbengine proxy: warning: listening on %s, reachable from other machines; the proxy forwards your agents' credentials\n", addr)
 	}
+	var api *harnessAPI
+	if cfg.api != "" {
+		err := checkLoopback(cfg.api)
+		token, file := "", ""
+		if err == nil {
+			token, file, err = apiToken(cfg.dir, cfg.apiToken)
+		}
+		if err == nil {
+			api, err = listenHarness(cfg.api, token, eng.query)
+		}
+		if err != nil {
+			ln.Close()
+			p.Close()
+			closeEngine()
+			log.Close()
+			return err
+		}
+		if file != "" {
+			fmt.Fprintf(stderr, "bbengine proxy: harness API token in %s\n", file)
+		}
+	}
+	eng.setProxy(addr)
 	printWiring(stdout, addr, walDir, opts.Mode, p)
+	if api != nil {
+		fmt.Fprintf(stdout, "Harness API http://%s/v1/ (Authorization: Bearer <api-token>): pack, outcomes, checkpoints, goal, search, artifacts\n", api.Addr())
+		if cfg.apiReady != nil {
+			cfg.apiReady <- api.Addr()
+		}
+	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -140,6 +181,10 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	if err := srv.Shutdown(sctx); err != nil {
 		fmt.Fprintf(stderr, "bbengine proxy: streams still open after %v; closing them\n", cfg.shutdown)
 		srv.Close()
+	}
+	if api != nil {
+		// The API writes notes to the WAL: it stops before the WAL does.
+		api.Close()
 	}
 	recErr := p.Close()
 	syncErr := log.Sync()
@@ -174,7 +219,7 @@ func printWiring(w io.Writer, addr, walDir string, mode proxy.Mode, p *proxy.Pro
 	fmt.Fprintf(w, "  Codex CLI          codex -c openai_base_url=%s/v1   (custom providers: base_url = \"%s/v1\", supports_websockets = false)\n", base, base)
 	fmt.Fprintf(w, "  Gemini CLI         export GOOGLE_GEMINI_BASE_URL=%s\n", base)
 	fmt.Fprintf(w, "  OpenAI-compatible  %s/<route>/v1 for a route below (ollama, lmstudio, vllm, or --upstream name=URL)\n", base)
-	fmt.Fprintf(w, "  Ids (optional)     X-Bb-Session-Id, X-Bb-Task-Id, X-Bb-Run-Id request headers (ANTHROPIC_CUSTOM_HEADERS for Claude Code)\n\n")
+	fmt.Fprintf(w, "  Ids (optional)     X-Bb-Session-Id, X-Bb-Task-Id, X-Bb-Run-Id, X-Bb-Session-Goal request headers (ANTHROPIC_CUSTOM_HEADERS for Claude Code)\n\n")
 	fmt.Fprintf(w, "Routes:\n")
 	for _, u := range p.Upstreams() {
 		fmt.Fprintf(w, "  %-10s %s\n", u[0], u[1])
@@ -197,6 +242,19 @@ type proxyEngine struct {
 	// syncer wakes on it.
 	memory  chan struct{}
 	syncers sync.WaitGroup
+	// addr is the proxy's listening address, for the lock file.
+	addr string
+}
+
+// setProxy records the proxy's address in the lock file, now or when
+// the engine opens.
+func (pe *proxyEngine) setProxy(addr string) {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	pe.addr = addr
+	if pe.e != nil {
+		pe.e.SetProxy(addr)
+	}
 }
 
 func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) *proxyEngine {
@@ -233,7 +291,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log}
+		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red}
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
@@ -243,6 +301,9 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	}
 	pe.mu.Lock()
 	pe.e, pe.qs, pe.mem = e, qs, mem
+	if pe.addr != "" {
+		e.SetProxy(pe.addr)
+	}
 	pe.mu.Unlock()
 	for {
 		err := e.Follow(ctx)
@@ -256,6 +317,13 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// query returns the query server, or nil while the engine is not open.
+func (pe *proxyEngine) query() *queryServer {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	return pe.qs
 }
 
 // memoryChanged wakes the index syncer; it never blocks.

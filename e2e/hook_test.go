@@ -101,22 +101,6 @@ func packOf(text string) []string {
 	}
 }
 
-// buildBbengine builds the bbengine binary for the agent to run.
-func buildBbengine(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("the hook runs a built bbengine, and go is not on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "bbengine")
-	start := time.Now()
-	if out, err := exec.Command(goBin, "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
-	return bin
-}
-
 // TestClaudeCodeHook runs Claude Code with bbengine's hooks: run 1
 // states a decision through the proxy; `bbengine install claude --user`
 // adds the hooks, and run 2 (resuming the session) gets the context pack
@@ -129,7 +113,12 @@ func TestClaudeCodeHook(t *testing.T) {
 	nodeModules := requireNodeModules(t)
 	argv, version := claudeCommand(t, nodeModules)
 	t.Logf("Claude Code %s", version)
-	bin := buildBbengine(t)
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("the hook runs a built bbengine, and go is not on PATH: %v", err)
+	}
+	start := time.Now()
+	bin := buildBBEngine(t, t.TempDir())
+	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
 
 	tmp := t.TempDir()
 	home := filepath.Join(tmp, "home")
@@ -293,7 +282,7 @@ func TestClaudeCodeHook(t *testing.T) {
 	// environment and the request headers.
 	bbBin([]string{"CLAUDE_CONFIG_DIR=" + gen}, "", "install", "claude", "--user", "--no-mcp", "--no-base-url")
 	task := "Add metrics to the job queue"
-	env := []string{"BBENGINE_SESSION=" + session, "BBENGINE_TASK_ID=task-3", "BBENGINE_TASK=" + task,
+	env := []string{"BBENGINE_SESSION=" + session, "BBENGINE_TASK_ID=task-3", "BBENGINE_TASK_TEXT=" + task,
 		"ANTHROPIC_CUSTOM_HEADERS=X-Bb-Session-Id: " + session + "\nX-Bb-Task-Id: task-3"}
 	if out := claude(hookMark3+": "+task+".", env, "--settings", filepath.Join(gen, "settings.json")); !strings.Contains(out, "E2E run 3 done.") {
 		t.Fatalf("run 3 printed %q", out)

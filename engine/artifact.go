@@ -125,13 +125,17 @@ type Outcome struct {
 	Unpriced []string `json:"unpriced,omitempty"`
 	// Duration is from the task's first to its last event (ns).
 	Duration int64 `json:"duration_ns"`
+	// Report is what bbengine run or a harness reported about the task
+	// (its latest outcome note); when set it decides Status, and its
+	// summary leads Summary.
+	Report *Report `json:"report,omitempty"`
 }
 
 // FileChange is a file a task changed.
 type FileChange struct {
 	Path string `json:"path"`
-	// Op is edit, write, create, delete, move or shell (a shell command
-	// that writes the file).
+	// Op is edit, write, create, delete, move, shell (a shell command
+	// that writes the file) or reported (named by an outcome report).
 	Op string `json:"op"`
 	// Tool is the tool that changed it (Edit, apply_patch, Bash, …).
 	Tool string `json:"tool,omitempty"`

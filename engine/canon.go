@@ -80,6 +80,8 @@ type canonicalizer struct {
 	memPending  map[string]bool
 	corrections map[string]*CorrectionState
 	pinsChanged bool
+	// briefs are the session briefs changed in the batch.
+	briefs map[string]*Brief
 
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
@@ -99,7 +101,7 @@ type sessState struct {
 func (e *Engine) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
-		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}}
+		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err
@@ -284,7 +286,7 @@ func (c *canonicalizer) frame(h frame.Header, off uint64, p []byte) error {
 		return c.importFrame(off, p)
 	}
 	if h.Kind == frame.KindMemory {
-		return c.correction(off, h.Time, p)
+		return c.memoryFrame(off, h.Time, p)
 	}
 	if h.Exchange == 0 {
 		return nil
@@ -438,6 +440,7 @@ func (c *canonicalizer) commit() error {
 	}
 	c.progress.Applied = c.applied
 	clear(c.corrections)
+	clear(c.briefs)
 	return nil
 }
 

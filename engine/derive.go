@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/httpbody"
 	"github.com/bbengine/bbengine/codec/llm"
 )
@@ -57,6 +58,11 @@ func (c *canonicalizer) derive(x *pending, note string) (int, error) {
 		ex.Note = "no request start frame (passthrough capture, or retention removed it)"
 	case s != nil && api == "" && ex.Note == "":
 		ex.Note = "not a model call"
+	}
+	if s != nil && s.Goal != "" && ex.Session != "" {
+		if err := c.headerGoal(ex.Session, s.Goal, x.Offsets[slices.Index(x.Kinds, frame.KindRequestStart)]); err != nil {
+			return 0, err
+		}
 	}
 	if s == nil || api == "" || ex.Session == "" {
 		return 0, c.setJSON(exchangeKey(nil, x.ID), &ex)

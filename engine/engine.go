@@ -73,12 +73,15 @@ func (o *Options) withDefaults() Options {
 // derived state, and the canonicalizer that keeps one up to date with
 // the other.
 type Engine struct {
-	dir    string
-	opts   Options
-	lock   *dirLock
-	db     *pebble.DB
-	log    *wal.Log
-	ownLog bool
+	dir  string
+	opts Options
+	lock *dirLock
+	// holder is what the lock file says (SetEndpoint, SetProxy).
+	holderMu sync.Mutex
+	holder   Holder
+	db       *pebble.DB
+	log      *wal.Log
+	ownLog   bool
 
 	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
 	run   sync.Mutex
@@ -153,7 +156,19 @@ func (e *Engine) WAL() *wal.Log { return e.log }
 // of this process's query endpoint, so that commands run while it holds
 // the directory can ask it.
 func (e *Engine) SetEndpoint(addr, token string) error {
-	return e.lock.write(Holder{PID: os.Getpid(), Addr: addr, Token: token})
+	e.holderMu.Lock()
+	defer e.holderMu.Unlock()
+	e.holder.PID, e.holder.Addr, e.holder.Token = os.Getpid(), addr, token
+	return e.lock.write(e.holder)
+}
+
+// SetProxy records, in the lock file, the address this process's
+// recording proxy listens on.
+func (e *Engine) SetProxy(addr string) error {
+	e.holderMu.Lock()
+	defer e.holderMu.Unlock()
+	e.holder.PID, e.holder.Proxy = os.Getpid(), addr
+	return e.lock.write(e.holder)
 }
 
 // check compares the stored builder, schema and applied offset with the

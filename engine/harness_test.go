@@ -14,6 +14,7 @@ import (
 // fx is one scripted exchange for writeExchange.
 type fx struct {
 	session, task string
+	goal          string // X-Bb-Session-Goal
 	path          string // default /v1/messages
 	ua            string
 	req           []byte
@@ -57,7 +58,7 @@ func (x fx) frames(t testing.TB, id uint64, c *clock) []wal.Record {
 	start := c.ns
 	add(frame.KindRequestStart, enc(&exchange.RequestStart{RequestID: fmt.Sprintf("req_%d", id), Method: "POST", Path: path,
 		Headers: exchange.Headers{"User-Agent": {ua}}, Provider: "anthropic", Upstream: "http://127.0.0.1:1",
-		SessionID: x.session, SessionSource: "x-claude-code-session-id", TaskID: x.task, Stream: true,
+		SessionID: x.session, SessionSource: "x-claude-code-session-id", TaskID: x.task, Goal: x.goal, Stream: true,
 		BodyBytes: int64(len(x.req)), Mode: "lossless", Redaction: exchange.RedactionVersion, Time: start}), false)
 	add(frame.KindRequestBody, x.req, true)
 	add(frame.KindResponseStart, enc(&exchange.ResponseStart{Status: status, Headers: exchange.Headers{"Content-Type": {"text/event-stream"}}, TTFB: 2e6}), false)

@@ -19,6 +19,9 @@ type Holder struct {
 	// serves one (a running proxy does); both are empty otherwise.
 	Addr  string
 	Token string
+	// Proxy is the address the owner's recording proxy listens on, when
+	// it runs one (bbengine run sends its agent there).
+	Proxy string
 }
 
 func (h Holder) encode() []byte {
@@ -26,6 +29,9 @@ func (h Holder) encode() []byte {
 	fmt.Fprintf(&b, "pid=%d\n", h.PID)
 	if h.Addr != "" {
 		fmt.Fprintf(&b, "addr=%s\ntoken=%s\n", h.Addr, h.Token)
+	}
+	if h.Proxy != "" {
+		fmt.Fprintf(&b, "proxy=%s\n", h.Proxy)
 	}
 	return []byte(b.String())
 }
@@ -41,6 +47,8 @@ func parseHolder(b []byte) Holder {
 			h.Addr = v
 		case "token":
 			h.Token = v
+		case "proxy":
+			h.Proxy = v
 		}
 	}
 	return h

@@ -25,6 +25,8 @@ import (
 //	'i' 'q' session id              empty: the session's memory must be derived again
 //	'i' 'u' 'a' artifact id         CorrectionState of an artifact
 //	'i' 'u' 's' session id          CorrectionState of a session
+//	'i' 'b' session id              Brief of the session (brief.go)
+//	'i' 'r' session id 0x00 task    Report of a task's outcome (brief.go)
 //	'm' "memory"                    MemoryVersion of the stored artifacts
 const (
 	memState      = 's'
@@ -61,19 +63,27 @@ type CorrectionState struct {
 	Offset uint64 `json:"offset"`
 }
 
-// correction applies a memory frame. A payload that does not decode is
-// skipped (it was validated when written; one bad frame never stops
-// derivation).
-func (c *canonicalizer) correction(off uint64, t int64, p []byte) error {
+// memoryFrame applies a memory frame: a user's correction or a harness
+// note. A payload that does not decode is skipped (it was validated when
+// written; one bad frame never stops derivation).
+func (c *canonicalizer) memoryFrame(off uint64, t int64, p []byte) error {
 	if off < c.replayEnd {
-		return nil
+		return nil // applied before the last commit
 	}
-	cr, err := exchange.DecodeCorrection(p)
+	m, err := exchange.DecodeMemory(p)
 	if err != nil {
 		c.e.opts.Logf("engine: memory frame at WAL offset %d skipped: %v", off, err)
 		return nil
 	}
 	c.ensureBatch()
+	if m.Note != nil {
+		return c.note(off, t, m.Note)
+	}
+	return c.correction(off, t, *m.Correction)
+}
+
+// correction applies a user's correction.
+func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) error {
 	key := correctionKey(cr.Target, cr.ID)
 	st := c.corrections[string(key)]
 	if st == nil {
@@ -194,6 +204,11 @@ func (e *Engine) deriveSessionMemory(b *pebble.Batch, id string) error {
 		return err
 	}
 	arts, tasks := DeriveMemory(&s, events, e.opts.Redactor)
+	reports, err := e.Reports(s.ID)
+	if err != nil {
+		return err
+	}
+	arts, tasks = foldReports(s.ID, arts, tasks, reports, e.opts.Redactor)
 	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion}
 	keep := map[string]bool{}
 	h := sha256.New()

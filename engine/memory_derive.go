@@ -637,14 +637,32 @@ func (m *miner) task(t *mtask) {
 	if o.Summary == nil {
 		o.Summary = []string{}
 	}
-	title := "task " + t.id
-	if o.Prompt != "" {
-		title = firstLine(o.Prompt, 100)
-	}
-	a.Title = fmt.Sprintf("%s (%s, %s)", title, t.id, o.Status)
 	a.Status = o.Status
+	a.Title, a.Text = outcomeTitle(&a), outcomeText(&a)
+	a.Symbols = memtext.Identifiers(o.Prompt + "\n" + finalText)
+	a.ID = artifactID("out", m.s.ID, t.id)
+	m.outcomes = append(m.outcomes, a)
+}
+
+// outcomeTitle is the one-line title of an outcome artifact: what the
+// task was asked (or reported) to do, its id and its status.
+func outcomeTitle(a *Artifact) string {
+	o := a.Outcome
+	title := "task " + a.Task
+	switch {
+	case o.Prompt != "":
+		title = firstLine(o.Prompt, 100)
+	case o.Report != nil && o.Report.Summary != "":
+		title = firstLine(o.Report.Summary, 100)
+	}
+	return fmt.Sprintf("%s (%s, %s)", title, a.Task, o.Status)
+}
+
+// outcomeText is the human-readable form of an outcome artifact.
+func outcomeText(a *Artifact) string {
+	o := a.Outcome
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %s: %s. %s.\n", t.id, o.Status, o.Reason)
+	fmt.Fprintf(&b, "Task %s: %s. %s.\n", a.Task, o.Status, o.Reason)
 	if o.Prompt != "" {
 		fmt.Fprintf(&b, "Asked: %s\n", o.Prompt)
 	}
@@ -661,10 +679,10 @@ func (m *miner) task(t *mtask) {
 	for _, e := range o.Errors {
 		fmt.Fprintf(&b, "error: %s\n", e)
 	}
-	a.Text = b.String()
-	a.Symbols = memtext.Identifiers(o.Prompt + "\n" + finalText)
-	a.ID = artifactID("out", m.s.ID, t.id)
-	m.outcomes = append(m.outcomes, a)
+	if r := o.Report; r != nil && len(r.Files) > 0 {
+		fmt.Fprintf(&b, "Reported files: %s\n", strings.Join(r.Files, ", "))
+	}
+	return b.String()
 }
 
 func plural(n int) string {

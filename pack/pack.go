@@ -237,9 +237,14 @@ func Build(in *Input) (*Pack, error) {
 	})
 	used := 0
 	for i, c := range recent {
+		if i >= implementedK || b.Implemented-used < minItem {
+			spare = append(spare, c)
+			p.Omitted["implemented"]++
+			continue
+		}
 		t := taskItem(c.a)
 		t.Tokens = count(renderTask(t))
-		if i >= implementedK || used+t.Tokens > b.Implemented {
+		if used+t.Tokens > b.Implemented {
 			spare = append(spare, c)
 			p.Omitted["implemented"]++
 			continue

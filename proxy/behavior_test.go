@@ -215,7 +215,7 @@ func TestIdentity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rg := newRig(t, nil)
-			hdr := map[string]string{"X-Bb-Task-Id": "task-7", "X-Bb-Run-Id": "run-3", "Anthropic-Version": "2023-06-01"}
+			hdr := map[string]string{"X-Bb-Task-Id": "task-7", "X-Bb-Run-Id": "run-3", "X-Bb-Session-Goal": "Ship%20the%20cache%20%E2%80%94%20fast", "Anthropic-Version": "2023-06-01"}
 			for k, v := range tt.hdr {
 				hdr[k] = v
 			}
@@ -226,6 +226,9 @@ func TestIdentity(t *testing.T) {
 			}
 			if tt.wantSource == "minted" && !strings.HasPrefix(x.Start.SessionID, "ses_") {
 				t.Errorf("minted session %q", x.Start.SessionID)
+			}
+			if x.Start.Goal != "Ship the cache — fast" {
+				t.Errorf("goal %q", x.Start.Goal)
 			}
 			if x.Start.TaskID != "task-7" || x.Start.RunID != "run-3" || x.End.SessionID != x.Start.SessionID {
 				t.Errorf("task %q run %q end session %q", x.Start.TaskID, x.Start.RunID, x.End.SessionID)

@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/bbengine/bbengine/codec/exchange"
 )
 
 // sessionHeaders are the agents' own session headers, in order of trust.
@@ -32,6 +36,40 @@ func validID(v string) bool {
 		}
 	}
 	return true
+}
+
+// sessionGoal returns the goal an X-Bb-Session-Goal header value
+// states, fit for the log. Header values are ASCII, so a goal in another
+// script comes percent-encoded as UTF-8: a value with escapes is decoded
+// (one that does not decode, "raise coverage to 90%", is taken as it
+// is). Invalid UTF-8 is replaced, control characters and runs of white
+// space become one space, secrets are redacted, and the result is cut to
+// exchange.MaxGoal bytes at a rune boundary.
+func sessionGoal(red *Redactor, v string) string {
+	if v == "" {
+		return ""
+	}
+	if strings.Contains(v, "%") {
+		if d, err := url.PathUnescape(v); err == nil {
+			v = d
+		}
+	}
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	v = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, v)
+	v = red.String(strings.Join(strings.Fields(v), " "))
+	if len(v) > exchange.MaxGoal {
+		i := exchange.MaxGoal
+		for i > 0 && !utf8.RuneStart(v[i]) {
+			i--
+		}
+		v = v[:i]
+	}
+	return v
 }
 
 // headerSession returns the session id from the request headers and the

@@ -99,6 +99,11 @@ type Options struct {
 	// Logf receives one line per failure worth a person's attention. The
 	// default discards them.
 	Logf func(format string, args ...any)
+	// Session, Task and Run, when set, are the ids every exchange is
+	// recorded under, whatever the request's headers say (session source
+	// "run"): bbengine run starts a proxy for one agent running one task.
+	// The defaults are empty.
+	Session, Task, Run string
 }
 
 // Proxy is a recording reverse proxy: an http.Handler that forwards
@@ -135,6 +140,11 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	for _, id := range [][2]string{{"session", o.Session}, {"task", o.Task}, {"run", o.Run}} {
+		if id[1] != "" && !validID(id[1]) {
+			return nil, fmt.Errorf("proxy: %s id %q: at most 255 bytes, no control characters", id[0], id[1])
+		}
 	}
 	p := &Proxy{opts: o, log: log, upstreams: map[string]*url.URL{}, started: time.Now()}
 	ups := map[string]string{}
@@ -318,6 +328,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !validID(x.start.RunID) {
 		x.start.RunID = ""
+	}
+	x.start.Goal = sessionGoal(p.red, r.Header.Get("X-Bb-Session-Goal"))
+	if p.opts.Session != "" {
+		x.start.SessionID, x.start.SessionSource = p.opts.Session, "run"
+	}
+	if p.opts.Task != "" {
+		x.start.TaskID = p.opts.Task
+	}
+	if p.opts.Run != "" {
+		x.start.RunID = p.opts.Run
 	}
 
 	// Read the whole request body before forwarding: it is recorded chunk

@@ -77,3 +77,25 @@ func FuzzRedactStream(f *testing.F) {
 		}
 	})
 }
+
+func TestSessionGoal(t *testing.T) {
+	r, err := NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"Ship the session cache", "Ship the session cache"},
+		{"%C3%89crire%20la%20doc", "Écrire la doc"},
+		{"raise coverage to 90%", "raise coverage to 90%"},
+		{"50%25 done", "50% done"},
+		{"  two\tlines%0Aof goal  ", "two lines of goal"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA here", "key [redacted:anthropic_key] here"},
+		{strings.Repeat("é", 2000), strings.Repeat("é", 1024)},
+	} {
+		if got := sessionGoal(r, tc.in); got != tc.want {
+			t.Errorf("sessionGoal(%.40q) = %.60q, want %.60q", tc.in, got, tc.want)
+		}
+	}
+}

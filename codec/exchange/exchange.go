@@ -44,17 +44,22 @@ type RequestStart struct {
 	Upstream  string  `json:"upstream"`          // URL the request went to
 	// SessionID and SessionSource say which session the exchange belongs
 	// to and where that came from: "x-bb-session-id", a header name, "body"
-	// (metadata.user_id) or "minted".
+	// (metadata.user_id), "run" (a proxy started by bbengine run for one
+	// task) or "minted".
 	SessionID     string `json:"session_id"`
 	SessionSource string `json:"session_source"`
 	TaskID        string `json:"task_id,omitempty"`
 	RunID         string `json:"run_id,omitempty"`
-	Model         string `json:"model,omitempty"`
-	Stream        bool   `json:"stream,omitempty"`
-	BodyBytes     int64  `json:"body_bytes"`
-	Mode          string `json:"mode"`      // capture mode: lossless, degrade, privacy, passthrough
-	Redaction     string `json:"redaction"` // RedactionVersion
-	Time          int64  `json:"time_ns"`   // when the request arrived
+	// Goal is the session goal the request's X-Bb-Session-Goal header
+	// stated (percent-decoded, redacted, one line of at most MaxGoal
+	// bytes).
+	Goal      string `json:"goal,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Stream    bool   `json:"stream,omitempty"`
+	BodyBytes int64  `json:"body_bytes"`
+	Mode      string `json:"mode"`      // capture mode: lossless, degrade, privacy, passthrough
+	Redaction string `json:"redaction"` // RedactionVersion
+	Time      int64  `json:"time_ns"`   // when the request arrived
 }
 
 // ResponseStart records the upstream's status line and headers.

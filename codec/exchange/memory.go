@@ -3,7 +3,15 @@ package exchange
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
+
+// A memory frame (frame.KindMemory) carries one JSON object whose "op"
+// says what it is: a user's correction of derived memory (Correction:
+// forget, unforget, pin, unpin) or a harness record about a session
+// (Note: goal, checkpoint, outcome). DecodeMemory dispatches on the op;
+// payloads written before notes existed decode exactly as they did.
 
 // Correction is the payload of a memory frame (frame.KindMemory): a
 // user's correction of derived memory. It is JSON:
@@ -67,4 +75,192 @@ func DecodeCorrection(p []byte) (Correction, error) {
 		return c, fmt.Errorf("%w: correction: %v", ErrPayload, err)
 	}
 	return c, c.Validate()
+}
+
+// Note is a harness record about a session, the payload of a memory
+// frame beside corrections. It is JSON, one of:
+//
+//	{"op":"goal","session":"s1","text":"Ship the cache","source":"run"}
+//	{"op":"checkpoint","session":"s1","text":"Cache done; docs next","source":"harness"}
+//	{"op":"outcome","session":"s1","task_id":"t2","status":"fail","text":"tests fail","files":["a.go"],"exit_code":1,"source":"run"}
+//
+// Op is goal (the session's north star), checkpoint (a summary of the
+// session so far: the latest wins) or outcome (how one task ended, as
+// the harness that ran it saw it). Session is the exact session id,
+// which need not have been recorded yet. Text is the goal, the summary
+// or the outcome's summary (optional for an outcome only). Source is
+// who recorded it: run (bbengine run) or harness (the harness API).
+// TaskID, Status (success, fail or blocked), Files and Exit belong to an
+// outcome only.
+type Note struct {
+	Op      string   `json:"op"`
+	Session string   `json:"session"`
+	TaskID  string   `json:"task_id,omitempty"`
+	Status  string   `json:"status,omitempty"`
+	Text    string   `json:"text,omitempty"`
+	Files   []string `json:"files,omitempty"`
+	Exit    *int     `json:"exit_code,omitempty"`
+	Source  string   `json:"source"`
+}
+
+// Limits of a note's fields, in bytes. Every note that validates
+// encodes within MaxNote, JSON escapes included.
+const (
+	MaxNoteID    = 255      // session and task ids
+	MaxGoal      = 2 << 10  // a goal
+	MaxNoteText  = 16 << 10 // a checkpoint or an outcome summary
+	MaxNoteFile  = 256      // one file path
+	MaxNoteFiles = 64       // files of an outcome
+	MaxNote      = 256 << 10
+)
+
+// AppendNote appends n's encoding to dst.
+func AppendNote(dst []byte, n Note) ([]byte, error) {
+	if err := n.Validate(); err != nil {
+		return dst, err
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// Validate checks the op and that each field the op takes is present,
+// well formed and within its limit, and that the op's foreign fields
+// are absent.
+func (n Note) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s note: %s", ErrPayload, n.Op, fmt.Sprintf(format, args...))
+	}
+	switch n.Op {
+	case "goal", "checkpoint", "outcome":
+	default:
+		return fmt.Errorf("%w: note op %q (want goal, checkpoint or outcome)", ErrPayload, n.Op)
+	}
+	if err := checkID(n.Session); err != nil {
+		return bad("session: %v", err)
+	}
+	switch n.Source {
+	case "run", "harness":
+	default:
+		return bad("source %q (want run or harness)", n.Source)
+	}
+	limit := MaxNoteText
+	if n.Op == "goal" {
+		limit = MaxGoal
+	}
+	switch {
+	case len(n.Text) > limit:
+		return bad("text of %d bytes (at most %d)", len(n.Text), limit)
+	case !utf8.ValidString(n.Text):
+		return bad("text is not valid UTF-8")
+	case n.Op != "outcome" && strings.TrimSpace(n.Text) == "":
+		return bad("text is empty (it is the %s)", map[string]string{"goal": "goal", "checkpoint": "session summary"}[n.Op])
+	}
+	if n.Op != "outcome" {
+		switch {
+		case n.TaskID != "":
+			return bad("task_id belongs to an outcome")
+		case n.Status != "":
+			return bad("status belongs to an outcome")
+		case len(n.Files) > 0:
+			return bad("files belong to an outcome")
+		case n.Exit != nil:
+			return bad("exit_code belongs to an outcome")
+		}
+		return nil
+	}
+	if err := checkID(n.TaskID); err != nil {
+		return bad("task_id: %v", err)
+	}
+	switch n.Status {
+	case "success", "fail", "blocked":
+	default:
+		return bad("status %q (want success, fail or blocked)", n.Status)
+	}
+	if len(n.Files) > MaxNoteFiles {
+		return bad("%d files (at most %d)", len(n.Files), MaxNoteFiles)
+	}
+	for i, f := range n.Files {
+		if f == "" || len(f) > MaxNoteFile || !utf8.ValidString(f) || hasControl(f) {
+			return bad("files[%d] %q: want a path of 1 to %d bytes of UTF-8 without control characters", i, f, MaxNoteFile)
+		}
+	}
+	return nil
+}
+
+// checkID checks a session or task id: 1 to MaxNoteID bytes of UTF-8
+// without control characters, the ids the proxy accepts in X-Bb-*
+// headers.
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("empty")
+	case len(id) > MaxNoteID:
+		return fmt.Errorf("%d bytes (at most %d)", len(id), MaxNoteID)
+	case !utf8.ValidString(id) || hasControl(id):
+		return fmt.Errorf("%q holds control characters or is not UTF-8", id)
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// DecodeNote decodes a note payload. An empty files list decodes as
+// none.
+func DecodeNote(p []byte) (Note, error) {
+	var n Note
+	if len(p) > MaxNote {
+		return n, fmt.Errorf("%w: note of %d bytes (at most %d)", ErrPayload, len(p), MaxNote)
+	}
+	if err := json.Unmarshal(p, &n); err != nil {
+		return n, fmt.Errorf("%w: note: %v", ErrPayload, err)
+	}
+	if len(n.Files) == 0 {
+		n.Files = nil
+	}
+	return n, n.Validate()
+}
+
+// Memory is a decoded memory frame: exactly one of Correction and Note
+// is set.
+type Memory struct {
+	Correction *Correction
+	Note       *Note
+}
+
+// DecodeMemory decodes a memory frame's payload by its op.
+func DecodeMemory(p []byte) (Memory, error) {
+	var head struct {
+		Op string `json:"op"`
+	}
+	if len(p) > MaxNote {
+		return Memory{}, fmt.Errorf("%w: memory frame of %d bytes (at most %d)", ErrPayload, len(p), MaxNote)
+	}
+	if err := json.Unmarshal(p, &head); err != nil {
+		return Memory{}, fmt.Errorf("%w: memory frame: %v", ErrPayload, err)
+	}
+	switch head.Op {
+	case "forget", "unforget", "pin", "unpin":
+		c, err := DecodeCorrection(p)
+		if err != nil {
+			return Memory{}, err
+		}
+		return Memory{Correction: &c}, nil
+	case "goal", "checkpoint", "outcome":
+		n, err := DecodeNote(p)
+		if err != nil {
+			return Memory{}, err
+		}
+		return Memory{Note: &n}, nil
+	}
+	return Memory{}, fmt.Errorf("%w: memory frame op %q (want forget, unforget, pin, unpin, goal, checkpoint or outcome)", ErrPayload, head.Op)
 }

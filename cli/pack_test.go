@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
+)
+
+// longTranscript is a Claude Code log of n tasks: each a prompt, a
+// decision with an edit, a failing or passing test run and a summary.
+func longTranscript(n int) string {
+	var lines []string
+	seq := 0
+	ts := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	add := func(m map[string]any) {
+		seq++
+		ts = ts.Add(time.Second)
+		m["uuid"] = fmt.Sprintf("00000000-0000-4000-8000-%012d", seq)
+		m["sessionId"], m["timestamp"], m["cwd"], m["version"] = "44444444-2222-4333-8444-555555555555", ts.Format(time.RFC3339Nano), "/repo", "2.1.39"
+		b, _ := json.Marshal(m)
+		lines = append(lines, string(b))
+	}
+	words := strings.Fields("cache queue parser retry backoff index schema migration token budget worker pool lexer config router handler")
+	for i := range n {
+		w1, w2 := words[i%len(words)], words[(i*7+3)%len(words)]
+		file := fmt.Sprintf("internal/%s/%s_%d.go", w1, w2, i)
+		add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": fmt.Sprintf("Task %d: improve the %s %s in %s.", i, w1, w2, file)}})
+		add(map[string]any{"type": "assistant", "requestId": fmt.Sprintf("req_%d", seq), "message": map[string]any{
+			"id": fmt.Sprintf("msg_%d", seq), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+			"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("We decided to use a %s %s for %s because it is simpler.", w2, w1, file)},
+				map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i), "name": "Edit", "input": map[string]any{"file_path": file, "old_string": "a", "new_string": "b // TODO: tune " + w2}}},
+			"stop_reason": "tool_use", "usage": map[string]any{"input_tokens": 900, "output_tokens": 90}}})
+		add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": fmt.Sprintf("toolu_%d", i), "content": "The file " + file + " has been updated."}}}})
+		add(map[string]any{"type": "assistant", "requestId": fmt.Sprintf("req_%d", seq), "message": map[string]any{
+			"id": fmt.Sprintf("msg_%d", seq), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+			"content":     []any{map[string]any{"type": "text", "text": fmt.Sprintf("Done: the %s %s now lives in %s. The %s must never block the %s.", w1, w2, file, w1, w2)}},
+			"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 900, "output_tokens": 90}}})
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// BenchmarkContext builds the context pack of a session of 1,000 tasks
+// through the engine and the index, as `mem context` and the hook do:
+// miss (another task each time: the artifacts stay loaded, the pack is
+// built) and hit (the same task again: a lookup).
+func BenchmarkContext(b *testing.B) {
+	dir := b.TempDir()
+	src := filepath.Join(b.TempDir(), "44444444-2222-4333-8444-555555555555.jsonl")
+	writeFileB(b, src, longTranscript(1000))
+	if code := Main([]string{"bbengine", "--dir", dir, "import", "claude", src, "--quiet"}, discard{}, discard{}); code != 0 {
+		b.Fatalf("import: exit %d", code)
+	}
+	e, err := engine.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.CatchUp(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ix, err := index.Open(indexDir(dir), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	m := &localMemory{e: e, ix: ix}
+	const session = "claude:44444444-2222-4333-8444-555555555555"
+	st, _ := e.MemoryState(session)
+	b.Logf("session of %d tasks, %d artifacts", st.Tasks, len(st.Artifacts))
+	measure := func(b *testing.B, task func(i int) string) {
+		var ds []time.Duration
+		i := 0
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := m.Context(ContextRequest{Session: session, Task: task(i)}); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(t0))
+			i++
+		}
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, "p95-ms")
+	}
+	b.Run("case=miss", func(b *testing.B) {
+		measure(b, func(i int) string { return fmt.Sprintf("task %d: the retry backoff of the worker pool", i) })
+	})
+	b.Run("case=hit", func(b *testing.B) {
+		measure(b, func(int) string { return "the retry backoff of the worker pool" })
+	})
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func writeFileB(b *testing.B, path, text string) {
+	b.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bbengine/bbengine/pack"
+)
+
+// importMemory fills a data directory with the memory test session and
+// returns its id.
+func importMemory(t *testing.T, dir string) string {
+	t.Helper()
+	src := writeFile(t, t.TempDir(), "33333333-2222-4333-8444-555555555555.jsonl", memoryTranscript())
+	if out, errs, code := run(t, "--dir", dir, "import", "claude", src, "--quiet"); code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errs)
+	}
+	return "claude:33333333-2222-4333-8444-555555555555"
+}
+
+func TestMemContext(t *testing.T) {
+	dir := t.TempDir()
+	session := importMemory(t, dir)
+	p := memJSON[pack.Pack](t, "--dir", dir, "mem", "context", "--session", session, "--task", "speed up store/cache.go")
+	if len(p.Decisions) != 1 || !strings.Contains(p.Decisions[0].Text, "ARC") || len(p.Constraints) != 1 || len(p.Implemented) != 2 ||
+		p.GoalSource != "first prompt" || !strings.Contains(p.Goal, "cache in front of the session store") {
+		t.Fatalf("pack = %+v", p)
+	}
+	out, errs, code := run(t, "--dir", dir, "mem", "context", "--session", session[len("claude:"):][:8], "--task", "x", "--budget", "400")
+	if code != 0 || !strings.HasPrefix(out, "<bbengine-context-pack session=\""+session+"\"") || strings.Contains(out, "LRU cache for") {
+		t.Fatalf("mem context: %d\n%s%s", code, out, errs)
+	}
+	if n := pack.Count(out); n > 400 {
+		t.Errorf("a pack of budget 400 has %d tokens", n)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"mem", "context"}, 2, "--session is required"},
+		{[]string{"mem", "context", "--session", session, "--budget", "50"}, 1, "at least 120"},
+		{[]string{"mem", "context", "--session", session, "extra"}, 2, "unexpected argument"},
+	} {
+		_, errs, code := run(t, append([]string{"--dir", dir}, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, errs, c.code, c.msg)
+		}
+	}
+	// A session with nothing recorded yet has an empty pack, not an error.
+	if p := memJSON[pack.Pack](t, "--dir", dir, "mem", "context", "--session", "not-started-yet"); !p.Empty() {
+		t.Errorf("pack of an unknown session: %+v", p)
+	}
+}
+
+func TestRunPlainCommand(t *testing.T) {
+	dir := t.TempDir()
+	session := importMemory(t, dir)
+	out := filepath.Join(t.TempDir(), "seen")
+	script := `cat "$BBENGINE_PACK_FILE" > "$1.file"; printf '%s' "$2" > "$1.arg"; env | grep '^BBENGINE_\|^ANTHROPIC_\|^OPENAI_BASE_URL' > "$1.env"; exit 3`
+	stdout, errs, code := run(t, "--dir", dir, "run", "--session", session, "--describe", "store/cache.go eviction", "--",
+		"sh", "-c", script, "sh", out, "pack: {pack}")
+	if code != 3 {
+		t.Fatalf("run: exit %d, want the agent's 3\n%s%s", code, stdout, errs)
+	}
+	file, _ := os.ReadFile(out + ".file")
+	arg, _ := os.ReadFile(out + ".arg")
+	env, _ := os.ReadFile(out + ".env")
+	if !strings.HasPrefix(string(file), "<bbengine-context-pack session=\""+session+"\" task=\"task-1\"") || !strings.Contains(string(file), "ARC cache") {
+		t.Errorf("pack file:\n%s", file)
+	}
+	if string(arg) != "pack: "+string(file) {
+		t.Errorf("{pack} argument:\n%s", arg)
+	}
+	for _, want := range []string{"BBENGINE_SESSION=" + session, "BBENGINE_TASK_ID=task-1", "ANTHROPIC_BASE_URL=http://127.0.0.1:",
+		"X-Bb-Session-Id: " + session, "OPENAI_BASE_URL=http://127.0.0.1:", "BBENGINE_DIR=" + dir} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("agent environment lacks %q:\n%s", want, env)
+		}
+	}
+	_, packFile, _ := strings.Cut(string(env), "BBENGINE_PACK_FILE=")
+	packFile, _, _ = strings.Cut(packFile, "\n")
+	if _, err := os.Stat(packFile); packFile == "" || err == nil {
+		t.Errorf("pack file %q left behind", packFile)
+	}
+	// Usage errors.
+	for _, args := range [][]string{{"run"}, {"run", "--budget", "-1", "--", "true"}, {"run", "--upstream", "x", "--", "true"}} {
+		if _, errs, code := run(t, append([]string{"--dir", dir}, args...)...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)
+		}
+	}
+	if _, errs, code := run(t, "--dir", dir, "run", "--", "no-such-agent-e2e"); code != 1 || !strings.Contains(errs, "no-such-agent-e2e") {
+		t.Errorf("unknown agent: exit %d, %s", code, errs)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -131,13 +132,8 @@ func runAgent(c *ucli.Context) error {
 	ranErr := func() error {
 		m := &remoteMemory{r}
 		if pl.task == "" {
-			s, err := r.Session(pl.session)
-			switch {
-			case err == nil:
-				pl.task = fmt.Sprintf("task-%d", len(s.Tasks)+1)
-			case errorsIsNotFound(err):
-				pl.task = "task-1"
-			default:
+			var err error
+			if pl.task, err = nextTaskOf(m, pl.session); err != nil {
 				return err
 			}
 		}
@@ -326,25 +322,37 @@ func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*remote
 	}
 }
 
-// nextTask is task-N for a session with N-1 tasks, read from the data
+// nextTask is task-N for the session's next task, read from the data
 // directory (no proxy runs).
 func nextTask(c *ucli.Context, session string) (string, error) {
 	if _, err := os.Stat(filepath.Join(c.String("dir"), "wal")); errors.Is(err, os.ErrNotExist) {
 		return "task-1", nil
 	}
-	rd, closeFn, err := openReader(c)
+	m, closeFn, err := openMemory(c, false)
 	if err != nil {
 		return "", err
 	}
 	defer closeFn()
-	s, err := rd.Session(session)
-	if errorsIsNotFound(err) {
+	return nextTaskOf(m, session)
+}
+
+// nextTaskOf is task-N+1 for a session whose tasks include task-N and no
+// higher: tasks run started before, and X-Bb-Task-Id values of that form.
+func nextTaskOf(m memory, session string) (string, error) {
+	cards, err := m.List(session, []engine.ArtifactType{engine.ArtifactOutcome})
+	if errors.Is(err, engine.ErrNotFound) {
 		return "task-1", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("task-%d", len(s.Tasks)+1), nil
+	n := 0
+	for _, c := range cards {
+		if k, err := strconv.Atoi(strings.TrimPrefix(c.Task, "task-")); err == nil && strings.HasPrefix(c.Task, "task-") && k > n {
+			n = k
+		}
+	}
+	return fmt.Sprintf("task-%d", n+1), nil
 }
 
 // claudeAt finds Claude Code in an agent command line: its executable
@@ -390,8 +398,6 @@ func randHex(n int) string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-func errorsIsNotFound(err error) bool { return errors.Is(err, engine.ErrNotFound) }
 
 // recordGoal records the session's goal (source "run") before the agent
 // starts; it beats a goal from an X-Bb-Session-Goal header.

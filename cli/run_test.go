@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/pack"
 )
 
@@ -84,6 +85,25 @@ func TestRunPlainCommand(t *testing.T) {
 	packFile, _, _ = strings.Cut(packFile, "\n")
 	if _, err := os.Stat(packFile); packFile == "" || err == nil {
 		t.Errorf("pack file %q left behind", packFile)
+	}
+	// The outcome run recorded: task-1 failed, with the exit status.
+	var found bool
+	for _, c := range memJSON[[]engine.Card](t, "--dir", dir, "mem", "list", session, "--type", "outcome") {
+		if c.Task == "task-1" {
+			found = true
+			a := memJSON[engine.Artifact](t, "--dir", dir, "mem", "get", c.ID)
+			if a.Status != "fail" || !strings.Contains(a.Text, "status 3") {
+				t.Errorf("task-1 outcome: %s %q", a.Status, a.Text)
+			}
+		}
+	}
+	if !found {
+		t.Error("no outcome for task-1")
+	}
+	// The next run is task-2.
+	_, errs, code = run(t, "--dir", dir, "run", "--session", session, "--", "sh", "-c", `test "$BBENGINE_TASK_ID" = task-2`)
+	if code != 0 {
+		t.Errorf("second run: exit %d (task id not task-2?)\n%s", code, errs)
 	}
 	// Usage errors.
 	for _, args := range [][]string{{"run"}, {"run", "--budget", "-1", "--", "true"}, {"run", "--upstream", "x", "--", "true"}} {

@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bbengine/bbengine/cli"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The three tasks of the run session. The fake knows each task's main
@@ -91,18 +94,6 @@ func (c *runFake) answer(s *seen, w http.ResponseWriter) {
 	}
 }
 
-// buildBBEngine builds the bbengine binary for tests that run it as a
-// separate process.
-func buildBBEngine(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "bbengine")
-	out, err := exec.Command("go", "build", "-o", exe, "github.com/bbengine/bbengine").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build bbengine: %v\n%s", err, out)
-	}
-	return exe
-}
-
 // TestRunSession is issue 8's acceptance test: three tasks of one
 // session, each `bbengine run -- claude -p "..."` against a scripted
 // fake Anthropic upstream. Tasks 2 and 3 must reach the model with the
@@ -112,7 +103,7 @@ func TestRunSession(t *testing.T) {
 	nodeModules := requireNodeModules(t)
 	argv, version := claudeCommand(t, nodeModules)
 	t.Logf("Claude Code %s", version)
-	exe := buildBBEngine(t)
+	exe := buildBBEngine(t, t.TempDir())
 
 	tmp := t.TempDir()
 	home := filepath.Join(tmp, "home")
@@ -199,4 +190,38 @@ func TestRunSession(t *testing.T) {
 		t.Fatalf("no id for the decision in the pack:\n%s", pack)
 	}
 	checkMCPGet(t, exe, dir, m[1], runDecisionNew)
+}
+
+// checkMCPGet asks bbengine's MCP server (over stdio, with the SDK's
+// client) for the artifact id and checks it is the decision, with
+// evidence whose provenance points at WAL offsets.
+func checkMCPGet(t *testing.T, exe, dir, id, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(exe, "--dir", dir, "mcp")}, nil)
+	if err != nil {
+		t.Fatalf("connect to bbengine mcp: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_get", Arguments: map[string]any{"id": id}})
+	if err != nil || res.IsError {
+		t.Fatalf("memory_get %s: %v %+v", id, err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out cli.GetOut
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("memory_get %s: %v\n%s", id, err, b)
+	}
+	a := out.Artifact
+	if a.ID != id || a.Status != "active" || !strings.Contains(a.Text, text) || len(a.Evidence) == 0 {
+		t.Fatalf("memory_get %s = %s", id, b)
+	}
+	for _, ev := range a.Evidence {
+		if ev.Prov.Last == 0 || ev.Prov.Last < ev.Prov.First || ev.Prov.Exchange == 0 {
+			t.Errorf("evidence without WAL offsets or exchange: %+v", ev)
+		}
+	}
+	t.Logf("memory_get %s: %d evidence, first at WAL offsets %d-%d", id, len(a.Evidence), a.Evidence[0].Prov.First, a.Evidence[0].Prov.Last)
 }

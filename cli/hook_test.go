@@ -61,15 +61,6 @@ func decodeHook(t *testing.T, out string) (hookOutput, bool) {
 	return o, true
 }
 
-// importMemory imports memoryTranscript into dir.
-func importMemory(t *testing.T, dir string) {
-	t.Helper()
-	src := writeFile(t, t.TempDir(), memSession+".jsonl", memoryTranscript())
-	if out, errs, code := run(t, "--dir", dir, "import", "claude", src, "--quiet"); code != 0 {
-		t.Fatalf("import: %d\n%s%s", code, out, errs)
-	}
-}
-
 // startTestProxy runs `bbengine proxy` on dir in this process until the
 // test ends, and waits until it answers memory queries.
 func startTestProxy(t *testing.T, dir string) {

@@ -741,10 +741,18 @@ func unifiedDiff(name string, before, after []byte) string {
 	}
 	am, bm := a[pre:len(a)-suf], b[pre:len(b)-suf]
 	lcs := make([][]int32, len(am)+1)
+	// maxCells bounds the table; past it (a file rewritten from end to
+	// end) the middle shows as all removed, then all added.
+	const maxCells = 4 << 20
+	small := len(am)*len(bm) <= maxCells
 	for i := range lcs {
-		lcs[i] = make([]int32, len(bm)+1)
+		if small {
+			lcs[i] = make([]int32, len(bm)+1)
+		} else {
+			lcs[i] = make([]int32, 1)
+		}
 	}
-	for i := len(am) - 1; i >= 0; i-- {
+	for i := len(am) - 1; i >= 0 && small; i-- {
 		for j := len(bm) - 1; j >= 0; j-- {
 			if am[i] == bm[j] {
 				lcs[i][j] = lcs[i+1][j+1] + 1
@@ -766,10 +774,10 @@ func unifiedDiff(name string, before, after []byte) string {
 	i, j := 0, 0
 	for i < len(am) || j < len(bm) {
 		switch {
-		case i < len(am) && j < len(bm) && am[i] == bm[j]:
+		case small && i < len(am) && j < len(bm) && am[i] == bm[j]:
 			ops = append(ops, op{' ', am[i], pre + i, pre + j})
 			i, j = i+1, j+1
-		case i < len(am) && (j == len(bm) || lcs[i+1][j] >= lcs[i][j+1]):
+		case i < len(am) && (j == len(bm) || !small || lcs[i+1][j] >= lcs[i][j+1]):
 			ops = append(ops, op{'-', am[i], pre + i, pre + j})
 			i++
 		default:

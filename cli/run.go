@@ -163,7 +163,11 @@ func runAgent(c *ucli.Context) error {
 		if code != 0 {
 			status = "fail"
 		}
-		if err := recordOutcome(m, pl.session, pl.task, status, why, code); err != nil {
+		summary := why // a success needs no "exited with status 0" bullet
+		if code == 0 {
+			summary = ""
+		}
+		if err := recordOutcome(m, pl.session, pl.task, status, summary, code); err != nil {
 			fmt.Fprintf(c.App.ErrWriter, "bbengine run: the agent exited (%s) but its outcome was not recorded: %v\n", why, err)
 		}
 		if code != 0 {

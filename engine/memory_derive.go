@@ -69,6 +69,10 @@ type miner struct {
 	main int
 	side map[int]bool
 	sub  map[int]bool
+	// mains are the main threads of tasks named by X-Bb-Task-Id: the
+	// thread of each such task with the most model calls. bbengine run
+	// starts a new conversation per task, so a session has several.
+	mains map[int]bool
 
 	calls, results map[string]*Event
 	tasks          []*mtask
@@ -96,17 +100,28 @@ func (m *miner) text(s string) string {
 	return m.red.String(s)
 }
 
+// isMain reports whether thread t is a main thread: the session's, or
+// that of a task named by X-Bb-Task-Id.
+func (m *miner) isMain(t int) bool { return t == m.main || m.mains[t] }
+
 // classify finds the main, subagent and side threads.
 func (m *miner) classify(events []Event) {
 	calls := map[int]int{}
 	tools := map[int]bool{}
 	threads := map[int]bool{}
+	taskCalls := map[string]map[int]int{}
 	for i := range events {
 		ev := &events[i]
 		threads[ev.Thread] = true
 		switch ev.Kind {
 		case KindModelCall:
 			calls[ev.Thread]++
+			if ev.Task != "" {
+				if taskCalls[ev.Task] == nil {
+					taskCalls[ev.Task] = map[int]int{}
+				}
+				taskCalls[ev.Task][ev.Thread]++
+			}
 		case KindToolCall:
 			tools[ev.Thread] = true
 		}
@@ -118,14 +133,25 @@ func (m *miner) classify(events []Event) {
 			m.main, best = t, calls[t]
 		}
 	}
-	m.side, m.sub = map[int]bool{}, map[int]bool{}
+	m.side, m.sub, m.mains = map[int]bool{}, map[int]bool{}, map[int]bool{}
 	agents := map[int]bool{}
 	for _, a := range m.s.Agents {
 		agents[a.Thread] = true
 	}
+	for _, byThread := range taskCalls {
+		top, n := 0, -1
+		for t, c := range byThread {
+			if !agents[t] && (c > n || c == n && t < top) {
+				top, n = t, c
+			}
+		}
+		if n >= 0 {
+			m.mains[top] = true
+		}
+	}
 	for t := range threads {
 		switch {
-		case t == m.main:
+		case m.isMain(t):
 		case agents[t] || tools[t]:
 			m.sub[t] = true
 		default:
@@ -222,7 +248,7 @@ func (m *miner) assignTasks(events []Event) {
 		case ev.Task != "":
 			t = get(ev.Task)
 			cur = t
-		case ev.Thread == m.main && promptText(ev) != "":
+		case m.isMain(ev.Thread) && promptText(ev) != "":
 			turn++
 			t = get("turn-" + strconv.Itoa(turn))
 			cur = t
@@ -495,10 +521,10 @@ func (m *miner) task(t *mtask) {
 		evN = ev
 		switch ev.Kind {
 		case KindMessage:
-			if prompt == nil && ev.Thread == m.main && promptText(ev) != "" {
+			if prompt == nil && m.isMain(ev.Thread) && promptText(ev) != "" {
 				prompt = ev
 			}
-			if ev.Role == "assistant" && ev.Thread == m.main && strings.TrimSpace(ev.Text) != "" {
+			if ev.Role == "assistant" && m.isMain(ev.Thread) && strings.TrimSpace(ev.Text) != "" {
 				final = ev
 			}
 			m.findings(t, ev)
@@ -515,7 +541,7 @@ func (m *miner) task(t *mtask) {
 				if ev.Call.Served != "" {
 					model = ev.Call.Served
 				}
-				if ev.Thread == m.main {
+				if m.isMain(ev.Thread) {
 					finalCall = ev
 				}
 			}
@@ -537,7 +563,7 @@ func (m *miner) task(t *mtask) {
 				o.Errors = addUnique(o.Errors, line)
 				a.Errors = addUnique(a.Errors, line)
 			}
-			if ev.Thread == m.main {
+			if m.isMain(ev.Thread) {
 				lastErr = ev
 			}
 			a.Evidence = append(a.Evidence, evidence(ev))

@@ -300,7 +300,7 @@ func (m *miner) nextPrompt(t *mtask) *Event {
 		return nil
 	}
 	for _, ev := range m.tasks[t.n].events {
-		if ev.Thread == m.main && promptText(ev) != "" {
+		if m.isMain(ev.Thread) && promptText(ev) != "" {
 			return ev
 		}
 	}

@@ -102,8 +102,8 @@ func runAgent(c *ucli.Context) error {
 		pl.session = "ses-" + time.Now().UTC().Format("20060102-150405") + "-" + randHex(3)
 		fmt.Fprintf(c.App.ErrWriter, "bbengine run: new session %s (pass --session %s, or export BBENGINE_SESSION=%s, to run its next task)\n", pl.session, pl.session, pl.session)
 	}
-	if !validRunID(pl.session) || pl.task != "" && !validRunID(pl.task) {
-		return usagef("run: session and task ids are at most 255 bytes, without control characters")
+	if !exchange.ValidID(pl.session) || pl.task != "" && !exchange.ValidID(pl.task) {
+		return usagef("run: session and task ids are at most 255 bytes of UTF-8, without control characters")
 	}
 	if pl.describe == "" {
 		pl.describe = promptArg(args[1:])
@@ -383,18 +383,6 @@ func promptArg(args []string) string {
 		}
 	}
 	return best
-}
-
-func validRunID(v string) bool {
-	if v == "" || len(v) > 255 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func randHex(n int) string {

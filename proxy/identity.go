@@ -24,20 +24,6 @@ var sessionHeaders = []string{
 	"X-Qwen-Code-Session-Id",
 }
 
-// validID reports whether v is usable as a correlation id: at most 255
-// bytes, no control characters.
-func validID(v string) bool {
-	if v == "" || len(v) > 255 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 // sessionGoal returns the goal an X-Bb-Session-Goal header value
 // states, fit for the log. Header values are ASCII, so a goal in another
 // script comes percent-encoded as UTF-8: a value with escapes is decoded
@@ -75,11 +61,11 @@ func sessionGoal(red *Redactor, v string) string {
 // headerSession returns the session id from the request headers and the
 // header it came from.
 func headerSession(h http.Header) (string, string) {
-	if v := h.Get("X-Bb-Session-Id"); validID(v) {
+	if v := h.Get("X-Bb-Session-Id"); exchange.ValidID(v) {
 		return v, "x-bb-session-id"
 	}
 	for _, k := range sessionHeaders {
-		if v := h.Get(k); validID(v) {
+		if v := h.Get(k); exchange.ValidID(v) {
 			return v, http.CanonicalHeaderKey(k)
 		}
 	}
@@ -114,7 +100,7 @@ func readBody(body []byte) (model string, stream bool, session string) {
 		var inner struct {
 			SessionID string `json:"session_id"`
 		}
-		if json.Unmarshal([]byte(uid), &inner) == nil && validID(inner.SessionID) {
+		if json.Unmarshal([]byte(uid), &inner) == nil && exchange.ValidID(inner.SessionID) {
 			session = inner.SessionID
 		} else if m := legacySession.FindStringSubmatch(uid); m != nil {
 			session = m[1]

@@ -142,7 +142,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		o.Logf = func(string, ...any) {}
 	}
 	for _, id := range [][2]string{{"session", o.Session}, {"task", o.Task}, {"run", o.Run}} {
-		if id[1] != "" && !validID(id[1]) {
+		if id[1] != "" && !exchange.ValidID(id[1]) {
 			return nil, fmt.Errorf("proxy: %s id %q: at most 255 bytes, no control characters", id[0], id[1])
 		}
 	}
@@ -323,10 +323,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		SessionID: sess, SessionSource: src, TaskID: r.Header.Get("X-Bb-Task-Id"), RunID: r.Header.Get("X-Bb-Run-Id"),
 		Mode: p.opts.Mode.String(), Redaction: exchange.RedactionVersion, Time: x.arrived.UnixNano(),
 	}
-	if !validID(x.start.TaskID) {
+	if !exchange.ValidID(x.start.TaskID) {
 		x.start.TaskID = ""
 	}
-	if !validID(x.start.RunID) {
+	if !exchange.ValidID(x.start.RunID) {
 		x.start.RunID = ""
 	}
 	x.start.Goal = sessionGoal(p.red, r.Header.Get("X-Bb-Session-Goal"))

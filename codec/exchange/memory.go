@@ -190,9 +190,13 @@ func (n Note) Validate() error {
 	return nil
 }
 
-// checkID checks a session or task id: 1 to MaxNoteID bytes of UTF-8
-// without control characters, the ids the proxy accepts in X-Bb-*
-// headers.
+// ValidID reports whether id is usable as a session, task or run id: 1
+// to MaxNoteID bytes of UTF-8 without control characters. The proxy
+// accepts only such ids from X-Bb-* headers and agents' session headers,
+// and notes only such ids.
+func ValidID(id string) bool { return checkID(id) == nil }
+
+// checkID says what makes id invalid (see ValidID).
 func checkID(id string) error {
 	switch {
 	case id == "":

@@ -4,18 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -312,52 +307,6 @@ type harnessAPI struct {
 	srv   *http.Server
 	ln    net.Listener
 	wg    sync.WaitGroup
-}
-
-// checkLoopback checks that addr, the --api address, is host:port with
-// a loopback host: the API hands out memory and writes to the WAL.
-func checkLoopback(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port == "" {
-		return fmt.Errorf("--api %q: want host:port, e.g. 127.0.0.1:7435", addr)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--api %s: the harness API listens on loopback only (127.0.0.1, ::1 or localhost), since it hands out memory and writes the WAL", addr)
-	}
-	return nil
-}
-
-// apiToken returns the harness API's token: the configured one, else
-// the one in <dir>/api.token, written there (mode 0600) the first time.
-// file is the token file's path when the token came from it.
-func apiToken(dir, configured string) (token, file string, err error) {
-	if configured != "" {
-		if len(configured) < 16 {
-			return "", "", usagef("proxy: --api-token (or BBENGINE_API_TOKEN, or api-token in the config) has %d characters: use at least 16, e.g. from `openssl rand -hex 16`", len(configured))
-		}
-		return configured, "", nil
-	}
-	file = filepath.Join(dir, "api.token")
-	b, err := os.ReadFile(file)
-	switch {
-	case err == nil:
-		if t := strings.TrimSpace(string(b)); len(t) >= 16 {
-			return t, file, nil
-		}
-		return "", "", fmt.Errorf("proxy: %s holds no token of at least 16 characters: delete it to have a new one written", file)
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", "", fmt.Errorf("proxy: read the API token: %w", err)
-	}
-	var rnd [24]byte
-	rand.Read(rnd[:])
-	token = hex.EncodeToString(rnd[:])
-	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
-		return "", "", fmt.Errorf("proxy: write the API token: %w", err)
-	}
-	return token, file, nil
 }
 
 // listenHarness listens on addr for the harness API.

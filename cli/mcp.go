@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -302,55 +299,22 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// loopbackAddr checks that addr (host:port) is on loopback and returns
-// it with localhost spelt 127.0.0.1.
-func loopbackAddr(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("want 127.0.0.1:PORT (%v)", err)
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		if host == "" {
-			host = "every interface"
-		}
-		return "", fmt.Errorf("%s is not a loopback address: the MCP server serves this machine only (use 127.0.0.1:PORT)", host)
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // mcpToken returns the bearer token HTTP clients must send and where it
 // is: --token (or BBENGINE_MCP_TOKEN, or the config), else the one kept
 // in DIR/mcp.token, made on first use and readable by the owner only.
 func mcpToken(c *ucli.Context, dir string) (string, string, error) {
-	if t := c.String("token"); c.IsSet("token") || t != "" {
-		if len(t) < 16 {
-			return "", "", usagef("mcp: --token: %d characters; use at least 16 random ones", len(t))
-		}
+	t, file, made, err := bearerToken(dir, "mcp.token", c.String("token"))
+	switch {
+	case err != nil && c.String("token") != "":
+		return "", "", usagef("mcp: --token: %v", err)
+	case err != nil:
+		return "", "", fmt.Errorf("mcp: %w", err)
+	case file == "":
 		return t, "as given (--token, BBENGINE_MCP_TOKEN or the config)", nil
+	case made:
+		return t, "in " + file + " (new)", nil
 	}
-	path := filepath.Join(dir, "mcp.token")
-	if b, err := os.ReadFile(path); err == nil {
-		if t := strings.TrimSpace(string(b)); len(t) >= 16 {
-			return t, "in " + path, nil
-		}
-		return "", "", fmt.Errorf("mcp: %s holds no token of 16 characters or more: delete it to make a new one", path)
-	} else if !os.IsNotExist(err) {
-		return "", "", fmt.Errorf("mcp: %w", err)
-	}
-	var b [24]byte
-	rand.Read(b[:])
-	t := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("mcp: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
-		return "", "", fmt.Errorf("mcp: write the token: %w", err)
-	}
-	return t, "in " + path + " (new)", nil
+	return t, "in " + file, nil
 }
 
 // mcpHTTPHandler serves s as streamable HTTP at /mcp to clients that

@@ -513,7 +513,7 @@ func TestMCPFlags(t *testing.T) {
 		{[]string{"mcp", "--http", ":8080"}, "every interface is not a loopback address"},
 		{[]string{"mcp", "--http", "192.168.1.10:8080"}, "not a loopback address"},
 		{[]string{"mcp", "--http", "example.com:80"}, "not a loopback address"},
-		{[]string{"mcp", "--http", "127.0.0.1"}, "want 127.0.0.1:PORT"},
+		{[]string{"mcp", "--http", "127.0.0.1"}, "want host:port"},
 		{[]string{"mcp", "--http", "127.0.0.1:0", "--token", "short"}, "at least 16"},
 		{[]string{"mcp", "extra"}, "unexpected argument"},
 	} {

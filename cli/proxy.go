@@ -51,17 +51,13 @@ func proxyCommand() *ucli.Command {
 			if err != nil {
 				return usagef("%v", err)
 			}
-			ups := map[string]string{}
-			for _, u := range c.StringSlice("upstream") {
-				name, raw, ok := strings.Cut(u, "=")
-				if !ok || name == "" || raw == "" {
-					return usagef("proxy: --upstream %q: want name=URL, e.g. ollama=http://127.0.0.1:11434", u)
-				}
-				ups[name] = raw
+			ups, err := parseUpstreams("proxy", c.StringSlice("upstream"))
+			if err != nil {
+				return err
 			}
 			if a := c.String("api"); a != "" {
-				if err := checkLoopback(a); err != nil {
-					return usagef("proxy: %v", err)
+				if _, err := loopbackAddr(a); err != nil {
+					return usagef("proxy: --api: %v", err)
 				}
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
@@ -74,6 +70,19 @@ func proxyCommand() *ucli.Command {
 			}, nil)
 		},
 	}
+}
+
+// parseUpstreams reads --upstream name=URL flags.
+func parseUpstreams(cmd string, flags []string) (map[string]string, error) {
+	ups := map[string]string{}
+	for _, u := range flags {
+		name, raw, ok := strings.Cut(u, "=")
+		if !ok || name == "" || raw == "" {
+			return nil, usagef("%s: --upstream %q: want name=URL, e.g. ollama=http://127.0.0.1:11434", cmd, u)
+		}
+		ups[name] = raw
+	}
+	return ups, nil
 }
 
 type proxyConfig struct {
@@ -138,13 +147,16 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	}
 	var api *harnessAPI
 	if cfg.api != "" {
-		err := checkLoopback(cfg.api)
+		addr, err := loopbackAddr(cfg.api)
 		token, file := "", ""
-		if err == nil {
-			token, file, err = apiToken(cfg.dir, cfg.apiToken)
-		}
-		if err == nil {
-			api, err = listenHarness(cfg.api, token, eng.query)
+		if err != nil {
+			err = usagef("proxy: --api: %v", err)
+		} else if token, file, _, err = bearerToken(cfg.dir, "api.token", cfg.apiToken); err != nil && cfg.apiToken != "" {
+			err = usagef("proxy: --api-token (or BBENGINE_API_TOKEN, or api-token in the config): %v", err)
+		} else if err != nil {
+			err = fmt.Errorf("proxy: harness API: %w", err)
+		} else {
+			api, err = listenHarness(addr, token, eng.query)
 		}
 		if err != nil {
 			ln.Close()

@@ -76,13 +76,9 @@ func runAgent(c *ucli.Context) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	ups := map[string]string{}
-	for _, u := range c.StringSlice("upstream") {
-		name, raw, ok := strings.Cut(u, "=")
-		if !ok || name == "" || raw == "" {
-			return usagef("run: --upstream %q: want name=URL, e.g. anthropic=http://127.0.0.1:9000", u)
-		}
-		ups[name] = raw
+	ups, err := parseUpstreams("run", c.StringSlice("upstream"))
+	if err != nil {
+		return err
 	}
 	if b := c.Int("budget"); c.IsSet("budget") && b <= 0 {
 		return usagef("run: --budget %d: want a positive number of tokens", b)

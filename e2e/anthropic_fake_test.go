@@ -216,3 +216,27 @@ func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 	writeJSON(w, status, string(b))
 }
+
+// messagesAPI serves the Messages API around a scripted model: token
+// counts, connectivity probes (HEAD and GET answer like a reachable
+// API), a 400 for a body that is not a request, a 404 for anything
+// else; model answers each decoded POST /v1/messages.
+func messagesAPI(model func(s *seen, req *amsgRequest, w http.ResponseWriter)) func(s *seen, w http.ResponseWriter) {
+	return func(s *seen, w http.ResponseWriter) {
+		switch {
+		case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
+			writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
+		case s.Method == http.MethodPost && s.Path == "/v1/messages":
+			var req amsgRequest
+			if err := json.Unmarshal(s.Body, &req); err != nil {
+				anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
+				return
+			}
+			model(s, &req, w)
+		case s.Method == http.MethodHead || s.Method == http.MethodGet:
+			writeJSON(w, http.StatusOK, `{}`)
+		default:
+			anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
+		}
+	}
+}

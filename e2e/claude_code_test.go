@@ -50,58 +50,43 @@ func (c *ccFake) finalText(bash, read ablock) string {
 	return "E2E done: bash said hello; the note says " + c.nonce + "."
 }
 
-func (c *ccFake) answer(s *seen, w http.ResponseWriter) {
+func (c *ccFake) answer(s *seen, req *amsgRequest, w http.ResponseWriter) {
+	rep := areply{id: fmt.Sprintf("msg_01E2e%06d", s.Seq), model: req.Model, stop: "end_turn",
+		usage: ausage{Input: int64(len(s.Body) / 4), Output: 7}}
+	results := req.toolResults()
+	bash, haveBash := results[ccBashID]
+	read, haveRead := results[ccReadID]
 	switch {
-	case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
-		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
-	case s.Method == http.MethodPost && s.Path == "/v1/messages":
-		var req amsgRequest
-		if err := json.Unmarshal(s.Body, &req); err != nil {
-			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
-			return
-		}
-		rep := areply{id: fmt.Sprintf("msg_01E2e%06d", s.Seq), model: req.Model, stop: "end_turn",
-			usage: ausage{Input: int64(len(s.Body) / 4), Output: 7}}
-		results := req.toolResults()
-		bash, haveBash := results[ccBashID]
-		read, haveRead := results[ccReadID]
-		switch {
-		case !req.hasTool("Bash") || !strings.Contains(req.allText(), ccMarker):
-			// A side request: title, topic, quota probe and the like.
-			c.mu.Lock()
-			c.side = append(c.side, fmt.Sprintf("model=%s max_tokens=%d stream=%v tools=%d", req.Model, req.MaxTokens, req.Stream, len(req.Tools)))
-			c.mu.Unlock()
-			rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
-			rep.usage.Output = 3
-		case !haveBash:
-			rep.blocks = []ablock{
-				{Type: "text", Text: "I will run the command."},
-				{Type: "tool_use", ID: ccBashID, Name: "Bash", Input: json.RawMessage(`{"command":"echo hello","description":"Print hello"}`)},
-			}
-			rep.stop = "tool_use"
-			rep.usage.CacheCreation = 1200
-			rep.usage.Output = 31
-		case !haveRead:
-			in, _ := json.Marshal(map[string]string{"file_path": c.note})
-			rep.blocks = []ablock{{Type: "tool_use", ID: ccReadID, Name: "Read", Input: in}}
-			rep.stop = "tool_use"
-			rep.usage.CacheRead = 1200
-			rep.usage.Output = 23
-		default:
-			rep.blocks = []ablock{{Type: "text", Text: c.finalText(bash, read)}}
-			rep.usage.CacheRead = 2400
-			rep.usage.Output = 17
-		}
+	case !req.hasTool("Bash") || !strings.Contains(req.allText(), ccMarker):
+		// A side request: title, topic, quota probe and the like.
 		c.mu.Lock()
-		c.usage[s.Seq] = rep.usage
+		c.side = append(c.side, fmt.Sprintf("model=%s max_tokens=%d stream=%v tools=%d", req.Model, req.MaxTokens, req.Stream, len(req.Tools)))
 		c.mu.Unlock()
-		rep.write(w, req.Stream)
-	case s.Method == http.MethodHead || s.Method == http.MethodGet:
-		// Connectivity probes: answer like a reachable API.
-		writeJSON(w, http.StatusOK, `{}`)
+		rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
+		rep.usage.Output = 3
+	case !haveBash:
+		rep.blocks = []ablock{
+			{Type: "text", Text: "I will run the command."},
+			{Type: "tool_use", ID: ccBashID, Name: "Bash", Input: json.RawMessage(`{"command":"echo hello","description":"Print hello"}`)},
+		}
+		rep.stop = "tool_use"
+		rep.usage.CacheCreation = 1200
+		rep.usage.Output = 31
+	case !haveRead:
+		in, _ := json.Marshal(map[string]string{"file_path": c.note})
+		rep.blocks = []ablock{{Type: "tool_use", ID: ccReadID, Name: "Read", Input: in}}
+		rep.stop = "tool_use"
+		rep.usage.CacheRead = 1200
+		rep.usage.Output = 23
 	default:
-		anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
+		rep.blocks = []ablock{{Type: "text", Text: c.finalText(bash, read)}}
+		rep.usage.CacheRead = 2400
+		rep.usage.Output = 17
 	}
+	c.mu.Lock()
+	c.usage[s.Seq] = rep.usage
+	c.mu.Unlock()
+	rep.write(w, req.Stream)
 }
 
 func randomHex(n int) string {
@@ -160,7 +145,7 @@ func TestClaudeCode(t *testing.T) {
 	apiKey := "sk-ant-api03-fake" + randomHex(24) + "-E2E"
 
 	cc := &ccFake{note: note, nonce: nonce, usage: map[int]ausage{}}
-	up := newFake(t, cc.answer)
+	up := newFake(t, messagesAPI(cc.answer))
 	rg := newRig(t, up.URL)
 	tw := newTripwire(t)
 	loopbackOnly(t, up.URL)

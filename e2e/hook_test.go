@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -34,48 +33,34 @@ type hookFake struct {
 	runs map[int][]string
 }
 
-func (h *hookFake) answer(s *seen, w http.ResponseWriter) {
+func (h *hookFake) answer(s *seen, req *amsgRequest, w http.ResponseWriter) {
+	rep := areply{id: fmt.Sprintf("msg_01E2eHook%06d", s.Seq), model: req.Model, stop: "end_turn",
+		usage: ausage{Input: int64(len(s.Body) / 4), Output: 20}}
+	all := req.allText()
+	run := 0
 	switch {
-	case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
-		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
-	case s.Method == http.MethodPost && s.Path == "/v1/messages":
-		var req amsgRequest
-		if err := json.Unmarshal(s.Body, &req); err != nil {
-			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
-			return
-		}
-		rep := areply{id: fmt.Sprintf("msg_01E2eHook%06d", s.Seq), model: req.Model, stop: "end_turn",
-			usage: ausage{Input: int64(len(s.Body) / 4), Output: 20}}
-		all := req.allText()
-		run := 0
-		switch {
-		case !req.hasTool("Bash"):
-		case strings.Contains(all, hookMark3):
-			run = 3
-		case strings.Contains(all, hookMark2):
-			run = 2
-		case strings.Contains(all, hookMark1):
-			run = 1
-		}
-		switch run {
-		case 0:
-			rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
-		case 1:
-			rep.blocks = []ablock{{Type: "text", Text: hookDecision}}
-		default:
-			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E run %d done.", run)}}
-		}
-		if run > 0 {
-			h.mu.Lock()
-			h.runs[run] = append(h.runs[run], all)
-			h.mu.Unlock()
-		}
-		rep.write(w, req.Stream)
-	case s.Method == http.MethodHead || s.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, `{}`)
-	default:
-		anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
+	case !req.hasTool("Bash"):
+	case strings.Contains(all, hookMark3):
+		run = 3
+	case strings.Contains(all, hookMark2):
+		run = 2
+	case strings.Contains(all, hookMark1):
+		run = 1
 	}
+	switch run {
+	case 0:
+		rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
+	case 1:
+		rep.blocks = []ablock{{Type: "text", Text: hookDecision}}
+	default:
+		rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E run %d done.", run)}}
+	}
+	if run > 0 {
+		h.mu.Lock()
+		h.runs[run] = append(h.runs[run], all)
+		h.mu.Unlock()
+	}
+	rep.write(w, req.Stream)
 }
 
 func (h *hookFake) requests(run int) []string {
@@ -132,7 +117,7 @@ func TestClaudeCodeHook(t *testing.T) {
 	}
 	apiKey := "sk-ant-api03-fake" + randomHex(24) + "-E2E"
 	hf := &hookFake{runs: map[int][]string{}}
-	up := newFake(t, hf.answer)
+	up := newFake(t, messagesAPI(hf.answer))
 	tw := newTripwire(t)
 	loopbackOnly(t, up.URL)
 	dir := t.TempDir()

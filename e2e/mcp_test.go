@@ -40,80 +40,66 @@ type mcpFake struct {
 	side            []string
 }
 
-func (f *mcpFake) answer(s *seen, w http.ResponseWriter) {
-	switch {
-	case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
-		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
-	case s.Method == http.MethodPost && s.Path == "/v1/messages":
-		var req amsgRequest
-		if err := json.Unmarshal(s.Body, &req); err != nil {
-			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
-			return
-		}
-		rep := areply{id: fmt.Sprintf("msg_01E2eMcp%06d", s.Seq), model: req.Model, stop: "end_turn",
-			usage: ausage{Input: int64(len(s.Body) / 4), Output: 12}}
-		if !strings.Contains(req.allText(), mcpMark) || len(req.Tools) == 0 {
-			f.mu.Lock()
-			f.side = append(f.side, fmt.Sprintf("model=%s tools=%d last=%.80q", req.Model, len(req.Tools), lastUserText(&req)))
-			f.mu.Unlock()
-			rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
-			rep.write(w, req.Stream)
-			return
-		}
-		var tools struct {
-			Tools []struct {
-				Name        string          `json:"name"`
-				InputSchema json.RawMessage `json:"input_schema"`
-			} `json:"tools"`
-		}
-		json.Unmarshal(s.Body, &tools)
-		var names []string
-		for _, t := range tools.Tools {
-			names = append(names, t.Name)
-			if t.Name == mcpSearch {
-				f.mu.Lock()
-				f.schema = t.InputSchema
-				f.mu.Unlock()
-			}
-		}
+func (f *mcpFake) answer(s *seen, req *amsgRequest, w http.ResponseWriter) {
+	rep := areply{id: fmt.Sprintf("msg_01E2eMcp%06d", s.Seq), model: req.Model, stop: "end_turn",
+		usage: ausage{Input: int64(len(s.Body) / 4), Output: 12}}
+	if !strings.Contains(req.allText(), mcpMark) || len(req.Tools) == 0 {
 		f.mu.Lock()
-		nonce, decision := f.nonce, f.decision
+		f.side = append(f.side, fmt.Sprintf("model=%s tools=%d last=%.80q", req.Model, len(req.Tools), lastUserText(req)))
 		f.mu.Unlock()
-		res := req.toolResults()
-		found, haveSearch := res[mcpSearchID]
-		got, haveGet := res[mcpGetID]
-		switch {
-		case !req.hasTool(mcpSearch) || !req.hasTool(mcpGet):
-			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: the request offers no bbengine memory tools: %v", names)}}
-		case !haveSearch:
-			in, _ := json.Marshal(map[string]any{"query": "which broker did we choose for the mailer queue", "k": 3})
-			rep.blocks = []ablock{{Type: "text", Text: "I will look in memory."},
-				{Type: "tool_use", ID: mcpSearchID, Name: mcpSearch, Input: in}}
-			rep.stop = "tool_use"
-		case found.IsError || !strings.Contains(found.resultText(), decision) || !strings.Contains(found.resultText(), nonce):
-			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_search returned %q (error %v), want %s", found.resultText(), found.IsError, decision)}}
-		case !haveGet:
-			in, _ := json.Marshal(map[string]string{"id": decision})
-			rep.blocks = []ablock{{Type: "tool_use", ID: mcpGetID, Name: mcpGet, Input: in}}
-			rep.stop = "tool_use"
-		default:
-			var out struct {
-				Artifact engine.Artifact `json:"artifact"`
-			}
-			err := json.Unmarshal([]byte(got.resultText()), &out)
-			a := out.Artifact
-			if got.IsError || err != nil || a.ID != decision || len(a.Evidence) == 0 || a.Evidence[0].Prov.First == 0 || a.Evidence[0].Prov.Line == 0 {
-				rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_get returned %q (error %v, %v)", got.resultText(), got.IsError, err)}}
-				break
-			}
-			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MCP done: %s chose the %s broker, WAL %d.", a.ID, nonce, a.Evidence[0].Prov.First)}}
-		}
+		rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
 		rep.write(w, req.Stream)
-	case s.Method == http.MethodHead || s.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, `{}`)
-	default:
-		anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
+		return
 	}
+	var tools struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+	}
+	json.Unmarshal(s.Body, &tools)
+	var names []string
+	for _, t := range tools.Tools {
+		names = append(names, t.Name)
+		if t.Name == mcpSearch {
+			f.mu.Lock()
+			f.schema = t.InputSchema
+			f.mu.Unlock()
+		}
+	}
+	f.mu.Lock()
+	nonce, decision := f.nonce, f.decision
+	f.mu.Unlock()
+	res := req.toolResults()
+	found, haveSearch := res[mcpSearchID]
+	got, haveGet := res[mcpGetID]
+	switch {
+	case !req.hasTool(mcpSearch) || !req.hasTool(mcpGet):
+		rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: the request offers no bbengine memory tools: %v", names)}}
+	case !haveSearch:
+		in, _ := json.Marshal(map[string]any{"query": "which broker did we choose for the mailer queue", "k": 3})
+		rep.blocks = []ablock{{Type: "text", Text: "I will look in memory."},
+			{Type: "tool_use", ID: mcpSearchID, Name: mcpSearch, Input: in}}
+		rep.stop = "tool_use"
+	case found.IsError || !strings.Contains(found.resultText(), decision) || !strings.Contains(found.resultText(), nonce):
+		rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_search returned %q (error %v), want %s", found.resultText(), found.IsError, decision)}}
+	case !haveGet:
+		in, _ := json.Marshal(map[string]string{"id": decision})
+		rep.blocks = []ablock{{Type: "tool_use", ID: mcpGetID, Name: mcpGet, Input: in}}
+		rep.stop = "tool_use"
+	default:
+		var out struct {
+			Artifact engine.Artifact `json:"artifact"`
+		}
+		err := json.Unmarshal([]byte(got.resultText()), &out)
+		a := out.Artifact
+		if got.IsError || err != nil || a.ID != decision || len(a.Evidence) == 0 || a.Evidence[0].Prov.First == 0 || a.Evidence[0].Prov.Line == 0 {
+			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: memory_get returned %q (error %v, %v)", got.resultText(), got.IsError, err)}}
+			break
+		}
+		rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MCP done: %s chose the %s broker, WAL %d.", a.ID, nonce, a.Evidence[0].Prov.First)}}
+	}
+	rep.write(w, req.Stream)
 }
 
 // brokerTranscript is a Claude Code transcript of one task that chooses
@@ -181,7 +167,7 @@ func testClaudeCodeMCP(t *testing.T, bin string, withProxy bool) {
 	}
 
 	f := &mcpFake{}
-	up := newFake(t, f.answer)
+	up := newFake(t, messagesAPI(f.answer))
 	tw := newTripwire(t)
 	loopbackOnly(t, up.URL)
 	baseURL := up.URL

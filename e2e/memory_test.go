@@ -57,89 +57,75 @@ type memFake struct {
 	sessions map[int][]string
 }
 
-func (c *memFake) answer(s *seen, w http.ResponseWriter) {
-	switch {
-	case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
-		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
-	case s.Method == http.MethodPost && s.Path == "/v1/messages":
-		var req amsgRequest
-		if err := json.Unmarshal(s.Body, &req); err != nil {
-			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
-			return
-		}
-		rep := areply{id: fmt.Sprintf("msg_01E2eMem%06d", s.Seq), model: req.Model, stop: "tool_use",
-			usage: ausage{Input: int64(len(s.Body) / 4), Output: 20, CacheRead: 1000}}
-		all := req.allText()
-		if !req.hasTool("Bash") || !strings.Contains(all, memMark1) {
-			c.mu.Lock()
-			c.side = append(c.side, fmt.Sprintf("model=%s max_tokens=%d stream=%v tools=%d system=%.80q last=%.120q",
-				req.Model, req.MaxTokens, req.Stream, len(req.Tools), string(req.System), lastUserText(&req)))
-			c.mu.Unlock()
-			rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
-			rep.stop = "end_turn"
-			rep.write(w, req.Stream)
-			return
-		}
-		run := 1
-		if strings.Contains(all, memMark2) {
-			run = 2
-		}
+func (c *memFake) answer(s *seen, req *amsgRequest, w http.ResponseWriter) {
+	rep := areply{id: fmt.Sprintf("msg_01E2eMem%06d", s.Seq), model: req.Model, stop: "tool_use",
+		usage: ausage{Input: int64(len(s.Body) / 4), Output: 20, CacheRead: 1000}}
+	all := req.allText()
+	if !req.hasTool("Bash") || !strings.Contains(all, memMark1) {
 		c.mu.Lock()
-		c.sessions[run] = append(c.sessions[run], s.Header.Get("X-Claude-Code-Session-Id"))
+		c.side = append(c.side, fmt.Sprintf("model=%s max_tokens=%d stream=%v tools=%d system=%.80q last=%.120q",
+			req.Model, req.MaxTokens, req.Stream, len(req.Tools), string(req.System), lastUserText(req)))
 		c.mu.Unlock()
-		res := req.toolResults()
-		if run == 1 {
-			write, haveWrite := res[memWriteID]
-			test, haveTest := res[memTest1ID]
-			switch {
-			case !haveWrite:
-				in, _ := json.Marshal(map[string]string{"file_path": c.queue,
-					"content": "package queue\n\n" + memTODO + "\nconst Backend = \"sqlite\"\n"})
-				rep.blocks = []ablock{{Type: "text", Text: memDecision1},
-					{Type: "tool_use", ID: memWriteID, Name: "Write", Input: in}}
-			case !haveTest:
-				rep.blocks = []ablock{{Type: "tool_use", ID: memTest1ID, Name: "Bash",
-					Input: json.RawMessage(`{"command":"` + memTestCmd + `","description":"Run the queue tests"}`)}}
-			case write.IsError || !test.IsError || !strings.Contains(test.resultText(), "--- FAIL: TestQueue"):
-				rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: write %q (error %v), test %q (error %v)",
-					write.resultText(), write.IsError, test.resultText(), test.IsError)}}
-				rep.stop = "end_turn"
-			default:
-				rep.blocks = []ablock{{Type: "text", Text: "TestQueue fails for now. " + memRule}}
-				rep.stop = "end_turn"
-			}
-		} else {
-			read, haveRead := res[memReadID]
-			edit, haveEdit := res[memEditID]
-			test, haveTest := res[memTest2ID]
-			switch {
-			case !haveRead:
-				in, _ := json.Marshal(map[string]string{"file_path": c.queue})
-				rep.blocks = []ablock{{Type: "text", Text: memDecision2},
-					{Type: "tool_use", ID: memReadID, Name: "Read", Input: in}}
-			case !haveEdit:
-				in, _ := json.Marshal(map[string]string{"file_path": c.queue,
-					"old_string": memTODO + "\nconst Backend = \"sqlite\"",
-					"new_string": "// Backend stores the job queue.\nconst Backend = \"boltdb\""})
-				rep.blocks = []ablock{{Type: "tool_use", ID: memEditID, Name: "Edit", Input: in}}
-			case !haveTest:
-				rep.blocks = []ablock{{Type: "tool_use", ID: memTest2ID, Name: "Bash",
-					Input: json.RawMessage(`{"command":"` + memTestCmd + `","description":"Run the queue tests"}`)}}
-			case read.IsError || edit.IsError || test.IsError || !strings.Contains(test.resultText(), "ok"):
-				rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: read %q (error %v), edit %q (error %v), test %q (error %v)",
-					read.resultText(), read.IsError, edit.resultText(), edit.IsError, test.resultText(), test.IsError)}}
-				rep.stop = "end_turn"
-			default:
-				rep.blocks = []ablock{{Type: "text", Text: "TestQueue passes with BoltDB."}}
-				rep.stop = "end_turn"
-			}
-		}
+		rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
+		rep.stop = "end_turn"
 		rep.write(w, req.Stream)
-	case s.Method == http.MethodHead || s.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, `{}`)
-	default:
-		anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
+		return
 	}
+	run := 1
+	if strings.Contains(all, memMark2) {
+		run = 2
+	}
+	c.mu.Lock()
+	c.sessions[run] = append(c.sessions[run], s.Header.Get("X-Claude-Code-Session-Id"))
+	c.mu.Unlock()
+	res := req.toolResults()
+	if run == 1 {
+		write, haveWrite := res[memWriteID]
+		test, haveTest := res[memTest1ID]
+		switch {
+		case !haveWrite:
+			in, _ := json.Marshal(map[string]string{"file_path": c.queue,
+				"content": "package queue\n\n" + memTODO + "\nconst Backend = \"sqlite\"\n"})
+			rep.blocks = []ablock{{Type: "text", Text: memDecision1},
+				{Type: "tool_use", ID: memWriteID, Name: "Write", Input: in}}
+		case !haveTest:
+			rep.blocks = []ablock{{Type: "tool_use", ID: memTest1ID, Name: "Bash",
+				Input: json.RawMessage(`{"command":"` + memTestCmd + `","description":"Run the queue tests"}`)}}
+		case write.IsError || !test.IsError || !strings.Contains(test.resultText(), "--- FAIL: TestQueue"):
+			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: write %q (error %v), test %q (error %v)",
+				write.resultText(), write.IsError, test.resultText(), test.IsError)}}
+			rep.stop = "end_turn"
+		default:
+			rep.blocks = []ablock{{Type: "text", Text: "TestQueue fails for now. " + memRule}}
+			rep.stop = "end_turn"
+		}
+	} else {
+		read, haveRead := res[memReadID]
+		edit, haveEdit := res[memEditID]
+		test, haveTest := res[memTest2ID]
+		switch {
+		case !haveRead:
+			in, _ := json.Marshal(map[string]string{"file_path": c.queue})
+			rep.blocks = []ablock{{Type: "text", Text: memDecision2},
+				{Type: "tool_use", ID: memReadID, Name: "Read", Input: in}}
+		case !haveEdit:
+			in, _ := json.Marshal(map[string]string{"file_path": c.queue,
+				"old_string": memTODO + "\nconst Backend = \"sqlite\"",
+				"new_string": "// Backend stores the job queue.\nconst Backend = \"boltdb\""})
+			rep.blocks = []ablock{{Type: "tool_use", ID: memEditID, Name: "Edit", Input: in}}
+		case !haveTest:
+			rep.blocks = []ablock{{Type: "tool_use", ID: memTest2ID, Name: "Bash",
+				Input: json.RawMessage(`{"command":"` + memTestCmd + `","description":"Run the queue tests"}`)}}
+		case read.IsError || edit.IsError || test.IsError || !strings.Contains(test.resultText(), "ok"):
+			rep.blocks = []ablock{{Type: "text", Text: fmt.Sprintf("E2E MISMATCH: read %q (error %v), edit %q (error %v), test %q (error %v)",
+				read.resultText(), read.IsError, edit.resultText(), edit.IsError, test.resultText(), test.IsError)}}
+			rep.stop = "end_turn"
+		default:
+			rep.blocks = []ablock{{Type: "text", Text: "TestQueue passes with BoltDB."}}
+			rep.stop = "end_turn"
+		}
+	}
+	rep.write(w, req.Stream)
 }
 
 // lastUserText is the text of the request's last user message.
@@ -298,7 +284,7 @@ func TestClaudeCodeMemory(t *testing.T) {
 	apiKey := "sk-ant-api03-fake" + randomHex(24) + "-E2E"
 
 	mf := &memFake{queue: queue, sessions: map[int][]string{}}
-	up := newFake(t, mf.answer)
+	up := newFake(t, messagesAPI(mf.answer))
 	tw := newTripwire(t)
 	loopbackOnly(t, up.URL)
 	dir := t.TempDir()

@@ -44,55 +44,41 @@ type runFake struct {
 	prompts map[int][]string
 }
 
-func (c *runFake) answer(s *seen, w http.ResponseWriter) {
-	switch {
-	case s.Method == http.MethodPost && s.Path == "/v1/messages/count_tokens":
-		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"input_tokens":%d}`, len(s.Body)/4+1))
-	case s.Method == http.MethodPost && s.Path == "/v1/messages":
-		var req amsgRequest
-		if err := json.Unmarshal(s.Body, &req); err != nil {
-			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
-			return
+func (c *runFake) answer(s *seen, req *amsgRequest, w http.ResponseWriter) {
+	rep := areply{id: fmt.Sprintf("msg_01E2eRun%06d", s.Seq), model: req.Model, stop: "end_turn",
+		usage: ausage{Input: int64(len(s.Body) / 4), Output: 20}}
+	all := req.allText()
+	task := -1
+	for i, m := range runMarks {
+		if req.hasTool("Bash") && strings.Contains(lastUserText(req)+all, m) {
+			task = i
 		}
-		rep := areply{id: fmt.Sprintf("msg_01E2eRun%06d", s.Seq), model: req.Model, stop: "end_turn",
-			usage: ausage{Input: int64(len(s.Body) / 4), Output: 20}}
-		all := req.allText()
-		task := -1
-		for i, m := range runMarks {
-			if req.hasTool("Bash") && strings.Contains(lastUserText(&req)+all, m) {
-				task = i
-			}
-		}
-		if task < 0 {
-			rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
-			rep.write(w, req.Stream)
-			return
-		}
-		c.mu.Lock()
-		c.prompts[task] = append(c.prompts[task], all)
-		c.mu.Unlock()
-		switch task {
-		case 0:
-			if _, done := req.toolResults()[runWriteID]; !done {
-				in, _ := json.Marshal(map[string]string{"file_path": c.store,
-					"content": "package store\n\n" + runTODO + "\nconst Backend = \"sqlite\"\n"})
-				rep.blocks = []ablock{{Type: "text", Text: runDecisionOld},
-					{Type: "tool_use", ID: runWriteID, Name: "Write", Input: in}}
-				rep.stop = "tool_use"
-			} else {
-				rep.blocks = []ablock{{Type: "text", Text: runDecisionNew + " " + runRule}}
-			}
-		case 1:
-			rep.blocks = []ablock{{Type: "text", Text: "The worker is added to the job store. " + runDecision2}}
-		case 2:
-			rep.blocks = []ablock{{Type: "text", Text: "The job store is documented."}}
-		}
-		rep.write(w, req.Stream)
-	case s.Method == http.MethodHead || s.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, `{}`)
-	default:
-		anthropicError(w, http.StatusNotFound, "not_found_error", "e2e fake: no route for "+s.Method+" "+s.Path)
 	}
+	if task < 0 {
+		rep.blocks = []ablock{{Type: "text", Text: "E2E side answer"}}
+		rep.write(w, req.Stream)
+		return
+	}
+	c.mu.Lock()
+	c.prompts[task] = append(c.prompts[task], all)
+	c.mu.Unlock()
+	switch task {
+	case 0:
+		if _, done := req.toolResults()[runWriteID]; !done {
+			in, _ := json.Marshal(map[string]string{"file_path": c.store,
+				"content": "package store\n\n" + runTODO + "\nconst Backend = \"sqlite\"\n"})
+			rep.blocks = []ablock{{Type: "text", Text: runDecisionOld},
+				{Type: "tool_use", ID: runWriteID, Name: "Write", Input: in}}
+			rep.stop = "tool_use"
+		} else {
+			rep.blocks = []ablock{{Type: "text", Text: runDecisionNew + " " + runRule}}
+		}
+	case 1:
+		rep.blocks = []ablock{{Type: "text", Text: "The worker is added to the job store. " + runDecision2}}
+	case 2:
+		rep.blocks = []ablock{{Type: "text", Text: "The job store is documented."}}
+	}
+	rep.write(w, req.Stream)
 }
 
 // TestRunSession is issue 8's acceptance test: three tasks of one
@@ -116,7 +102,7 @@ func TestRunSession(t *testing.T) {
 		}
 	}
 	rf := &runFake{store: filepath.Join(work, "store.go"), prompts: map[int][]string{}}
-	up := newFake(t, rf.answer)
+	up := newFake(t, messagesAPI(rf.answer))
 	loopbackOnly(t, up.URL)
 	tw := newTripwire(t)
 	dir := t.TempDir()

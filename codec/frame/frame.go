@@ -65,12 +65,13 @@ const (
 	KindImport        Kind = 8  // one record imported from an agent's own log
 	KindToolEvent     Kind = 9  // a tool call or result reported by a hook or harness
 	KindMemory        Kind = 10 // a user's correction of memory: forget, pin (codec/exchange.Correction)
-	kindEnd           Kind = 11 // first unknown kind
+	KindBreaker       Kind = 11 // a change of a session's circuit breaker (codec/exchange.Breaker)
+	kindEnd           Kind = 12 // first unknown kind
 )
 
 var kindNames = [kindEnd]string{
 	"invalid", "segment-header", "request-start", "request-body", "response-start",
-	"response-body", "response-end", "error", "import", "tool-event", "memory",
+	"response-body", "response-end", "error", "import", "tool-event", "memory", "breaker",
 }
 
 // String returns the kind's name as used by the command line

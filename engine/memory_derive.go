@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/bbengine/bbengine/codec/llm"
 	"slices"
 	"sort"
 	"strconv"
@@ -333,123 +334,6 @@ func str(m map[string]any, keys ...string) string {
 	return ""
 }
 
-// shellCommand returns the command line of a shell tool call, or "".
-func shellCommand(ev *Event, args map[string]any) string {
-	name := strings.ToLower(ev.Tool.Name)
-	switch name {
-	case "bash", "shell", "exec_command", "local_shell", "run_shell_command", "run_terminal_cmd", "execute_command", "container.exec", "terminal":
-	default:
-		return ""
-	}
-	if c := str(args, "command", "cmd"); c != "" {
-		return c
-	}
-	var argv []string
-	switch v := args["command"].(type) {
-	case []any:
-		for _, a := range v {
-			if s, ok := a.(string); ok {
-				argv = append(argv, s)
-			}
-		}
-	}
-	if a, ok := args["action"].(map[string]any); ok { // local_shell
-		if v, ok := a["command"].([]any); ok {
-			for _, x := range v {
-				if s, ok := x.(string); ok {
-					argv = append(argv, s)
-				}
-			}
-		}
-	}
-	if len(argv) >= 3 && (strings.HasSuffix(argv[0], "sh") && (argv[1] == "-lc" || argv[1] == "-c")) {
-		return argv[2]
-	}
-	return strings.Join(argv, " ")
-}
-
-// editedFiles returns the files a tool call changes, with the new text
-// it writes into each (for TODOs), and the text it removes.
-type fileEdit struct {
-	path, op      string
-	added, remove string
-	whole         bool // added is the file's whole new content
-}
-
-func editedFiles(ev *Event, args map[string]any) []fileEdit {
-	name := ev.Tool.Name
-	switch strings.ToLower(name) {
-	case "edit", "str_replace", "str_replace_editor", "str_replace_based_edit_tool", "replace", "edit_file", "search_replace":
-		p := str(args, "file_path", "path", "filePath", "target_file")
-		if p == "" {
-			return nil
-		}
-		if c := str(args, "command"); c == "create" {
-			return []fileEdit{{path: p, op: "create", added: str(args, "file_text", "content"), whole: true}}
-		}
-		return []fileEdit{{path: p, op: "edit", added: str(args, "new_string", "new_str", "newString"), remove: str(args, "old_string", "old_str", "oldString")}}
-	case "multiedit":
-		p := str(args, "file_path", "path")
-		if p == "" {
-			return nil
-		}
-		fe := fileEdit{path: p, op: "edit"}
-		if edits, ok := args["edits"].([]any); ok {
-			for _, e := range edits {
-				if em, ok := e.(map[string]any); ok {
-					fe.added += str(em, "new_string") + "\n"
-					fe.remove += str(em, "old_string") + "\n"
-				}
-			}
-		}
-		return []fileEdit{fe}
-	case "write", "write_file", "create_file":
-		p := str(args, "file_path", "path", "filePath", "target_file")
-		if p == "" {
-			return nil
-		}
-		return []fileEdit{{path: p, op: "write", added: str(args, "content", "file_text", "contents"), whole: true}}
-	case "notebookedit":
-		if p := str(args, "notebook_path"); p != "" {
-			return []fileEdit{{path: p, op: "edit", added: str(args, "new_source")}}
-		}
-	case "apply_patch":
-		patch := str(args, "input", "patch")
-		if patch == "" && ev.Text != "" {
-			patch = ev.Text
-		}
-		return patchFiles(patch)
-	}
-	return nil
-}
-
-// patchFiles reads the files of an apply_patch envelope ("*** Update
-// File: p", "*** Add File: p", "*** Delete File: p", "*** Move to: p").
-func patchFiles(patch string) []fileEdit {
-	var out []fileEdit
-	var cur *fileEdit
-	for _, l := range strings.Split(patch, "\n") {
-		switch {
-		case strings.HasPrefix(l, "*** Update File: "):
-			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Update File: "):]), op: "edit"})
-			cur = &out[len(out)-1]
-		case strings.HasPrefix(l, "*** Add File: "):
-			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Add File: "):]), op: "create", whole: true})
-			cur = &out[len(out)-1]
-		case strings.HasPrefix(l, "*** Delete File: "):
-			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Delete File: "):]), op: "delete"})
-			cur = nil
-		case strings.HasPrefix(l, "*** Move to: ") && cur != nil:
-			out = append(out, fileEdit{path: strings.TrimSpace(l[len("*** Move to: "):]), op: "move"})
-		case cur != nil && strings.HasPrefix(l, "+"):
-			cur.added += l[1:] + "\n"
-		case cur != nil && strings.HasPrefix(l, "-"):
-			cur.remove += l[1:] + "\n"
-		}
-	}
-	return out
-}
-
 // resultInfo reads a shell result: its exit code and duration, from the
 // importer's Extra (Codex exec_command_end) or the result's text.
 func resultInfo(call, res *Event) (exit int, known bool, dur int64, output string) {
@@ -620,7 +504,7 @@ func (m *miner) task(t *mtask) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if p, ok := PriceOf(k); ok {
+		if p, ok := llm.PriceOf(k, nil); ok {
 			o.CostUSD += p.Cost(models[k])
 		} else if k != "" && !models[k].IsZero() {
 			o.Unpriced = append(o.Unpriced, k)
@@ -752,17 +636,17 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev *Event, failedTests map[strin
 	args := toolArgs(ev)
 	res := m.results[ev.Tool.ID]
 	failed := res != nil && res.Tool != nil && res.Tool.IsError
-	for _, fe := range editedFiles(ev, args) {
+	for _, fe := range memtext.FileEdits(ev.Tool.Name, args, ev.Text) {
 		if failed {
 			continue
 		}
-		fe.path = m.text(fe.path)
-		o.Files = addChange(o.Files, FileChange{Path: fe.path, Op: fe.op, Tool: ev.Tool.Name})
-		a.Files = addUnique(a.Files, fe.path)
+		fe.Path = m.text(fe.Path)
+		o.Files = addChange(o.Files, FileChange{Path: fe.Path, Op: fe.Op, Tool: ev.Tool.Name})
+		a.Files = addUnique(a.Files, fe.Path)
 		a.Evidence = append(a.Evidence, evidence(ev))
 		m.todos(t, ev, fe)
 	}
-	cmd := shellCommand(ev, args)
+	cmd := memtext.ShellCommand(ev.Tool.Name, args)
 	if cmd == "" {
 		return
 	}

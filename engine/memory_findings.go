@@ -309,8 +309,8 @@ func (m *miner) nextPrompt(t *mtask) *Event {
 
 // todos opens threads for the TODO and FIXME comments an edit writes
 // into a file, and closes those of the file the edit removes.
-func (m *miner) todos(t *mtask, ev *Event, fe fileEdit) {
-	added := m.text(fe.added)
+func (m *miner) todos(t *mtask, ev *Event, fe memtext.FileEdit) {
+	added := m.text(fe.Added)
 	kept := map[string]bool{}
 	for _, td := range memtext.TODOs(added) {
 		kept[td.Text] = true
@@ -319,21 +319,21 @@ func (m *miner) todos(t *mtask, ev *Event, fe fileEdit) {
 	// no longer holds, or a deletion).
 	for _, o := range m.list(m.threads) {
 		a := m.threads[o.ID]
-		if a.Status != "open" || a.Thread.File != fe.path || kept[a.Thread.Text] {
+		if a.Status != "open" || a.Thread.File != fe.Path || kept[a.Thread.Text] {
 			continue
 		}
 		switch {
-		case fe.op == "delete":
+		case fe.Op == "delete":
 			m.close(a, ev, "the file was deleted")
-		case fe.whole:
+		case fe.Whole:
 			m.close(a, ev, "the file was rewritten without it")
-		case strings.Contains(fe.remove, a.Thread.Text):
+		case strings.Contains(fe.Remove, a.Thread.Text):
 			m.close(a, ev, "an edit removed it")
 		}
 	}
 	lines := strings.Split(added, "\n")
 	for _, td := range memtext.TODOs(added) {
-		if docFile(fe.path) && td.Line >= 1 && td.Line <= len(lines) {
+		if docFile(fe.Path) && td.Line >= 1 && td.Line <= len(lines) {
 			// In prose files "#" starts a heading, not a comment: "# TODO
 			// App" is a title. Only "TODO:" and "TODO(x)" count there.
 			l := lines[td.Line-1]
@@ -345,7 +345,7 @@ func (m *miner) todos(t *mtask, ev *Event, fe fileEdit) {
 		if strings.EqualFold(td.Marker, "FIXME") {
 			kind = "fixme"
 		}
-		id := artifactID("thr", m.s.ID, kind, fe.path, td.Text)
+		id := artifactID("thr", m.s.ID, kind, fe.Path, td.Text)
 		if a := m.threads[id]; a != nil {
 			a.Last = ev.Time
 			if a.Status == "closed" {
@@ -355,9 +355,9 @@ func (m *miner) todos(t *mtask, ev *Event, fe fileEdit) {
 		}
 		a := m.base(ArtifactThread, id, t, ev)
 		a.Status = "open"
-		a.Thread = &Thread{Kind: kind, Text: td.Text, File: fe.path}
-		a.Title = capText(fmt.Sprintf("%s in %s: %s", td.Marker, fe.path, td.Text), 160)
-		a.Files = []string{fe.path}
+		a.Thread = &Thread{Kind: kind, Text: td.Text, File: fe.Path}
+		a.Title = capText(fmt.Sprintf("%s in %s: %s", td.Marker, fe.Path, td.Text), 160)
+		a.Files = []string{fe.Path}
 		a.Symbols = memtext.Identifiers(td.Text)
 		m.threads[id] = a
 	}
@@ -483,14 +483,14 @@ func (m *miner) segments(events []Event) {
 				continue
 			}
 			args := toolArgs(ev)
-			if c := shellCommand(ev, args); c != "" {
+			if c := memtext.ShellCommand(ev.Tool.Name, args); c != "" {
 				line = "$ " + firstLine(c, 200)
 				cmds = addUnique(cmds, capText(m.text(c), 300))
-			} else if fes := editedFiles(ev, args); len(fes) > 0 {
+			} else if fes := memtext.FileEdits(ev.Tool.Name, args, ev.Text); len(fes) > 0 {
 				var ps []string
 				for _, fe := range fes {
-					ps = append(ps, fe.path)
-					files = addUnique(files, m.text(fe.path))
+					ps = append(ps, fe.Path)
+					files = addUnique(files, m.text(fe.Path))
 				}
 				line = fmt.Sprintf("%s %s", ev.Tool.Name, strings.Join(ps, ", "))
 			} else if v := str(args, "file_path", "path", "notebook_path", "pattern", "query", "url", "description"); v != "" {

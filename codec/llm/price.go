@@ -1,10 +1,13 @@
-package engine
+package llm
 
 import "strings"
 
 // Price is a model's list price in US dollars per million tokens.
 type Price struct {
-	Input, Output, CacheRead, CacheWrite float64
+	Input      float64 `json:"input" yaml:"input"`
+	Output     float64 `json:"output" yaml:"output"`
+	CacheRead  float64 `json:"cache_read,omitempty" yaml:"cache_read"`
+	CacheWrite float64 `json:"cache_write,omitempty" yaml:"cache_write"`
 }
 
 // prices are list prices per million tokens, as the providers published
@@ -41,15 +44,25 @@ var prices = []struct {
 	{"gemini-2.5-flash", Price{0.3, 2.5, 0.075, 0}},
 }
 
-// PriceOf returns the list price of model, and false when the table does
-// not know it.
-func PriceOf(model string) (Price, bool) {
+// PriceOf returns the price of model, and false when neither table nor
+// the built-in list prices know it. table maps model name prefixes to
+// prices (a configured price table; nil for none); its entries win over
+// the built-in ones.
+func PriceOf(model string, table map[string]Price) (Price, bool) {
 	m := strings.ToLower(model)
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:] // "anthropic/claude-sonnet-4"
 	}
 	best, found := -1, false
 	var p Price
+	for prefix, tp := range table {
+		if strings.HasPrefix(m, strings.ToLower(prefix)) && len(prefix) > best {
+			best, p, found = len(prefix), tp, true
+		}
+	}
+	if found {
+		return p, true
+	}
 	for _, e := range prices {
 		if strings.HasPrefix(m, e.prefix) && len(e.prefix) > best {
 			best, p, found = len(e.prefix), e.p, true

@@ -26,6 +26,8 @@ type metrics struct {
 	backpressure  prometheus.Counter
 	walBytes      prometheus.Counter
 	walErrors     prometheus.Counter
+	trips         *prometheus.CounterVec
+	refused       *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -46,7 +48,9 @@ func newMetrics() *metrics {
 	m.backpressure = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_recorder_backpressure_seconds_total", Help: "Time streams waited for room in the recorder queue (lossless mode)."})
 	m.walBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_wal_bytes_total", Help: "Frame bytes appended to the WAL (before compression)."})
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_wal_errors_total", Help: "Frames the WAL refused."})
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.models, m.tokens, m.ttfb, m.duration, m.overhead, m.appendSeconds,
+	m.trips = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_breaker_trips_total", Help: "Circuit breaker trips by reason (stagnation, no_progress, never_progress, probe_no_progress, max_*, run_max_*, manual)."}, []string{"reason"})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_breaker_refused_total", Help: "Requests the circuit breaker refused, by the reason the session is open."}, []string{"reason"})
+	for _, c := range []prometheus.Collector{m.trips, m.refused, m.requests, m.errors, m.models, m.tokens, m.ttfb, m.duration, m.overhead, m.appendSeconds,
 		m.inflight, m.queue, m.dropped, m.backpressure, m.walBytes, m.walErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)

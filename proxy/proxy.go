@@ -21,6 +21,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -104,6 +105,11 @@ type Options struct {
 	// "run"): bbengine run starts a proxy for one agent running one task.
 	// The defaults are empty.
 	Session, Task, Run string
+	// Breaker configures the circuit breaker (package proxy/breaker); its
+	// Record is wrapped to write each change to the WAL. The default is
+	// breaker.Defaults() with no project. Config.Enabled false turns it
+	// off.
+	Breaker *breaker.Options
 }
 
 // Proxy is a recording reverse proxy: an http.Handler that forwards
@@ -118,6 +124,7 @@ type Proxy struct {
 	rp        *httputil.ReverseProxy
 	rec       *recorder
 	metrics   *metrics
+	breaker   *breaker.Breaker
 	nextEx    atomic.Uint64
 	started   time.Time
 	closeOnce sync.Once
@@ -181,6 +188,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	p.nextEx.Store(uint64(time.Now().UnixNano()))
 	p.metrics = newMetrics()
 	p.rec = newRecorder(p, o.QueueLen)
+	p.breaker = p.newBreaker(o.Breaker)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      tr,

@@ -356,6 +356,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.start.BodyBytes = int64(len(x.body))
+	if v := p.admit(x); v.Refuse {
+		p.refuseBreaker(w, x, v)
+		return
+	}
 	p.rec.request(x)
 	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
 
@@ -576,12 +580,17 @@ func writeError(w http.ResponseWriter, provider string, status int, msg string) 
 			typ = "not_found_error"
 		case http.StatusGatewayTimeout, http.StatusBadGateway:
 			typ = "api_error"
+		case http.StatusTooManyRequests:
+			typ = "rate_limit_error"
 		}
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 	case "gemini":
 		st := "UNAVAILABLE"
-		if status == http.StatusRequestEntityTooLarge {
+		switch status {
+		case http.StatusRequestEntityTooLarge:
 			st = "INVALID_ARGUMENT"
+		case http.StatusTooManyRequests:
+			st = "RESOURCE_EXHAUSTED"
 		}
 		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": st}}
 	default:

@@ -386,6 +386,7 @@ func (r *recorder) r(it item) {
 			DroppedChunks: x.dropped, DroppedBytes: x.dropBytes, Complete: it.ok, Error: it.errMsg,
 			Usage: x.sniff.result(), Model: x.model, SessionID: x.session, Decoded: decoded, Unscanned: unscanned}
 		if u := end.Usage; u != nil {
+			r.p.breaker.Usage(x.session, x.start.RunID, x.model, *u)
 			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "input").Add(float64(u.InputTokens))
 			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "output").Add(float64(u.OutputTokens))
 		}

@@ -74,6 +74,10 @@ func readStep(api llm.API, body []byte) (st step, ok bool) {
 				if err := d.SkipValue(); err != nil {
 					return st, false
 				}
+				// The offset before a value includes the comma before it.
+				for start < int64(len(body)) && strings.IndexByte(", \t\r\n", body[start]) >= 0 {
+					start++
+				}
 				elems = append(elems, [2]int64{start, d.InputOffset()})
 			}
 			if _, err := d.ReadToken(); err != nil {
@@ -94,7 +98,7 @@ func readStep(api llm.API, body []byte) (st step, ok bool) {
 	if len(elems) == 0 {
 		return st, false
 	}
-	raw := func(i int) []byte { return bytes.TrimSpace(body[elems[i][0]:elems[i][1]]) }
+	raw := func(i int) []byte { return body[elems[i][0]:elems[i][1]] }
 	// The tail: the last run of assistant-side elements and what follows.
 	end := len(elems)
 	i := end
@@ -181,14 +185,14 @@ func assistantSide(raw []byte) bool {
 		if err != nil {
 			return false
 		}
-		switch k.String() {
+		switch key := k.String(); key {
 		case "role", "type":
 			v, err := d.ReadToken()
 			if err != nil {
 				return false
 			}
 			if v.Kind() == '"' {
-				if k.String() == "role" {
+				if key == "role" {
 					role = v.String()
 				} else {
 					typ = v.String()

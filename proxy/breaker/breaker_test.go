@@ -450,3 +450,121 @@ func TestDisabled(t *testing.T) {
 		t.Errorf("a disabled breaker refused request %d, records %q", got, rec.ops())
 	}
 }
+
+// TestProtocols drives the same stuck loop in each protocol's own shape.
+func TestProtocols(t *testing.T) {
+	type shape struct {
+		api  llm.API
+		body func(n int) []byte // n identical failed calls so far
+	}
+	mk := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	shapes := map[string]shape{
+		"openai-chat": {llm.OpenAIChat, func(n int) []byte {
+			msgs := []any{map[string]any{"role": "system", "content": "be useful"}, map[string]any{"role": "user", "content": "build it"}}
+			for i := range n {
+				id := fmt.Sprintf("call_%d", i)
+				msgs = append(msgs,
+					map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": id, "type": "function",
+						"function": map[string]any{"name": "shell", "arguments": `{"command":["make"]}`}}}},
+					map[string]any{"role": "tool", "tool_call_id": id, "content": "make: *** Error 2\nExit code: 2"})
+			}
+			return mk(map[string]any{"model": "gpt-5", "messages": msgs, "stream": true})
+		}},
+		"openai-responses": {llm.OpenAIResponses, func(n int) []byte {
+			items := []any{map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "build it"}}}}
+			for i := range n {
+				id := fmt.Sprintf("call_%d", i)
+				items = append(items,
+					map[string]any{"type": "reasoning", "summary": []any{}},
+					map[string]any{"type": "function_call", "call_id": id, "name": "shell", "arguments": `{"command":["make"]}`},
+					map[string]any{"type": "function_call_output", "call_id": id, "output": "Process exited with code 2\nmake: *** Error 2"})
+			}
+			return mk(map[string]any{"model": "gpt-5", "instructions": "be useful", "input": items, "stream": true})
+		}},
+		"gemini": {llm.Gemini, func(n int) []byte {
+			contents := []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "build it"}}}}
+			for range n {
+				contents = append(contents,
+					map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "run_shell_command", "args": map[string]any{"command": "make"}}}}},
+					map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "run_shell_command",
+						"response": map[string]any{"output": "Error: make failed\nExit Code: 2"}}}}})
+			}
+			return mk(map[string]any{"contents": contents})
+		}},
+	}
+	for name, sh := range shapes {
+		t.Run(name, func(t *testing.T) {
+			b, _, _ := newTest(t, Defaults())
+			refused := 0
+			for n := 0; n < 10 && refused == 0; n++ {
+				if v := b.Admit(Call{Session: "s", API: sh.api, Body: sh.body(n)}); v.Refuse {
+					refused = n + 1
+				}
+			}
+			if refused != 5 {
+				t.Fatalf("refused request %d, want 5", refused)
+			}
+			if st, _ := b.Status("s"); st.Reason != "stagnation" || !strings.Contains(st.Detail, "make") {
+				t.Errorf("%s: %s", st.Reason, st.Detail)
+			}
+		})
+	}
+}
+
+// FuzzAdmit feeds arbitrary bodies in every protocol: the breaker never
+// panics, and a body it cannot read is only counted.
+func FuzzAdmit(f *testing.F) {
+	c := newConvo("build")
+	f.Add(c.body())
+	c.step("Bash", map[string]any{"command": "make"}, "Error", true)
+	f.Add(c.body())
+	f.Add([]byte(`{"input":[{"type":"function_call","call_id":"a","name":"x","arguments":"{}"},{"type":"function_call_output","call_id":"a","output":"e"}]}`))
+	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"x"}}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant"},1,"x",null]}`))
+	f.Add([]byte(`{"messages":[`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b := New(Options{Config: Defaults()})
+		for _, api := range []llm.API{llm.AnthropicMessages, llm.OpenAIChat, llm.OpenAIResponses, llm.Gemini} {
+			for range 2 {
+				if v := b.Admit(Call{Session: "s", API: api, Body: body}); v.Refuse {
+					t.Fatalf("%s: refused after two calls: %s", api, v.Message)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkAdmit measures judging a long agent conversation (about 350
+// KiB), against decoding the whole request (llm.DecodeRequest), which is
+// what a breaker that did not skip the history would pay.
+func BenchmarkAdmit(b *testing.B) {
+	c := newConvo("build the project")
+	c.system = strings.Repeat("You are Claude Code. ", 1000)
+	for i := range 60 {
+		c.step("Bash", map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", i)}, strings.Repeat("ok  \tgithub.com/x/y\t0.1s\n", 150), false)
+	}
+	body := c.body()
+	b.Run("admit", func(b *testing.B) {
+		br := New(Options{Config: Defaults()})
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			br.Admit(Call{Session: "s", API: llm.AnthropicMessages, Body: body})
+		}
+	})
+	b.Run("baseline=decode-whole", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := llm.DecodeRequest(llm.AnthropicMessages, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/llm"
@@ -19,7 +20,8 @@ import (
 type step struct {
 	// thread identifies the conversation: a hash of its first message.
 	thread uint64
-	// key is a hash of the tail; a retried request repeats it.
+	// key is a hash of the tail and the conversation's length; a retried
+	// request repeats it.
 	key uint64
 	// turn is the assistant turn the tail starts with (nil for a
 	// thread's first call); after are the messages that follow it.
@@ -55,7 +57,7 @@ func readStep(api llm.API, body []byte) (st step, ok bool) {
 	if msgsKey == "" {
 		return st, false
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(body))
+	d := jsontext.NewDecoder(bytes.NewBuffer(body))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return st, false
 	}
@@ -125,8 +127,12 @@ func readStep(api llm.API, body []byte) (st step, ok bool) {
 	if len(first) > 0 {
 		st.thread = hashMessage(&first[0])
 	}
+	// The key covers the tail and the conversation's length: a retry
+	// repeats both; a new call that repeats the last one word for word
+	// (Gemini sends no call ids) is two messages longer.
 	var h maphash.Hash
 	h.SetSeed(seed)
+	h.WriteString(strconv.Itoa(len(elems)))
 	for j := range tail {
 		writeMessage(&h, &tail[j])
 	}
@@ -175,7 +181,7 @@ func decode(api llm.API, key string, body []byte, offs [][2]int64) ([]llm.Messag
 // an assistant (or Gemini model) message, or a Responses item the model
 // produced (function_call, reasoning, …).
 func assistantSide(raw []byte) bool {
-	d := jsontext.NewDecoder(bytes.NewReader(raw))
+	d := jsontext.NewDecoder(bytes.NewBuffer(raw))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}

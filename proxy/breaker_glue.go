@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"net/http"
@@ -50,13 +51,14 @@ func (p *Proxy) Breaker() *breaker.Breaker { return p.breaker }
 
 // admit asks the circuit breaker about a model call: only model calls of
 // a known session are judged. A session named only in the body
-// (metadata.user_id) is read here, ahead of the recorder.
+// (metadata.user_id) is read here, ahead of the recorder; a body without
+// a user_id is not decoded.
 func (p *Proxy) admit(x *exch) breaker.Verdict {
 	api := llm.Detect(x.route.Path)
 	if api == "" || x.req.Method != http.MethodPost {
 		return breaker.Verdict{}
 	}
-	if x.start.SessionID == "" {
+	if x.start.SessionID == "" && bytes.Contains(x.body, []byte(`"user_id"`)) {
 		if _, _, s := readBody(x.body); s != "" {
 			x.start.SessionID, x.start.SessionSource = s, "body"
 		}

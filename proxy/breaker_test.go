@@ -62,7 +62,9 @@ func TestBreakerRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, body = rg.post(t, "/v1/chat/completions", `{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]}`, map[string]string{"X-Bb-Session-Id": "oa"})
-	var oe struct{ Error struct{ Message, Type, Code string } }
+	var oe struct {
+		Error struct{ Message, Type, Code string }
+	}
 	if json.Unmarshal(body, &oe); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" || oe.Error.Code != "too_many_requests" || !strings.Contains(oe.Error.Message, "runaway") {
 		t.Errorf("OpenAI refusal %d %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}

@@ -146,6 +146,7 @@ type session struct {
 	// thread seen after a restart.
 	seed    *thread
 	cwd     string
+	project string // the project directory the client named
 	last    time.Time
 	dirty   bool // counters changed since the last record
 	history []exchange.Breaker
@@ -203,7 +204,10 @@ func (b *Breaker) Admit(c Call) Verdict {
 	if st.cwd != "" {
 		s.cwd = st.cwd
 	}
-	cfg, _, _ := b.config(s, c.Project)
+	if c.Project != "" {
+		s.project = c.Project
+	}
+	cfg, _, _ := b.config(s)
 	if !cfg.Enabled {
 		return Verdict{}
 	}
@@ -289,7 +293,7 @@ func (b *Breaker) Usage(session, run, model string, u exchange.Usage) {
 	if s == nil {
 		return
 	}
-	cfg, _, _ := b.config(s, "")
+	cfg, _, _ := b.config(s)
 	tokens := u.InputTokens + u.OutputTokens
 	if tokens == 0 {
 		tokens = u.TotalTokens
@@ -453,7 +457,7 @@ func (b *Breaker) trip(s *session, reason, detail string, cfg Config, now time.T
 func (b *Breaker) change(s *session, op, state, reason, detail string, until time.Time, cfg Config, now time.Time) {
 	from := s.state
 	s.state, s.reason, s.detail, s.since, s.until, s.probing = state, reason, clip(detail), now, until, false
-	_, from2, _ := b.config(s, "")
+	_, from2, _ := b.config(s)
 	r := exchange.Breaker{Op: op, Session: s.id, State: state, From: from, Reason: clip(reason), Detail: s.detail,
 		Time: now.UnixNano(), Source: "proxy", Config: clip(from2), Counters: s.c}
 	if !until.IsZero() {
@@ -552,16 +556,11 @@ func (b *Breaker) thread(s *session, id uint64, now time.Time) *thread {
 }
 
 // config returns the thresholds of a session: the global ones, with its
-// project's bbengine.yaml laid over them. hint is a project directory the
-// client named.
-func (b *Breaker) config(s *session, hint string) (Config, string, error) {
-	dir := b.o.Project
-	if dir == "" {
-		dir = hint
-	}
-	if dir == "" {
-		dir = s.cwd
-	}
+// project's bbengine.yaml laid over them. The project directory is the
+// proxy's --project, else the one the client named, else the working
+// directory the session's requests state.
+func (b *Breaker) config(s *session) (Config, string, error) {
+	dir := cmp.Or(b.o.Project, s.project, s.cwd)
 	file := FindProject(dir)
 	if file == "" {
 		return b.o.Config, b.o.ConfigFrom, nil
@@ -638,7 +637,7 @@ func rank(state string) int {
 }
 
 func (b *Breaker) status(s *session) Status {
-	cfg, from, err := b.config(s, "")
+	cfg, from, err := b.config(s)
 	st := Status{Session: s.id, State: s.state, Reason: s.reason, Detail: s.detail, Since: s.since, Until: s.until,
 		Counters: s.c, Config: &cfg, ConfigFrom: from, Transitions: slices.Clone(s.history), Live: true}
 	if err != nil {
@@ -665,7 +664,7 @@ func (b *Breaker) Reset(id, by string) (Status, error) {
 	}
 	s.seed = nil
 	s.c.SinceProgress, s.c.Stagnant = 0, 0
-	cfg, _, _ := b.config(s, "")
+	cfg, _, _ := b.config(s)
 	detail := "reset by " + by
 	b.change(s, "reset", exchange.BreakerClosed, "manual", detail, time.Time{}, cfg, now)
 	return b.status(s), nil
@@ -684,7 +683,7 @@ func (b *Breaker) Trip(id, reason string) (Status, error) {
 	defer b.mu.Unlock()
 	now := b.o.Now()
 	s := b.session(id, now)
-	cfg, _, _ := b.config(s, "")
+	cfg, _, _ := b.config(s)
 	b.change(s, "trip", exchange.BreakerOpen, "manual", reason, time.Time{}, cfg, now)
 	return b.status(s), nil
 }
@@ -736,7 +735,7 @@ func (b *Breaker) snapshot(s *session) {
 	if !s.dirty {
 		return
 	}
-	_, from, _ := b.config(s, "")
+	_, from, _ := b.config(s)
 	r := exchange.Breaker{Op: "snapshot", Session: s.id, State: s.state, Reason: s.reason, Detail: s.detail,
 		Time: b.o.Now().UnixNano(), Source: "proxy", Config: clip(from), Counters: s.c}
 	if !s.until.IsZero() {

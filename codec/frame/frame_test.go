@@ -131,7 +131,7 @@ func TestKindNames(t *testing.T) {
 			t.Errorf("ParseKind(%q) = %v, %v", k.String(), got, ok)
 		}
 	}
-	for _, s := range []string{"", "invalid", "0", "11", "1000", "x"} {
+	for _, s := range []string{"", "invalid", "0", itoa(uint64(kindEnd)), "255", "1000", "x"} {
 		if _, ok := ParseKind(s); ok {
 			t.Errorf("ParseKind(%q) succeeded", s)
 		}

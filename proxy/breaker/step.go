@@ -255,14 +255,17 @@ func writePart(h *maphash.Hash, p *llm.Part) {
 	}
 }
 
-// workingDir finds the agent's working directory in a request: Claude
-// Code's "Working directory: /path" line in the system prompt, or a
-// Codex "<cwd>/path</cwd>" in the environment context.
+// workingDir finds the agent's working directory in a request: the line
+// of Claude Code's environment that states it (2.1.330 sends " - Primary
+// working directory: /path" in a message of role system in the
+// conversation; earlier versions "Working directory: /path" in the
+// system prompt), or a Codex "<cwd>/path</cwd>" in the environment
+// context.
 func workingDir(system, body []byte) string {
 	for _, m := range []struct {
 		in          []byte
 		open, close string
-	}{{system, `Working directory: `, `\n`}, {body, `<cwd>`, `</cwd>`}} {
+	}{{body, `Primary working directory: `, `\n`}, {system, `Working directory: `, `\n`}, {body, `<cwd>`, `</cwd>`}} {
 		i := bytes.Index(m.in, []byte(m.open))
 		if i < 0 {
 			continue

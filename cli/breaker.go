@@ -651,18 +651,20 @@ func restoreBreaker(e *engine.Engine, log *wal.Log, b *breaker.Breaker) error {
 func walBreakers(log *wal.Log, from uint64) ([]exchange.Breaker, error) {
 	r := log.NewReader()
 	defer r.Close()
-	if err := r.Seek(from); err != nil {
-		first, ferr := log.First()
-		if ferr != nil || first <= from {
-			var be *wal.BoundaryError
-			if !errors.As(err, &be) {
-				return nil, fmt.Errorf("read the WAL from offset %d: %w", from, err)
-			}
-			first = be.Next
+	err := r.Seek(from)
+	var be *wal.BoundaryError
+	switch {
+	case err == nil:
+	case errors.As(err, &be):
+		err = r.Seek(be.Next) // a repaired segment left a gap
+	case errors.Is(err, wal.ErrOutOfRange):
+		// Retention removed frames the engine had not derived.
+		if first, ferr := log.First(); ferr == nil && first > from {
+			err = r.Seek(first)
 		}
-		if err := r.Seek(first); err != nil {
-			return nil, fmt.Errorf("read the WAL from offset %d: %w", first, err)
-		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the WAL from offset %d: %w", from, err)
 	}
 	var out []exchange.Breaker
 	for r.Next() {

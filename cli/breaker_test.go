@@ -7,13 +7,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy/breaker"
+	"github.com/bbengine/bbengine/wal"
 )
 
 // loopRequest is an Anthropic request after n identical failed Bash
@@ -239,5 +244,50 @@ func TestBreakerConfigErrors(t *testing.T) {
 	}
 	if _, errs, code = run(t, "--dir", t.TempDir()+"/none", "breaker", "status"); code != 1 || !strings.Contains(errs, "no data directory") {
 		t.Fatalf("status of a missing directory: %d %s", code, errs)
+	}
+}
+
+// TestRestoreBreakerTail: a proxy restores both the records the engine
+// has derived and those of the WAL beyond them.
+func TestRestoreBreakerTail(t *testing.T) {
+	dir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	e, err := engine.Open(dir, &engine.Options{WAL: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	appendTrip := func(session, reason string) {
+		p, err := exchange.AppendBreaker(nil, exchange.Breaker{Op: "trip", Session: session, State: exchange.BreakerOpen,
+			From: exchange.BreakerClosed, Reason: "manual", Detail: reason, Time: time.Now().UnixNano(), Source: "cli"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := log.Append(wal.Record{Kind: frame.KindBreaker, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTrip("derived", "one")
+	log.Append(wal.Record{Kind: frame.KindBreaker, Payload: []byte(`{"op":"trip"`)}) // skipped
+	if _, err := e.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	appendTrip("tail", "two")
+	b := breaker.New(breaker.Options{Config: breaker.Defaults()})
+	if err := restoreBreaker(e, log, b); err != nil {
+		t.Fatal(err)
+	}
+	for session, detail := range map[string]string{"derived": "one", "tail": "two"} {
+		st, ok := b.Status(session)
+		if !ok || st.State != exchange.BreakerOpen || st.Detail != detail {
+			t.Errorf("%s: %+v", session, st)
+		}
+	}
+	if recs, err := e.Breakers("derived"); err != nil || len(recs) != 1 || recs[0].Offset == 0 {
+		t.Errorf("derived records %+v, %v", recs, err)
 	}
 }

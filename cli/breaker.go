@@ -242,33 +242,8 @@ type localBreakers struct {
 }
 
 func openLocalBreakers(ctx context.Context, dir string, opts breaker.Options, write bool) (*localBreakers, func() error, error) {
-	var log *wal.Log
-	var eopts *engine.Options
-	if write {
-		if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
-			return nil, nil, err
-		}
-		var err error
-		if log, err = wal.Open(filepath.Join(dir, "wal"), nil); err != nil {
-			return nil, nil, fmt.Errorf("open the WAL: %w", err)
-		}
-		eopts = &engine.Options{WAL: log}
-	}
-	e, err := engine.Open(dir, eopts)
-	if err == nil {
-		_, err = e.CatchUp(ctx)
-		if err != nil {
-			e.Close()
-		}
-	}
+	e, log, closeEL, err := openEngineHere(ctx, dir, write)
 	if err != nil {
-		if log != nil {
-			log.Close()
-		}
-		var le *engine.LockedError
-		if errors.As(err, &le) {
-			return nil, nil, fmt.Errorf("%w; it serves no queries (no endpoint in the lock file), so stop it or retry later", err)
-		}
 		return nil, nil, err
 	}
 	lb := &localBreakers{e: e, log: log, ctx: ctx}
@@ -277,24 +252,16 @@ func openLocalBreakers(ctx context.Context, dir string, opts breaker.Options, wr
 	lb.b = breaker.New(opts)
 	recs, err := e.BreakerLatest(maxBreakerRestore)
 	if err != nil {
-		lb.close()
+		closeEL()
 		return nil, nil, err
 	}
 	lb.b.Restore(plainBreakers(recs))
-	return lb, lb.close, nil
+	return lb, closeEL, nil
 }
 
 // maxBreakerRestore is how many of each session's latest records a
 // breaker is restored from: its transitions and the latest snapshot.
 const maxBreakerRestore = 21
-
-func (lb *localBreakers) close() error {
-	err := lb.e.Close()
-	if lb.log != nil {
-		err = errors.Join(err, lb.log.Close())
-	}
-	return err
-}
 
 // record writes a change to the WAL, synced, and derives it.
 func (lb *localBreakers) record(r exchange.Breaker) error {

@@ -196,6 +196,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			mcpCommand(),
 			toolsCommand(),
 			runCommand(),
+			breakerCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/bbengine/bbengine/proxy/breaker"
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 )
@@ -67,6 +68,9 @@ func (cfg *config) check(app *ucli.App) error {
 			k, v := m.Content[i], m.Content[i+1]
 			if findFlag(flags, k.Value) != nil {
 				continue
+			}
+			if where == "" && k.Value == breaker.Section {
+				continue // the circuit breaker's thresholds (breakerOptions)
 			}
 			if cmd := findCommand(cmds, k.Value); cmd != nil && v.Kind == yaml.MappingNode {
 				if err := walk(v, cmd.Flags, cmd.Subcommands, where+k.Value+"."); err != nil {

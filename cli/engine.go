@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/proxy/breaker"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -186,8 +187,10 @@ var (
 // written in the lock file (readable only by the directory's owner). The
 // harness API (harness.go) answers its routes with the same handlers.
 type queryServer struct {
-	e     *engine.Engine
-	mem   *localMemory
+	e   *engine.Engine
+	mem *localMemory
+	// brk is the proxy's circuit breaker.
+	brk   *breaker.Breaker
 	token string
 	srv   *http.Server
 	ln    net.Listener
@@ -197,10 +200,10 @@ type queryServer struct {
 // writes its address into the lock file. The server is returned even
 // when it could not listen, with the error: the harness API still uses
 // its handlers.
-func startQueryServer(e *engine.Engine, mem *localMemory) (*queryServer, error) {
+func startQueryServer(e *engine.Engine, mem *localMemory, brk *breaker.Breaker) (*queryServer, error) {
 	var b [16]byte
 	rand.Read(b[:])
-	q := &queryServer{e: e, mem: mem, token: hex.EncodeToString(b[:])}
+	q := &queryServer{e: e, mem: mem, brk: brk, token: hex.EncodeToString(b[:])}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return q, fmt.Errorf("query endpoint: %w", err)
@@ -298,6 +301,10 @@ func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(path, "memory/") {
 		q.serveMemory(w, r, path, reply)
+		return
+	}
+	if path == "breaker" || strings.HasPrefix(path, "breaker/") {
+		q.serveBreaker(w, r, path, reply)
 		return
 	}
 	switch {

@@ -384,15 +384,35 @@ func openMemory(c *ucli.Context, write bool) (memory, func() error, error) {
 // openLocalMemory opens the engine and the index of dir here, holding
 // the directory until the returned function closes them.
 func openLocalMemory(ctx context.Context, dir string, write bool) (*localMemory, func() error, error) {
-	var log *wal.Log
+	e, log, closeEL, err := openEngineHere(ctx, dir, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, err := index.Open(indexDir(dir), nil)
+	if err != nil {
+		closeEL()
+		return nil, nil, err
+	}
+	m := &localMemory{e: e, ix: ix, log: log}
+	if err := m.sync(); err != nil {
+		ix.Close()
+		closeEL()
+		return nil, nil, err
+	}
+	return m, func() error { return errors.Join(ix.Close(), closeEL()) }, nil
+}
+
+// openEngineHere opens the engine of dir in this process, caught up with
+// the WAL, holding the directory until close; with write, the WAL is
+// open for appending (log is nil without).
+func openEngineHere(ctx context.Context, dir string, write bool) (e *engine.Engine, log *wal.Log, close func() error, err error) {
 	var opts *engine.Options
 	if write {
 		if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		var err error
 		if log, err = wal.Open(filepath.Join(dir, "wal"), nil); err != nil {
-			return nil, nil, fmt.Errorf("open the WAL: %w", err)
+			return nil, nil, nil, fmt.Errorf("open the WAL: %w", err)
 		}
 		opts = &engine.Options{WAL: log}
 	}
@@ -402,34 +422,21 @@ func openLocalMemory(ctx context.Context, dir string, write bool) (*localMemory,
 		}
 		return nil
 	}
-	e, err := engine.Open(dir, opts)
+	e, err = engine.Open(dir, opts)
 	if err != nil {
 		closeLog()
 		var le *engine.LockedError
 		if errors.As(err, &le) {
-			return nil, nil, fmt.Errorf("%w; it serves no queries (no endpoint in the lock file), so stop it or retry later", err)
+			return nil, nil, nil, fmt.Errorf("%w; it serves no queries (no endpoint in the lock file), so stop it or retry later", err)
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := e.CatchUp(ctx); err != nil {
 		e.Close()
 		closeLog()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ix, err := index.Open(indexDir(dir), nil)
-	if err != nil {
-		e.Close()
-		closeLog()
-		return nil, nil, err
-	}
-	m := &localMemory{e: e, ix: ix, log: log}
-	if err := m.sync(); err != nil {
-		ix.Close()
-		e.Close()
-		closeLog()
-		return nil, nil, err
-	}
-	return m, func() error { return errors.Join(ix.Close(), e.Close(), closeLog()) }, nil
+	return e, log, func() error { return errors.Join(e.Close(), closeLog()) }, nil
 }
 
 // correctHere applies a correction with a memory opened here: it writes

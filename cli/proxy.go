@@ -18,6 +18,7 @@ import (
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -38,6 +39,8 @@ func proxyCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let in-flight streams finish on SIGINT/SIGTERM"},
 			&ucli.StringFlag{Name: "api", Usage: "serve the harness API (packs, outcomes, checkpoints, goals, search) on this loopback address, e.g. 127.0.0.1:7435; off when empty"},
 			&ucli.StringFlag{Name: "api-token", Usage: "bearer token of the harness API (at least 16 characters); when empty one is generated into <dir>/api.token"},
+			&ucli.StringFlag{Name: "breaker", Value: "on", Usage: "the circuit breaker that refuses a session's requests once it loops without progress: on or off (thresholds: circuit_breaker: in --config, a project's bbengine.yaml)"},
+			&ucli.StringFlag{Name: "project", Usage: "project `DIR` of every session, whose bbengine.yaml sets the breaker's thresholds (default: found from each agent's working directory)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -60,12 +63,24 @@ func proxyCommand() *ucli.Command {
 					return usagef("proxy: --api: %v", err)
 				}
 			}
+			var on bool
+			switch c.String("breaker") {
+			case "on":
+				on = true
+			case "off":
+			default:
+				return usagef("proxy: --breaker %q: want on or off", c.String("breaker"))
+			}
+			bopts, err := breakerOptions(c.String("config"), c.String("project"), on)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runProxy(ctx, c.App.Writer, c.App.ErrWriter, proxyConfig{
 				dir: c.String("dir"), listen: c.String("listen"), sync: syncPolicy,
 				opts: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
-					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact")},
+					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts},
 				shutdown: c.Duration("shutdown-timeout"), api: c.String("api"), apiToken: c.String("api-token"),
 			}, nil)
 		},
@@ -126,13 +141,22 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		log.Close()
 		return usagef("proxy: --redact: %v", err)
 	}
-	eng := startEngine(cfg.dir, log, red, opts.Logf)
-	closeEngine := eng.close
 	p, err := proxy.New(log, &opts)
 	if err != nil {
-		closeEngine()
 		log.Close()
 		return err
+	}
+	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker())
+	closeEngine := eng.close
+	// The breaker takes back what it recorded before this start (an open
+	// session stays open) before the first request is judged; an engine
+	// that is slow to open (another command holds the directory, or it
+	// rebuilds) is not waited for long.
+	select {
+	case <-eng.restored:
+	case <-time.After(breakerRestoreWait):
+		fmt.Fprintf(stderr, "bbengine proxy: the circuit breaker's recorded state is not restored yet (the engine is not open after %v); sessions it sees meanwhile start afresh\n", breakerRestoreWait)
+	case <-ctx.Done():
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -256,7 +280,15 @@ type proxyEngine struct {
 	syncers sync.WaitGroup
 	// addr is the proxy's listening address, for the lock file.
 	addr string
+	// brk is the proxy's circuit breaker; restored is closed once it has
+	// taken back its recorded state (or that failed).
+	brk      *breaker.Breaker
+	restored chan struct{}
 }
+
+// breakerRestoreWait bounds how long the proxy waits for the engine to
+// restore the circuit breaker before it serves.
+const breakerRestoreWait = 10 * time.Second
 
 // setProxy records the proxy's address in the lock file, now or when
 // the engine opens.
@@ -269,15 +301,21 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1)}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{})}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
 
 func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) {
 	defer close(pe.done)
+	restored := false
+	defer func() {
+		if !restored {
+			close(pe.restored)
+		}
+	}()
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
@@ -299,6 +337,13 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		case <-time.After(time.Second):
 		}
 	}
+	if pe.brk != nil {
+		if err := restoreBreaker(e, log, pe.brk); err != nil {
+			logf("circuit breaker: restoring its recorded state: %v (sessions start afresh)", err)
+		}
+	}
+	restored = true
+	close(pe.restored)
 	var mem *localMemory
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
@@ -307,7 +352,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
-	qs, err := startQueryServer(e, mem)
+	qs, err := startQueryServer(e, mem, pe.brk)
 	if err != nil {
 		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
 	}

@@ -119,7 +119,11 @@ func runAgent(c *ucli.Context) error {
 				return err
 			}
 		}
-		if r, stopProxy, err = startRunProxy(c.Context, dir, proxy.Options{Upstreams: ups, Mode: mode, Session: pl.session, Task: pl.task, Run: pl.runID}); err != nil {
+		bopts, err := breakerOptions(c.String("config"), "", true)
+		if err != nil {
+			return err
+		}
+		if r, stopProxy, err = startRunProxy(c.Context, dir, proxy.Options{Upstreams: ups, Mode: mode, Session: pl.session, Task: pl.task, Run: pl.runID, Breaker: &bopts}); err != nil {
 			return err
 		}
 	} else if len(ups) > 0 || c.IsSet("mode") {
@@ -230,6 +234,11 @@ func (pl *runPlan) exec(c *ucli.Context, r *remote) (int, string, error) {
 	cmd := exec.Command(pl.agent[0], pl.agent[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 	headers := fmt.Sprintf("X-Bb-Session-Id: %s\nX-Bb-Task-Id: %s\nX-Bb-Run-Id: %s", pl.session, pl.task, pl.runID)
+	if wd, err := os.Getwd(); err == nil && !strings.ContainsAny(wd, "\r\n") {
+		// The project whose bbengine.yaml sets the circuit breaker's
+		// thresholds for this run.
+		headers += "\nX-Bb-Project: " + wd
+	}
 	if h := os.Getenv("ANTHROPIC_CUSTOM_HEADERS"); h != "" {
 		headers = h + "\n" + headers
 	}

@@ -14,7 +14,8 @@ func showCommand() *ucli.Command {
 		Description: "bbox output: a header (format, id, repo_sha, model, client_version), @start, u:/a:/th:\n" +
 			"messages, t: tool calls with their results (o: for results that came later), a\n" +
 			"# metrics line per model call, @end. Outputs over --blob-threshold bytes go to\n" +
-			"<dir>/blobs and appear as @blob sha256=… bytes=…. JSON output: the session and its\n" +
+			"<dir>/blobs and appear as @blob sha256=… bytes=…. The circuit breaker's changes show\n" +
+			"as @escalate (it opened) and @notify (half-open, closed, reset) lines. JSON output: the session and its\n" +
 			"events, each with its provenance (exchange, request id, WAL offsets).",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "format", Value: "bbox", Usage: "bbox or json"},
@@ -51,11 +52,20 @@ func showCommand() *ucli.Command {
 				_, err = c.App.Writer.Write(out)
 				return err
 			}
+			var brk []engine.BreakerRecord
+			if br, ok := r.(interface {
+				Breakers(string) ([]engine.BreakerRecord, error)
+			}); ok {
+				if brk, err = br.Breakers(s.ID); err != nil {
+					return err
+				}
+			}
 			doc, err := engine.BBox(s, events, &engine.BBoxOptions{
 				BlobThreshold: c.Int("blob-threshold"),
 				Blobs:         engine.NewBlobs(c.String("dir")),
 				RepoSHA:       c.String("repo-sha"),
 				Task:          c.String("task"),
+				Breakers:      brk,
 			})
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -29,6 +30,11 @@ type BBoxOptions struct {
 	RepoSHA string
 	// Task, when set, names the task the events were selected for.
 	Task string
+	// Breakers are the session's circuit breaker records (Engine.Breakers),
+	// shown where they happened: a trip as an "@escalate" line, a
+	// half-open, close or reset as an "@notify" line; snapshots are not
+	// shown. With Task set, only those within the task's events are.
+	Breakers []BreakerRecord
 }
 
 // reservedArg are the metadata keys of a bbox call line; a tool argument
@@ -84,8 +90,19 @@ func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) 
 	// usage, and the calls of threads running side by side (parallel
 	// subagents) interleave, so each thread has its own open call.
 	open := map[int]*Event{}
+	brk := o.Breakers
+	if o.Task != "" {
+		brk = breakersWithin(brk, events)
+	}
 	for i := range events {
 		ev := &events[i]
+		if i == 0 || r.imp || ev.Prov.Exchange != events[i-1].Prov.Exchange {
+			// Between exchanges: the breaker's changes up to this one.
+			for len(brk) > 0 && brk[0].Time <= ev.Time {
+				r.breaker(&brk[0])
+				brk = brk[1:]
+			}
+		}
 		if r.imp && ev.Kind == KindModelCall {
 			// A call without usage ends where its thread's next call begins.
 			if c := open[ev.Thread]; c != nil {
@@ -117,6 +134,9 @@ func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) 
 		if err := r.metricsFor(open[th], nil); err != nil {
 			return nil, err
 		}
+	}
+	for i := range brk {
+		r.breaker(&brk[i])
 	}
 	end := fmt.Sprintf("ts=%s requests=%d tokens_in=%d tokens_out=%d cached=%d", stamp(s.Last), s.Requests, s.Usage.Input, s.Usage.Output, s.Usage.CacheRead)
 	if o.Task != "" {
@@ -789,4 +809,49 @@ func partNote(p llm.Part) string {
 		return fmt.Sprintf("[%s] %s", p.Type, p.Text)
 	}
 	return fmt.Sprintf("[%s %d bytes]", p.Type, len(p.Raw))
+}
+
+// breakersWithin returns the records of recs from the first event's time
+// to the last one's.
+func breakersWithin(recs []BreakerRecord, events []Event) []BreakerRecord {
+	if len(events) == 0 {
+		return nil
+	}
+	first, last := events[0].Time, events[len(events)-1].Time
+	var out []BreakerRecord
+	for _, b := range recs {
+		if b.Time >= first && b.Time <= last {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// breaker writes a circuit breaker change: "@escalate" for a trip (a
+// person has to look: the agent's requests are refused), "@notify" for
+// the rest. Snapshots only carry counters and are not shown.
+func (r *renderer) breaker(b *BreakerRecord) {
+	name, text := "notify", ""
+	switch b.Op {
+	case "snapshot":
+		return
+	case "trip":
+		name, text = "escalate", "circuit breaker opened ("+b.Reason+"): "+b.Detail
+	case "half-open":
+		text = "circuit breaker half-open: " + b.Detail
+	case "close":
+		text = "circuit breaker closed: " + b.Detail
+	case "reset":
+		text = "circuit breaker reset: " + b.Detail
+	default:
+		return
+	}
+	c := b.Counters
+	body := fmt.Sprintf("%s state=%s from=%s reason=%s calls=%d since_progress=%d stagnant=%d source=%s",
+		bbox.Quote(text), b.State, cmp.Or(b.From, "closed"), bbox.Quote(b.Reason), c.Calls, c.SinceProgress, c.Stagnant, b.Source)
+	if b.Until > 0 {
+		body += " until=" + stamp(b.Until)
+	}
+	body += fmt.Sprintf(" ts=%s extra.offset=%d", stamp(b.Time), b.Offset)
+	r.add(bbox.Line{Kind: bbox.KindLifecycle, Name: name, Body: body})
 }

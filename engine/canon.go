@@ -288,6 +288,9 @@ func (c *canonicalizer) frame(h frame.Header, off uint64, p []byte) error {
 	if h.Kind == frame.KindMemory {
 		return c.memoryFrame(off, h.Time, p)
 	}
+	if h.Kind == frame.KindBreaker {
+		return c.breakerFrame(off, p)
+	}
 	if h.Exchange == 0 {
 		return nil
 	}

@@ -246,7 +246,12 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: "upstream", Status: ex.Status, Type: resp.Error.Type, Message: resp.Error.Message}, Prov: d.respProv()})
 		upstream = true
 	}
-	if ex.Status >= 400 && !upstream {
+	// A status the proxy answered itself (a refusal by the circuit
+	// breaker, a body too large) is explained by its own error frame.
+	own := slices.ContainsFunc(x.Errors, func(e exchange.Error) bool {
+		return e.Status == ex.Status && (e.Stage == "breaker" || e.Stage == "request")
+	})
+	if ex.Status >= 400 && !upstream && !own {
 		msg := fmt.Sprintf("HTTP %d", ex.Status)
 		if respErr != nil {
 			msg += " (" + respErr.Error() + ")"

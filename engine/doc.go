@@ -37,8 +37,9 @@
 //	'o'     'o' exchange u64                      first frame offset u64 BE    exchanges still open
 //	'f'     'f' file path (bytes)                 ImportFileState              imported files
 //	'p'     'p' session id (bytes)                empty                        imports to derive
-//	'a'     'a' …                                 reserved: artifacts          memory
-//	'i'     'i' …                                 reserved: secondary indexes  memory
+//	'a'     'a' …                                 Artifact                     memory
+//	'i'     'i' …                                 states, briefs, reports      memory
+//	'k'     'k' session id 0x00 offset u64        BreakerRecord                circuit breaker
 //
 //	meta names
 //	  applied   u64 BE  WAL offset of the next frame to read

@@ -17,7 +17,7 @@ const (
 
 // derivedPrefixes lists every family Rebuild drops.
 var derivedPrefixes = []byte{prefixMeta, prefixExchange, prefixSession, prefixOrdinal,
-	prefixEvent, prefixConvo, prefixOpen, prefixArtifact, prefixIndex, prefixImportFile, prefixImportPending}
+	prefixEvent, prefixConvo, prefixOpen, prefixArtifact, prefixIndex, prefixImportFile, prefixImportPending, prefixBreaker}
 
 // Meta key names.
 var (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,7 +135,7 @@ func TestBreakerRefuses(t *testing.T) {
 	}
 	r := rg.log.NewReader()
 	defer r.Close()
-	var trips []string
+	var trips, snapshots []string
 	for r.Next() {
 		if r.Header().Kind != frame.KindBreaker {
 			continue
@@ -147,10 +148,20 @@ func TestBreakerRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("breaker frame at %d: %v", r.Offset(), err)
 		}
+		if b.Op == "snapshot" {
+			snapshots = append(snapshots, b.Session)
+			continue
+		}
 		trips = append(trips, b.Session+":"+b.Reason)
 	}
 	if got := strings.Join(trips, " "); got != "loop:stagnation oa:manual gm:manual slow:manual" {
 		t.Errorf("breaker frames %q", got)
+	}
+	// Close wrote the counters of the sessions that changed since their
+	// last record: other's always (loop's when the usage of its last
+	// forwarded call came after its trip).
+	if !slices.Contains(snapshots, "other") {
+		t.Errorf("snapshots of %q, want other's", snapshots)
 	}
 }
 

@@ -220,7 +220,12 @@ func (bufferPool) Put(b []byte) { copyBufs.Put(&b) }
 // the server has stopped sending requests to the proxy.
 func (p *Proxy) Close() error {
 	var err error
-	p.closeOnce.Do(func() { err = p.rec.close() })
+	p.closeOnce.Do(func() {
+		// The breaker's counters go to the WAL before the recorder stops,
+		// so a restart resumes them.
+		p.breaker.Snapshot()
+		err = p.rec.close()
+	})
 	return err
 }
 

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ type Options struct {
 	Now func() time.Time
 	// Logf receives one line per problem worth a person's attention.
 	Logf func(format string, args ...any)
+	// Source names the writer in records: "proxy" (the default) or "cli"
+	// (a command changing a session while no proxy runs).
+	Source string
 }
 
 // Call is one model call request, as Admit sees it.
@@ -186,6 +190,9 @@ func New(o Options) *Breaker {
 	}
 	if o.ConfigFrom == "" {
 		o.ConfigFrom = "defaults"
+	}
+	if o.Source == "" {
+		o.Source = "proxy"
 	}
 	return &Breaker{o: o, sessions: map[string]*session{}, projects: map[string]*project{}}
 }
@@ -459,7 +466,7 @@ func (b *Breaker) change(s *session, op, state, reason, detail string, until tim
 	s.state, s.reason, s.detail, s.since, s.until, s.probing = state, reason, clip(detail), now, until, false
 	_, from2, _ := b.config(s)
 	r := exchange.Breaker{Op: op, Session: s.id, State: state, From: from, Reason: clip(reason), Detail: s.detail,
-		Time: now.UnixNano(), Source: "proxy", Config: clip(from2), Counters: s.c}
+		Time: now.UnixNano(), Source: b.o.Source, Config: clip(from2), Counters: s.c}
 	if !until.IsZero() {
 		r.Until = until.UnixNano()
 	}
@@ -709,11 +716,19 @@ func (b *Breaker) Restore(recs []exchange.Breaker) {
 			if len(s.history) > maxTransitions {
 				s.history = slices.Delete(s.history, 0, len(s.history)-maxTransitions)
 			}
-			s.state, s.reason, s.detail, s.since = r.State, r.Reason, r.Detail, time.Unix(0, r.Time)
-			s.until = time.Time{}
-			if r.Until > 0 {
-				s.until = time.Unix(0, r.Until)
-			}
+			s.since = time.Unix(0, r.Time)
+		}
+		// A snapshot repeats the state it was taken in, so the state
+		// survives even when the change itself is no longer among recs.
+		s.state, s.reason, s.detail = r.State, r.Reason, r.Detail
+		s.until = time.Time{}
+		if r.Until > 0 {
+			s.until = time.Unix(0, r.Until)
+		}
+		if s.project == "" && filepath.Base(r.Config) == ProjectFile && filepath.IsAbs(r.Config) {
+			// The project the session's thresholds came from, until its
+			// next request names one.
+			s.project = filepath.Dir(r.Config)
 		}
 		s.c = r.Counters
 		s.seed = &thread{sinceProgress: r.Counters.SinceProgress, stagnant: r.Counters.Stagnant, progressed: r.Counters.Progressed}
@@ -737,7 +752,7 @@ func (b *Breaker) snapshot(s *session) {
 	}
 	_, from, _ := b.config(s)
 	r := exchange.Breaker{Op: "snapshot", Session: s.id, State: s.state, Reason: s.reason, Detail: s.detail,
-		Time: b.o.Now().UnixNano(), Source: "proxy", Config: clip(from), Counters: s.c}
+		Time: b.o.Now().UnixNano(), Source: b.o.Source, Config: clip(from), Counters: s.c}
 	if !s.until.IsZero() {
 		r.Until = s.until.UnixNano()
 	}

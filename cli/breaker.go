@@ -1,0 +1,650 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/proxy/breaker"
+	"github.com/bbengine/bbengine/wal"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func breakerCommand() *ucli.Command {
+	jsonFlag := &ucli.BoolFlag{Name: "json", Usage: "print JSON"}
+	return &ucli.Command{
+		Name:  "breaker",
+		Usage: "the circuit breaker that stops agent loops making no progress: status, reset, trip",
+		Description: "The proxy's circuit breaker watches each session's model calls. It opens after\n" +
+			"max_loops_no_progress calls without progress (default 10), stagnation_threshold\n" +
+			"consecutive stagnant calls (same tool call, same error, same answer; default 3), or\n" +
+			"max_loops_never_progress calls of an agent that never changes anything (default 20),\n" +
+			"or at a cap (calls, tokens, cost, wall time; none by default). An open session's\n" +
+			"requests get the provider's 429 until the cooldown (default 300 s) lets one probe\n" +
+			"through: progress closes it, none opens it again. Thresholds: a circuit_breaker:\n" +
+			"section in the --config file, overridden per project by a bbengine.yaml in the\n" +
+			"project's root (found from the agent's working directory, or proxy --project).\n" +
+			"With a proxy running, these commands ask it; otherwise they read (and write) the\n" +
+			"records the breaker keeps in the WAL, which the next proxy start restores.",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "status",
+				Usage:     "a session's breaker: state, why it tripped, counters, thresholds, transitions (every session without SESSION)",
+				ArgsUsage: "[SESSION]",
+				Flags:     []ucli.Flag{jsonFlag},
+				Action:    breakerStatus,
+			},
+			{
+				Name:      "reset",
+				Usage:     "close a session's breaker now and clear its loop counters (a manual override)",
+				ArgsUsage: "SESSION",
+				Flags:     []ucli.Flag{jsonFlag},
+				Action: func(c *ucli.Context) error {
+					return breakerChange(c, "reset", "")
+				},
+			},
+			{
+				Name:      "trip",
+				Usage:     "open a session's breaker until a reset (an emergency stop)",
+				ArgsUsage: "SESSION",
+				Flags: []ucli.Flag{
+					&ucli.StringFlag{Name: "reason", Usage: "why (shown to the agent in the error and in status); required"},
+					jsonFlag,
+				},
+				Action: func(c *ucli.Context) error {
+					return breakerChange(c, "trip", c.String("reason"))
+				},
+			},
+		},
+	}
+}
+
+// breakers is what answers breaker commands: the running proxy's breaker,
+// or the records kept in the data directory.
+type breakers interface {
+	Status(session string) (breaker.Status, error)
+	List() ([]breaker.Status, error)
+	Reset(session, by string) (breaker.Status, error)
+	Trip(session, reason string) (breaker.Status, error)
+	// resolve turns a unique prefix of a session id into the id.
+	resolve(id string) (string, error)
+}
+
+// errNoBreaker is the error for a session the breaker knows nothing of.
+func errNoBreaker(session string) error {
+	return fmt.Errorf("%w: the circuit breaker has no record of session %q: it records a session's first change (a trip) and, when the proxy stops, its counters; `bbengine breaker status` lists the sessions it knows", engine.ErrNotFound, session)
+}
+
+func openBreakers(c *ucli.Context, write bool) (breakers, func() error, error) {
+	dir := c.String("dir")
+	if r := runningProxy(dir); r != nil {
+		return &remoteBreakers{r}, func() error { return nil }, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "wal")); errors.Is(err, os.ErrNotExist) && !write {
+		return nil, nil, fmt.Errorf("no data directory at %s (bbengine proxy creates it; --dir names another)", dir)
+	}
+	opts, err := breakerOptions(c.String("config"), "", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openLocalBreakers(c.Context, dir, opts, write)
+}
+
+func breakerStatus(c *ucli.Context) error {
+	if c.NArg() > 1 {
+		return usagef("breaker status: takes at most one SESSION (got %d arguments)", c.NArg())
+	}
+	b, closeB, err := openBreakers(c, false)
+	if err != nil {
+		return err
+	}
+	defer closeB()
+	if c.NArg() == 0 {
+		all, err := b.List()
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			if all == nil {
+				all = []breaker.Status{}
+			}
+			return writeJSON(c, all)
+		}
+		return printBreakerList(c.App.Writer, all)
+	}
+	id, err := b.resolve(c.Args().First())
+	if err != nil {
+		return err
+	}
+	st, err := b.Status(id)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c, st)
+	}
+	printBreakerStatus(c.App.Writer, st, time.Now())
+	return nil
+}
+
+func breakerChange(c *ucli.Context, op, reason string) error {
+	if c.NArg() != 1 {
+		return usagef("breaker %s: need exactly one SESSION", op)
+	}
+	if op == "trip" && strings.TrimSpace(reason) == "" {
+		return usagef("breaker trip: --reason must say why")
+	}
+	b, closeB, err := openBreakers(c, true)
+	if err != nil {
+		return err
+	}
+	defer closeB()
+	id := c.Args().First()
+	if !exchange.ValidID(id) {
+		return usagef("breaker %s: %q is not a session id (1 to %d bytes of UTF-8 without control characters)", op, id, exchange.MaxNoteID)
+	}
+	var st breaker.Status
+	if op == "reset" {
+		if id, err = b.resolve(id); err != nil {
+			return err
+		}
+		st, err = b.Reset(id, whoami())
+	} else {
+		if full, rerr := b.resolve(id); rerr == nil {
+			id = full
+		}
+		st, err = b.Trip(id, reason)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c, st)
+	}
+	if op == "reset" {
+		fmt.Fprintf(c.App.Writer, "session %s: breaker closed (reset); its next request goes through\n", st.Session)
+	} else {
+		fmt.Fprintf(c.App.Writer, "session %s: breaker open until `bbengine breaker reset %s`; its requests get a 429 saying: %s\n", st.Session, st.Session, st.Detail)
+	}
+	if !st.Live {
+		fmt.Fprintf(c.App.Writer, "(no proxy runs: recorded in the WAL; the next proxy start takes it)\n")
+	}
+	return nil
+}
+
+// whoami names the person behind a reset, for the record.
+func whoami() string {
+	name := "a user"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	return name + " (bbengine breaker reset)"
+}
+
+// breakerOptions reads the breaker's global thresholds from the
+// circuit_breaker section of the --config file (defaults without one),
+// with the project directory of every session (proxy --project) and
+// whether the breaker is on.
+func breakerOptions(configFile, project string, enabled bool) (breaker.Options, error) {
+	o := breaker.Options{Config: breaker.Defaults(), ConfigFrom: "defaults", Project: project}
+	if configFile != "" {
+		f, err := os.Open(configFile)
+		if err != nil {
+			return o, fmt.Errorf("config: %w", err)
+		}
+		cfg, found, err := breaker.Overlay(o.Config, configFile, f, false)
+		f.Close()
+		if err != nil {
+			return o, fmt.Errorf("config %w", err)
+		}
+		if found {
+			o.Config, o.ConfigFrom = cfg, configFile
+		}
+	}
+	if project != "" {
+		abs, err := filepath.Abs(project)
+		if err != nil {
+			return o, usagef("--project %q: %v", project, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return o, usagef("--project %q: not a directory", project)
+		}
+		o.Project = abs
+	}
+	if !enabled {
+		o.Config.Enabled = false
+	}
+	return o, nil
+}
+
+// localBreakers answers from the records the engine keeps, while no proxy
+// runs: a breaker restored from them, whose changes go to the WAL.
+type localBreakers struct {
+	e   *engine.Engine
+	log *wal.Log
+	b   *breaker.Breaker
+	ctx context.Context
+	// werr is the error of the latest record written.
+	werr error
+}
+
+func openLocalBreakers(ctx context.Context, dir string, opts breaker.Options, write bool) (*localBreakers, func() error, error) {
+	e, log, closeEL, err := openEngineHere(ctx, dir, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	lb := &localBreakers{e: e, log: log, ctx: ctx}
+	opts.Source = "cli"
+	opts.Record = lb.record
+	lb.b = breaker.New(opts)
+	recs, err := e.BreakerLatest(maxBreakerRestore)
+	if err != nil {
+		closeEL()
+		return nil, nil, err
+	}
+	lb.b.Restore(plainBreakers(recs))
+	return lb, closeEL, nil
+}
+
+// maxBreakerRestore is how many of each session's latest records a
+// breaker is restored from: its transitions and the latest snapshot.
+const maxBreakerRestore = 21
+
+// record writes a change to the WAL, synced, and derives it.
+func (lb *localBreakers) record(r exchange.Breaker) error {
+	lb.werr = lb.write(r)
+	return lb.werr
+}
+
+func (lb *localBreakers) write(r exchange.Breaker) error {
+	if lb.log == nil {
+		return errors.New("breaker: opened read-only")
+	}
+	p, err := exchange.AppendBreaker(nil, r)
+	if err != nil {
+		return err
+	}
+	if _, err := lb.log.Append(wal.Record{Kind: frame.KindBreaker, Time: r.Time, Payload: p}); err != nil {
+		return fmt.Errorf("write the breaker record to the WAL: %w", err)
+	}
+	if err := lb.log.Sync(); err != nil {
+		return fmt.Errorf("sync the WAL: %w", err)
+	}
+	_, err = lb.e.CatchUp(lb.ctx)
+	return err
+}
+
+func (lb *localBreakers) Status(id string) (breaker.Status, error) {
+	st, ok := lb.b.Status(id)
+	if !ok {
+		return st, errNoBreaker(id)
+	}
+	st.Live = false
+	return st, nil
+}
+
+func (lb *localBreakers) List() ([]breaker.Status, error) {
+	all := lb.b.List()
+	for i := range all {
+		all[i].Live = false
+	}
+	return all, nil
+}
+
+func (lb *localBreakers) Reset(id, by string) (breaker.Status, error) {
+	if _, ok := lb.b.Status(id); !ok {
+		return breaker.Status{}, errNoBreaker(id)
+	}
+	st, err := lb.b.Reset(id, by)
+	if err == nil {
+		err = lb.lastErr()
+	}
+	st.Live = false
+	return st, err
+}
+
+func (lb *localBreakers) Trip(id, reason string) (breaker.Status, error) {
+	st, err := lb.b.Trip(id, reason)
+	if err == nil {
+		err = lb.lastErr()
+	}
+	st.Live = false
+	return st, err
+}
+
+// lastErr returns the error of the latest write, and forgets it: the
+// breaker only logs a failed record, but here it fails the command.
+func (lb *localBreakers) lastErr() error {
+	err := lb.werr
+	lb.werr = nil
+	return err
+}
+
+func (lb *localBreakers) resolve(id string) (string, error) {
+	if _, ok := lb.b.Status(id); ok {
+		return id, nil
+	}
+	if s, err := lb.e.Session(id); err == nil {
+		return s.ID, nil
+	}
+	return id, nil
+}
+
+// plainBreakers returns the records of recs.
+func plainBreakers(recs []engine.BreakerRecord) []exchange.Breaker {
+	out := make([]exchange.Breaker, len(recs))
+	for i, r := range recs {
+		out[i] = r.Breaker
+	}
+	return out
+}
+
+// remoteBreakers asks the running proxy.
+type remoteBreakers struct{ r *remote }
+
+func (rb *remoteBreakers) Status(id string) (breaker.Status, error) {
+	var st breaker.Status
+	return st, rb.r.get("/v1/breaker/"+url.PathEscape(id), nil, &st)
+}
+
+func (rb *remoteBreakers) List() ([]breaker.Status, error) {
+	var out []breaker.Status
+	return out, rb.r.get("/v1/breaker", nil, &out)
+}
+
+func (rb *remoteBreakers) Reset(id, by string) (breaker.Status, error) {
+	var st breaker.Status
+	b, _ := json.Marshal(map[string]string{"by": by})
+	return st, rb.r.do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/reset", nil, b, &st)
+}
+
+func (rb *remoteBreakers) Trip(id, reason string) (breaker.Status, error) {
+	var st breaker.Status
+	b, _ := json.Marshal(map[string]string{"reason": reason})
+	return st, rb.r.do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/trip", nil, b, &st)
+}
+
+func (rb *remoteBreakers) resolve(id string) (string, error) {
+	if _, err := rb.Status(id); err == nil {
+		return id, nil
+	}
+	if s, err := rb.r.Session(id); err == nil {
+		return s.ID, nil
+	}
+	return id, nil
+}
+
+// Breakers returns a session's breaker records from the running proxy.
+func (r *remote) Breakers(id string) ([]engine.BreakerRecord, error) {
+	var out []engine.BreakerRecord
+	return out, r.get("/v1/breaker/"+url.PathEscape(id)+"/records", url.Values{"fresh": {"1"}}, &out)
+}
+
+// serveBreaker answers the breaker routes of the query endpoint:
+//
+//	GET  /v1/breaker                  every session's status
+//	GET  /v1/breaker/ID               one session's status
+//	GET  /v1/breaker/ID/records       its records as the engine keeps them
+//	POST /v1/breaker/ID/reset         {"by": "who"}
+//	POST /v1/breaker/ID/trip          {"reason": "why"}
+func (q *queryServer) serveBreaker(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) {
+	rest := strings.TrimPrefix(strings.TrimPrefix(path, "breaker"), "/")
+	id, op, _ := strings.Cut(rest, "/")
+	if u, err := url.PathUnescape(id); err == nil {
+		id = u
+	}
+	method := http.MethodGet
+	if op == "reset" || op == "trip" {
+		method = http.MethodPost
+	}
+	if r.Method != method {
+		reply(nil, &methodError{r.Method, r.URL.Path, method})
+		return
+	}
+	if op == "records" {
+		reply(q.e.Breakers(id))
+		return
+	}
+	if q.brk == nil {
+		reply(nil, errors.New("this process runs no circuit breaker"))
+		return
+	}
+	switch op {
+	case "":
+		if id == "" {
+			reply(q.brk.List(), nil)
+			return
+		}
+		st, ok := q.brk.Status(id)
+		if !ok {
+			reply(nil, errNoBreaker(id))
+			return
+		}
+		reply(st, nil)
+	case "reset", "trip":
+		var in struct{ By, Reason string }
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&in); err != nil {
+			reply(nil, fmt.Errorf("%w: %v", errBadRequest, err))
+			return
+		}
+		var st breaker.Status
+		var err error
+		if op == "reset" {
+			if _, ok := q.brk.Status(id); !ok {
+				reply(nil, errNoBreaker(id))
+				return
+			}
+			st, err = q.brk.Reset(id, in.By)
+		} else {
+			st, err = q.brk.Trip(id, in.Reason)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: %v", errBadRequest, err)
+		}
+		reply(st, err)
+	default:
+		reply(nil, noRoute(r))
+	}
+}
+
+// printBreakerList prints one line per session.
+func printBreakerList(w io.Writer, all []breaker.Status) error {
+	if len(all) == 0 {
+		fmt.Fprintln(w, "the circuit breaker has no session on record")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tSTATE\tREASON\tSINCE\tCALLS\tSINCE PROGRESS\tSTAGNANT\tTOKENS\tCOST")
+	for _, st := range all {
+		since := "-"
+		if !st.Since.IsZero() {
+			since = st.Since.Local().Format("2006-01-02 15:04:05")
+		}
+		c := st.Counters
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t$%.2f\n", st.Session, st.State, orDash(st.Reason), since,
+			c.Calls, c.SinceProgress, c.Stagnant, humanCount(c.Tokens), c.CostUSD)
+	}
+	return tw.Flush()
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// printBreakerStatus prints one session's status for a person.
+func printBreakerStatus(w io.Writer, st breaker.Status, now time.Time) {
+	clock := func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+	fmt.Fprintf(w, "session %s: %s", st.Session, strings.ToUpper(st.State))
+	if !st.Since.IsZero() {
+		fmt.Fprintf(w, " since %s", clock(st.Since))
+	}
+	if st.Reason != "" {
+		fmt.Fprintf(w, " (%s)", st.Reason)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	switch st.State {
+	case exchange.BreakerOpen:
+		row("why", st.Detail)
+		switch {
+		case st.Until.IsZero():
+			row("until", fmt.Sprintf("a reset: `bbengine breaker reset %s`", st.Session))
+		case st.Until.After(now):
+			row("probe", fmt.Sprintf("one request may pass in %v (at %s); `bbengine breaker reset %s` resumes now", st.Until.Sub(now).Round(time.Second), clock(st.Until), st.Session))
+		default:
+			row("probe", fmt.Sprintf("the cooldown ended at %s: the next request passes as a probe", clock(st.Until)))
+		}
+	case exchange.BreakerHalfOpen:
+		row("probe", "one request passed after the cooldown; the next one says whether it made progress")
+	default:
+		if st.Detail != "" {
+			row("last change", st.Detail)
+		}
+	}
+	c := st.Counters
+	row("calls", fmt.Sprintf("%d in the session; %d since the last progress; %d stagnant in a row", c.Calls, c.SinceProgress, c.Stagnant))
+	if c.Run != "" {
+		row("run", fmt.Sprintf("%s: %d calls, %s tokens, $%.4f", c.Run, c.RunCalls, humanCount(c.RunTokens), c.RunCostUSD))
+	}
+	usage := fmt.Sprintf("%s tokens, $%.4f", humanCount(c.Tokens), c.CostUSD)
+	if c.Unpriced != "" {
+		usage += fmt.Sprintf(" (no price for %s: its calls count $0)", c.Unpriced)
+	}
+	row("usage", usage)
+	if c.LastProgress > 0 {
+		row("last progress", fmt.Sprintf("%s: %s", clock(time.Unix(0, c.LastProgress)), c.Signal))
+	} else if c.Calls > 0 {
+		row("last progress", "none seen")
+	}
+	if c.Stagnation != "" {
+		row("last stagnation", c.Stagnation)
+	}
+	if cfg := st.Config; cfg != nil {
+		th := "off (every call passes)"
+		if cfg.Enabled {
+			th = fmt.Sprintf("no progress %s, never progress %s, stagnation %s, cooldown %s", rule(cfg.NoProgress), rule(cfg.NeverProgress), rule(cfg.Stagnation), (time.Duration(cfg.Cooldown) * time.Second).String())
+			for _, cp := range []struct {
+				name string
+				c    breaker.Caps
+			}{{"session caps", cfg.Caps}, {"run caps", cfg.Run}} {
+				if s := capsText(cp.c); s != "" {
+					th += "; " + cp.name + " " + s
+				}
+			}
+		}
+		row("thresholds", th+" (from "+st.ConfigFrom+")")
+	}
+	if st.ConfigError != "" {
+		row("config error", st.ConfigError)
+	}
+	if !st.Live {
+		row("source", "the records in the WAL (no proxy runs)")
+	}
+	tw.Flush()
+	if len(st.Transitions) > 0 {
+		fmt.Fprintln(w, "  transitions:")
+		for _, t := range st.Transitions {
+			fmt.Fprintf(w, "    %s  %-9s %s -> %s  %s: %s (%s)\n", clock(time.Unix(0, t.Time)), t.Op, orDash(t.From), t.State, t.Reason, t.Detail, t.Source)
+		}
+	}
+}
+
+func rule(n int64) string {
+	if n == 0 {
+		return "off"
+	}
+	return fmt.Sprint(n)
+}
+
+func capsText(c breaker.Caps) string {
+	var parts []string
+	if c.MaxCalls > 0 {
+		parts = append(parts, fmt.Sprintf("%d calls", c.MaxCalls))
+	}
+	if c.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", c.MaxTokens))
+	}
+	if c.MaxCostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f", c.MaxCostUSD))
+	}
+	if c.MaxWallSeconds > 0 {
+		parts = append(parts, (time.Duration(c.MaxWallSeconds) * time.Second).String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// restoreBreaker gives b back what the breaker recorded before: the
+// records the engine keeps, and those of the WAL beyond what it has
+// derived so far, in WAL order.
+func restoreBreaker(e *engine.Engine, log *wal.Log, b *breaker.Breaker) error {
+	recs, err := e.BreakerLatest(maxBreakerRestore)
+	if err != nil {
+		return err
+	}
+	applied, err := e.Applied()
+	if err != nil {
+		return err
+	}
+	tail, err := walBreakers(log, applied)
+	b.Restore(append(plainBreakers(recs), tail...))
+	return err
+}
+
+// walBreakers reads the breaker records of the WAL from offset from on;
+// one that does not decode is skipped (the engine logs it with its
+// offset when it derives it).
+func walBreakers(log *wal.Log, from uint64) ([]exchange.Breaker, error) {
+	r := log.NewReader()
+	defer r.Close()
+	err := r.Seek(from)
+	var be *wal.BoundaryError
+	switch {
+	case err == nil:
+	case errors.As(err, &be):
+		err = r.Seek(be.Next) // a repaired segment left a gap
+	case errors.Is(err, wal.ErrOutOfRange):
+		// Retention removed frames the engine had not derived.
+		if first, ferr := log.First(); ferr == nil && first > from {
+			err = r.Seek(first)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the WAL from offset %d: %w", from, err)
+	}
+	var out []exchange.Breaker
+	for r.Next() {
+		if r.Header().Kind != frame.KindBreaker {
+			continue
+		}
+		p, err := r.Payload()
+		if err != nil {
+			continue
+		}
+		if b, err := exchange.DecodeBreaker(p); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out, r.Err()
+}

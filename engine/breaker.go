@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+)
+
+// prefixBreaker is the family of the circuit breaker's records (breaker
+// frames, codec/exchange.Breaker), kept per session in WAL order:
+//
+//	'k' session id 0x00 offset u64    BreakerRecord
+//
+// They come from WAL frames alone, so Rebuild gives them again. A running
+// proxy restores its breaker from them after a restart, and `bbengine
+// breaker status` and `show` read them.
+const prefixBreaker = 'k'
+
+func breakerPrefix(session string) []byte {
+	return append(append([]byte{prefixBreaker}, session...), 0)
+}
+
+func breakerKey(session string, off uint64) []byte {
+	return binary.BigEndian.AppendUint64(breakerPrefix(session), off)
+}
+
+// BreakerRecord is a breaker frame as the engine keeps it: the record and
+// the WAL offset of its frame.
+type BreakerRecord struct {
+	exchange.Breaker
+	Offset uint64 `json:"offset"`
+}
+
+// breakerFrame keeps a breaker frame. One that does not decode is logged
+// with its offset and skipped: it never stops derivation.
+func (c *canonicalizer) breakerFrame(off uint64, p []byte) error {
+	if off < c.replayEnd {
+		return nil // applied before the last commit
+	}
+	b, err := exchange.DecodeBreaker(p)
+	if err != nil {
+		c.e.opts.Logf("engine: breaker frame at WAL offset %d skipped: %v", off, err)
+		return nil
+	}
+	c.ensureBatch()
+	return c.setJSON(breakerKey(b.Session, off), &BreakerRecord{Breaker: b, Offset: off})
+}
+
+// Breakers returns the breaker records of a session, oldest first; none
+// when the breaker never wrote about it.
+func (e *Engine) Breakers(session string) ([]BreakerRecord, error) {
+	var out []BreakerRecord
+	err := e.scan(breakerPrefix(session), func(k, v []byte) error {
+		var r BreakerRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("engine: decode breaker record %x: %w", k, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// BreakerLatest returns, for every session the breaker wrote about, its
+// latest records (at most keep of them, oldest first), all sessions'
+// together in WAL order: what a proxy needs to restore its breaker.
+func (e *Engine) BreakerLatest(keep int) ([]BreakerRecord, error) {
+	var out, cur []BreakerRecord
+	flush := func() {
+		if len(cur) > keep {
+			cur = cur[len(cur)-keep:]
+		}
+		out = append(out, cur...)
+		cur = cur[:0]
+	}
+	err := e.scan([]byte{prefixBreaker}, func(k, v []byte) error {
+		var r BreakerRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("engine: decode breaker record %x: %w", k, err)
+		}
+		if len(cur) > 0 && cur[0].Session != r.Session {
+			flush()
+		}
+		cur = append(cur, r)
+		return nil
+	})
+	flush()
+	slices.SortFunc(out, func(a, b BreakerRecord) int { return compareU64(a.Offset, b.Offset) })
+	return out, err
+}

@@ -11,6 +11,15 @@
 //     proxy derived: decisions and supersession, the constraint, the
 //     open threads closed, the outcomes, forget, and rebuild
 //     (memory_test.go);
+//   - Claude Code is driven into a loop that repeats the same failing
+//     Bash call until `bbengine proxy`'s circuit breaker refuses it; the
+//     session stays open across a restart, `bbengine breaker reset` lets
+//     it go on, a project's bbengine.yaml changes the threshold, and 50
+//     calls that make progress never trip it (breaker_test.go);
+//   - `bbengine run` runs three `claude -p` tasks of one session, each
+//     given the context pack of the tasks before it (run_test.go); Claude
+//     Code's hooks and MCP client talk to bbengine (hook_test.go,
+//     mcp_test.go);
 //   - @anthropic-ai/sdk streams a Messages request (node/anthropic.mjs);
 //   - openai streams a chat completion with include_usage and a Responses
 //     request (node/openai.mjs).

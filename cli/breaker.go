@@ -79,8 +79,8 @@ type breakers interface {
 	List() ([]breaker.Status, error)
 	Reset(session, by string) (breaker.Status, error)
 	Trip(session, reason string) (breaker.Status, error)
-	// resolve turns a unique prefix of a session id into the id.
-	resolve(id string) (string, error)
+	// sessions reads the sessions of the data directory.
+	sessions() engine.Reader
 }
 
 // errNoBreaker is the error for a session the breaker knows nothing of.
@@ -125,11 +125,7 @@ func breakerStatus(c *ucli.Context) error {
 		}
 		return printBreakerList(c.App.Writer, all)
 	}
-	id, err := b.resolve(c.Args().First())
-	if err != nil {
-		return err
-	}
-	st, err := b.Status(id)
+	_, st, err := lookup(b, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -140,6 +136,21 @@ func breakerStatus(c *ucli.Context) error {
 	return nil
 }
 
+// lookup returns the session a command names, by its id or, when the
+// breaker knows no such id, by a unique prefix of a recorded session's
+// id, and its status (engine.ErrNotFound when the breaker knows nothing
+// of it: the id is then still resolved).
+func lookup(b breakers, id string) (string, breaker.Status, error) {
+	st, err := b.Status(id)
+	if errors.Is(err, engine.ErrNotFound) {
+		if s, serr := b.sessions().Session(id); serr == nil && s.ID != id {
+			id = s.ID
+			st, err = b.Status(id)
+		}
+	}
+	return id, st, err
+}
+
 func breakerChange(c *ucli.Context, op, reason string) error {
 	if c.NArg() != 1 {
 		return usagef("breaker %s: need exactly one SESSION", op)
@@ -147,25 +158,25 @@ func breakerChange(c *ucli.Context, op, reason string) error {
 	if op == "trip" && strings.TrimSpace(reason) == "" {
 		return usagef("breaker trip: --reason must say why")
 	}
+	id := c.Args().First()
+	if !exchange.ValidID(id) {
+		return usagef("breaker %s: %q is not a session id (1 to %d bytes of UTF-8 without control characters)", op, id, exchange.MaxNoteID)
+	}
 	b, closeB, err := openBreakers(c, true)
 	if err != nil {
 		return err
 	}
 	defer closeB()
-	id := c.Args().First()
-	if !exchange.ValidID(id) {
-		return usagef("breaker %s: %q is not a session id (1 to %d bytes of UTF-8 without control characters)", op, id, exchange.MaxNoteID)
+	id, _, err = lookup(b, id)
+	// A trip may stop a session the breaker has not seen yet; a reset
+	// needs one it knows.
+	if err != nil && (op == "reset" || !errors.Is(err, engine.ErrNotFound)) {
+		return err
 	}
 	var st breaker.Status
 	if op == "reset" {
-		if id, err = b.resolve(id); err != nil {
-			return err
-		}
 		st, err = b.Reset(id, whoami())
 	} else {
-		if full, rerr := b.resolve(id); rerr == nil {
-			id = full
-		}
 		st, err = b.Trip(id, reason)
 	}
 	if err != nil {
@@ -199,7 +210,7 @@ func whoami() string {
 // with the project directory of every session (proxy --project) and
 // whether the breaker is on.
 func breakerOptions(configFile, project string, enabled bool) (breaker.Options, error) {
-	o := breaker.Options{Config: breaker.Defaults(), ConfigFrom: "defaults", Project: project}
+	o := breaker.Options{Config: breaker.Defaults()}
 	if configFile != "" {
 		f, err := os.Open(configFile)
 		if err != nil {
@@ -237,8 +248,6 @@ type localBreakers struct {
 	log *wal.Log
 	b   *breaker.Breaker
 	ctx context.Context
-	// werr is the error of the latest record written.
-	werr error
 }
 
 func openLocalBreakers(ctx context.Context, dir string, opts breaker.Options, write bool) (*localBreakers, func() error, error) {
@@ -265,11 +274,6 @@ const maxBreakerRestore = 21
 
 // record writes a change to the WAL, synced, and derives it.
 func (lb *localBreakers) record(r exchange.Breaker) error {
-	lb.werr = lb.write(r)
-	return lb.werr
-}
-
-func (lb *localBreakers) write(r exchange.Breaker) error {
 	if lb.log == nil {
 		return errors.New("breaker: opened read-only")
 	}
@@ -305,43 +309,18 @@ func (lb *localBreakers) List() ([]breaker.Status, error) {
 }
 
 func (lb *localBreakers) Reset(id, by string) (breaker.Status, error) {
-	if _, ok := lb.b.Status(id); !ok {
-		return breaker.Status{}, errNoBreaker(id)
-	}
 	st, err := lb.b.Reset(id, by)
-	if err == nil {
-		err = lb.lastErr()
-	}
 	st.Live = false
 	return st, err
 }
 
 func (lb *localBreakers) Trip(id, reason string) (breaker.Status, error) {
 	st, err := lb.b.Trip(id, reason)
-	if err == nil {
-		err = lb.lastErr()
-	}
 	st.Live = false
 	return st, err
 }
 
-// lastErr returns the error of the latest write, and forgets it: the
-// breaker only logs a failed record, but here it fails the command.
-func (lb *localBreakers) lastErr() error {
-	err := lb.werr
-	lb.werr = nil
-	return err
-}
-
-func (lb *localBreakers) resolve(id string) (string, error) {
-	if _, ok := lb.b.Status(id); ok {
-		return id, nil
-	}
-	if s, err := lb.e.Session(id); err == nil {
-		return s.ID, nil
-	}
-	return id, nil
-}
+func (lb *localBreakers) sessions() engine.Reader { return lb.e }
 
 // plainBreakers returns the records of recs.
 func plainBreakers(recs []engine.BreakerRecord) []exchange.Breaker {
@@ -377,21 +356,7 @@ func (rb *remoteBreakers) Trip(id, reason string) (breaker.Status, error) {
 	return st, rb.r.do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/trip", nil, b, &st)
 }
 
-func (rb *remoteBreakers) resolve(id string) (string, error) {
-	if _, err := rb.Status(id); err == nil {
-		return id, nil
-	}
-	if s, err := rb.r.Session(id); err == nil {
-		return s.ID, nil
-	}
-	return id, nil
-}
-
-// Breakers returns a session's breaker records from the running proxy.
-func (r *remote) Breakers(id string) ([]engine.BreakerRecord, error) {
-	var out []engine.BreakerRecord
-	return out, r.get("/v1/breaker/"+url.PathEscape(id)+"/records", url.Values{"fresh": {"1"}}, &out)
-}
+func (rb *remoteBreakers) sessions() engine.Reader { return rb.r }
 
 // serveBreaker answers the breaker routes of the query endpoint:
 //
@@ -475,21 +440,9 @@ func printBreakerList(w io.Writer, all []breaker.Status) error {
 		}
 		c := st.Counters
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t$%.2f\n", st.Session, st.State, orDash(st.Reason), since,
-			c.Calls, c.SinceProgress, c.Stagnant, humanCount(c.Tokens), c.CostUSD)
+			c.Calls, c.SinceProgress, c.Stagnant, tokens(c.Tokens), c.CostUSD)
 	}
 	return tw.Flush()
-}
-
-func humanCount(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 10_000:
-		return fmt.Sprintf("%.0fk", float64(n)/1e3)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }
 
 // printBreakerStatus prints one session's status for a person.
@@ -526,9 +479,9 @@ func printBreakerStatus(w io.Writer, st breaker.Status, now time.Time) {
 	c := st.Counters
 	row("calls", fmt.Sprintf("%d in the session; %d since the last progress; %d stagnant in a row", c.Calls, c.SinceProgress, c.Stagnant))
 	if c.Run != "" {
-		row("run", fmt.Sprintf("%s: %d calls, %s tokens, $%.4f", c.Run, c.RunCalls, humanCount(c.RunTokens), c.RunCostUSD))
+		row("run", fmt.Sprintf("%s: %d calls, %s tokens, $%.4f", c.Run, c.RunCalls, tokens(c.RunTokens), c.RunCostUSD))
 	}
-	usage := fmt.Sprintf("%s tokens, $%.4f", humanCount(c.Tokens), c.CostUSD)
+	usage := fmt.Sprintf("%s tokens, $%.4f", tokens(c.Tokens), c.CostUSD)
 	if c.Unpriced != "" {
 		usage += fmt.Sprintf(" (no price for %s: its calls count $0)", c.Unpriced)
 	}
@@ -597,7 +550,7 @@ func capsText(c breaker.Caps) string {
 
 // restoreBreaker gives b back what the breaker recorded before: the
 // records the engine keeps, and those of the WAL beyond what it has
-// derived so far, in WAL order.
+// derived so far, each session's in WAL order.
 func restoreBreaker(e *engine.Engine, log *wal.Log, b *breaker.Breaker) error {
 	recs, err := e.BreakerLatest(maxBreakerRestore)
 	if err != nil {

@@ -175,6 +175,12 @@ func (r *remote) Exchange(id uint64) (engine.Exchange, error) {
 	return out, r.get("/v1/exchanges/"+strconv.FormatUint(id, 10), url.Values{"fresh": {"1"}}, &out)
 }
 
+// Breakers returns a session's breaker records from the running proxy.
+func (r *remote) Breakers(id string) ([]engine.BreakerRecord, error) {
+	var out []engine.BreakerRecord
+	return out, r.get("/v1/breaker/"+url.PathEscape(id)+"/records", url.Values{"fresh": {"1"}}, &out)
+}
+
 // errBadQuery marks a malformed query; errBadRequest a malformed request
 // body. Both answer 400.
 var (

@@ -310,12 +310,8 @@ func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(strin
 
 func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) {
 	defer close(pe.done)
-	restored := false
-	defer func() {
-		if !restored {
-			close(pe.restored)
-		}
-	}()
+	restored := sync.OnceFunc(func() { close(pe.restored) })
+	defer restored()
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
@@ -342,8 +338,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 			logf("circuit breaker: restoring its recorded state: %v (sessions start afresh)", err)
 		}
 	}
-	restored = true
-	close(pe.restored)
+	restored()
 	var mem *localMemory
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)

@@ -52,13 +52,9 @@ func showCommand() *ucli.Command {
 				_, err = c.App.Writer.Write(out)
 				return err
 			}
-			var brk []engine.BreakerRecord
-			if br, ok := r.(interface {
-				Breakers(string) ([]engine.BreakerRecord, error)
-			}); ok {
-				if brk, err = br.Breakers(s.ID); err != nil {
-					return err
-				}
+			brk, err := r.Breakers(s.ID)
+			if err != nil {
+				return err
 			}
 			doc, err := engine.BBox(s, events, &engine.BBoxOptions{
 				BlobThreshold: c.Int("blob-threshold"),

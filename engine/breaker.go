@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 )
@@ -65,8 +64,8 @@ func (e *Engine) Breakers(session string) ([]BreakerRecord, error) {
 }
 
 // BreakerLatest returns, for every session the breaker wrote about, its
-// latest records (at most keep of them, oldest first), all sessions'
-// together in WAL order: what a proxy needs to restore its breaker.
+// latest records (at most keep of them, oldest first), session by
+// session: what a proxy needs to restore its breaker.
 func (e *Engine) BreakerLatest(keep int) ([]BreakerRecord, error) {
 	var out, cur []BreakerRecord
 	flush := func() {
@@ -88,6 +87,5 @@ func (e *Engine) BreakerLatest(keep int) ([]BreakerRecord, error) {
 		return nil
 	})
 	flush()
-	slices.SortFunc(out, func(a, b BreakerRecord) int { return compareU64(a.Offset, b.Offset) })
 	return out, err
 }

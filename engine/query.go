@@ -16,6 +16,8 @@ type Reader interface {
 	Session(id string) (Session, error)
 	Events(session string, f EventFilter) ([]Event, error)
 	Exchange(id uint64) (Exchange, error)
+	// Breakers returns a session's circuit breaker records.
+	Breakers(session string) ([]BreakerRecord, error)
 }
 
 // SessionFilter selects sessions. Zero fields select everything.

@@ -461,7 +461,7 @@ func (b *Breaker) trip(s *session, reason, detail string, cfg Config, now time.T
 }
 
 // change moves a session to a state and writes the record.
-func (b *Breaker) change(s *session, op, state, reason, detail string, until time.Time, cfg Config, now time.Time) {
+func (b *Breaker) change(s *session, op, state, reason, detail string, until time.Time, cfg Config, now time.Time) error {
 	from := s.state
 	s.state, s.reason, s.detail, s.since, s.until, s.probing = state, reason, clip(detail), now, until, false
 	_, from2, _ := b.config(s)
@@ -470,19 +470,22 @@ func (b *Breaker) change(s *session, op, state, reason, detail string, until tim
 	if !until.IsZero() {
 		r.Until = until.UnixNano()
 	}
-	b.record(s, r)
+	return b.record(s, r)
 }
 
-// record keeps r in the session's history and writes it.
-func (b *Breaker) record(s *session, r exchange.Breaker) {
+// record keeps r in the session's history and writes it. A failed
+// write is logged (the breaker works on) and returned.
+func (b *Breaker) record(s *session, r exchange.Breaker) error {
 	s.history = append(s.history, r)
 	if len(s.history) > maxTransitions {
 		s.history = slices.Delete(s.history, 0, len(s.history)-maxTransitions)
 	}
 	s.dirty = false
-	if err := b.o.Record(r); err != nil {
+	err := b.o.Record(r)
+	if err != nil {
 		b.o.Logf("breaker: recording the %s of session %s failed: %v", r.Op, s.id, err)
 	}
+	return err
 }
 
 // refusal is the verdict for a call of an open session.
@@ -657,7 +660,8 @@ func (b *Breaker) status(s *session) Status {
 var ErrSession = errors.New("breaker: invalid session id")
 
 // Reset closes a session's breaker and clears its loop counters, as a
-// person's override. by says who asked.
+// person's override. by says who asked. An error after the change is
+// made says its record was not written.
 func (b *Breaker) Reset(id, by string) (Status, error) {
 	if !exchange.ValidID(id) {
 		return Status{}, fmt.Errorf("%w %q", ErrSession, id)
@@ -673,12 +677,13 @@ func (b *Breaker) Reset(id, by string) (Status, error) {
 	s.c.SinceProgress, s.c.Stagnant = 0, 0
 	cfg, _, _ := b.config(s)
 	detail := "reset by " + by
-	b.change(s, "reset", exchange.BreakerClosed, "manual", detail, time.Time{}, cfg, now)
-	return b.status(s), nil
+	err := b.change(s, "reset", exchange.BreakerClosed, "manual", detail, time.Time{}, cfg, now)
+	return b.status(s), recordErr(err)
 }
 
 // Trip opens a session's breaker until a reset, as a person's emergency
-// stop; reason says why.
+// stop; reason says why. An error after the change is made says its
+// record was not written.
 func (b *Breaker) Trip(id, reason string) (Status, error) {
 	if !exchange.ValidID(id) {
 		return Status{}, fmt.Errorf("%w %q", ErrSession, id)
@@ -691,13 +696,22 @@ func (b *Breaker) Trip(id, reason string) (Status, error) {
 	now := b.o.Now()
 	s := b.session(id, now)
 	cfg, _, _ := b.config(s)
-	b.change(s, "trip", exchange.BreakerOpen, "manual", reason, time.Time{}, cfg, now)
-	return b.status(s), nil
+	err := b.change(s, "trip", exchange.BreakerOpen, "manual", reason, time.Time{}, cfg, now)
+	return b.status(s), recordErr(err)
+}
+
+// recordErr says what a failed write of a manual change means: it holds
+// in this breaker, but a restart will not know it.
+func recordErr(err error) error {
+	if err != nil {
+		return fmt.Errorf("breaker: the change holds in this process but was not recorded, so a restart loses it: %w", err)
+	}
+	return nil
 }
 
 // Restore brings back what records say of sessions the breaker does not
 // know yet: their state and counters (the latest record of each), and
-// their history. recs are in WAL order.
+// their history. Each session's recs are in WAL order (sessions may interleave).
 func (b *Breaker) Restore(recs []exchange.Breaker) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -775,30 +789,4 @@ func clip(s string) string {
 		s = s[:len(s)-1]
 	}
 	return strings.ToValidUTF8(s, "") + "…"
-}
-
-// FromRecords returns the status a session's records tell, for when no
-// proxy is running: the state and counters of the latest record, the
-// reason and detail of the latest change, and the changes. recs are the
-// session's records, oldest first; ok is false when there are none.
-func FromRecords(recs []exchange.Breaker) (st Status, ok bool) {
-	if len(recs) == 0 {
-		return Status{}, false
-	}
-	last := recs[len(recs)-1]
-	st = Status{Session: last.Session, State: last.State, Counters: last.Counters, ConfigFrom: last.Config}
-	for _, r := range recs {
-		if r.Op == "snapshot" {
-			continue
-		}
-		st.Transitions = append(st.Transitions, r)
-		st.Reason, st.Detail, st.Since = r.Reason, r.Detail, time.Unix(0, r.Time)
-	}
-	if len(st.Transitions) > maxTransitions {
-		st.Transitions = st.Transitions[len(st.Transitions)-maxTransitions:]
-	}
-	if last.Until > 0 && last.State == exchange.BreakerOpen {
-		st.Until = time.Unix(0, last.Until)
-	}
-	return st, true
 }

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -355,9 +356,16 @@ func TestManualTripResetRestore(t *testing.T) {
 	if last := rec.recs[len(rec.recs)-1]; last.Op != "snapshot" || last.Counters.Calls != 2 {
 		t.Errorf("snapshot %+v", last)
 	}
-	fr, ok := FromRecords(rec.recs)
-	if !ok || fr.State != exchange.BreakerClosed || fr.Reason != "manual" || len(fr.Transitions) != 2 {
-		t.Errorf("from records %+v", fr)
+	// A change whose record cannot be written holds, and says so.
+	b4 := New(Options{Config: Defaults(), Now: clk.now, Record: func(exchange.Breaker) error { return errors.New("disk full") }})
+	if st, err := b4.Trip("s", "stop"); err == nil || !strings.Contains(err.Error(), "disk full") || st.State != exchange.BreakerOpen {
+		t.Errorf("trip with a failing record: %+v, %v", st, err)
+	}
+	// A breaker restored from all of them says the same.
+	b3 := New(Options{Config: Defaults(), Now: clk.now})
+	b3.Restore(rec.recs)
+	if fr, ok := b3.Status("s"); !ok || fr.State != exchange.BreakerClosed || fr.Reason != "manual" || len(fr.Transitions) != 2 || fr.Counters.Calls != 2 {
+		t.Errorf("restored %+v", fr)
 	}
 }
 

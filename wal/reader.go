@@ -44,7 +44,8 @@ type Reader struct {
 
 	fr      frame.Frame
 	off     uint64
-	payload []byte
+	payload []byte // the current frame's payload: fr.Payload or dbuf
+	dbuf    []byte // decompressed payloads; never aliases buf
 	decoded bool
 	perr    error
 
@@ -358,12 +359,16 @@ func (r *Reader) Payload() ([]byte, error) {
 		if !r.fr.Compressed() {
 			r.payload, r.perr = r.fr.Payload, nil
 		} else {
+			// Decompress into dbuf, never into payload: for an
+			// uncompressed frame payload aliases buf, the segment bytes
+			// later frames are read from, and decompressing over them
+			// made the next frames fail their checksum.
 			var p []byte
-			p, r.perr = r.fr.AppendPayload(r.payload[:0])
+			p, r.perr = r.fr.AppendPayload(r.dbuf[:0])
 			if r.perr != nil {
 				r.perr = &CorruptionError{Segment: r.path, Offset: r.off, Err: r.perr}
 			}
-			r.payload = p
+			r.dbuf, r.payload = p, p
 		}
 	}
 	return r.payload, r.perr

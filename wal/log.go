@@ -44,6 +44,7 @@ type request struct {
 	frame   []byte // encoded frame, offset already set
 	rotate  bool   // start a new segment at segBase before this frame
 	segBase uint64
+	resume  bool // Resume's request: clear a sticky write error
 	done    chan error
 }
 
@@ -451,10 +452,137 @@ func (l *Log) fail(err error) {
 
 // commit writes one group and acknowledges it.
 func (l *Log) commit(batch []*request) {
-	err := l.write(batch)
-	for _, req := range batch {
-		req.done <- err
+	var resume *request
+	if last := batch[len(batch)-1]; last.resume {
+		// Resume holds amu until it is answered, so its request is
+		// always the last of its group.
+		resume, batch = last, batch[:len(batch)-1]
 	}
+	if len(batch) > 0 {
+		err := l.write(batch)
+		for _, req := range batch {
+			req.done <- err
+		}
+	}
+	if resume != nil {
+		resume.done <- l.resume()
+	}
+}
+
+// Resume clears a sticky write error once the log can be written again
+// (space came back on a full disk): it checks that the directory takes a
+// write, cuts the active segment back to its last whole frame, and lets
+// appends go on from there. It returns nil at once when nothing failed,
+// and the write error again while the fault lasts. Appends that failed
+// stay failed; their offsets are given out again.
+func (l *Log) Resume() error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
+	if l.failed.Load() == nil {
+		return nil
+	}
+	l.amu.Lock()
+	defer l.amu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	req := l.get()
+	req.frame, req.rotate, req.resume = req.frame[:0], false, true
+	l.queue <- req
+	err := <-req.done
+	req.resume = false
+	l.put(req)
+	if err != nil {
+		return err
+	}
+	// No append is queued behind the request (amu is held): offsets
+	// continue from the end of what was written.
+	l.mu.Lock()
+	last := l.segs[len(l.segs)-1]
+	l.mu.Unlock()
+	l.segBase, l.next = last.base, last.base+uint64(last.size)
+	return nil
+}
+
+// resumeProbe is how many bytes Resume writes (and removes) to see that
+// the directory takes writes again.
+const resumeProbe = 1 << 20
+
+// resume runs on the writer goroutine for Resume.
+func (l *Log) resume() error {
+	p := l.failed.Load()
+	if p == nil {
+		return nil
+	}
+	probe := filepath.Join(l.dir, ".probe")
+	if err := l.probe(probe); err != nil {
+		os.Remove(probe)
+		return fmt.Errorf("%w (still failing: %v)", *p, err)
+	}
+	os.Remove(probe)
+	l.mu.Lock()
+	last := l.segs[len(l.segs)-1]
+	l.mu.Unlock()
+	path := l.path(last.base)
+	if l.f == nil {
+		// A rotation failed after it closed the old segment: remove the
+		// new one's remains and append to the old one again.
+		if s := l.path(l.segBase); s != path {
+			os.Remove(s)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("%w (reopen %s: %v)", *p, path, err)
+		}
+		l.f = f
+	}
+	// Whatever a failed write left after the last whole frame goes.
+	l.pos = last.size
+	if err := l.f.Truncate(l.pos); err != nil {
+		return fmt.Errorf("%w (truncate %s: %v)", *p, path, err)
+	}
+	if err := fdatasync(l.f); err != nil {
+		return fmt.Errorf("%w (sync %s: %v)", *p, path, err)
+	}
+	l.dirty = false
+	l.failed.Store(nil)
+	return nil
+}
+
+// probe writes resumeProbe bytes to path and syncs them.
+func (l *Log) probe(path string) error {
+	if err := l.fault(path, resumeProbe); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, resumeProbe))
+	if err == nil {
+		err = fdatasync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// fault asks Options.FaultWrite about a write of n bytes to path.
+func (l *Log) fault(path string, n int) error {
+	if l.opts.FaultWrite == nil {
+		return nil
+	}
+	return l.opts.FaultWrite(path, n)
+}
+
+// Failed returns the sticky write error, or nil while the log writes.
+func (l *Log) Failed() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (l *Log) write(batch []*request) error {
@@ -493,7 +621,11 @@ func (l *Log) write(batch []*request) error {
 		l.buf = nil
 	}
 	if wantSync && l.dirty {
-		if err := fdatasync(l.f); err != nil {
+		err := l.fault(l.f.Name(), 0)
+		if err == nil {
+			err = fdatasync(l.f)
+		}
+		if err != nil {
 			err = fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err)
 			l.fail(err)
 			return err
@@ -512,7 +644,11 @@ func (l *Log) flush(buf, single []byte) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	if _, err := l.f.WriteAt(buf, l.pos); err != nil {
+	err := l.fault(l.f.Name(), len(buf))
+	if err == nil {
+		_, err = l.f.WriteAt(buf, l.pos)
+	}
+	if err != nil {
 		err = fmt.Errorf("wal: write segment %s at offset %d: %w", l.f.Name(), l.segs[len(l.segs)-1].base+uint64(l.pos), err)
 		l.fail(err)
 		return err

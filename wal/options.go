@@ -68,6 +68,12 @@ type Options struct {
 	// created, no lock is taken, and another process may be appending. The
 	// default is false.
 	ReadOnly bool
+	// FaultWrite, when set, is asked before every write and sync the
+	// writer makes, with the file's path and the bytes about to be
+	// written (0 for a sync); an error it returns fails that write as
+	// the operating system's would. It is for fault tests (a full
+	// disk, an I/O error); leave it nil otherwise.
+	FaultWrite func(path string, n int) error
 }
 
 func (o *Options) withDefaults() Options {

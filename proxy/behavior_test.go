@@ -526,19 +526,29 @@ func TestSharedStreams(t *testing.T) {
 }
 
 // TestRequestAfterClose: a handler still running after Close (a forced
-// server shutdown) forwards its request and records nothing, without a
-// panic.
+// server shutdown) records nothing, without a panic: in lossless mode it
+// refuses the request (nothing unrecorded is forwarded), in degrade mode
+// it forwards it.
 func TestRequestAfterClose(t *testing.T) {
-	rg := newRig(t, nil)
-	if err := rg.p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	resp, body := rg.post(t, "/v1/messages", `{}`, nil)
-	if resp.StatusCode != 200 || string(body) != anthropicSSE {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
-	if h := rg.p.Health(); h.Recorded != 0 {
-		t.Fatalf("recorded %d frames after close", h.Recorded)
+	for _, mode := range []Mode{Lossless, Degrade} {
+		rg := newRig(t, &Options{Mode: mode})
+		if err := rg.p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		resp, body := rg.post(t, "/v1/messages", `{}`, nil)
+		switch mode {
+		case Lossless:
+			if resp.StatusCode != 503 || !strings.Contains(string(body), "shutting down") {
+				t.Fatalf("lossless: %d %q", resp.StatusCode, body)
+			}
+		default:
+			if resp.StatusCode != 200 || string(body) != anthropicSSE {
+				t.Fatalf("%v: %d %q", mode, resp.StatusCode, body)
+			}
+		}
+		if h := rg.p.Health(); h.Recorded != 0 {
+			t.Fatalf("%v: recorded %d frames after close", mode, h.Recorded)
+		}
 	}
 }
 

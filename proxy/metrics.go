@@ -26,6 +26,8 @@ type metrics struct {
 	backpressure  prometheus.Counter
 	walBytes      prometheus.Counter
 	walErrors     prometheus.Counter
+	unrecorded    *prometheus.CounterVec
+	aborted       prometheus.Counter
 	trips         *prometheus.CounterVec
 	refused       *prometheus.CounterVec
 }
@@ -50,7 +52,9 @@ func newMetrics() *metrics {
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_wal_errors_total", Help: "Frames the WAL refused."})
 	m.trips = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_breaker_trips_total", Help: "Circuit breaker trips by reason (stagnation, no_progress, never_progress, probe_no_progress, max_*, run_max_*, manual)."}, []string{"reason"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_breaker_refused_total", Help: "Requests the circuit breaker refused, by the reason the session is open."}, []string{"reason"})
-	for _, c := range []prometheus.Collector{m.trips, m.refused, m.requests, m.errors, m.models, m.tokens, m.ttfb, m.duration, m.overhead, m.appendSeconds,
+	m.unrecorded = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbengine_proxy_unrecorded_total", Help: "Requests that arrived while the WAL could not be written: refused (lossless mode, 503) or forwarded unrecorded (degrade mode)."}, []string{"action"})
+	m.aborted = prometheus.NewCounter(prometheus.CounterOpts{Name: "bbengine_proxy_unrecorded_cut_total", Help: "Responses cut before their last bytes because their frames could not be recorded (lossless mode)."})
+	for _, c := range []prometheus.Collector{m.unrecorded, m.aborted, m.trips, m.refused, m.requests, m.errors, m.models, m.tokens, m.ttfb, m.duration, m.overhead, m.appendSeconds,
 		m.inflight, m.queue, m.dropped, m.backpressure, m.walBytes, m.walErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)

@@ -126,8 +126,11 @@ type Proxy struct {
 	metrics   *metrics
 	breaker   *breaker.Breaker
 	nextEx    atomic.Uint64
-	started   time.Time
-	closeOnce sync.Once
+	// unrecorded counts requests that came while the WAL failed:
+	// refused (lossless) or forwarded (degrade).
+	refusedUnrecorded, forwardedUnrecorded atomic.Uint64
+	started                                time.Time
+	closeOnce                              sync.Once
 }
 
 // New returns a Proxy recording into log.
@@ -290,6 +293,12 @@ type exch struct {
 	dropBytes int64
 	encoding  string // the response's Content-Encoding, "" for none
 	ended     atomic.Bool
+	// recorded is answered once the end frame and every frame before it
+	// are written (nil in degrade mode, which never waits); see
+	// waitRecorded.
+	recorded chan error
+	ackOnce  sync.Once
+	ackErr   error
 	// recorder-side state
 	session string
 	model   string
@@ -322,7 +331,32 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, route.Provider, http.StatusUpgradeRequired, "bbengine proxy: WebSocket is not supported; use HTTP streaming")
 		return
 	}
+	if p.rec.isClosed() && p.opts.Mode == Lossless {
+		// A handler still running after Close (a forced shutdown).
+		writeError(w, route.Provider, http.StatusServiceUnavailable, "bbengine proxy: shutting down; not forwarding what can no longer be recorded (lossless mode)")
+		return
+	}
+	if err := p.log.Failed(); err != nil {
+		if p.opts.Mode == Lossless {
+			// Never forward what cannot be recorded.
+			p.metrics.unrecorded.WithLabelValues("refused").Inc()
+			p.refusedUnrecorded.Add(1)
+			writeError(w, route.Provider, http.StatusServiceUnavailable, fmt.Sprintf(
+				"bbengine proxy: not recording, so not forwarding (lossless mode): the WAL in %s cannot be written: %v", p.log.Dir(), err))
+			return
+		}
+		p.metrics.unrecorded.WithLabelValues("forwarded").Inc()
+		p.forwardedUnrecorded.Add(1)
+	}
 	x := &exch{id: p.nextEx.Add(1), requestID: newID("req_"), route: route, arrived: time.Now(), req: r, header: r.Header.Clone()}
+	// Whatever path the exchange takes, the handler returns (and the
+	// client sees the end of the response) only after its frames are
+	// written.
+	defer func() {
+		if p.released(x) != nil {
+			panic(http.ErrAbortHandler)
+		}
+	}()
 	x.redact.r = p.red
 	w.Header().Set("X-Bb-Request-Id", x.requestID)
 	w.Header().Set("X-Bb-Exchange-Id", strconv.FormatUint(x.id, 10))
@@ -475,7 +509,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	x.sniff.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	p.metrics.ttfb.WithLabelValues(x.route.Provider).Observe(x.ttfb.Seconds())
 	p.rec.responseStart(x, resp.Header.Clone(), resp.Proto)
-	resp.Body = &teeBody{rc: resp.Body, x: x, p: p}
+	resp.Body = &teeBody{rc: resp.Body, x: x, p: p, length: resp.ContentLength}
 	return nil
 }
 
@@ -485,6 +519,7 @@ type teeBody struct {
 	rc      io.ReadCloser
 	x       *exch
 	p       *Proxy
+	length  int64 // Content-Length, -1 when unknown
 	eof     bool
 	readErr error
 	once    sync.Once
@@ -496,6 +531,16 @@ func (t *teeBody) Read(b []byte) (int, error) {
 		t.x.respBytes += int64(n)
 		t.x.chunks++
 		t.p.rec.chunk(t.x, frame.KindResponseBody, b[:n])
+		if t.length >= 0 && t.x.respBytes >= t.length {
+			// The client takes a sized body as complete with its last
+			// byte, before the handler returns: end the exchange now and
+			// hand over the last bytes once it is recorded.
+			t.eof = true
+			t.close()
+			if rerr := t.p.released(t.x); rerr != nil {
+				return 0, fmt.Errorf("bbengine proxy: not recorded: %w", rerr)
+			}
+		}
 	}
 	switch {
 	case err == io.EOF:
@@ -510,6 +555,12 @@ func (t *teeBody) Read(b []byte) (int, error) {
 // and the client was still there.
 func (t *teeBody) Close() error {
 	err := t.rc.Close()
+	t.close()
+	return err
+}
+
+// close ends the exchange once.
+func (t *teeBody) close() {
 	t.once.Do(func() {
 		x, p := t.x, t.p
 		ctxErr := x.req.Context().Err()
@@ -528,7 +579,6 @@ func (t *teeBody) Close() error {
 			p.end(x, "", true)
 		}
 	})
-	return err
 }
 
 // errorHandler answers when the upstream could not be reached or failed
@@ -569,7 +619,36 @@ func (p *Proxy) end(x *exch, errMsg string, complete bool) {
 	}
 	p.metrics.requests.WithLabelValues(x.route.Provider, strconv.Itoa(x.status)).Inc()
 	p.metrics.duration.WithLabelValues(x.route.Provider).Observe(time.Since(x.arrived).Seconds())
-	p.rec.end(x, errMsg, complete, time.Since(x.arrived))
+	if p.opts.Mode != Degrade {
+		x.recorded = make(chan error, 1)
+	}
+	p.rec.end(x, errMsg, complete, time.Since(x.arrived), x.recorded)
+}
+
+// waitRecorded waits until every frame of x, its end frame included, is
+// written to the WAL (and synced, under --sync always), and returns the
+// write error if that failed. It returns nil at once for an exchange not
+// ended yet and in degrade mode. The last bytes of a response reach the
+// client only after it: acknowledged means recorded.
+func (x *exch) waitRecorded() error {
+	if x.recorded == nil {
+		return nil
+	}
+	x.ackOnce.Do(func() { x.ackErr = <-x.recorded })
+	return x.ackErr
+}
+
+// released is what the client may be given once the exchange's end is
+// known: in lossless mode nothing unrecorded, so a failed write aborts
+// the response (the client sees it cut, never complete).
+func (p *Proxy) released(x *exch) error {
+	err := x.waitRecorded()
+	if err == nil || p.opts.Mode != Lossless {
+		return nil
+	}
+	p.metrics.aborted.Inc()
+	p.opts.Logf("%s: response cut: its frames could not be recorded: %v", x.requestID, err)
+	return err
 }
 
 // writeError writes a JSON error in the shape the provider's clients parse.
@@ -627,23 +706,28 @@ func (p *Proxy) serveOwn(w http.ResponseWriter, r *http.Request) {
 
 // Health is the proxy's state as /_bb/health reports it.
 type Health struct {
-	Status    string            `json:"status"` // ok, or degraded when frames cannot be recorded
-	Mode      string            `json:"mode"`
-	Uptime    float64           `json:"uptime_s"`
-	Queue     int               `json:"queue"`
-	Recorded  uint64            `json:"frames_recorded"`
-	Dropped   uint64            `json:"chunks_dropped"`
-	WALError  string            `json:"wal_error,omitempty"`
-	Upstreams map[string]string `json:"upstreams"`
+	Status   string  `json:"status"` // ok, or degraded when frames cannot be recorded
+	Mode     string  `json:"mode"`
+	Uptime   float64 `json:"uptime_s"`
+	Queue    int     `json:"queue"`
+	Recorded uint64  `json:"frames_recorded"`
+	Dropped  uint64  `json:"chunks_dropped"`
+	WALError string  `json:"wal_error,omitempty"`
+	// Requests that came while the WAL could not be written: refused
+	// with 503 (lossless) or forwarded unrecorded (degrade).
+	RefusedUnrecorded   uint64            `json:"refused_unrecorded,omitempty"`
+	ForwardedUnrecorded uint64            `json:"forwarded_unrecorded,omitempty"`
+	Upstreams           map[string]string `json:"upstreams"`
 }
 
 // Health returns the proxy's current state.
 func (p *Proxy) Health() Health {
 	h := Health{Status: "ok", Mode: p.opts.Mode.String(), Uptime: time.Since(p.started).Seconds(),
 		Queue: len(p.rec.q), Recorded: p.rec.frames.Load(), Dropped: p.rec.dropped.Load(), Upstreams: map[string]string{}}
-	if err := p.rec.err(); err != nil {
-		h.Status, h.WALError = "degraded", err.Error()
+	if err := p.log.Failed(); err != nil {
+		h.Status, h.WALError = "degraded", err.Error()+" (retried every second; recording resumes by itself when the WAL takes writes)"
 	}
+	h.RefusedUnrecorded, h.ForwardedUnrecorded = p.refusedUnrecorded.Load(), p.forwardedUnrecorded.Load()
 	for k, u := range p.upstreams {
 		h.Upstreams[k] = u.String()
 	}

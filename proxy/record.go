@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -32,9 +33,16 @@ type recorder struct {
 	qmu     sync.RWMutex
 	closed  bool
 	mu      sync.Mutex
-	werr    error // first append error
+	werr    error // first append error since recording last worked
 	frames  atomic.Uint64
 	dropped atomic.Uint64
+	// wake cuts the recorder's coalescing sleep short: an exchange is
+	// waiting for its end to be written before its client sees it.
+	wake chan struct{}
+	// acks are the waiters of the batch being built, answered when it
+	// is written.
+	acks []chan error
+	stop chan struct{} // closed by close: ends the resume loop
 
 	// The batch being built, owned by the run goroutine.
 	pending []pendingFrame
@@ -64,6 +72,7 @@ type item struct {
 	errMsg  string
 	ok      bool
 	elapsed time.Duration
+	ack     chan error // itEnd: answered once every frame of x is written
 }
 
 // chunkPools lend the copies of body chunks, by size class, so a queue
@@ -98,15 +107,51 @@ func putChunk(b *[]byte) {
 }
 
 func newRecorder(p *Proxy, n int) *recorder {
-	r := &recorder{p: p, log: p.log, q: make(chan item, n), done: make(chan struct{})}
+	r := &recorder{p: p, log: p.log, q: make(chan item, n), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	go r.run()
+	go r.resumeLoop()
 	return r
 }
+
+// resumeEvery is how often a recorder whose WAL failed tries it again.
+const resumeEvery = time.Second
+
+// resumeLoop clears a failed WAL once the disk takes writes again (space
+// came back), so recording resumes with no restart.
+func (r *recorder) resumeLoop() {
+	t := time.NewTicker(resumeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		if r.log.Failed() == nil {
+			continue
+		}
+		if err := r.log.Resume(); err != nil {
+			continue
+		}
+		r.mu.Lock()
+		r.werr = nil
+		r.mu.Unlock()
+		r.p.opts.Logf("recording resumed: the WAL in %s takes writes again", r.log.Dir())
+	}
+}
+
+// errClosed answers an exchange that waits for its frames after the
+// recorder stopped.
+var errClosed = errors.New("the recorder is closed")
 
 func (r *recorder) put(it item) {
 	r.qmu.RLock()
 	defer r.qmu.RUnlock()
 	if r.closed {
+		if it.ack != nil {
+			it.ack <- errClosed
+		}
 		return
 	}
 	select {
@@ -161,8 +206,18 @@ func (r *recorder) meta(x *exch, k frame.Kind, v any) {
 	r.put(item{kind: itMeta, x: x, t: time.Now().UnixNano(), meta: v, fkind: k})
 }
 
-func (r *recorder) end(x *exch, errMsg string, ok bool, elapsed time.Duration) {
-	r.put(item{kind: itEnd, x: x, t: time.Now().UnixNano(), errMsg: errMsg, ok: ok, elapsed: elapsed})
+// end queues x's end frame. With ack set it is answered (nil, or the
+// write error) once that frame and every frame before it is written, and
+// the recorder is woken so the exchange does not wait out a coalescing
+// interval.
+func (r *recorder) end(x *exch, errMsg string, ok bool, elapsed time.Duration, ack chan error) {
+	r.put(item{kind: itEnd, x: x, t: time.Now().UnixNano(), errMsg: errMsg, ok: ok, elapsed: elapsed, ack: ack})
+	if ack != nil {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // close stops accepting items and waits until every queued one is
@@ -172,10 +227,17 @@ func (r *recorder) close() error {
 	if !r.closed {
 		r.closed = true
 		close(r.q)
+		close(r.stop)
 	}
 	r.qmu.Unlock()
 	<-r.done
 	return r.err()
+}
+
+func (r *recorder) isClosed() bool {
+	r.qmu.RLock()
+	defer r.qmu.RUnlock()
+	return r.closed
 }
 
 func (r *recorder) err() error {
@@ -198,6 +260,10 @@ const (
 
 func (r *recorder) run() {
 	defer close(r.done)
+	timer := time.NewTimer(coalesce)
+	if !timer.Stop() {
+		<-timer.C
+	}
 	for {
 		it, ok := <-r.q // parks while idle
 		if !ok {
@@ -227,7 +293,15 @@ func (r *recorder) run() {
 		if closed {
 			return
 		}
-		time.Sleep(coalesce)
+		// Let items gather, unless an exchange waits for its end.
+		timer.Reset(coalesce)
+		select {
+		case <-timer.C:
+		case <-r.wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		}
 	}
 }
 
@@ -254,6 +328,7 @@ func (r *recorder) append(k frame.Kind, x *exch, t int64, last bool, payload []b
 // /_bb/health says degraded.
 func (r *recorder) flush() {
 	if len(r.pending) == 0 {
+		r.answer(nil)
 		return
 	}
 	recs := r.recs[:0]
@@ -272,6 +347,7 @@ func (r *recorder) flush() {
 	} else {
 		r.arena = r.arena[:0]
 	}
+	r.answer(err)
 	if err != nil {
 		r.mu.Lock()
 		first := r.werr == nil
@@ -281,12 +357,25 @@ func (r *recorder) flush() {
 		r.mu.Unlock()
 		r.p.metrics.walErrors.Add(float64(n))
 		if first {
-			r.p.opts.Logf("recording failed (the proxy keeps forwarding; nothing more is recorded until restart): %v", err)
+			what := "lossless mode answers new requests 503"
+			if r.p.opts.Mode == Degrade {
+				what = "degrade mode forwards them unrecorded"
+			}
+			r.p.opts.Logf("recording failed (%s until the WAL takes writes again; retried every %v): %v", what, resumeEvery, err)
 		}
 		return
 	}
 	r.frames.Add(uint64(n))
 	r.p.metrics.walBytes.Add(float64(size + n*frame.HeaderLen))
+}
+
+// answer tells the exchanges waiting on the batch just written how it went.
+func (r *recorder) answer(err error) {
+	for i, ack := range r.acks {
+		ack <- err
+		r.acks[i] = nil
+	}
+	r.acks = r.acks[:0]
 }
 
 func (r *recorder) encode(k frame.Kind, x *exch, t int64, v any) {
@@ -392,6 +481,9 @@ func (r *recorder) r(it item) {
 		}
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
 		r.encode(frame.KindResponseEnd, x, it.t, end)
+		if it.ack != nil {
+			r.acks = append(r.acks, it.ack)
+		}
 	}
 }
 

@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// killUpstream is a fake Anthropic upstream: a streaming request gets
+// its id back in 12 SSE events, each flushed on its own; any other gets
+// a JSON answer with a Content-Length.
+func killUpstream(t *testing.T) *httptest.Server {
+	idRe := regexp.MustCompile(`id-[0-9]+-[0-9]+`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		id := idRe.FindString(string(b))
+		if !bytes.Contains(b, []byte(`"stream":true`)) {
+			body := fmt.Sprintf(`{"id":"msg_%s","type":"message","role":"assistant","content":[{"type":"text","text":"answer to %s"}],"usage":{"input_tokens":3,"output_tokens":4}}`, id, id)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			io.WriteString(w, body)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		fmt.Fprintf(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_%s\",\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n", id)
+		fl.Flush()
+		for i := 0; i < 10; i++ {
+			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s part %d \"}}\n\n", id, i)
+			fl.Flush()
+		}
+		io.WriteString(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// killedProxy is one run of the bbengine binary, to be killed.
+type killedProxy struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProxy {
+	t.Helper()
+	cmd := exec.Command(bin, "--dir", dir, "proxy", "--listen", "127.0.0.1:0", "--upstream", "anthropic="+upstream,
+		"--breaker", "off", "--sync", sync)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on http://"); ok {
+				a, _, _ := strings.Cut(rest, " ")
+				addr <- a
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case a := <-addr:
+		return &killedProxy{cmd: cmd, addr: a}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("bbengine proxy did not start:\n%s", stderr.String())
+		return nil
+	}
+}
+
+// TestKillNineAcknowledgedRecorded kills `bbengine proxy` with SIGKILL
+// again and again while several clients stream through it, then reads
+// the WAL: every exchange a client received completely (the whole body
+// and its end, for a streamed and for a sized response) must be there
+// with its request, every response byte the client got and its end
+// frame. Acknowledged means recorded. -short does 4 kills; the full run
+// at least 20 kills and 5,000 acknowledged exchanges.
+func TestKillNineAcknowledgedRecorded(t *testing.T) {
+	bin := os.Getenv("BBENGINE_FAULT_BIN") // to run the suite against another build
+	if bin == "" {
+		bin = buildBBEngine(t, t.TempDir())
+	}
+	kills, perKill, clients := 20, 260, 6
+	if testing.Short() {
+		kills, perKill, clients = 4, 100, 4
+	}
+	up := killUpstream(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 11))
+
+	type acked struct {
+		id   string
+		body []byte
+	}
+	var (
+		mu    sync.Mutex
+		acks  []acked
+		seq   atomic.Int64
+		total int
+	)
+	for round := 0; round < kills; round++ {
+		syncMode := []string{"none", "interval", "always"}[round%3]
+		p := startKilledProxy(t, bin, dir, up.URL, syncMode)
+		target := perKill/2 + rng.IntN(perKill)
+		var got atomic.Int64
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+				defer client.CloseIdleConnections()
+				for n := 0; ctx.Err() == nil; n++ {
+					id := fmt.Sprintf("id-%d-%d", c, seq.Add(1))
+					stream := n%3 != 2
+					body := fmt.Sprintf(`{"model":"m","max_tokens":10,"stream":%v,"messages":[{"role":"user","content":"%s"}]}`, stream, id)
+					req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+p.addr+"/v1/messages", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("anthropic-version", "2023-06-01")
+					resp, err := client.Do(req)
+					if err != nil {
+						continue
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil || resp.StatusCode != 200 {
+						continue
+					}
+					if !bytes.Contains(b, []byte(id)) {
+						t.Errorf("client got someone else's answer for %s: %q", id, b)
+						continue
+					}
+					mu.Lock()
+					acks = append(acks, acked{id, b})
+					mu.Unlock()
+					got.Add(1)
+				}
+			}(c)
+		}
+		for got.Load() < int64(target) {
+			time.Sleep(time.Millisecond)
+			if p.cmd.ProcessState != nil {
+				t.Fatal("proxy exited on its own")
+			}
+		}
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+		cancel()
+		wg.Wait()
+		total += int(got.Load())
+	}
+	t.Logf("%d kills, %d exchanges acknowledged to clients", kills, total)
+	if !testing.Short() && total < 5000 {
+		t.Errorf("only %d acknowledged exchanges; the full run wants 5,000", total)
+	}
+
+	// Open the log as the next start would (a torn tail is cut) and put
+	// the exchanges back together.
+	l, err := wal.Open(dir+"/wal", nil)
+	if err != nil {
+		t.Fatalf("open the WAL after the kills: %v", err)
+	}
+	defer l.Close()
+	var a exchange.Assembler
+	r := l.NewReader()
+	for r.Next() {
+		p, err := r.Payload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Add(r.Header(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	idRe := regexp.MustCompile(`id-[0-9]+-[0-9]+`)
+	byID := map[string]*exchange.Exchange{}
+	for _, x := range a.Exchanges() {
+		if id := idRe.Find(x.RequestBody); id != nil {
+			byID[string(id)] = x
+		}
+	}
+	var missing, noTail, noEnd int
+	for _, ack := range acks {
+		x := byID[ack.id]
+		switch {
+		case x == nil:
+			missing++
+			if missing <= 3 {
+				t.Errorf("%s: acknowledged to the client, not in the WAL", ack.id)
+			}
+		case !bytes.Equal(x.ResponseBody, ack.body):
+			noTail++
+			if noTail <= 3 {
+				t.Errorf("%s: the WAL holds %d of the %d response bytes the client got", ack.id, len(x.ResponseBody), len(ack.body))
+			}
+		case x.End == nil:
+			noEnd++
+			if noEnd <= 3 {
+				t.Errorf("%s: no end frame", ack.id)
+			}
+		}
+	}
+	if missing+noTail+noEnd > 0 {
+		t.Fatalf("of %d acknowledged exchanges: %d not recorded, %d without their response tail, %d without an end frame", len(acks), missing, noTail, noEnd)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -147,6 +148,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		return err
 	}
 	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker())
+	p.SetDerivation(eng.Status)
 	closeEngine := eng.close
 	// The breaker takes back what it recorded before this start (an open
 	// session stays open) before the first request is judged; an engine
@@ -284,6 +286,32 @@ type proxyEngine struct {
 	// taken back its recorded state (or that failed).
 	brk      *breaker.Breaker
 	restored chan struct{}
+	// status is what /_bb/health says of derivation: "ok", "starting",
+	// or why it is paused.
+	status atomic.Pointer[string]
+}
+
+// setStatus records derivation's state for /_bb/health.
+func (pe *proxyEngine) setStatus(s string) { pe.status.Store(&s) }
+
+// Status is derivation's state as /_bb/health reports it.
+func (pe *proxyEngine) Status() string {
+	if s := pe.status.Load(); s != nil {
+		return *s
+	}
+	return "starting"
+}
+
+// guard runs f and turns a panic in it into an error: derivation (the
+// canonicalizer, memory, the index, Pebble and Bluge under them) never
+// takes the proxy down.
+func guard(what string, f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%s panicked: %v", what, v)
+		}
+	}()
+	return f()
 }
 
 // breakerRestoreWait bounds how long the proxy waits for the engine to
@@ -320,6 +348,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 			break
 		}
 		if !errors.Is(err, engine.ErrLocked) {
+			pe.setStatus(fmt.Sprintf("off: %v (recording goes on; bbengine rebuild derives it later)", err))
 			logf("canonicalizer off: %v (recording goes on; bbengine rebuild derives it later)", err)
 			return
 		}
@@ -358,11 +387,13 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	}
 	pe.mu.Unlock()
 	for {
-		err := e.Follow(ctx)
+		pe.setStatus("ok")
+		err := guard("the canonicalizer", func() error { return e.Follow(ctx) })
 		if ctx.Err() != nil {
 			return
 		}
-		logf("canonicalizer stopped: %v; retrying in 5s", err)
+		pe.setStatus(fmt.Sprintf("paused: %v (recording goes on; retrying every 5s)", err))
+		logf("canonicalizer paused: %v; recording goes on, retrying in 5s", err)
 		select {
 		case <-ctx.Done():
 			return
@@ -391,8 +422,8 @@ func (pe *proxyEngine) memoryChanged() {
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
 	for {
-		if err := mem.sync(); err != nil {
-			logf("memory index: %v", err)
+		if err := guard("the memory index", mem.sync); err != nil {
+			logf("memory index: %v (retried when memory next changes)", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -55,8 +55,9 @@ func killUpstream(t *testing.T) *httptest.Server {
 
 // killedProxy is one run of the bbengine binary, to be killed.
 type killedProxy struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd    *exec.Cmd
+	addr   string
+	stderr *syncBuffer
 }
 
 func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProxy {
@@ -68,8 +69,8 @@ func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProx
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProx
 	}()
 	select {
 	case a := <-addr:
-		return &killedProxy{cmd: cmd, addr: a}
+		return &killedProxy{cmd: cmd, addr: a, stderr: stderr}
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()

@@ -130,6 +130,7 @@ type Proxy struct {
 	// refused (lossless) or forwarded (degrade).
 	refusedUnrecorded, forwardedUnrecorded atomic.Uint64
 	started                                time.Time
+	derivation                             atomic.Pointer[func() string]
 	closeOnce                              sync.Once
 }
 
@@ -718,7 +719,14 @@ type Health struct {
 	RefusedUnrecorded   uint64            `json:"refused_unrecorded,omitempty"`
 	ForwardedUnrecorded uint64            `json:"forwarded_unrecorded,omitempty"`
 	Upstreams           map[string]string `json:"upstreams"`
+	// Derivation is the state of the engine deriving from the WAL beside
+	// the proxy: ok, starting, or why it is paused or off.
+	Derivation string `json:"derivation,omitempty"`
 }
+
+// SetDerivation gives Health the state of the derivation running beside
+// the proxy.
+func (p *Proxy) SetDerivation(status func() string) { p.derivation.Store(&status) }
 
 // Health returns the proxy's current state.
 func (p *Proxy) Health() Health {
@@ -728,6 +736,9 @@ func (p *Proxy) Health() Health {
 		h.Status, h.WALError = "degraded", err.Error()+" (retried every second; recording resumes by itself when the WAL takes writes)"
 	}
 	h.RefusedUnrecorded, h.ForwardedUnrecorded = p.refusedUnrecorded.Load(), p.forwardedUnrecorded.Load()
+	if f := p.derivation.Load(); f != nil {
+		h.Derivation = (*f)()
+	}
 	for k, u := range p.upstreams {
 		h.Upstreams[k] = u.String()
 	}

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDiskFullTmpfs runs the real `bbengine proxy` (recorder, engine,
+// memory index) on a small tmpfs and fills it: the proxy must stay up,
+// answer 503 naming the data directory in lossless mode and forward
+// nothing, report it on /_bb/health, and once the tmpfs grows record
+// again by itself. It needs root to mount; it skips otherwise.
+func TestDiskFullTmpfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("mount tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	bin := buildBBEngine(t, t.TempDir())
+	up := killUpstream(t)
+	dir := mnt + "/data"
+	p := startKilledProxy(t, bin, dir, up.URL, "interval")
+	defer func() {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}()
+
+	post := func(i int) (int, string, error) {
+		pad := make([]byte, 48<<10)
+		rand.Read(pad)
+		body := fmt.Sprintf(`{"model":"m","stream":true,"messages":[{"role":"user","content":"id-0-%d %s"}]}`, i, hex.EncodeToString(pad))
+		resp, err := http.Post("http://"+p.addr+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	health := func() map[string]any {
+		resp, err := http.Get("http://" + p.addr + "/_bb/health")
+		if err != nil {
+			t.Fatalf("the proxy is gone: %v", err)
+		}
+		defer resp.Body.Close()
+		var h map[string]any
+		json.NewDecoder(resp.Body).Decode(&h)
+		return h
+	}
+
+	refused := 0
+	i := 0
+	for ; i < 400 && refused < 5; i++ {
+		code, body, err := post(i)
+		if p.cmd.ProcessState != nil {
+			t.Fatalf("the proxy exited after %d requests", i)
+		}
+		if err == nil && code == 503 {
+			if !strings.Contains(body, dir) {
+				t.Fatalf("503 does not name the data directory %s: %s", dir, body)
+			}
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("%d requests on a 6 MiB tmpfs and none refused", i)
+	}
+	h := health()
+	if h["status"] != "degraded" || !strings.Contains(fmt.Sprint(h["wal_error"]), "no space left") {
+		t.Fatalf("health with the disk full: %v", h)
+	}
+	t.Logf("refused from request %d; health: %v", i-refused, h)
+
+	if out, err := exec.Command("mount", "-o", "remount,size=256m", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("grow tmpfs: %v %s", err, out)
+	}
+	for deadline := time.Now().Add(60 * time.Second); health()["status"] != "ok"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("recording did not resume after space returned: %v", health())
+		}
+	}
+	for j := 0; j < 5; j++ {
+		if code, _, err := post(1000 + j); err != nil || code != 200 {
+			t.Fatalf("after space returned: %d %v", code, err)
+		}
+	}
+	// Derivation caught up too (it paused, it did not die).
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		h := health()
+		if d, _ := h["derivation"].(string); d == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("derivation did not resume: %v", h)
+		}
+	}
+	// What was recorded after space returned is derived: the running
+	// proxy answers for every exchange it forwarded.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err := exec.Command(bin, "--dir", dir, "replay", "--kind", "response-end", "--format", "jsonl").Output()
+		if err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		sess, err := exec.Command(bin, "--dir", dir, "sessions", "--json").Output()
+		if err != nil {
+			t.Fatalf("sessions: %v", err)
+		}
+		ends := strings.Count(string(out), "\n")
+		if n := strings.Count(string(sess), `"requests"`); n >= ends {
+			t.Logf("%d exchanges recorded, %d sessions derived", ends, n)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("derivation did not catch up: %d exchanges ended in the WAL, sessions:\n%s", ends, sess)
+		}
+	}
+	if p.cmd.ProcessState != nil {
+		t.Fatal("the proxy exited")
+	}
+	if out := p.stderr.String(); strings.Contains(out, "goroutine ") {
+		t.Fatalf("the proxy printed a stack trace:\n%s", out)
+	}
+	t.Logf("proxy log:\n%s", p.stderr.String())
+}

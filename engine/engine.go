@@ -304,6 +304,7 @@ func (quietLogger) Infof(string, ...any) {}
 func (quietLogger) Errorf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
 }
+
 // Fatalf panics rather than exiting: the proxy recovers a panic in
 // derivation and pauses it, and recording goes on.
 func (quietLogger) Fatalf(format string, args ...any) {

@@ -62,6 +62,8 @@ func FuzzRedactStream(f *testing.F) {
 	f.Add([]byte(`{"content":"use sk-ant-api03-abcdefghijklmnopqrstuvwxyz please"}`), uint16(20), uint16(7))
 	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- ghp_abcdefghijklmnopqrstuvwxyz0123456789"), uint16(10), uint16(3))
 	f.Add([]byte("data: AKIAIOSFODNN7EXAMPLE\n\n"), uint16(13), uint16(1))
+	f.Add([]byte("AKIAIOSFODNN7EXAMPLE\n wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nDB_PASSWORD = hunter22\n"), uint16(21), uint16(5))
+	f.Add([]byte(`{"password": "correcthorse", "url": "postgres://a:Sup3r@db/x", "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjg"}`), uint16(9), uint16(4))
 	r, _ := NewRedactor(nil)
 	f.Fuzz(func(t *testing.T, b []byte, first, step uint16) {
 		if len(b) > maxHold {

@@ -167,7 +167,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("proxy: upstream %s=%q: want an http:// or https:// URL", name, raw)
+			return nil, fmt.Errorf("proxy: upstream %s=%q: want an http:// or https:// URL", name, StripUserinfo(raw))
 		}
 		p.upstreams[name] = u
 	}
@@ -431,8 +431,38 @@ func (p *Proxy) refuseBody(w http.ResponseWriter, x *exch, n int64) {
 	p.end(x, msg, false)
 }
 
+// joinURL is the URL a request goes to, without the base's userinfo.
 func joinURL(base *url.URL, path string) string {
-	return strings.TrimSuffix(base.String(), "/") + path
+	return strings.TrimSuffix(urlString(base), "/") + path
+}
+
+// urlString is u without its userinfo: an upstream URL's user and
+// password are sent upstream, never printed, logged or recorded.
+func urlString(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// StripUserinfo returns the URL raw without its userinfo
+// (scheme://user:password@host becomes scheme://host), also when raw
+// does not parse.
+func StripUserinfo(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return urlString(u)
+	}
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		i = -3
+	}
+	host := raw[i+3:]
+	if j := strings.IndexAny(host, "/?#"); j >= 0 {
+		host = host[:j]
+	}
+	if at := strings.LastIndex(host, "@"); at >= 0 {
+		return raw[:i+3] + raw[i+3+at+1:]
+	}
+	return raw
 }
 
 // rewrite builds the outbound request: the route's target, the body from
@@ -645,16 +675,17 @@ func (p *Proxy) Health() Health {
 		h.Status, h.WALError = "degraded", err.Error()
 	}
 	for k, u := range p.upstreams {
-		h.Upstreams[k] = u.String()
+		h.Upstreams[k] = urlString(u)
 	}
 	return h
 }
 
-// Upstreams returns the route names and their URLs, sorted by name.
+// Upstreams returns the route names and their URLs (without userinfo),
+// sorted by name.
 func (p *Proxy) Upstreams() [][2]string {
 	var out [][2]string
 	for k, u := range p.upstreams {
-		out = append(out, [2]string{k, u.String()})
+		out = append(out, [2]string{k, urlString(u)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out

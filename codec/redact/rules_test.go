@@ -117,3 +117,19 @@ func TestMaybe(t *testing.T) {
 		t.Error("Maybe(plain text) = true")
 	}
 }
+
+func TestJSON(t *testing.T) {
+	r, _ := New(nil)
+	for _, c := range []struct{ in, want string }{
+		{`{"text":"key sk-ant-api03-abcdefghijklmnopqrstuvwxyz"}`, `{"text":"key [redacted:anthropic_key]"}`},
+		{`{"text":"DB_PASSWORD=\"pa55word\"\n"}`, `{"text":"DB_PASSWORD=\"[redacted:password]\"\n"}`},
+		// A block that starts in one string and ends in another is
+		// redacted string by string, and the document stays valid.
+		{`{"a":"-----BEGIN RSA PRIVATE KEY-----\nMIIE","b":"x -----END RSA PRIVATE KEY-----"}`, `{"a":"-----BEGIN RSA PRIVATE KEY-----\nMIIE","b":"x -----END RSA PRIVATE KEY-----"}`},
+		{`{"n":1}`, `{"n":1}`},
+	} {
+		if got := string(r.JSON([]byte(c.in))); got != c.want {
+			t.Errorf("JSON(%s)\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+}

@@ -45,6 +45,10 @@ type Reader struct {
 	fr      frame.Frame
 	off     uint64
 	payload []byte
+	// dbuf is the reader's own buffer for decompressed payloads; payload
+	// may instead alias the read buffer (an uncompressed frame), which
+	// must never be decompressed into.
+	dbuf    []byte
 	decoded bool
 	perr    error
 
@@ -359,11 +363,11 @@ func (r *Reader) Payload() ([]byte, error) {
 			r.payload, r.perr = r.fr.Payload, nil
 		} else {
 			var p []byte
-			p, r.perr = r.fr.AppendPayload(r.payload[:0])
-			if r.perr != nil {
-				r.perr = &CorruptionError{Segment: r.path, Offset: r.off, Err: r.perr}
+			p, err := r.fr.AppendPayload(r.dbuf[:0])
+			if err != nil {
+				r.perr = &CorruptionError{Segment: r.path, Offset: r.off, Err: err}
 			}
-			r.payload = p
+			r.dbuf, r.payload = p, p
 		}
 	}
 	return r.payload, r.perr

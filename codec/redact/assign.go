@@ -174,7 +174,9 @@ func assignment(b []byte, i, j int) (span, bool) {
 	} else if k < len(b) && (b[k] == '"' || b[k] == '\'') {
 		k++
 	}
-	k = skipBlank(b, k)
+	n := skipBlank(b, k)
+	spaced := n > k
+	k = n
 	if k >= len(b) {
 		return span{}, false
 	}
@@ -190,7 +192,9 @@ func assignment(b []byte, i, j int) (span, bool) {
 	default:
 		return span{}, false
 	}
-	k = skipBlank(b, k)
+	n = skipBlank(b, k)
+	spaced = spaced || n > k
+	k = n
 	var quote []byte
 	switch {
 	case k+1 < len(b) && b[k] == '\\' && b[k+1] == '"':
@@ -216,8 +220,9 @@ func assignment(b []byte, i, j int) (span, bool) {
 		if to-from > maxValue {
 			return span{}, false
 		}
-		// An expression goes on after its first word: await f(), a + b.
-		if n := skipBlank(b, to); n > to && n < len(b) && (isWordByte(b[n]) || b[n] == '(' || b[n] == '+') {
+		// In code (a spaced separator), an expression goes on after its
+		// first word: await f(), a + b. NAME=value is env or shell.
+		if n := skipBlank(b, to); spaced && n > to && n < len(b) && (isWordByte(b[n]) || b[n] == '(' || b[n] == '+') {
 			return span{}, false
 		}
 		if to < len(b) && b[to] == '(' {

@@ -55,7 +55,10 @@ var builtinRules = []Rule{
 	// id:secret strings). These rules run before aws_access_key, which
 	// would hide the id.
 	{Kind: "aws_secret_key", Re: regexp.MustCompile(`(?i)aws_?secret_?(?:access_?)?key["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`), Lits: []string{"ecret", "ECRET"}, Group: 1},
-	{Kind: "aws_secret_key", Re: regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}[^A-Za-z0-9/+=]{1,8}(?:[A-Za-z0-9_ ]{0,40}[^A-Za-z0-9/+=]{1,8}){0,2}([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`), Lits: []string{"AKIA", "ASIA"}, Group: 1},
+	// The id may already be a marker: the proxy redacted it in one
+	// stream event, the secret came in the next, and the canonical text
+	// joins them.
+	{Kind: "aws_secret_key", Re: regexp.MustCompile(`(?:(?:AKIA|ASIA)[0-9A-Z]{16}|\[redacted:aws_access_key\])[^A-Za-z0-9/+=]{1,8}(?:[A-Za-z0-9_ ]{0,40}[^A-Za-z0-9/+=]{1,8}){0,2}([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`), Lits: []string{"AKIA", "ASIA", "[redacted:aws_access_key]"}, Group: 1},
 	{Kind: "aws_access_key", Re: regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`), Lits: []string{"AKIA", "ASIA"}, Boundary: true},
 	{Kind: "google_api_key", Re: regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`), Lits: []string{"AIza"}, Boundary: true},
 	{Kind: "google_oauth", Re: regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}|GOCSPX-[0-9A-Za-z_\-]{24,}`), Lits: []string{"ya29.", "GOCSPX-"}, Boundary: true},

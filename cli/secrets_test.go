@@ -179,6 +179,7 @@ func secretUpstream(t *testing.T) *httptest.Server {
 // raw bytes, the WAL's decoded frames and decompressed bodies, every
 // Pebble key and value, and every stored field of the Bluge index. The
 // upstream URL's password appears nowhere either (banner, health, logs).
+// An imported agent log carrying every secret is held to the same.
 func TestSecretsAtRest(t *testing.T) {
 	up := secretUpstream(t)
 	defer up.Close()
@@ -249,6 +250,17 @@ func TestSecretsAtRest(t *testing.T) {
 			exchanges = append(exchanges, resp.Header.Get("X-Bb-Exchange-Id"))
 		}
 	}
+
+	// An imported agent log holds every secret too.
+	var all strings.Builder
+	for _, sc := range secretCases {
+		all.WriteString(sc.text + "\n")
+	}
+	rollout := strings.Replace(codexRollout, `"text":"two files"`, `"text":`+jsonString("two files\n"+all.String()), 1)
+	if _, errs, code := run(t, "--dir", dir, "import", "codex", writeFile(t, t.TempDir(), "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", rollout)); code != 0 {
+		t.Fatalf("import: %d %s", code, errs)
+	}
+	sessions["codex:019e1625-789d-76c0-80ab-3724b5ddb799"] = true
 
 	hr, err := http.Get("http://" + addr + "/_bb/health")
 	if err != nil {

@@ -449,6 +449,9 @@ func urlString(u *url.URL) string {
 // does not parse.
 func StripUserinfo(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
+		if u.User == nil {
+			return raw
+		}
 		return urlString(u)
 	}
 	i := strings.Index(raw, "://")
@@ -582,7 +585,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	x.status = status
 	msg := fmt.Sprintf("bbengine proxy: upstream %s failed: %v", x.route.Target.Host, err)
-	p.opts.Logf("%s %s: upstream failed: %v", x.requestID, x.start.Upstream, err)
+	p.opts.Logf("%s %s: upstream failed: %s", x.requestID, x.start.Upstream, p.red.String(err.Error()))
 	p.fail(x, "upstream", err, 0, status)
 	writeError(w, x.route.Provider, status, msg)
 	p.end(x, msg, false)
@@ -590,7 +593,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 
 func (p *Proxy) fail(x *exch, stage string, err error, received int, status int) {
 	p.metrics.errors.WithLabelValues(x.route.Provider, stage).Inc()
-	p.rec.meta(x, frame.KindError, &exchange.Error{Stage: stage, Error: err.Error(), Received: int64(received), Status: status})
+	p.rec.meta(x, frame.KindError, &exchange.Error{Stage: stage, Error: p.red.String(err.Error()), Received: int64(received), Status: status})
 }
 
 func (p *Proxy) end(x *exch, errMsg string, complete bool) {
@@ -599,7 +602,7 @@ func (p *Proxy) end(x *exch, errMsg string, complete bool) {
 	}
 	p.metrics.requests.WithLabelValues(x.route.Provider, strconv.Itoa(x.status)).Inc()
 	p.metrics.duration.WithLabelValues(x.route.Provider).Observe(time.Since(x.arrived).Seconds())
-	p.rec.end(x, errMsg, complete, time.Since(x.arrived))
+	p.rec.end(x, p.red.String(errMsg), complete, time.Since(x.arrived))
 }
 
 // writeError writes a JSON error in the shape the provider's clients parse.

@@ -244,7 +244,7 @@ func assignment(b []byte, i, j int) (span, bool) {
 }
 
 // maxValue bounds the length of an assigned secret.
-const maxValue = 512
+const maxValue = 1024
 
 func skipBlank(b []byte, k int) int {
 	for k < len(b) && (b[k] == ' ' || b[k] == '\t') {

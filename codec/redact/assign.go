@@ -100,7 +100,7 @@ func assignments(b []byte) []byte {
 			if w == "" {
 				continue
 			}
-			if sp, ok := assignment(b, j-len(w), j); ok {
+			if sp, ok := assignment(b, j-len(w), j, w); ok {
 				spans = append(spans, sp)
 			}
 		}
@@ -130,9 +130,9 @@ func isNameByte(c byte) bool {
 	return isWordByte(c) || c == '-' || c == '.'
 }
 
-// assignment reads the assignment whose name's last word is b[i:j] and
-// returns the span of its value if that is a secret.
-func assignment(b []byte, i, j int) (span, bool) {
+// assignment reads the assignment whose name's last word, word in lower
+// case, is b[i:j] and returns the span of its value if that is a secret.
+func assignment(b []byte, i, j int, word string) (span, bool) {
 	if j >= len(b) || isNameByte(b[j]) {
 		return span{}, false
 	}
@@ -140,13 +140,13 @@ func assignment(b []byte, i, j int) (span, bool) {
 	for s > 0 && isNameByte(b[s-1]) && i-s < 128 {
 		s--
 	}
-	word := strings.ToLower(string(b[i:j]))
 	kind := "secret"
 	switch word {
 	case "password", "passwd", "passphrase":
 		kind = "password"
 	case "key":
-		var norm []byte
+		var buf [128]byte
+		norm := buf[:0]
 		for _, c := range b[s:j] {
 			switch {
 			case c >= 'A' && c <= 'Z':
@@ -165,6 +165,9 @@ func assignment(b []byte, i, j int) (span, bool) {
 		}
 		if !ok {
 			return span{}, false
+		}
+		if bytes.HasSuffix(norm, []byte("secretaccesskey")) || bytes.Contains(norm, []byte("awssecret")) {
+			kind = "aws_secret_key"
 		}
 	}
 	k := j

@@ -50,11 +50,10 @@ var builtinRules = []Rule{
 	{Kind: "github_token", Re: regexp.MustCompile(`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`), Lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, Boundary: true},
 	{Kind: "gitlab_token", Re: regexp.MustCompile(`glpat-[A-Za-z0-9_\-]{20,}`), Lits: []string{"glpat-"}, Boundary: true},
 	// An AWS secret key is 40 base64 bytes; it is only told apart from
-	// other such runs by what precedes it: its variable name, or the
-	// access key id it is paired with (credentials files, CSV exports,
-	// id:secret strings). These rules run before aws_access_key, which
-	// would hide the id.
-	{Kind: "aws_secret_key", Re: regexp.MustCompile(`(?i)aws_?secret_?(?:access_?)?key["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`), Lits: []string{"ecret", "ECRET"}, Group: 1},
+	// other such runs by what precedes it: its variable name (an
+	// assignment, see assign.go), or the access key id it is paired with
+	// (credentials files, CSV exports, id:secret strings). This rule runs
+	// before aws_access_key, which would hide the id.
 	// The id may already be a marker: the proxy redacted it in one
 	// stream event, the secret came in the next, and the canonical text
 	// joins them.
@@ -163,21 +162,65 @@ func isKind(s string) bool {
 // nothing matched.
 func (r *Redactor) Bytes(b []byte) []byte {
 	out := b
-	if bytes.Contains(out, []byte("PRIVATE KEY-----")) {
+	var t bigrams
+	t.fill(b)
+	if t.contains(out, "PRIVATE KEY-----") {
 		out = pemBlock.ReplaceAll(out, []byte("[redacted:private_key]"))
+		t.fill(out)
 	}
 	for i := range r.rules {
-		out = r.rules[i].apply(out)
+		if o := r.rules[i].apply(out, &t); len(o) != len(out) {
+			out = o
+			t.fill(out)
+		}
 	}
 	return assignments(urlPasswords(out))
 }
 
-// apply replaces the rule's matches in b, returning b when there are none.
-func (rule *Rule) apply(b []byte) []byte {
+// bigrams is a set of the (hashed) byte pairs of a text: a literal with a
+// pair the text lacks is not in it. Filling it is one pass over the text,
+// where searching for each of some thirty literals is thirty (a literal
+// whose first byte is common makes bytes.Index slow).
+type bigrams struct {
+	small bool
+	bits  [64]uint64
+}
+
+func pairHash(a, b byte) uint { return (uint(a)<<4 ^ uint(b)) & 4095 }
+
+// fill makes t the set of b's pairs.
+func (t *bigrams) fill(b []byte) {
+	t.bits = [64]uint64{}
+	t.small = len(b) < 64
+	if t.small {
+		return
+	}
+	for i := 1; i < len(b); i++ {
+		h := pairHash(b[i-1], b[i])
+		t.bits[h>>6] |= 1 << (h & 63)
+	}
+}
+
+// contains reports whether b, the text t was filled from, contains lit.
+func (t *bigrams) contains(b []byte, lit string) bool {
+	if !t.small {
+		for i := 1; i < len(lit); i++ {
+			h := pairHash(lit[i-1], lit[i])
+			if t.bits[h>>6]&(1<<(h&63)) == 0 {
+				return false
+			}
+		}
+	}
+	return bytes.Contains(b, []byte(lit))
+}
+
+// apply replaces the rule's matches in b, returning b when there are
+// none. t holds b's pairs.
+func (rule *Rule) apply(b []byte, t *bigrams) []byte {
 	if len(rule.Lits) > 0 {
 		found := false
 		for _, l := range rule.Lits {
-			if bytes.Contains(b, []byte(l)) {
+			if t.contains(b, l) {
 				found = true
 				break
 			}

@@ -18,7 +18,7 @@ func TestRules(t *testing.T) {
 		{"aws id", "id AKIAIOSFODNN7EXAMPLE", "id [redacted:aws_access_key]"},
 		{"aws secret env", "AWS_SECRET_ACCESS_KEY=" + awsSecret + "\n", "AWS_SECRET_ACCESS_KEY=[redacted:aws_secret_key]\n"},
 		{"aws secret ini", "aws_secret_access_key = " + awsSecret, "aws_secret_access_key = [redacted:aws_secret_key]"},
-		{"aws secret json", `{"SecretAccessKey": "` + awsSecret + `"}`, `{"SecretAccessKey": "[redacted:secret]"}`},
+		{"aws secret json", `{"SecretAccessKey": "` + awsSecret + `"}`, `{"SecretAccessKey": "[redacted:aws_secret_key]"}`},
 		{"aws pair csv", "AKIAIOSFODNN7EXAMPLE," + awsSecret, "[redacted:aws_access_key],[redacted:aws_secret_key]"},
 		{"aws pair after marker", "[redacted:aws_access_key]:" + awsSecret + " end", "[redacted:aws_access_key]:[redacted:aws_secret_key] end"},
 		{"aws pair json", `"AccessKeyId": "AKIAIOSFODNN7EXAMPLE", "Secret": "` + awsSecret + `"`, `"AccessKeyId": "[redacted:aws_access_key]", "Secret": "[redacted:aws_secret_key]"`},

@@ -15,6 +15,7 @@ import (
 	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -202,6 +203,12 @@ func (t *trace) redact() {
 	red, err := redact.New(nil)
 	if err != nil {
 		return
+	}
+	if t.Start != nil {
+		// Records from before upstream URLs lost their userinfo.
+		s := *t.Start
+		s.Upstream = proxy.StripUserinfo(s.Upstream)
+		t.Start = &s
 	}
 	t.RequestBody = red.String(t.RequestBody)
 	t.ResponseBody = red.String(t.ResponseBody)

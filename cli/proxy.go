@@ -94,7 +94,7 @@ func parseUpstreams(cmd string, flags []string) (map[string]string, error) {
 	for _, u := range flags {
 		name, raw, ok := strings.Cut(u, "=")
 		if !ok || name == "" || raw == "" {
-			return nil, usagef("%s: --upstream %q: want name=URL, e.g. ollama=http://127.0.0.1:11434", cmd, u)
+			return nil, usagef("%s: --upstream %q: want name=URL, e.g. ollama=http://127.0.0.1:11434", cmd, proxy.StripUserinfo(u))
 		}
 		ups[name] = raw
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/httpbody"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -64,6 +66,7 @@ func traceCommand() *ucli.Command {
 				t.Exchange = &ex
 			}
 			t.decode()
+			t.redact()
 			if c.Bool("json") {
 				return writeJSON(c, t)
 			}
@@ -158,7 +161,10 @@ func (t *trace) decode() {
 		return
 	}
 	api := llm.Detect(x.Start.Path)
-	reqBody, err := httpbody.Decode(firstHeader(x.Start.Headers, "Content-Encoding"), x.RequestBody)
+	reqBody, err := x.RequestBody, error(nil)
+	if !x.Start.Decoded {
+		reqBody, err = httpbody.Decode(firstHeader(x.Start.Headers, "Content-Encoding"), x.RequestBody)
+	}
 	if err != nil {
 		t.Problems = append(t.Problems, "request body: "+err.Error())
 		reqBody = x.RequestBody
@@ -186,6 +192,46 @@ func (t *trace) decode() {
 		if t.Response, err = llm.DecodeResponse(api, respBody); err != nil {
 			t.Problems = append(t.Problems, err.Error())
 		}
+	}
+}
+
+// redact removes secrets from what decode made of the bodies: the
+// decoded response joins text a stream split across events, so a key
+// sent in two deltas is whole only here (the recorded bytes never hold
+// it contiguously).
+func (t *trace) redact() {
+	red, err := redact.New(nil)
+	if err != nil {
+		return
+	}
+	if t.Start != nil {
+		// Records from before upstream URLs lost their userinfo.
+		s := *t.Start
+		s.Upstream = proxy.StripUserinfo(s.Upstream)
+		t.Start = &s
+	}
+	t.RequestBody = red.String(t.RequestBody)
+	t.ResponseBody = red.String(t.ResponseBody)
+	redactValue(red, &t.Request)
+	redactValue(red, &t.Response)
+}
+
+// redactValue redacts *v through its JSON form.
+func redactValue[T any](red *redact.Redactor, v **T) {
+	if *v == nil {
+		return
+	}
+	b, err := json.Marshal(*v)
+	if err != nil {
+		return
+	}
+	out := red.JSON(b)
+	if len(out) == len(b) && string(out) == string(b) {
+		return
+	}
+	var n T
+	if json.Unmarshal(out, &n) == nil {
+		*v = &n
 	}
 }
 

@@ -399,13 +399,16 @@ func (c *canonicalizer) finish(x *pending, note string) error {
 	return nil
 }
 
-// setJSON adds key → JSON(v) to the batch.
+// setJSON adds key → JSON(v) to the batch, redacted: the canonical text
+// joins what a stream split across events (a key sent in two deltas),
+// so secrets the proxy could not see in the raw bytes are removed here,
+// before anything derived, indexed or exported reads them.
 func (c *canonicalizer) setJSON(key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("engine: encode %q: %w", key[:1], err)
 	}
-	return c.batch.Set(key, b, nil)
+	return c.batch.Set(key, c.e.opts.Redactor.JSON(b), nil)
 }
 
 // commit writes the batch with the applied offset and the open set.

@@ -131,7 +131,11 @@ func (d *deriver) run() (int, error) {
 	case len(x.RequestBody) == 0:
 		reqErr = fmt.Errorf("no request body recorded (capture mode %s)", orDash(s.Mode))
 	default:
-		body, err := httpbody.Decode(header(s.Headers, "Content-Encoding"), x.RequestBody)
+		body := x.RequestBody
+		var err error
+		if !s.Decoded {
+			body, err = httpbody.Decode(header(s.Headers, "Content-Encoding"), body)
+		}
 		if err != nil {
 			reqErr = fmt.Errorf("request body: %w", err)
 			break

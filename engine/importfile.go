@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bbengine/bbengine/codec/agentlog"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -316,7 +318,24 @@ func sessionOf(source, path string, first []byte) string {
 	return source + ":" + stem
 }
 
-// AppendImport writes records to the WAL as import frames, in batches.
+// importRedactor redacts imported records before they reach the WAL.
+var importRedactor = sync.OnceValue(func() *redact.Redactor {
+	r, _ := redact.New(nil)
+	return r
+})
+
+// redactRecord returns data, an imported record, with its secrets
+// replaced: a JSON record stays valid JSON.
+func redactRecord(data []byte) []byte {
+	r := importRedactor()
+	if json.Valid(data) {
+		return r.JSON(data)
+	}
+	return r.Bytes(data)
+}
+
+// AppendImport writes records to the WAL as import frames, in batches,
+// their data redacted: an agent's log holds whatever its tools read.
 func AppendImport(log *wal.Log, recs []exchange.Import) error {
 	var (
 		batch []wal.Record
@@ -333,7 +352,9 @@ func AppendImport(log *wal.Log, recs []exchange.Import) error {
 	}
 	for i := range recs {
 		start := len(arena)
-		arena = exchange.AppendImport(arena, &recs[i])
+		rec := recs[i]
+		rec.Data = redactRecord(rec.Data)
+		arena = exchange.AppendImport(arena, &rec)
 		if len(arena)-start > frame.MaxPayload {
 			return fmt.Errorf("engine: import record %s:%d is too large for a WAL frame", recs[i].File, recs[i].Line)
 		}

@@ -220,6 +220,7 @@ func (e *Engine) deriveSessionMemory(b *pebble.Batch, id string) error {
 		if err != nil {
 			return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
 		}
+		v = e.opts.Redactor.JSON(v)
 		if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
 			return err
 		}

@@ -31,6 +31,9 @@ func (p *Proxy) newBreaker(o *breaker.Options) *breaker.Breaker {
 		if r.Op == "trip" {
 			p.metrics.trips.WithLabelValues(r.Reason).Inc()
 		}
+		// Its texts may quote a tool call's arguments.
+		r.Reason, r.Detail = p.red.String(r.Reason), p.red.String(r.Detail)
+		r.Counters.Signal, r.Counters.Stagnation = p.red.String(r.Counters.Signal), p.red.String(r.Counters.Stagnation)
 		b, err := exchange.AppendBreaker(nil, r)
 		if err == nil {
 			_, err = p.log.Append(wal.Record{Kind: frame.KindBreaker, Time: r.Time, Payload: b})

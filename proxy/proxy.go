@@ -171,7 +171,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("proxy: upstream %s=%q: want an http:// or https:// URL", name, raw)
+			return nil, fmt.Errorf("proxy: upstream %s=%q: want an http:// or https:// URL", name, StripUserinfo(raw))
 		}
 		p.upstreams[name] = u
 	}
@@ -466,8 +466,41 @@ func (p *Proxy) refuseBody(w http.ResponseWriter, x *exch, n int64) {
 	p.end(x, msg, false)
 }
 
+// joinURL is the URL a request goes to, without the base's userinfo.
 func joinURL(base *url.URL, path string) string {
-	return strings.TrimSuffix(base.String(), "/") + path
+	return strings.TrimSuffix(urlString(base), "/") + path
+}
+
+// urlString is u without its userinfo: an upstream URL's user and
+// password are sent upstream, never printed, logged or recorded.
+func urlString(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// StripUserinfo returns the URL raw without its userinfo
+// (scheme://user:password@host becomes scheme://host), also when raw
+// does not parse.
+func StripUserinfo(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		if u.User == nil {
+			return raw
+		}
+		return urlString(u)
+	}
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		i = -3
+	}
+	host := raw[i+3:]
+	if j := strings.IndexAny(host, "/?#"); j >= 0 {
+		host = host[:j]
+	}
+	if at := strings.LastIndex(host, "@"); at >= 0 {
+		return raw[:i+3] + raw[i+3+at+1:]
+	}
+	return raw
 }
 
 // rewrite builds the outbound request: the route's target, the body from
@@ -603,7 +636,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	x.status = status
 	msg := fmt.Sprintf("bbengine proxy: upstream %s failed: %v", x.route.Target.Host, err)
-	p.opts.Logf("%s %s: upstream failed: %v", x.requestID, x.start.Upstream, err)
+	p.opts.Logf("%s %s: upstream failed: %s", x.requestID, x.start.Upstream, p.red.String(err.Error()))
 	p.fail(x, "upstream", err, 0, status)
 	writeError(w, x.route.Provider, status, msg)
 	p.end(x, msg, false)
@@ -611,7 +644,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 
 func (p *Proxy) fail(x *exch, stage string, err error, received int, status int) {
 	p.metrics.errors.WithLabelValues(x.route.Provider, stage).Inc()
-	p.rec.meta(x, frame.KindError, &exchange.Error{Stage: stage, Error: err.Error(), Received: int64(received), Status: status})
+	p.rec.meta(x, frame.KindError, &exchange.Error{Stage: stage, Error: p.red.String(err.Error()), Received: int64(received), Status: status})
 }
 
 func (p *Proxy) end(x *exch, errMsg string, complete bool) {
@@ -623,7 +656,7 @@ func (p *Proxy) end(x *exch, errMsg string, complete bool) {
 	if p.opts.Mode != Degrade {
 		x.recorded = make(chan error, 1)
 	}
-	p.rec.end(x, errMsg, complete, time.Since(x.arrived), x.recorded)
+	p.rec.end(x, p.red.String(errMsg), complete, time.Since(x.arrived), x.recorded)
 }
 
 // waitRecorded waits until every frame of x, its end frame included, is
@@ -740,16 +773,17 @@ func (p *Proxy) Health() Health {
 		h.Derivation = (*f)()
 	}
 	for k, u := range p.upstreams {
-		h.Upstreams[k] = u.String()
+		h.Upstreams[k] = urlString(u)
 	}
 	return h
 }
 
-// Upstreams returns the route names and their URLs, sorted by name.
+// Upstreams returns the route names and their URLs (without userinfo),
+// sorted by name.
 func (p *Proxy) Upstreams() [][2]string {
 	var out [][2]string
 	for k, u := range p.upstreams {
-		out = append(out, [2]string{k, u.String()})
+		out = append(out, [2]string{k, urlString(u)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out

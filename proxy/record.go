@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -426,8 +427,16 @@ func (r *recorder) r(it item) {
 		if mode == Passthrough {
 			return
 		}
+		var decoded []byte
+		if mode != Privacy {
+			decoded = r.decodeRequest(x)
+		}
 		r.encode(frame.KindRequestStart, x, it.t, &x.start)
 		if mode == Privacy {
+			return
+		}
+		if decoded != nil {
+			r.body(frame.KindRequestBody, x, x.marks[len(x.marks)-1].t, decoded, true)
 			return
 		}
 		s := stream{r: r.p.red}
@@ -485,6 +494,29 @@ func (r *recorder) r(it item) {
 			r.acks = append(r.acks, it.ack)
 		}
 	}
+}
+
+// decodeRequest scans a compressed request body for secrets. When it
+// holds one it returns the decoded, redacted body and marks the request
+// start Decoded; else it returns nil and the body is recorded as sent
+// (the stream redaction that follows cannot see into compressed bytes,
+// and finds nothing to change there).
+func (r *recorder) decodeRequest(x *exch) []byte {
+	enc := x.header.Get("Content-Encoding")
+	if enc == "" || strings.EqualFold(enc, "identity") || len(x.marks) == 0 {
+		return nil
+	}
+	plain, err := httpbody.Decode(enc, x.body)
+	if err != nil {
+		x.start.Unscanned = err.Error()
+		return nil
+	}
+	red := r.p.red.Bytes(plain)
+	if bytes.Equal(red, plain) {
+		return nil
+	}
+	x.start.Decoded = true
+	return red
 }
 
 // heldChunk is a compressed response chunk kept until the body ends.

@@ -107,9 +107,9 @@ const (
 )
 
 // stream redacts a body that arrives in chunks, so that a secret split
-// across two chunks is still found: it holds back the trailing run of
-// token bytes (and an unfinished private key block) until the next chunk
-// or the end. It is not safe for concurrent use.
+// across two chunks is still found: it holds back what redact.Cut says
+// may continue (and an unfinished private key block) until the next
+// chunk or the end. It is not safe for concurrent use.
 type stream struct {
 	r    *Redactor
 	held []byte // bytes waiting for the next chunk
@@ -127,9 +127,7 @@ func (s *stream) chunk(p []byte, last bool) []byte {
 	}
 	cut := len(data)
 	if !last {
-		for cut > 0 && redact.IsTokenByte(data[cut-1]) && len(data)-cut < maxHold {
-			cut--
-		}
+		cut = redact.Cut(data, maxHold)
 		// Never cut inside a private key block: hold it from its BEGIN.
 		if i := redact.PEMHold(data[:cut]); i >= 0 && len(data)-i < maxPEM {
 			cut = i

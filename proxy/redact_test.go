@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/bbengine/bbengine/wal"
 )
 
 func TestRedactorRules(t *testing.T) {
@@ -62,6 +66,8 @@ func FuzzRedactStream(f *testing.F) {
 	f.Add([]byte(`{"content":"use sk-ant-api03-abcdefghijklmnopqrstuvwxyz please"}`), uint16(20), uint16(7))
 	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- ghp_abcdefghijklmnopqrstuvwxyz0123456789"), uint16(10), uint16(3))
 	f.Add([]byte("data: AKIAIOSFODNN7EXAMPLE\n\n"), uint16(13), uint16(1))
+	f.Add([]byte("AKIAIOSFODNN7EXAMPLE\n wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nDB_PASSWORD = hunter22\n"), uint16(21), uint16(5))
+	f.Add([]byte(`{"password": "correcthorse", "url": "postgres://a:Sup3r@db/x", "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjg"}`), uint16(9), uint16(4))
 	r, _ := NewRedactor(nil)
 	f.Fuzz(func(t *testing.T, b []byte, first, step uint16) {
 		if len(b) > maxHold {
@@ -96,6 +102,63 @@ func TestSessionGoal(t *testing.T) {
 	} {
 		if got := sessionGoal(r, tc.in); got != tc.want {
 			t.Errorf("sessionGoal(%.40q) = %.60q, want %.60q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestStreamLongSecrets: a secret of 512 bytes or more is redacted
+// wherever the stream is cut.
+func TestStreamLongSecrets(t *testing.T) {
+	r, _ := NewRedactor(nil)
+	payload := strings.Repeat("Qm7vX2pL9sKd4TfR8wYb3NcJ6hGe1ZuA5oVi0qWx", 14) // 560 bytes
+	for _, c := range []struct{ name, secret, core string }{
+		{"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJ" + payload + ".sig0123456789", payload},
+		{"assignment", `"password": "` + payload[:520] + `"`, payload[:520]},
+		{"pem", "-----BEGIN PRIVATE KEY-----\n" + payload + "\n" + payload + "\n-----END PRIVATE KEY-----", payload},
+	} {
+		body := []byte("data: {\"type\":\"content_block_delta\",\"text\":\"see " + c.secret + " ok\"}\n\n")
+		for i := 1; i < len(body); i++ {
+			got := chunked(r, body, []int{i})
+			if strings.Contains(got, c.core[:40]) {
+				t.Fatalf("%s cut at %d: %q", c.name, i, got)
+			}
+		}
+	}
+}
+
+// TestUpstreamUserinfo: an upstream URL's user and password are never
+// shown: not in Health, Upstreams, nor an error about a bad URL.
+func TestUpstreamUserinfo(t *testing.T) {
+	log, err := wal.Open(t.TempDir(), &wal.Options{Sync: wal.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := New(log, &Options{Upstreams: map[string]string{"corp": "https://alice:Hunter2pw@llm.example/v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	b, _ := json.Marshal(p.Health())
+	if got := string(b); strings.Contains(got, "Hunter2pw") || strings.Contains(got, "alice") || !strings.Contains(got, "https://llm.example/v1") {
+		t.Errorf("health: %s", got)
+	}
+	if got := fmt.Sprint(p.Upstreams()); strings.Contains(got, "Hunter2pw") || strings.Contains(got, "alice") {
+		t.Errorf("upstreams: %s", got)
+	}
+	_, err = New(log, &Options{Upstreams: map[string]string{"bad": "ftp://alice:Hunter2pw@llm.example/"}})
+	if err == nil || strings.Contains(err.Error(), "Hunter2pw") || strings.Contains(err.Error(), "alice") {
+		t.Errorf("bad upstream: %v", err)
+	}
+	for in, want := range map[string]string{
+		"https://u:p@h/x":     "https://h/x",
+		"http://h:1/a@b":      "http://h:1/a@b",
+		"%zz://u:p@h/x":       "%zz://h/x",
+		"no url":              "no url",
+		"https://user@h:8080": "https://h:8080",
+	} {
+		if got := StripUserinfo(in); got != want {
+			t.Errorf("StripUserinfo(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -25,7 +25,7 @@ const Version = 1
 
 // RedactionVersion names the rule set that redacted a recorded exchange;
 // it changes whenever the built-in rules do.
-const RedactionVersion = "r1"
+const RedactionVersion = "r2"
 
 // Headers maps canonical header names to their values.
 type Headers map[string][]string
@@ -57,6 +57,14 @@ type RequestStart struct {
 	Model     string `json:"model,omitempty"`
 	Stream    bool   `json:"stream,omitempty"`
 	BodyBytes int64  `json:"body_bytes"`
+	// Decoded is true when the request body frames hold the decoded
+	// body, not the bytes sent: the client compressed it (Headers keep
+	// its Content-Encoding) and it held a secret, so the recorder
+	// decompressed it to redact it. Unscanned says why a compressed body
+	// was recorded as sent without a secret scan (an unknown encoding, a
+	// damaged body).
+	Decoded   bool   `json:"decoded,omitempty"`
+	Unscanned string `json:"unscanned,omitempty"`
 	Mode      string `json:"mode"`      // capture mode: lossless, degrade, privacy, passthrough
 	Redaction string `json:"redaction"` // RedactionVersion
 	Time      int64  `json:"time_ns"`   // when the request arrived
@@ -67,7 +75,7 @@ type ResponseStart struct {
 	V       int     `json:"v"`
 	Status  int     `json:"status"`
 	Proto   string  `json:"proto,omitempty"`
-	Headers Headers `json:"headers,omitempty"` // redacted; Content-Encoding says how body chunks are encoded
+	Headers Headers `json:"headers,omitempty"` // redacted; Content-Encoding says how body chunks are encoded unless ResponseEnd.Decoded
 	TTFB    int64   `json:"ttfb_ns"`           // request arrival to response headers
 }
 

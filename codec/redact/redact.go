@@ -1,9 +1,21 @@
 // Package redact finds secrets in text and replaces each with a marker,
-// [redacted:<kind>]: well-known key formats (Anthropic, OpenAI, GitHub,
-// AWS, Google, Slack, Stripe keys, private key blocks) plus patterns a
-// user adds. The proxy applies it to everything it records, and the
-// engine to everything it derives into memory and indexes. A Redactor is
-// safe for concurrent use.
+// [redacted:<kind>]:
+//
+//   - well-known key formats: Anthropic, OpenAI, GitHub (classic and
+//     fine-grained), GitLab, AWS access key ids and secret keys, Google
+//     API keys and OAuth tokens, Slack tokens and webhooks, Stripe, npm
+//     and Hugging Face tokens, JWTs, PEM private key blocks;
+//   - passwords in URLs (scheme://user:password@host);
+//   - values assigned to secret-looking names in env, ini, yaml, JSON
+//     and code (password=..., "api_key": "...", SECRET: ...): a password
+//     name's literal value, or a high-entropy literal for a token, key or
+//     secret name; references (os.Getenv("X"), ${X}, cfg.Password) are
+//     left alone;
+//   - patterns a user adds.
+//
+// The proxy applies it to everything it records, and the engine to
+// everything it derives, indexes and exports. A Redactor is safe for
+// concurrent use.
 package redact
 
 import (
@@ -25,18 +37,36 @@ type Rule struct {
 	// so "disk-usage-report" is not an sk- key. (A leading \b in the
 	// regexp would cost the regexp its fast literal-prefix scan.)
 	Boundary bool
+	// Group, when not 0, is the submatch that is the secret: only it is
+	// replaced, the context around it is kept.
+	Group int
 }
 
 // builtinRules find well-known key formats. Every match is a run of token
 // bytes (see isTokenByte); the private key block is handled apart.
 var builtinRules = []Rule{
-	{"anthropic_key", regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`), []string{"sk-ant-"}, true},
-	{"openai_key", regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`), []string{"sk-"}, true},
-	{"github_token", regexp.MustCompile(`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, true},
-	{"aws_access_key", regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`), []string{"AKIA", "ASIA"}, true},
-	{"google_api_key", regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`), []string{"AIza"}, true},
-	{"slack_token", regexp.MustCompile(`xox[abprs]-[A-Za-z0-9\-]{10,}`), []string{"xox"}, true},
-	{"stripe_key", regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`), []string{"_live_", "_test_"}, true},
+	{Kind: "anthropic_key", Re: regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`), Lits: []string{"sk-ant-"}, Boundary: true},
+	{Kind: "openai_key", Re: regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`), Lits: []string{"sk-"}, Boundary: true},
+	{Kind: "github_token", Re: regexp.MustCompile(`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`), Lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, Boundary: true},
+	{Kind: "gitlab_token", Re: regexp.MustCompile(`glpat-[A-Za-z0-9_\-]{20,}`), Lits: []string{"glpat-"}, Boundary: true},
+	// An AWS secret key is 40 base64 bytes; it is only told apart from
+	// other such runs by what precedes it: its variable name (an
+	// assignment, see assign.go), or the access key id it is paired with
+	// (credentials files, CSV exports, id:secret strings). This rule runs
+	// before aws_access_key, which would hide the id.
+	// The id may already be a marker: the proxy redacted it in one
+	// stream event, the secret came in the next, and the canonical text
+	// joins them.
+	{Kind: "aws_secret_key", Re: regexp.MustCompile(`(?:(?:AKIA|ASIA)[0-9A-Z]{16}|\[redacted:aws_access_key\])[^A-Za-z0-9/+=]{1,8}(?:[A-Za-z0-9_ ]{0,40}[^A-Za-z0-9/+=]{1,8}){0,2}([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`), Lits: []string{"AKIA", "ASIA", "[redacted:aws_access_key]"}, Group: 1},
+	{Kind: "aws_access_key", Re: regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`), Lits: []string{"AKIA", "ASIA"}, Boundary: true},
+	{Kind: "google_api_key", Re: regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`), Lits: []string{"AIza"}, Boundary: true},
+	{Kind: "google_oauth", Re: regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}|GOCSPX-[0-9A-Za-z_\-]{24,}`), Lits: []string{"ya29.", "GOCSPX-"}, Boundary: true},
+	{Kind: "slack_token", Re: regexp.MustCompile(`xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}`), Lits: []string{"xox", "xapp-"}, Boundary: true},
+	{Kind: "slack_webhook", Re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]{20,}`), Lits: []string{"hooks.slack.com/"}},
+	{Kind: "stripe_key", Re: regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}`), Lits: []string{"_live_", "_test_", "whsec_"}, Boundary: true},
+	{Kind: "npm_token", Re: regexp.MustCompile(`npm_[A-Za-z0-9]{36}`), Lits: []string{"npm_"}, Boundary: true},
+	{Kind: "huggingface_token", Re: regexp.MustCompile(`hf_[A-Za-z]{34}`), Lits: []string{"hf_"}, Boundary: true},
+	{Kind: "jwt", Re: regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*`), Lits: []string{"eyJ"}, Boundary: true},
 }
 
 var pemBlock = regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`)
@@ -132,21 +162,65 @@ func isKind(s string) bool {
 // nothing matched.
 func (r *Redactor) Bytes(b []byte) []byte {
 	out := b
-	if bytes.Contains(out, []byte("PRIVATE KEY-----")) {
+	var t bigrams
+	t.fill(b)
+	if t.contains(out, "PRIVATE KEY-----") {
 		out = pemBlock.ReplaceAll(out, []byte("[redacted:private_key]"))
+		t.fill(out)
 	}
 	for i := range r.rules {
-		out = r.rules[i].apply(out)
+		if o := r.rules[i].apply(out, &t); len(o) != len(out) {
+			out = o
+			t.fill(out)
+		}
 	}
-	return out
+	return assignments(urlPasswords(out))
 }
 
-// apply replaces the rule's matches in b, returning b when there are none.
-func (rule *Rule) apply(b []byte) []byte {
+// bigrams is a set of the (hashed) byte pairs of a text: a literal with a
+// pair the text lacks is not in it. Filling it is one pass over the text,
+// where searching for each of some thirty literals is thirty (a literal
+// whose first byte is common makes bytes.Index slow).
+type bigrams struct {
+	small bool
+	bits  [64]uint64
+}
+
+func pairHash(a, b byte) uint { return (uint(a)<<4 ^ uint(b)) & 4095 }
+
+// fill makes t the set of b's pairs.
+func (t *bigrams) fill(b []byte) {
+	t.bits = [64]uint64{}
+	t.small = len(b) < 64
+	if t.small {
+		return
+	}
+	for i := 1; i < len(b); i++ {
+		h := pairHash(b[i-1], b[i])
+		t.bits[h>>6] |= 1 << (h & 63)
+	}
+}
+
+// contains reports whether b, the text t was filled from, contains lit.
+func (t *bigrams) contains(b []byte, lit string) bool {
+	if !t.small {
+		for i := 1; i < len(lit); i++ {
+			h := pairHash(lit[i-1], lit[i])
+			if t.bits[h>>6]&(1<<(h&63)) == 0 {
+				return false
+			}
+		}
+	}
+	return bytes.Contains(b, []byte(lit))
+}
+
+// apply replaces the rule's matches in b, returning b when there are
+// none. t holds b's pairs.
+func (rule *Rule) apply(b []byte, t *bigrams) []byte {
 	if len(rule.Lits) > 0 {
 		found := false
 		for _, l := range rule.Lits {
-			if bytes.Contains(b, []byte(l)) {
+			if t.contains(b, l) {
 				found = true
 				break
 			}
@@ -155,7 +229,12 @@ func (rule *Rule) apply(b []byte) []byte {
 			return b
 		}
 	}
-	locs := rule.Re.FindAllIndex(b, -1)
+	var locs [][]int
+	if rule.Group > 0 {
+		locs = rule.Re.FindAllSubmatchIndex(b, -1)
+	} else {
+		locs = rule.Re.FindAllIndex(b, -1)
+	}
 	if locs == nil {
 		return b
 	}
@@ -165,16 +244,27 @@ func (rule *Rule) apply(b []byte) []byte {
 		if rule.Boundary && l[0] > 0 && isWordByte(b[l[0]-1]) {
 			continue
 		}
-		out = append(out, b[prev:l[0]]...)
-		out = append(out, "[redacted:"...)
-		out = append(out, rule.Kind...)
-		out = append(out, ']')
-		prev = l[1]
+		from, to := l[0], l[1]
+		if g := rule.Group; g > 0 {
+			if l[2*g] < 0 {
+				continue
+			}
+			from, to = l[2*g], l[2*g+1]
+		}
+		out = append(out, b[prev:from]...)
+		out = appendMarker(out, rule.Kind)
+		prev = to
 	}
 	if out == nil {
 		return b
 	}
 	return append(out, b[prev:]...)
+}
+
+func appendMarker(dst []byte, kind string) []byte {
+	dst = append(dst, "[redacted:"...)
+	dst = append(dst, kind...)
+	return append(dst, ']')
 }
 
 func isWordByte(c byte) bool {
@@ -193,7 +283,7 @@ func (r *Redactor) String(s string) string {
 // Maybe reports whether s could hold a secret: a literal of some rule, a
 // rule without literals, or a private key marker.
 func (r *Redactor) Maybe(s string) bool {
-	if strings.Contains(s, "PRIVATE KEY-----") {
+	if strings.Contains(s, "PRIVATE KEY-----") || strings.Contains(s, "://") || maybeAssignment(s) {
 		return true
 	}
 	for _, rule := range r.rules {
@@ -209,10 +299,98 @@ func (r *Redactor) Maybe(s string) bool {
 	return false
 }
 
-// IsTokenByte reports whether c can be part of a secret matched by a rule:
-// secrets are runs of these bytes, so a chunk can be cut safely after any
-// other byte.
+// IsTokenByte reports whether c can be part of a key matched by a
+// built-in format rule.
 func IsTokenByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c == '_' || c == '-' || c == '+' || c == '/' || c == '=' || c == '.'
+}
+
+// Cut returns how much of b, the bytes a stream has seen so far, can be
+// redacted now without splitting a secret that may continue in the bytes
+// to come: b[Cut(b, max):] should wait for them. It holds back the
+// trailing run of non-space bytes, the last line when it may hold an
+// assignment (name, separator and value never span lines), and an AWS
+// key id that its secret may follow, but never more than max bytes.
+// Private key blocks are apart (see PEMHold).
+func Cut(b []byte, max int) int {
+	lo := len(b) - max
+	if lo < 0 {
+		lo = 0
+	}
+	cut := len(b)
+	for cut > lo && !isSpace(b[cut-1]) {
+		cut--
+	}
+	if ls := bytes.LastIndexByte(b[:cut], '\n') + 1; ls < cut && hasSecretWord(b[ls:cut]) {
+		cut = max0(ls, lo)
+	}
+	w := max0(lo, cut-256)
+	for _, id := range []string{"AKIA", "ASIA"} {
+		if i := bytes.Index(b[w:cut], []byte(id)); i >= 0 {
+			cut = w + i
+		}
+	}
+	// Rules look at the byte before a match: cut after a space.
+	for cut > lo && !isSpace(b[cut-1]) {
+		cut--
+	}
+	return cut
+}
+
+func max0(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func hasSecretWord(b []byte) bool {
+	for _, w := range wordCases {
+		if bytes.Contains(b, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlPasswords replaces the password of each URL in b that has one,
+// scheme://user:password@host, returning b when there is none.
+func urlPasswords(b []byte) []byte {
+	var out []byte
+	prev := 0
+	for off := 0; ; {
+		i := bytes.Index(b[off:], []byte("://"))
+		if i < 0 {
+			break
+		}
+		i += off + 3
+		off = i
+		colon := -1
+		for k := i; k < len(b) && k-i <= 384; k++ {
+			c := b[k]
+			if c == ':' && colon < 0 {
+				colon = k
+				continue
+			}
+			if c == '@' {
+				if colon > i && k > colon+1 {
+					out = append(out, b[prev:colon+1]...)
+					out = appendMarker(out, "url_password")
+					prev = k
+					off = k
+				}
+				break
+			}
+			if c <= ' ' || c == '/' || c == '"' || c == '\'' || c == '<' || c == '>' || c == '\\' || c == '?' || c == '#' {
+				break
+			}
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[prev:]...)
 }

@@ -113,6 +113,14 @@ type Part struct {
 	Size      int64  `json:"size,omitempty"`
 	SHA256    string `json:"sha256,omitempty"`
 	URL       string `json:"url,omitempty"`
+	// TextBytes and TextSHA256 describe the whole text of a part whose
+	// text was longer than a Decoder's TextLimit: Text then holds only
+	// its first bytes, and the whole went to the Decoder's Spill, which
+	// named it by TextSHA256 (hex). TrimSHA256 is TrimKey of the whole
+	// text. All three are empty for a text held whole.
+	TextBytes  int64  `json:"text_bytes,omitempty"`
+	TextSHA256 string `json:"text_sha256,omitempty"`
+	TrimSHA256 string `json:"-"`
 	// Partial marks a part a stream did not finish (no stop event).
 	Partial bool `json:"partial,omitempty"`
 	// Raw is the block as sent, for PartOther and server tool results.

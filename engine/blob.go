@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"os"
 	"path/filepath"
 )
@@ -65,4 +66,79 @@ func (b *Blobs) Get(sum string) ([]byte, error) {
 		return nil, fmt.Errorf("engine: blob %s: %w", sum, err)
 	}
 	return data, nil
+}
+
+// Create returns a writer of a new blob whose content is not known yet:
+// it is written to a temporary file in the store, hashed as it goes, and
+// named by its digest on Commit. It implements llm.Spill, so a response
+// decoder streams a long text into the store without holding it.
+func (b *Blobs) Create() (*BlobWriter, error) {
+	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: blob store: %w", err)
+	}
+	f, err := os.CreateTemp(b.dir, ".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("engine: blob store: %w", err)
+	}
+	return &BlobWriter{b: b, f: f, h: sha256.New()}, nil
+}
+
+// BlobWriter writes one blob; see Blobs.Create. Exactly one of Commit
+// and Abort must be called.
+type BlobWriter struct {
+	b   *Blobs
+	f   *os.File
+	h   hash.Hash
+	n   int64
+	err error
+}
+
+// Write appends p to the blob. A write error is sticky and returned by
+// Commit too.
+func (w *BlobWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.f.Write(p)
+	w.h.Write(p[:n])
+	w.n += int64(n)
+	if err != nil {
+		w.err = fmt.Errorf("engine: blob store: write %s: %w", w.f.Name(), err)
+	}
+	return n, w.err
+}
+
+// Commit closes the blob and moves it to its place; it returns the hex
+// SHA-256 of its content. A blob the store holds already is kept as it is.
+func (w *BlobWriter) Commit() (string, error) {
+	name := w.f.Name()
+	err := w.err
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("engine: blob store: write %s: %w", name, cerr)
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	sum := hex.EncodeToString(w.h.Sum(nil))
+	path := w.b.Path(sum)
+	if _, err := os.Stat(path); err == nil {
+		os.Remove(name)
+		return sum, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		os.Remove(name)
+		return "", fmt.Errorf("engine: blob store: %w", err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return "", fmt.Errorf("engine: blob store: %w", err)
+	}
+	return sum, nil
+}
+
+// Abort drops the blob.
+func (w *BlobWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
 }

@@ -224,3 +224,43 @@ func TestLongTextsSpill(t *testing.T) {
 	}
 	sameAfterRebuild(t, e, dump(t, e), "spilled texts")
 }
+
+// TestBigRequestBoundedMemory: deriving a request of one very long
+// prompt holds the body and the prompt once each, no more: the decoder
+// aliases the body instead of copying each level of nesting, unquotes the
+// prompt once, lets the body go before the events are built, and the
+// event keeps TextLimit bytes of the prompt with the rest in a blob.
+func TestBigRequestBoundedMemory(t *testing.T) {
+	size := 32 << 20
+	if testing.Short() {
+		size = 12 << 20
+	}
+	dir, log := newData(t)
+	var c clock
+	line := "2026-11-25T07:00:00Z worker 17 processed job 4242 in 12ms, queue depth 3\n"
+	prompt := "Summarize: " + strings.Repeat(line, size/len(line))
+	cv := &conversation{session: "s", system: "sys", model: "claude-x"}
+	cv.user(prompt)
+	r1 := anthropicReply{text: "ok", in: 10, out: 5}
+	writeWAL(t, log, &c, 0, []fx{{session: "s", req: cv.request(), resp: r1.stream(cv.model)}})
+	sum := sha256.Sum256([]byte(prompt))
+	want := hex.EncodeToString(sum[:])
+	cv, prompt = nil, ""
+	e := open(t, dir, log, nil)
+	grew := heapPeak(func() {
+		if _, err := e.CatchUp(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("a %d MiB request: the live heap grew by at most %.1f MiB while it was derived", size>>20, float64(grew)/(1<<20))
+	if bound := uint64(size)*3 + 16<<20; grew > bound {
+		t.Errorf("deriving a %d MiB request grew the live heap by %.1f MiB, want at most %d MiB", size>>20, float64(grew)/(1<<20), bound>>20)
+	}
+	evs, err := e.Events("s", EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) < 2 || evs[1].Kind != KindMessage || evs[1].TextBlob != want || len(evs[1].Text) != 1<<20 {
+		t.Fatalf("events %d; the prompt's: %s, blob %s, %d bytes of text", len(evs), evs[1].Kind, evs[1].TextBlob, len(evs[1].Text))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -57,6 +58,24 @@ func (b *Blobs) Put(data []byte) (string, error) {
 		return "", fmt.Errorf("engine: blob store: write %s: %w", path, err)
 	}
 	return sum, nil
+}
+
+// PutString stores text, written in pieces (a long text is never copied
+// whole), and returns its SHA-256 as hex.
+func (b *Blobs) PutString(text string) (string, error) {
+	w, err := b.Create()
+	if err != nil {
+		return "", err
+	}
+	for s := text; len(s) > 0; {
+		n := min(len(s), 64<<10)
+		if _, err := io.WriteString(w, s[:n]); err != nil {
+			w.Abort()
+			return "", err
+		}
+		s = s[n:]
+	}
+	return w.Commit()
 }
 
 // Get returns the blob with hex digest sum.

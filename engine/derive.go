@@ -121,7 +121,7 @@ func (d *deriver) add(ev Event) {
 	if len(ev.Text) > d.c.e.opts.TextLimit && ev.TextBlob == "" {
 		// A long text the request brought (the response's were
 		// spilled as they streamed) goes to the blob store too.
-		sum, err := NewBlobs(d.c.e.dir).Put([]byte(ev.Text))
+		sum, err := NewBlobs(d.c.e.dir).PutString(ev.Text)
 		if err != nil {
 			d.err = errors.Join(d.err, err)
 		} else {
@@ -173,6 +173,9 @@ func (d *deriver) run() (int, error) {
 			break
 		}
 		req, reqErr = llm.DecodeRequest(d.api, body)
+		// The request holds what it keeps: let the body go before the
+		// events are built.
+		x.RequestBody, body = nil, nil
 	}
 	var m match
 	if req != nil {

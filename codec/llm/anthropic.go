@@ -132,7 +132,7 @@ func anthropicParts(raw []byte) []Part {
 		s, _ := jsonString(raw)
 		return []Part{{Type: PartText, Text: s}}
 	case "array":
-		var blocks []json.RawMessage
+		var blocks []rawJSON
 		if err := json.Unmarshal(raw, &blocks); err != nil {
 			return []Part{{Type: PartOther, Raw: compactJSON(raw)}}
 		}
@@ -268,15 +268,15 @@ func anthropicSystem(raw []byte) (string, error) {
 
 // anthropicMessages decodes the conversation.
 func anthropicMessages(raw []byte) ([]Message, error) {
-	var items []json.RawMessage
+	var items []rawJSON
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, err
 	}
 	msgs := make([]Message, 0, len(items))
 	for i, item := range items {
 		var m struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role    string  `json:"role"`
+			Content rawJSON `json:"content"`
 		}
 		if err := json.Unmarshal(item, &m); err != nil {
 			return nil, inField(fmt.Sprintf("[%d]", i), err)

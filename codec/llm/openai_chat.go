@@ -50,7 +50,7 @@ import (
 // read as params.
 type chatRequest struct {
 	Model     oaiText           `json:"model"`
-	Messages  []json.RawMessage `json:"messages"`
+	Messages  []rawJSON         `json:"messages"`
 	Tools     []json.RawMessage `json:"tools"`
 	Functions []json.RawMessage `json:"functions"`
 	Stream    bool              `json:"stream"`
@@ -149,7 +149,7 @@ func decodeChatRequest(body []byte) (*Request, error) {
 
 // chatRequestMessage decodes one message of a request. A message that is
 // not of the expected shape is kept whole as a PartOther.
-func chatRequestMessage(raw json.RawMessage) Message {
+func chatRequestMessage(raw []byte) Message {
 	var m chatMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		var probe struct {

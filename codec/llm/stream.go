@@ -428,6 +428,12 @@ func TrimKey(text string) string {
 	for j > i && isASCIISpace(text[j-1]) {
 		j--
 	}
-	sum := sha256.Sum256([]byte(text[i:j]))
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	for s := text[i:j]; len(s) > 0; {
+		// In pieces, so a long text is never copied whole.
+		n := min(len(s), 64<<10)
+		io.WriteString(h, s[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

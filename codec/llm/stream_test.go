@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -191,4 +192,23 @@ func FuzzDecoder(f *testing.F) {
 			t.Fatalf("split at %d: got %+v, %v; want %+v, %v", k, got, err, want, wantErr)
 		}
 	})
+}
+
+// TestJSONStringLong: a long JSON string unquotes as encoding/json
+// unquotes it, escapes, invalid UTF-8 and lone surrogates included.
+func TestJSONStringLong(t *testing.T) {
+	pad := strings.Repeat("abc ", longString/4)
+	for _, lit := range []string{
+		`"` + pad + `\n\t\"\\\/\u00e9\ud83d\ude00 é"`,
+		`"` + pad + "\xff\xfe" + `"`,
+		`"` + pad + `\ud800 lone"`,
+		` "` + pad + `" `,
+	} {
+		var want string
+		wantErr := json.Unmarshal([]byte(lit), &want)
+		got, ok := jsonString([]byte(lit))
+		if wantErr != nil || !ok || got != want {
+			t.Errorf("jsonString(%.20q…): %q… %v; encoding/json %q… %v", lit[len(lit)-20:], got[max(len(got)-20, 0):], ok, want[max(len(want)-20, 0):], wantErr)
+		}
+	}
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,12 +150,14 @@ func run(ctx context.Context, respN, reqN int64, delta int, bin, dir string) err
 	var rows []row
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "streaming a %s response through the proxy\n", human(respN))
-	if err := send(ctx, base, streamRequest(), true); err != nil {
+	sr := streamRequest()
+	if err := send(ctx, base, bytes.NewReader(sr), int64(len(sr))); err != nil {
 		return err
 	}
 	if reqN > 0 {
 		fmt.Fprintf(os.Stderr, "sending a %s request through the proxy\n", human(reqN))
-		if err := send(ctx, base, bigRequest(reqN), false); err != nil {
+		body, size := bigRequest(reqN)
+		if err := send(ctx, base, body, size); err != nil {
 			return err
 		}
 	}
@@ -180,6 +183,7 @@ func run(ctx context.Context, respN, reqN int64, delta int, bin, dir string) err
 	if err != nil {
 		return err
 	}
+	debug.FreeOSMemory()
 	cmds := [][]string{}
 	for _, id := range ids {
 		cmds = append(cmds, []string{"trace", strconv.FormatUint(id, 10)})
@@ -279,25 +283,38 @@ func streamRequest() []byte {
 	return []byte(`{"stream":true,"model":"claude-bench","max_tokens":64000,"messages":[{"role":"user","content":"Write a very long answer."}]}`)
 }
 
-// bigRequest is a non-streaming request of about n bytes: one user
-// message of plain text.
-func bigRequest(n int64) []byte {
-	var b bytes.Buffer
-	b.Grow(int(n) + 256)
-	b.WriteString(`{"stream":false,"model":"claude-bench","max_tokens":16,"messages":[{"role":"user","content":"Summarize this log:\n`)
-	line := "2026-11-25T07:00:00Z worker 17 processed job 4242 in 12ms, queue depth 3\\n"
-	for i := 0; int64(b.Len())+int64(len(line))+64 < n; i++ {
-		b.WriteString(line)
-	}
-	b.WriteString(`"}]}`)
-	return b.Bytes()
+// bigRequest is a non-streaming request of about n bytes, one user
+// message of plain text, generated as it is read (the driver never holds
+// it, so its own RSS stays small: a child's rusage Maxrss counts the
+// parent's RSS at the fork).
+func bigRequest(n int64) (io.Reader, int64) {
+	const (
+		prefix = `{"stream":false,"model":"claude-bench","max_tokens":16,"messages":[{"role":"user","content":"Summarize this log:\n`
+		line   = "2026-11-25T07:00:00Z worker 17 processed job 4242 in 12ms, queue depth 3\\n"
+		suffix = `"}]}`
+	)
+	k := max((n-int64(len(prefix)+len(suffix)))/int64(len(line)), 1)
+	r := io.MultiReader(strings.NewReader(prefix), io.LimitReader(repeat(line), k*int64(len(line))), strings.NewReader(suffix))
+	return r, int64(len(prefix)+len(suffix)) + k*int64(len(line))
 }
 
-func send(ctx context.Context, base string, body []byte, stream bool) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", bytes.NewReader(body))
+// repeat reads s over and over.
+type repeat string
+
+func (s repeat) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], s)
+	}
+	return n, nil
+}
+
+func send(ctx context.Context, base string, body io.Reader, size int64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", body)
 	if err != nil {
 		return err
 	}
+	req.ContentLength = size
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Bb-Session-Id", session)
 	req.Header.Set("Anthropic-Version", "2023-06-01")
@@ -313,7 +330,6 @@ func send(ctx context.Context, base string, body []byte, stream bool) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("proxy answered %s (%d bytes)", resp.Status, n)
 	}
-	_ = stream
 	return nil
 }
 

@@ -222,6 +222,17 @@ func TestLongTextsSpill(t *testing.T) {
 	if n := strings.Count(out.String(), "@blob sha256="); n != 2 {
 		t.Errorf("bbox has %d blob references, want 2:\n%s", n, out.String())
 	}
+	// Formats without blob references say where the rest of a text is.
+	rl, err := RLog(&s, MarkBlobTexts(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(rl), " bytes in all: blob sha256="); n != 2 {
+		t.Errorf("rlog marks %d texts as blobs, want 2:\n%s", n, rl)
+	}
+	if evs[1].Text != cutText(prompt, 64) {
+		t.Errorf("MarkBlobTexts changed its argument: %q", evs[1].Text)
+	}
 	sameAfterRebuild(t, e, dump(t, e), "spilled texts")
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Blobs is a content-addressed store of large outputs under a data
@@ -160,4 +161,27 @@ func (w *BlobWriter) Commit() (string, error) {
 func (w *BlobWriter) Abort() {
 	w.f.Close()
 	os.Remove(w.f.Name())
+}
+
+// MarkBlobTexts returns events with the text of each event whose text is
+// a blob (Event.TextBlob) ended by a line that says where the rest is,
+// for formats that have no blob references of their own (ATIF,
+// trajectory, rlog): "[… 209715200 bytes in all: blob sha256=…]". The
+// events are copied only when one changes.
+func MarkBlobTexts(events []Event) []Event {
+	var out []Event
+	for i := range events {
+		if events[i].TextBlob == "" {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(events)
+		}
+		ev := &out[i]
+		ev.Text += fmt.Sprintf("\n[… %d bytes in all: blob sha256=%s]", ev.TextBytes, ev.TextBlob)
+	}
+	if out == nil {
+		return events
+	}
+	return out
 }

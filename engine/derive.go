@@ -172,7 +172,7 @@ func (d *deriver) run() (int, error) {
 			reqErr = fmt.Errorf("request body: %w", err)
 			break
 		}
-		req, reqErr = llm.DecodeRequest(d.api, body)
+		req, reqErr = llm.DecodeRequestWith(d.api, body, &llm.DecoderOptions{TextLimit: d.c.e.opts.TextLimit, NewSpill: d.c.spill})
 		// The request holds what it keeps: let the body go before the
 		// events are built.
 		x.RequestBody, body = nil, nil

@@ -124,11 +124,19 @@ func anthropicPart(raw []byte) Part {
 // anthropicParts decodes a block list: a JSON array of blocks, or a
 // string that stands for one text block. Null gives no parts; any other
 // value is one block that does not decode.
-func anthropicParts(raw []byte) []Part {
+func anthropicParts(raw []byte) []Part { return anthropicPartsWith(raw, nil) }
+
+// anthropicPartsWith is anthropicParts that writes a text longer than
+// cfg's limit (a string, or a text block's text) to a spill as it
+// unquotes it (see spillString).
+func anthropicPartsWith(raw []byte, cfg *textCfg) []Part {
 	switch valueKind(raw) {
 	case "null", "nothing":
 		return nil
 	case "string":
+		if p, ok := spillString(raw, cfg); ok {
+			return []Part{p}
+		}
 		s, _ := jsonString(raw)
 		return []Part{{Type: PartText, Text: s}}
 	case "array":
@@ -138,6 +146,18 @@ func anthropicParts(raw []byte) []Part {
 		}
 		parts := make([]Part, 0, len(blocks))
 		for _, b := range blocks {
+			if cfg != nil && len(b) > cfg.limit {
+				var probe struct {
+					Type string  `json:"type"`
+					Text rawJSON `json:"text"`
+				}
+				if json.Unmarshal(b, &probe) == nil && probe.Type == "text" {
+					if p, ok := spillString(probe.Text, cfg); ok {
+						parts = append(parts, p)
+						continue
+					}
+				}
+			}
 			parts = append(parts, anthropicPart(b))
 		}
 		return parts
@@ -202,7 +222,7 @@ func anthropicMedia(t PartType, src *anthropicSource) Part {
 	return p
 }
 
-func decodeAnthropicRequest(body []byte) (*Request, error) {
+func decodeAnthropicRequest(body []byte, cfg *textCfg) (*Request, error) {
 	top, err := topObject(body)
 	if err != nil {
 		return nil, err
@@ -219,7 +239,7 @@ func decodeAnthropicRequest(body []byte) (*Request, error) {
 		case "system":
 			r.System, err = anthropicSystem(raw)
 		case "messages":
-			r.Messages, err = anthropicMessages(raw)
+			r.Messages, err = anthropicMessages(raw, cfg)
 		case "tools":
 			r.Tools, err = anthropicTools(raw)
 		default:
@@ -267,7 +287,7 @@ func anthropicSystem(raw []byte) (string, error) {
 }
 
 // anthropicMessages decodes the conversation.
-func anthropicMessages(raw []byte) ([]Message, error) {
+func anthropicMessages(raw []byte, cfg *textCfg) ([]Message, error) {
 	var items []rawJSON
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, err
@@ -286,7 +306,7 @@ func anthropicMessages(raw []byte) ([]Message, error) {
 		default:
 			return nil, wrongKind(fmt.Sprintf("[%d].content", i), "string or array", m.Content)
 		}
-		msgs = append(msgs, Message{Role: m.Role, Parts: anthropicParts(m.Content)})
+		msgs = append(msgs, Message{Role: m.Role, Parts: anthropicPartsWith(m.Content, cfg)})
 	}
 	return msgs, nil
 }

@@ -242,7 +242,7 @@ func DecodeRequest(api API, body []byte) (*Request, error) {
 	)
 	switch api {
 	case AnthropicMessages:
-		r, err = decodeAnthropicRequest(body)
+		r, err = decodeAnthropicRequest(body, nil)
 	case OpenAIChat:
 		r, err = decodeChatRequest(body)
 	case OpenAIResponses:
@@ -252,6 +252,23 @@ func DecodeRequest(api API, body []byte) (*Request, error) {
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownAPI, api)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s request: %w", api, err)
+	}
+	r.API = api
+	return r, nil
+}
+
+// DecodeRequestWith is DecodeRequest bounded by opts: in an Anthropic
+// Messages request, a message text (a string content or a text block)
+// longer than opts.TextLimit is written to a Spill as it is unquoted and
+// its Part keeps the first TextLimit bytes, as a Decoder does for a
+// response. Other protocols decode as DecodeRequest does.
+func DecodeRequestWith(api API, body []byte, opts *DecoderOptions) (*Request, error) {
+	if api != AnthropicMessages || opts == nil || opts.TextLimit <= 0 || opts.NewSpill == nil {
+		return DecodeRequest(api, body)
+	}
+	r, err := decodeAnthropicRequest(body, &textCfg{limit: opts.TextLimit, newSpill: opts.NewSpill})
 	if err != nil {
 		return nil, fmt.Errorf("%s request: %w", api, err)
 	}

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Spill is where the whole of a long text goes when a Decoder keeps only
@@ -436,4 +439,77 @@ func TrimKey(text string) string {
 		s = s[n:]
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// spillString unquotes the JSON string lit into a Part of type text when
+// it is longer than cfg's limit, 64 KiB at a time, so that the whole text
+// goes to a spill and is never held: the part is what textBuf.fill makes
+// of it. ok is false (and nothing is kept) when cfg is nil, lit is short
+// or not a string, or a piece does not unquote cleanly (invalid UTF-8, a
+// lone surrogate): the caller then decodes lit as it always has.
+func spillString(lit []byte, cfg *textCfg) (Part, bool) {
+	if cfg == nil || cfg.limit <= 0 || cfg.newSpill == nil || len(lit) <= cfg.limit {
+		return Part{}, false
+	}
+	t := bytes.TrimSpace(lit)
+	if len(t) < 2 || t[0] != '"' || t[len(t)-1] != '"' {
+		return Part{}, false
+	}
+	in := t[1 : len(t)-1]
+	tb := textBuf{cfg: cfg}
+	var q, out []byte
+	for len(in) > 0 {
+		n := stringCut(in, 64<<10)
+		q = append(append(append(q[:0], '"'), in[:n]...), '"')
+		var err error
+		if out, err = jsontext.AppendUnquote(out[:0], q); err != nil {
+			tb.abort()
+			return Part{}, false
+		}
+		tb.WriteString(string(out))
+		in = in[n:]
+	}
+	p := Part{Type: PartText}
+	if err := tb.fill(&p); err != nil {
+		return Part{}, false
+	}
+	return p, true
+}
+
+// stringCut returns where to cut the inside of a JSON string literal at
+// about n bytes: never inside an escape (a surrogate pair is one), nor
+// inside a UTF-8 sequence. It returns len(s) when s is short or has no
+// such place.
+func stringCut(s []byte, n int) int {
+	if len(s) <= n {
+		return len(s)
+	}
+	last := 0
+	for i := 0; i < len(s) && i < n; {
+		switch {
+		case s[i] != '\\':
+			i++
+		case i+1 < len(s) && s[i+1] == 'u':
+			step := 6
+			if i+12 <= len(s) && highSurrogate(s[i+2:i+6]) && s[i+6] == '\\' && s[i+7] == 'u' {
+				step = 12
+			}
+			i += step
+		default:
+			i += 2
+		}
+		if i < len(s) && s[i]&0xC0 != 0x80 {
+			last = i
+		}
+	}
+	if last == 0 {
+		return len(s)
+	}
+	return last
+}
+
+// highSurrogate reports whether the four hex digits h name a UTF-16 high
+// surrogate (D800 to DBFF).
+func highSurrogate(h []byte) bool {
+	return len(h) == 4 && (h[0] == 'd' || h[0] == 'D') && strings.IndexByte("89abAB", h[1]) >= 0
 }

@@ -212,3 +212,48 @@ func TestJSONStringLong(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRequestWithSpills: a long message text of an Anthropic
+// request, as a string or a text block, goes whole to the spill while it
+// is unquoted in pieces; cut anywhere among escapes, surrogate pairs and
+// multi-byte characters, it is the text DecodeRequest gives, and the
+// rest of the request decodes the same.
+func TestDecodeRequestWithSpills(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 300<<10; i++ {
+		fmt.Fprintf(&b, "line %d: \\\"quoted\\\" tab\\t é ☃ \\u00e9\\ud83d\\ude00 😀 \\\\ back\\n", i)
+	}
+	lit := `"` + b.String() + `"`
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":` + lit + `},{"role":"assistant","content":"short"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":` + lit + `,"cache_control":{"type":"ephemeral"}},{"type":"text","text":"tail"}]}]}`,
+	} {
+		want, err := DecodeRequest(AnthropicMessages, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var committed []string
+		aborted := 0
+		got, err := DecodeRequestWith(AnthropicMessages, []byte(body), &DecoderOptions{TextLimit: 1000, NewSpill: func() (Spill, error) {
+			return memSpill{buf: new(bytes.Buffer), committed: &committed, aborted: &aborted}, nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := want.Messages[0].Parts[0].Text
+		p := got.Messages[0].Parts[0]
+		sum := sha256.Sum256([]byte(whole))
+		if len(committed) != 1 || committed[0] != whole || aborted != 0 {
+			t.Fatalf("spilled %d texts (aborted %d); the first differs from the whole text", len(committed), aborted)
+		}
+		if p.Type != PartText || !strings.HasPrefix(whole, p.Text) || len(p.Text) < 996 || p.TextBytes != int64(len(whole)) ||
+			p.TextSHA256 != hex.EncodeToString(sum[:]) || p.TrimSHA256 != TrimKey(whole) {
+			t.Errorf("part: %d bytes of text, %d in all, sha256 %s", len(p.Text), p.TextBytes, p.TextSHA256)
+		}
+		p.Text, p.TextBytes, p.TextSHA256, p.TrimSHA256 = whole, 0, "", ""
+		got.Messages[0].Parts[0] = p
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("request:\n got %+v\nwant %+v", got.Messages[1:], want.Messages[1:])
+		}
+	}
+}

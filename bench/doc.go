@@ -32,6 +32,21 @@
 // cli.MainContext); BenchmarkDeriveMemory runs the memory extractors over
 // the golden Claude Code sessions.
 //
+// The big-body driver measures memory, not time: it starts `bbengine
+// proxy` in a subprocess against a fake Anthropic upstream, streams one
+// 200 MB response (text_delta events) and sends one 50 MB request through
+// it, waits until derivation has caught up, and then runs trace, show,
+// every export format and rebuild as subprocesses on the same data
+// directory, printing each one's peak RSS (the proxy's VmHWM, the
+// commands' rusage Maxrss) against the idle proxy:
+//
+//	go run ./bench/cmd/bigbody                                  # 200MB response, 50MB request
+//	go run ./bench/cmd/bigbody -response 20MB -request 5MB      # a quick run
+//	go run ./bench/cmd/bigbody -bin ./bbengine -dir /tmp/bb     # a given binary, keep the data
+//
+// engine's TestBigStreamBoundedMemory and TestBigRequestBoundedMemory keep
+// the canonicalizer's share bounded in CI, on the live heap.
+//
 // Per-package benchmarks live beside their code:
 // go test -bench . ./codec/bbox ./codec/frame ./wal
 package bench

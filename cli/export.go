@@ -231,6 +231,10 @@ func render(c *ucli.Context, to string, s *engine.Session, events []engine.Event
 			err = bbox.WriteJSONL(&buf, doc)
 		}
 		return buf.Bytes(), err
+	case "atif", "trajectory", "rlog":
+		events = engine.MarkBlobTexts(events)
+	}
+	switch to {
 	case "atif":
 		t, err := engine.ATIF(s, events, nil)
 		if err != nil {

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"strings"
@@ -55,7 +59,7 @@ func traceCommand() *ucli.Command {
 				return err
 			}
 			defer log.Close()
-			t, err := readTrace(log, id, ex.Offsets)
+			t, err := readTrace(log, id, ex.Offsets, c.Bool("json"))
 			if err != nil {
 				return err
 			}
@@ -68,10 +72,10 @@ func traceCommand() *ucli.Command {
 			t.decode()
 			t.redact()
 			if c.Bool("json") {
+				t.RequestBody, t.ResponseBody = string(t.reqBody), string(t.respBody)
 				return writeJSON(c, t)
 			}
-			t.print(c.App.Writer, c.Bool("bodies"))
-			return nil
+			return t.print(c.App.Writer, c.Bool("bodies"), log, ex.Offsets)
 		},
 	}
 }
@@ -99,13 +103,48 @@ type trace struct {
 	Problems     []string                `json:"problems,omitempty"`
 
 	x *exchange.Exchange
+	// The response body: decoded as read by dec, gathered in raw when
+	// gather is set; body once a frame of it was read. reqBody and
+	// respBody are the bodies decompressed (respBody only when gathered).
+	dec      *llm.Decoder
+	gather   bool
+	raw      []byte
+	body     bool
+	reqBody  []byte
+	respBody []byte
 }
 
 // readTrace reads the frames of exchange id: at the indexed offsets when
-// known, else by scanning the WAL.
-func readTrace(log *wal.Log, id uint64, offsets []uint64) (*trace, error) {
+// known, else by scanning the WAL. The response body is decoded as its
+// frames are read, never assembled, unless keepBody is set (the JSON
+// form prints it) or the body is compressed.
+func readTrace(log *wal.Log, id uint64, offsets []uint64, keepBody bool) (*trace, error) {
 	t := &trace{Frames: []traceFrame{}}
-	var a exchange.Assembler
+	a := exchange.Assembler{SkipResponseBodies: true}
+	err := exchangeFrames(log, id, offsets, func(h frame.Header, p []byte) error {
+		t.Frames = append(t.Frames, traceFrame{Offset: h.Offset, Time: time.Unix(0, h.Time).UTC().Format(time.RFC3339Nano),
+			Kind: h.Kind.String(), Bytes: len(p), Last: h.Flags&frame.FlagLast != 0})
+		if err := a.Add(h, p); err != nil {
+			return err
+		}
+		if h.Kind == frame.KindResponseBody && len(p) > 0 {
+			t.responseBody(a.Get(id), p, keepBody)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if xs := a.Exchanges(); len(xs) > 0 {
+		t.x = xs[0]
+	}
+	return t, nil
+}
+
+// exchangeFrames calls fn with every frame of exchange id, read at
+// offsets when known, else by scanning the WAL. The payload is valid only
+// during the call.
+func exchangeFrames(log *wal.Log, id uint64, offsets []uint64, fn func(frame.Header, []byte) error) error {
 	r := log.NewReader()
 	defer r.Close()
 	take := func() error {
@@ -117,40 +156,67 @@ func readTrace(log *wal.Log, id uint64, offsets []uint64) (*trace, error) {
 		if err != nil {
 			return err
 		}
-		t.Frames = append(t.Frames, traceFrame{Offset: h.Offset, Time: time.Unix(0, h.Time).UTC().Format(time.RFC3339Nano),
-			Kind: h.Kind.String(), Bytes: len(p), Last: h.Flags&frame.FlagLast != 0})
-		return a.Add(h, p)
+		return fn(h, p)
 	}
 	if len(offsets) > 0 {
 		for _, off := range offsets {
 			if err := r.Seek(off); err != nil {
-				return nil, fmt.Errorf("exchange %d: frame at WAL offset %d: %w", id, off, err)
+				return fmt.Errorf("exchange %d: frame at WAL offset %d: %w", id, off, err)
 			}
 			if !r.Next() {
 				if err := r.Err(); err != nil {
-					return nil, err
+					return err
 				}
-				return nil, fmt.Errorf("exchange %d: no frame at WAL offset %d", id, off)
+				return fmt.Errorf("exchange %d: no frame at WAL offset %d", id, off)
 			}
 			if err := take(); err != nil {
-				return nil, err
+				return err
 			}
 		}
-	} else {
-		for r.Next() {
-			if err := take(); err != nil {
-				return nil, err
-			}
-		}
-		if err := r.Err(); err != nil {
-			return nil, err
+		return nil
+	}
+	for r.Next() {
+		if err := take(); err != nil {
+			return err
 		}
 	}
-	if xs := a.Exchanges(); len(xs) > 0 {
-		t.x = xs[0]
-	}
-	return t, nil
+	return r.Err()
 }
+
+// traceTextLimit is how much of one decoded text trace holds and prints
+// in a decoded part; the raw body still prints whole.
+const traceTextLimit = 1 << 20
+
+// responseBody takes one response body frame: into the streaming decoder
+// when the body is sent as is, else gathered.
+func (t *trace) responseBody(x *exchange.Exchange, p []byte, keep bool) {
+	if !t.body {
+		t.body = true
+		if x.Start != nil && x.Response != nil {
+			api := llm.Detect(x.Start.Path)
+			enc := strings.TrimSpace(firstHeader(x.Response.Headers, "Content-Encoding"))
+			if api != "" && (enc == "" || strings.EqualFold(enc, "identity")) {
+				t.dec = llm.NewDecoder(api, &llm.DecoderOptions{TextLimit: traceTextLimit, NewSpill: newHashSpill})
+			}
+		}
+		t.gather = t.dec == nil || keep
+	}
+	if t.dec != nil {
+		t.dec.Write(p)
+	}
+	if t.gather {
+		t.raw = append(t.raw, p...)
+	}
+}
+
+// hashSpill is an llm.Spill that keeps nothing but the digest: trace
+// shows the first bytes of a long text, its size and its SHA-256.
+type hashSpill struct{ h hash.Hash }
+
+func newHashSpill() (llm.Spill, error)           { return &hashSpill{h: sha256.New()}, nil }
+func (s *hashSpill) Write(p []byte) (int, error) { return s.h.Write(p) }
+func (s *hashSpill) Commit() (string, error)     { return hex.EncodeToString(s.h.Sum(nil)), nil }
+func (s *hashSpill) Abort()                      {}
 
 // decode fills in the decoded request and response.
 func (t *trace) decode() {
@@ -158,6 +224,9 @@ func (t *trace) decode() {
 	t.Start, t.ResponseHead, t.End, t.Errors = x.Start, x.Response, x.End, x.Errors
 	if x.Start == nil {
 		t.Problems = append(t.Problems, "no request start frame")
+		if t.dec != nil {
+			t.dec.Abort()
+		}
 		return
 	}
 	api := llm.Detect(x.Start.Path)
@@ -169,16 +238,16 @@ func (t *trace) decode() {
 		t.Problems = append(t.Problems, "request body: "+err.Error())
 		reqBody = x.RequestBody
 	}
-	t.RequestBody = string(reqBody)
-	respBody := x.ResponseBody
-	if x.Response != nil && (x.End == nil || !x.End.Decoded) {
+	t.reqBody = reqBody
+	respBody := t.raw
+	if t.dec == nil && x.Response != nil && (x.End == nil || !x.End.Decoded) {
 		if b, err := httpbody.Decode(firstHeader(x.Response.Headers, "Content-Encoding"), respBody); err != nil {
 			t.Problems = append(t.Problems, "response body: "+err.Error())
 		} else {
 			respBody = b
 		}
 	}
-	t.ResponseBody = string(respBody)
+	t.respBody = respBody
 	if api == "" {
 		t.Problems = append(t.Problems, fmt.Sprintf("%s is not a model call this version decodes", x.Start.Path))
 		return
@@ -188,7 +257,12 @@ func (t *trace) decode() {
 			t.Problems = append(t.Problems, err.Error())
 		}
 	}
-	if len(respBody) > 0 {
+	switch {
+	case t.dec != nil:
+		if t.Response, err = t.dec.Close(); err != nil {
+			t.Problems = append(t.Problems, err.Error())
+		}
+	case len(respBody) > 0:
 		if t.Response, err = llm.DecodeResponse(api, respBody); err != nil {
 			t.Problems = append(t.Problems, err.Error())
 		}
@@ -244,7 +318,10 @@ func firstHeader(h exchange.Headers, name string) string {
 	return ""
 }
 
-func (t *trace) print(w io.Writer, bodies bool) {
+// print writes the text form. The response body, unless it was gathered
+// to be decompressed, is read from the WAL again and written frame by
+// frame.
+func (t *trace) print(w io.Writer, bodies bool, log *wal.Log, offsets []uint64) error {
 	x := t.x
 	fmt.Fprintf(w, "exchange %d\n", x.ID)
 	if s := t.Start; s != nil {
@@ -291,8 +368,32 @@ func (t *trace) print(w io.Writer, bodies bool) {
 			fmt.Fprintf(w, "  error %s: %s\n", r.Error.Type, r.Error.Message)
 		}
 	}
-	if bodies {
-		fmt.Fprintf(w, "request body (%d bytes)\n%s\n", len(t.RequestBody), t.RequestBody)
-		fmt.Fprintf(w, "response body (%d bytes)\n%s\n", len(t.ResponseBody), t.ResponseBody)
+	if !bodies {
+		return nil
 	}
+	fmt.Fprintf(w, "request body (%d bytes)\n%s\n", len(t.reqBody), t.reqBody)
+	if t.dec == nil || t.gather {
+		fmt.Fprintf(w, "response body (%d bytes)\n%s\n", len(t.respBody), t.respBody)
+		return nil
+	}
+	var n int64
+	for _, f := range t.Frames {
+		if f.Kind == frame.KindResponseBody.String() {
+			n += int64(f.Bytes)
+		}
+	}
+	fmt.Fprintf(w, "response body (%d bytes)\n", n)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	err := exchangeFrames(log, t.x.ID, offsets, func(h frame.Header, p []byte) error {
+		if h.Kind != frame.KindResponseBody {
+			return nil
+		}
+		_, err := bw.Write(p)
+		return err
+	})
+	bw.WriteByte('\n')
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

@@ -408,9 +408,15 @@ func (r *renderer) event(ev *Event) error {
 		if err != nil {
 			return err
 		}
+		if ev.TextBlob != "" {
+			v = blobRef(ev, "text/plain")
+		}
 		r.add(bbox.Line{Kind: bbox.KindComment, Body: "system prompt=" + v + tid(ev) + more})
 	case KindMessage:
 		text := ev.Text
+		if ev.TextBlob != "" {
+			text = blobRef(ev, "text/plain")
+		}
 		for _, p := range ev.Parts {
 			text = strings.TrimSpace(text + "\n" + partNote(p))
 		}
@@ -432,6 +438,9 @@ func (r *renderer) event(ev *Event) error {
 		}
 	case KindThinking:
 		text := ev.Text
+		if ev.TextBlob != "" {
+			text = blobRef(ev, "text/plain")
+		}
 		fields := tid(ev)
 		switch {
 		case ev.Data != "" && text == "":
@@ -652,6 +661,9 @@ func (r *renderer) toolCall(ev *Event, more string) error {
 	if err != nil {
 		return err
 	}
+	if ev.TextBlob != "" && len(t.Args) == 0 {
+		args = "args=" + blobRef(ev, "application/json")
+	}
 	if args != "" {
 		body.WriteString(" " + args)
 	}
@@ -743,6 +755,14 @@ func (r *renderer) args(raw json.RawMessage, text string) (string, error) {
 	return strings.Join(fields, " "), nil
 }
 
+// blobRef is the reference to an event's text that was longer than the
+// engine's TextLimit, which the data directory's blob store holds whole
+// (Event.TextBlob): such a text is always a blob in bbox/1, whatever the
+// threshold.
+func blobRef(ev *Event, mime string) string {
+	return fmt.Sprintf("@blob sha256=%s bytes=%d mime=%s", ev.TextBlob, ev.TextBytes, mime)
+}
+
 func (r *renderer) threshold() int {
 	if r.o.BlobThreshold < 0 || r.o.Blobs == nil {
 		return int(^uint(0) >> 1)
@@ -772,6 +792,9 @@ func (r *renderer) result(ev *Event) (string, []string, error) {
 	prefix := ""
 	if ev.Tool != nil && ev.Tool.IsError {
 		prefix = "[err] "
+	}
+	if ev.TextBlob != "" {
+		return prefix + blobRef(ev, "text/plain"), nil, nil
 	}
 	if len(text) > r.threshold() {
 		sum, err := r.o.Blobs.Put([]byte(text))

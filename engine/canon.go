@@ -14,6 +14,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -33,6 +34,43 @@ type Progress struct {
 type pending struct {
 	*exchange.Exchange
 	note string
+	// The response body is not assembled: dec decodes it as its frames
+	// come (identity encoding), or raw gathers it to be decompressed at
+	// the end. body is set once a response body frame was read.
+	dec  *llm.Decoder
+	raw  []byte
+	body bool
+}
+
+// responseBody takes one response body frame of x.
+func (c *canonicalizer) responseBody(x *pending, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	if !x.body {
+		x.body = true
+		if x.Start != nil && x.Response != nil {
+			api := llm.Detect(x.Start.Path)
+			enc := strings.TrimSpace(header(x.Response.Headers, "Content-Encoding"))
+			if api != "" && (enc == "" || strings.EqualFold(enc, "identity")) {
+				x.dec = llm.NewDecoder(api, &llm.DecoderOptions{TextLimit: c.e.opts.TextLimit, NewSpill: c.spill})
+			}
+		}
+	}
+	if x.dec != nil {
+		x.dec.Write(p)
+		return
+	}
+	x.raw = append(x.raw, p...)
+}
+
+// spill opens a blob for a long text of a response being decoded.
+func (c *canonicalizer) spill() (llm.Spill, error) {
+	w, err := NewBlobs(c.e.dir).Create()
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // timeOf returns the time of the exchange's first frame of kind k, or of
@@ -99,7 +137,7 @@ type sessState struct {
 
 // load reads the canonicalizer's persistent state.
 func (e *Engine) loadCanon() (*canonicalizer, error) {
-	c := &canonicalizer{e: e, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
+	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
 		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}}
 	var err error
@@ -320,6 +358,9 @@ func (c *canonicalizer) frame(h frame.Header, off uint64, p []byte) error {
 		x.note = fmt.Sprintf("a %s frame does not decode: %v", h.Kind, err)
 	}
 	x.Exchange = c.asm.Get(h.Exchange)
+	if h.Kind == frame.KindResponseBody {
+		c.responseBody(x, p)
+	}
 	if len(x.Offsets) == 1 && h.Offset >= c.replayEnd {
 		c.markOpen(x)
 	}
@@ -391,6 +432,10 @@ func (c *canonicalizer) finish(x *pending, note string) error {
 	}
 	delete(c.replay, x.ID)
 	n, err := c.derive(x, note)
+	if x.dec != nil {
+		x.dec.Abort() // not a model call after all
+		x.dec = nil
+	}
 	if err != nil {
 		return err
 	}
@@ -456,6 +501,11 @@ func (c *canonicalizer) discard() {
 	if c.batch != nil {
 		c.batch.Close()
 		c.batch = nil
+	}
+	for _, x := range c.open {
+		if x.dec != nil {
+			x.dec.Abort()
+		}
 	}
 	c.e.canon = nil
 }

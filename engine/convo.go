@@ -107,11 +107,14 @@ func flatten(msgs []llm.Message) []item {
 func appendItems(items []item, role string, parts []llm.Part) []item {
 	for _, p := range parts {
 		if p.Type == llm.PartText {
-			if strings.TrimSpace(p.Text) == "" && p.Signature == "" {
+			if strings.TrimSpace(p.Text) == "" && p.Signature == "" && p.TextBytes == 0 {
 				continue
 			}
+			// A text spilled to a blob (see llm.DecoderOptions) is never
+			// merged: it is held only in part.
 			if n := len(items); role == "assistant" && n > 0 && items[n-1].role == role &&
-				items[n-1].part.Type == llm.PartText && !items[n-1].part.Partial {
+				items[n-1].part.Type == llm.PartText && !items[n-1].part.Partial &&
+				p.TextSHA256 == "" && items[n-1].part.TextSHA256 == "" {
 				merged := items[n-1].part
 				merged.Text += p.Text
 				merged.Partial = p.Partial
@@ -145,13 +148,13 @@ func itemKey(it *item) string {
 	w(string(p.Type))
 	switch p.Type {
 	case llm.PartText, llm.PartRefusal, llm.PartCompaction:
-		w(strings.TrimSpace(p.Text))
+		w(textKey(p))
 	case llm.PartToolCall, llm.PartServerToolCall:
 		w(p.ID)
 		w(p.Name)
 		w(string(canonicalJSON(p.Input)))
 		if len(p.Input) == 0 {
-			w(strings.TrimSpace(p.Text))
+			w(textKey(p))
 		}
 	case llm.PartToolResult, llm.PartServerToolResult:
 		w(p.ID)
@@ -172,6 +175,15 @@ func itemKey(it *item) string {
 	}
 	sum := h.Sum(nil)
 	return hex.EncodeToString(sum[:keyHashBytes])
+}
+
+// textKey identifies a part's text, whole or spilled to a blob alike:
+// the digest of the text without its leading and trailing white space.
+func textKey(p *llm.Part) string {
+	if p.TrimSHA256 != "" {
+		return p.TrimSHA256
+	}
+	return llm.TrimKey(p.Text)
 }
 
 // canonicalJSON re-encodes a JSON value with sorted object keys, so that

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
@@ -91,6 +93,8 @@ type deriver struct {
 	// nCall numbers the calls without ids of this exchange (both sides),
 	// for their synthetic ids.
 	nCall int
+	// err is a long text that could not be stored in the blob store.
+	err error
 }
 
 func (d *deriver) reqProv() Provenance {
@@ -114,7 +118,39 @@ func (d *deriver) endTime() int64 {
 func (d *deriver) add(ev Event) {
 	ev.Thread = d.thread.ID
 	ev.Task, ev.Run = d.ex.Task, d.ex.Run
+	if len(ev.Text) > d.c.e.opts.TextLimit && ev.TextBlob == "" {
+		// A long text the request brought (the response's were
+		// spilled as they streamed) goes to the blob store too.
+		sum, err := NewBlobs(d.c.e.dir).PutString(ev.Text)
+		if err != nil {
+			d.err = errors.Join(d.err, err)
+		} else {
+			ev.TextBytes, ev.TextBlob = int64(len(ev.Text)), sum
+			ev.Text = cutText(ev.Text, d.c.e.opts.TextLimit)
+		}
+	}
 	d.events = append(d.events, ev)
+}
+
+// spilled sets ev's text from a part whose text went to the blob store
+// while its response streamed.
+func spilled(ev *Event, p *llm.Part) {
+	ev.Text, ev.TextBytes, ev.TextBlob = p.Text, p.TextBytes, p.TextSHA256
+}
+
+// cutText returns the first n bytes of s, less an incomplete character.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for k := 0; k < utf8.UTFMax && len(s) > 0; k++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func (d *deriver) run() (int, error) {
@@ -140,7 +176,10 @@ func (d *deriver) run() (int, error) {
 			reqErr = fmt.Errorf("request body: %w", err)
 			break
 		}
-		req, reqErr = llm.DecodeRequest(d.api, body)
+		req, reqErr = llm.DecodeRequestWith(d.api, body, &llm.DecoderOptions{TextLimit: d.c.e.opts.TextLimit, NewSpill: d.c.spill})
+		// The request holds what it keeps: let the body go before the
+		// events are built.
+		x.RequestBody, body = nil, nil
 	}
 	var m match
 	if req != nil {
@@ -175,8 +214,12 @@ func (d *deriver) run() (int, error) {
 		resp    *llm.Response
 		respErr error
 	)
-	if len(x.ResponseBody) > 0 {
-		body := x.ResponseBody
+	switch {
+	case x.dec != nil:
+		resp, respErr = x.dec.Close()
+		x.dec = nil
+	case x.body:
+		body := x.raw
 		if x.End == nil || !x.End.Decoded {
 			var hdr exchange.Headers
 			if x.Response != nil {
@@ -184,12 +227,13 @@ func (d *deriver) run() (int, error) {
 			}
 			body, respErr = httpbody.Decode(header(hdr, "Content-Encoding"), body)
 		}
+		x.raw = nil
 		if respErr == nil {
 			resp, respErr = llm.DecodeResponse(d.api, body)
 		}
-		if respErr != nil && ex.Note == "" {
-			ex.Note = "response body: " + respErr.Error()
-		}
+	}
+	if respErr != nil && ex.Note == "" {
+		ex.Note = "response body: " + respErr.Error()
 	}
 	call := &Call{API: d.api, Provider: s.Provider, Model: ex.Model, Status: ex.Status, Latency: ex.Duration, TTFB: ex.TTFB, Stream: s.Stream}
 	if req != nil {
@@ -225,6 +269,10 @@ func (d *deriver) run() (int, error) {
 		d.add(Event{Kind: KindUsage, Time: d.endTime(), Usage: &u, Prov: d.respProv()})
 	}
 	d.errors(resp, respErr)
+
+	if d.err != nil {
+		return 0, fmt.Errorf("engine: exchange %d: %w", x.ID, d.err)
+	}
 
 	// Sequence numbers and totals.
 	for i := range d.events {
@@ -304,7 +352,9 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 		switch p.Type {
 		case llm.PartThinking, llm.PartRedactedThinking:
 			flush()
-			d.add(Event{Kind: KindThinking, Time: t, Role: it.role, Text: p.Text, Signature: p.Signature, Data: p.Data, Partial: p.Partial, Prov: prov})
+			ev := Event{Kind: KindThinking, Time: t, Role: it.role, Text: p.Text, Signature: p.Signature, Data: p.Data, Partial: p.Partial, Prov: prov}
+			spilled(&ev, &p)
+			d.add(ev)
 		case llm.PartToolCall, llm.PartServerToolCall:
 			flush()
 			tool := &Tool{ID: p.ID, Name: p.Name, Args: p.Input, Server: p.Type == llm.PartServerToolCall}
@@ -316,6 +366,7 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 			ev := Event{Kind: KindToolCall, Time: t, Role: it.role, Tool: tool, Partial: p.Partial, Prov: prov}
 			if len(p.Input) == 0 && p.Text != "" {
 				ev.Text = p.Text // arguments that are not JSON (cut short)
+				spilled(&ev, &p)
 			}
 			d.thread.call(tool.ID, tool.Name)
 			d.add(ev)
@@ -329,7 +380,8 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 			}
 			d.add(ev)
 		default:
-			if msg != nil && msg.Role != it.role {
+			if msg != nil && (msg.Role != it.role || msg.TextBlob != "" || p.TextSHA256 != "") {
+				// A text spilled to a blob is a message of its own.
 				flush()
 			}
 			if msg == nil {
@@ -340,6 +392,9 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 					msg.Text += "\n"
 				}
 				msg.Text += p.Text
+				if p.TextSHA256 != "" {
+					spilled(msg, &p)
+				}
 				if p.Signature != "" {
 					msg.Signature = p.Signature
 				}

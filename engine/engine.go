@@ -44,6 +44,13 @@ type Options struct {
 	// Logf receives operational notes (an automatic rebuild). The default
 	// discards them.
 	Logf func(format string, args ...any)
+	// TextLimit is the longest text of one event held in memory and
+	// stored in the event: a streamed response's text is decoded as it
+	// is read, and one longer than this goes whole to the blob store
+	// (<dir>/blobs) while it streams; the event keeps its first
+	// TextLimit bytes and names the blob (Event.TextBlob). The default
+	// is 1 MiB.
+	TextLimit int
 }
 
 func (o *Options) withDefaults() Options {
@@ -59,6 +66,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.StaleAfter <= 0 {
 		v.StaleAfter = 30 * time.Minute
+	}
+	if v.TextLimit <= 0 {
+		v.TextLimit = 1 << 20
 	}
 	if v.Redactor == nil {
 		v.Redactor, _ = redact.New(nil)

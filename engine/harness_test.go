@@ -60,7 +60,14 @@ func (x fx) frames(t testing.TB, id uint64, c *clock) []wal.Record {
 		Headers: exchange.Headers{"User-Agent": {ua}}, Provider: "anthropic", Upstream: "http://127.0.0.1:1",
 		SessionID: x.session, SessionSource: "x-claude-code-session-id", TaskID: x.task, Goal: x.goal, Stream: true,
 		BodyBytes: int64(len(x.req)), Mode: "lossless", Redaction: exchange.RedactionVersion, Time: start}), false)
-	add(frame.KindRequestBody, x.req, true)
+	for rest := x.req; ; {
+		// A WAL frame holds at most 16 MiB: a large body is chunked.
+		n := min(len(rest), 1<<20)
+		add(frame.KindRequestBody, rest[:n], n == len(rest))
+		if rest = rest[n:]; len(rest) == 0 {
+			break
+		}
+	}
 	add(frame.KindResponseStart, enc(&exchange.ResponseStart{Status: status, Headers: exchange.Headers{"Content-Type": {"text/event-stream"}}, TTFB: 2e6}), false)
 	n := x.chunks
 	if n <= 0 {

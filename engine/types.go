@@ -71,8 +71,15 @@ type Event struct {
 	Task   string `json:"task,omitempty"`
 	Run    string `json:"run,omitempty"`
 	// Role is user, assistant, system or tool for messages.
-	Role      string     `json:"role,omitempty"`
-	Text      string     `json:"text,omitempty"`
+	Role string `json:"role,omitempty"`
+	Text string `json:"text,omitempty"`
+	// TextBytes and TextBlob are set when the text was longer than
+	// Options.TextLimit: Text then holds only its first TextLimit bytes
+	// (cut at a character boundary), and the whole text, TextBytes long,
+	// is the blob TextBlob (hex SHA-256) in the data directory's blob
+	// store (see Blobs).
+	TextBytes int64      `json:"text_bytes,omitempty"`
+	TextBlob  string     `json:"text_blob,omitempty"`
 	Signature string     `json:"signature,omitempty"`
 	Data      string     `json:"data,omitempty"`
 	Parts     []llm.Part `json:"parts,omitempty"`

@@ -324,6 +324,14 @@ func (r *recorder) append(k frame.Kind, x *exch, t int64, last bool, payload []b
 	r.pending = append(r.pending, pendingFrame{kind: k, ex: x.id, t: t, last: last, start: start, end: len(r.arena)})
 }
 
+// flushFull flushes the batch when it holds maxBatchFrames frames or
+// maxBatchBytes bytes.
+func (r *recorder) flushFull() {
+	if len(r.pending) >= maxBatchFrames || len(r.arena) >= maxBatchBytes {
+		r.flush()
+	}
+}
+
 // flush writes the batch with one WAL append, remembering the first
 // failure. A failed WAL never stops the proxy: the agent keeps working,
 // /_bb/health says degraded.
@@ -391,10 +399,14 @@ func (r *recorder) encode(k frame.Kind, x *exch, t int64, v any) {
 // split appends body bytes as frames no larger than the frame limit.
 func (r *recorder) body(k frame.Kind, x *exch, t int64, b []byte, last bool) {
 	const max = 1 << 20
+	// A large request body comes as one item: write the batch whenever
+	// it is full, so the arena never holds more than a batch of it.
 	for len(b) > max {
+		r.flushFull()
 		r.append(k, x, t, false, b[:max])
 		b = b[max:]
 	}
+	r.flushFull()
 	if len(b) > 0 || last {
 		r.append(k, x, t, last, b)
 	}

@@ -38,6 +38,10 @@ func (x *Exchange) Bounds(request bool) (first, last uint64, ok bool) {
 	return first, last, ok
 }
 
+// maxPrealloc bounds the request body buffer an Assembler allocates ahead
+// from a request start's body_bytes.
+const maxPrealloc = 64 << 20
+
 // Assembler groups the frames of a log into exchanges. Frames of one
 // exchange must be added in log order; exchanges may interleave. It is
 // not safe for concurrent use.
@@ -45,8 +49,12 @@ type Assembler struct {
 	// SkipBodies leaves RequestBody and ResponseBody empty (the flags and
 	// kinds are still kept), for readers that need only metadata.
 	SkipBodies bool
-	byID       map[uint64]*Exchange
-	order      []*Exchange
+	// SkipResponseBodies leaves ResponseBody empty (ResponseLast is still
+	// kept), for readers that take the response body frames as they come
+	// (the canonicalizer decodes them as a stream).
+	SkipResponseBodies bool
+	byID               map[uint64]*Exchange
+	order              []*Exchange
 }
 
 // Add takes one frame: its header and its uncompressed payload, which is
@@ -83,6 +91,12 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 		var s RequestStart
 		s, err = DecodeRequestStart(payload)
 		x.Start = &s
+		if !a.SkipBodies && x.RequestBody == nil && s.BodyBytes > 0 {
+			// The body's size is known: grow it once. A request is
+			// bounded by the proxy's --max-request-bytes; a bad size
+			// claims no more than maxPrealloc.
+			x.RequestBody = make([]byte, 0, min(s.BodyBytes, maxPrealloc))
+		}
 	case frame.KindRequestBody:
 		if !a.SkipBodies {
 			x.RequestBody = append(x.RequestBody, payload...)
@@ -93,7 +107,7 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 		s, err = DecodeResponseStart(payload)
 		x.Response = &s
 	case frame.KindResponseBody:
-		if !a.SkipBodies {
+		if !a.SkipBodies && !a.SkipResponseBodies {
 			x.ResponseBody = append(x.ResponseBody, payload...)
 		}
 		x.ResponseLast = x.ResponseLast || last

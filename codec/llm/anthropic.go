@@ -50,6 +50,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -123,20 +124,40 @@ func anthropicPart(raw []byte) Part {
 // anthropicParts decodes a block list: a JSON array of blocks, or a
 // string that stands for one text block. Null gives no parts; any other
 // value is one block that does not decode.
-func anthropicParts(raw []byte) []Part {
+func anthropicParts(raw []byte) []Part { return anthropicPartsWith(raw, nil) }
+
+// anthropicPartsWith is anthropicParts that writes a text longer than
+// cfg's limit (a string, or a text block's text) to a spill as it
+// unquotes it (see spillString).
+func anthropicPartsWith(raw []byte, cfg *textCfg) []Part {
 	switch valueKind(raw) {
 	case "null", "nothing":
 		return nil
 	case "string":
+		if p, ok := spillString(raw, cfg); ok {
+			return []Part{p}
+		}
 		s, _ := jsonString(raw)
 		return []Part{{Type: PartText, Text: s}}
 	case "array":
-		var blocks []json.RawMessage
+		var blocks []rawJSON
 		if err := json.Unmarshal(raw, &blocks); err != nil {
 			return []Part{{Type: PartOther, Raw: compactJSON(raw)}}
 		}
 		parts := make([]Part, 0, len(blocks))
 		for _, b := range blocks {
+			if cfg != nil && len(b) > cfg.limit {
+				var probe struct {
+					Type string  `json:"type"`
+					Text rawJSON `json:"text"`
+				}
+				if json.Unmarshal(b, &probe) == nil && probe.Type == "text" {
+					if p, ok := spillString(probe.Text, cfg); ok {
+						parts = append(parts, p)
+						continue
+					}
+				}
+			}
 			parts = append(parts, anthropicPart(b))
 		}
 		return parts
@@ -201,7 +222,7 @@ func anthropicMedia(t PartType, src *anthropicSource) Part {
 	return p
 }
 
-func decodeAnthropicRequest(body []byte) (*Request, error) {
+func decodeAnthropicRequest(body []byte, cfg *textCfg) (*Request, error) {
 	top, err := topObject(body)
 	if err != nil {
 		return nil, err
@@ -218,7 +239,7 @@ func decodeAnthropicRequest(body []byte) (*Request, error) {
 		case "system":
 			r.System, err = anthropicSystem(raw)
 		case "messages":
-			r.Messages, err = anthropicMessages(raw)
+			r.Messages, err = anthropicMessages(raw, cfg)
 		case "tools":
 			r.Tools, err = anthropicTools(raw)
 		default:
@@ -266,16 +287,16 @@ func anthropicSystem(raw []byte) (string, error) {
 }
 
 // anthropicMessages decodes the conversation.
-func anthropicMessages(raw []byte) ([]Message, error) {
-	var items []json.RawMessage
+func anthropicMessages(raw []byte, cfg *textCfg) ([]Message, error) {
+	var items []rawJSON
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, err
 	}
 	msgs := make([]Message, 0, len(items))
 	for i, item := range items {
 		var m struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role    string  `json:"role"`
+			Content rawJSON `json:"content"`
 		}
 		if err := json.Unmarshal(item, &m); err != nil {
 			return nil, inField(fmt.Sprintf("[%d]", i), err)
@@ -285,7 +306,7 @@ func anthropicMessages(raw []byte) ([]Message, error) {
 		default:
 			return nil, wrongKind(fmt.Sprintf("[%d].content", i), "string or array", m.Content)
 		}
-		msgs = append(msgs, Message{Role: m.Role, Parts: anthropicParts(m.Content)})
+		msgs = append(msgs, Message{Role: m.Role, Parts: anthropicPartsWith(m.Content, cfg)})
 	}
 	return msgs, nil
 }
@@ -470,80 +491,125 @@ type anthropicDelta struct {
 // gathered in buffers and land in part when the stream is done.
 type anthropicBlockState struct {
 	part    Part
-	text    []byte
+	text    textBuf
 	sig     []byte
 	data    []byte
-	input   []byte
+	input   textBuf
 	stopped bool
 }
 
 // anthropicStream is the state of a stream being decoded.
 type anthropicStream struct {
 	r       *Response
+	cfg     *textCfg
+	dec     eventDecoder[anthropicEvent]
 	blocks  []*anthropicBlockState // in arrival order
 	byIndex map[int]*anthropicBlockState
 	usage   anthropicUsage
+}
+
+func newAnthropicStream(cfg *textCfg) *anthropicStream {
+	s := &anthropicStream{
+		r:       &Response{Stream: true},
+		cfg:     cfg,
+		byIndex: make(map[int]*anthropicBlockState),
+	}
+	s.dec = eventDecoder[anthropicEvent]{
+		mk: func() anthropicEvent { return anthropicEvent{Index: -1} },
+		fn: func(ev Event, e *anthropicEvent) {
+			if e.Type == "" {
+				e.Type = ev.Type
+			}
+			s.event(e, ev.Data)
+		},
+		other: s.other,
+	}
+	return s
+}
+
+func (s *anthropicStream) take(ev Event) { s.dec.take(ev) }
+
+func (s *anthropicStream) end(n int64) (*Response, error) {
+	events, err := s.dec.result(n)
+	s.r.Events = events
+	if err != nil {
+		return nil, err
+	}
+	return s.r, s.finish()
+}
+
+func (s *anthropicStream) spills() []*textBuf {
+	var out []*textBuf
+	for _, b := range s.blocks {
+		out = append(out, &b.text, &b.input)
+	}
+	return out
+}
+
+// block returns a new block state of part.
+func (s *anthropicStream) block(p Part) *anthropicBlockState {
+	return &anthropicBlockState{part: p, text: textBuf{cfg: s.cfg}, input: textBuf{cfg: s.cfg}}
 }
 
 // decodeAnthropicStream decodes an SSE body. An event whose data is not
 // JSON (the last one, when the stream was cut inside it) is skipped; the
 // body is an error only when no event decodes.
 func decodeAnthropicStream(body []byte) (*Response, error) {
-	s := &anthropicStream{
-		r:       &Response{Stream: true},
-		byIndex: make(map[int]*anthropicBlockState),
-	}
-	n, err := decodeEvents(body, func() anthropicEvent { return anthropicEvent{Index: -1} },
-		func(ev Event, e *anthropicEvent) {
-			if e.Type == "" {
-				e.Type = ev.Type
-			}
-			s.event(e, ev.Data)
-		}, s.other)
-	s.r.Events = n
-	if err != nil {
-		return nil, err
-	}
-	s.finish()
-	return s.r, nil
+	s := newAnthropicStream(nil)
+	Events(body, func(ev Event) bool { s.take(ev); return true })
+	return s.end(int64(len(body)))
 }
 
-// decodeEvents decodes the data of each SSE event of body into a fresh
-// value from mk and passes it to fn. An event whose data is valid JSON of
-// an unexpected shape is kept, not dropped: it goes to other. One whose
-// data is not JSON (the last one, when the stream was cut inside it) is
-// skipped. It returns the number of events, and an error naming the first
-// bad event when none decoded.
-func decodeEvents[T any](body []byte, mk func() T, fn func(ev Event, v *T), other func([]byte)) (int, error) {
-	var (
-		n, good  int
-		firstErr error
-	)
-	Events(body, func(ev Event) bool {
-		n++
-		v := mk()
-		err := json.Unmarshal(ev.Data, &v)
-		if err != nil && !json.Valid(ev.Data) {
-			if firstErr == nil {
-				firstErr = eventError(n, ev, err)
-			}
-			return true
+// eventDecoder decodes the data of each SSE event into a fresh value from
+// mk and passes it to fn. An event whose data is valid JSON of an
+// unexpected shape is kept, not dropped: it goes to other. One whose data
+// is not JSON (the last one, when the stream was cut inside it) is
+// skipped.
+type eventDecoder[T any] struct {
+	mk       func() T
+	fn       func(ev Event, v *T)
+	other    func([]byte)
+	n, good  int
+	firstErr error
+}
+
+func (d *eventDecoder[T]) take(ev Event) {
+	d.n++
+	v := d.mk()
+	err := json.Unmarshal(ev.Data, &v)
+	if err != nil && !json.Valid(ev.Data) {
+		if d.firstErr == nil {
+			d.firstErr = eventError(d.n, ev, err)
 		}
-		good++
-		if err != nil {
-			other(ev.Data)
-			return true
-		}
-		fn(ev, &v)
-		return true
-	})
-	if good == 0 {
-		if firstErr != nil {
-			return n, firstErr
-		}
-		return n, fmt.Errorf("at byte 0: no events in %d bytes", len(body))
+		return
 	}
-	return n, nil
+	d.good++
+	if err != nil {
+		d.other(ev.Data)
+		return
+	}
+	d.fn(ev, &v)
+}
+
+// result returns the number of events, and an error naming the first bad
+// event when none decoded (size is the body's length).
+func (d *eventDecoder[T]) result(size int64) (int, error) {
+	if d.good == 0 {
+		if d.firstErr != nil {
+			return d.n, d.firstErr
+		}
+		return d.n, fmt.Errorf("at byte 0: no events in %d bytes", size)
+	}
+	return d.n, nil
+}
+
+// decodeEvents decodes the events of body with an eventDecoder. It
+// returns the number of events, and an error naming the first bad event
+// when none decoded.
+func decodeEvents[T any](body []byte, mk func() T, fn func(ev Event, v *T), other func([]byte)) (int, error) {
+	d := eventDecoder[T]{mk: mk, fn: fn, other: other}
+	Events(body, func(ev Event) bool { d.take(ev); return true })
+	return d.result(int64(len(body)))
 }
 
 // eventError names the event (its number, from 1, its offset and its
@@ -558,10 +624,9 @@ func eventError(n int, ev Event, err error) error {
 // other keeps data, an event or a delta that has no place of its own, as a
 // PartOther in arrival order.
 func (s *anthropicStream) other(data []byte) {
-	s.blocks = append(s.blocks, &anthropicBlockState{
-		part:    Part{Type: PartOther, Raw: compactJSON(data)},
-		stopped: true,
-	})
+	b := s.block(Part{Type: PartOther, Raw: compactJSON(data)})
+	b.stopped = true
+	s.blocks = append(s.blocks, b)
 }
 
 // event applies one decoded event; data is its JSON as sent.
@@ -581,17 +646,19 @@ func (s *anthropicStream) event(e *anthropicEvent, data []byte) {
 		}
 		s.usage.merge(m.Usage)
 		for _, b := range m.Content {
-			s.blocks = append(s.blocks, &anthropicBlockState{part: anthropicPart(b), stopped: true})
+			st := s.block(anthropicPart(b))
+			st.stopped = true
+			s.blocks = append(s.blocks, st)
 		}
 	case "content_block_start":
 		if e.ContentBlock == nil {
 			s.other(data)
 			return
 		}
-		b := &anthropicBlockState{part: anthropicPart(e.ContentBlock)}
+		b := s.block(anthropicPart(e.ContentBlock))
 		switch b.part.Type {
 		case PartText, PartThinking, PartCompaction:
-			b.text = append(b.text, b.part.Text...)
+			b.text.WriteString(b.part.Text)
 			b.sig = append(b.sig, b.part.Signature...)
 			b.data = append(b.data, b.part.Data...)
 		}
@@ -645,7 +712,7 @@ func (s *anthropicStream) delta(index int, d *anthropicDelta, data []byte) {
 	b := s.byIndex[index]
 	if b == nil {
 		// A delta for a block never started opens one of its kind.
-		b = &anthropicBlockState{part: Part{Type: want}}
+		b = s.block(Part{Type: want})
 		s.blocks = append(s.blocks, b)
 		s.byIndex[index] = b
 	}
@@ -659,16 +726,16 @@ func (s *anthropicStream) delta(index int, d *anthropicDelta, data []byte) {
 	}
 	switch d.Type {
 	case "text_delta":
-		b.text = append(b.text, d.Text...)
+		b.text.WriteString(d.Text)
 	case "thinking_delta":
-		b.text = append(b.text, d.Thinking...)
+		b.text.WriteString(d.Thinking)
 	case "signature_delta":
 		b.sig = append(b.sig, d.Signature...)
 	case "input_json_delta":
-		b.input = append(b.input, d.PartialJSON...)
+		b.input.WriteString(d.PartialJSON)
 	case "compaction_delta":
 		if c, ok := jsonString(d.Content); ok {
-			b.text = append(b.text, c...)
+			b.text.WriteString(c)
 		}
 		if d.EncryptedContent != nil {
 			b.data = append(b.data, *d.EncryptedContent...)
@@ -676,30 +743,38 @@ func (s *anthropicStream) delta(index int, d *anthropicDelta, data []byte) {
 	}
 }
 
-// finish moves the gathered blocks and usage into the response.
-func (s *anthropicStream) finish() {
+// finish moves the gathered blocks and usage into the response. An error
+// is a spilled text that could not be kept.
+func (s *anthropicStream) finish() error {
 	r := s.r
 	r.Usage = s.usage.usage()
 	if len(s.blocks) == 0 {
-		return
+		return nil
 	}
+	var errs []error
 	r.Parts = make([]Part, 0, len(s.blocks))
 	for _, b := range s.blocks {
 		p := b.part
 		p.Partial = !b.stopped
 		switch p.Type {
 		case PartText:
-			p.Text = string(b.text)
+			errs = append(errs, b.text.fill(&p))
 		case PartThinking:
-			p.Text, p.Signature = string(b.text), string(b.sig)
+			errs = append(errs, b.text.fill(&p))
+			p.Signature = string(b.sig)
 		case PartCompaction:
-			p.Text, p.Data = string(b.text), string(b.data)
+			errs = append(errs, b.text.fill(&p))
+			p.Data = string(b.data)
 		case PartToolCall, PartServerToolCall:
 			switch {
-			case len(bytes.TrimSpace(b.input)) > 0:
-				p.Input = compactJSON(b.input)
+			case b.input.spilled():
+				// Arguments too long to hold are kept as text, cut.
+				p.Input = nil
+				errs = append(errs, b.input.fill(&p))
+			case len(bytes.TrimSpace(b.input.b)) > 0:
+				p.Input = compactJSON(b.input.b)
 				if p.Input == nil {
-					p.Input, p.Text, p.Partial = nil, string(b.input), true
+					p.Input, p.Text, p.Partial = nil, b.input.String(), true
 				}
 			case !b.stopped:
 				// The input of content_block_start is a placeholder
@@ -709,4 +784,5 @@ func (s *anthropicStream) finish() {
 		}
 		r.Parts = append(r.Parts, p)
 	}
+	return errors.Join(errs...)
 }

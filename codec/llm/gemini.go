@@ -688,13 +688,37 @@ func decodeGeminiArray(body []byte) (*Response, error) {
 // event whose data is not JSON (the last one, when the stream was cut
 // inside it) is skipped; the body is an error only when no event decodes.
 func decodeGeminiSSE(body []byte) (*Response, error) {
+	s := newGeminiSSE()
+	Events(body, func(ev Event) bool { s.take(ev); return true })
+	return s.end(int64(len(body)))
+}
+
+// geminiSSE decodes an alt=sse stream event by event.
+type geminiSSE struct {
+	s   *geminiStream
+	dec eventDecoder[geminiChunk]
+}
+
+func newGeminiSSE() *geminiSSE {
 	s := &geminiStream{r: &Response{Stream: true}}
-	n, err := decodeEvents(body, func() geminiChunk { return geminiChunk{} },
-		func(_ Event, ch *geminiChunk) { s.chunk(ch) }, s.other)
-	s.r.Events = n
+	return &geminiSSE{s: s, dec: eventDecoder[geminiChunk]{
+		mk:    func() geminiChunk { return geminiChunk{} },
+		fn:    func(_ Event, ch *geminiChunk) { s.chunk(ch) },
+		other: s.other,
+	}}
+}
+
+func (g *geminiSSE) take(ev Event) { g.dec.take(ev) }
+
+// spills returns nothing: Gemini texts are held whole.
+func (g *geminiSSE) spills() []*textBuf { return nil }
+
+func (g *geminiSSE) end(size int64) (*Response, error) {
+	n, err := g.dec.result(size)
+	g.s.r.Events = n
 	if err != nil {
 		return nil, err
 	}
-	s.finish(false)
-	return s.r, nil
+	g.s.finish(false)
+	return g.s.r, nil
 }

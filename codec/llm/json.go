@@ -14,6 +14,9 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // jsonAt rewrites an encoding/json error from decoding a whole body so
@@ -167,12 +170,26 @@ func jsonString(raw []byte) (string, bool) {
 	if valueKind(raw) != "string" {
 		return "", false
 	}
+	if t := bytes.TrimSpace(raw); len(t) > longString {
+		// A long text (a prompt of megabytes) is unquoted into one
+		// buffer that becomes the string, not copied twice as
+		// encoding/json does. Input it finds invalid (bad UTF-8, a lone
+		// surrogate) takes the encoding/json path, which decides as it
+		// always has.
+		if b, err := jsontext.AppendUnquote(make([]byte, 0, len(t)), t); err == nil {
+			return unsafe.String(unsafe.SliceData(b), len(b)), true
+		}
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
 	}
 	return s, true
 }
+
+// longString is the length of a JSON string above which jsonString
+// unquotes it itself.
+const longString = 64 << 10
 
 // base64Digest returns the length and the hex SHA-256 of the bytes the
 // base64 text s decodes to, without holding them: the standard and the
@@ -197,8 +214,8 @@ func base64Digest(s string) (int64, string) {
 
 // topObject decodes a request body, which must be one JSON object, into
 // its top-level fields. Errors name the byte offset.
-func topObject(body []byte) (map[string]json.RawMessage, error) {
-	var top map[string]json.RawMessage
+func topObject(body []byte) (map[string]rawJSON, error) {
+	var top map[string]rawJSON
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, jsonAt(err)
 	}
@@ -206,4 +223,17 @@ func topObject(body []byte) (map[string]json.RawMessage, error) {
 		return nil, fmt.Errorf("at byte 0: want object, got null")
 	}
 	return top, nil
+}
+
+// rawJSON is a json.RawMessage that aliases the bytes it is decoded from
+// instead of copying them: a request decoder holds the body once, not
+// once per level of nesting. The body must not change while the values
+// are in use (a decoded Request copies what it keeps).
+type rawJSON []byte
+
+// UnmarshalJSON keeps data itself: json.Unmarshal passes a slice of its
+// input, which the caller owns.
+func (r *rawJSON) UnmarshalJSON(data []byte) error {
+	*r = data
+	return nil
 }

@@ -113,6 +113,14 @@ type Part struct {
 	Size      int64  `json:"size,omitempty"`
 	SHA256    string `json:"sha256,omitempty"`
 	URL       string `json:"url,omitempty"`
+	// TextBytes and TextSHA256 describe the whole text of a part whose
+	// text was longer than a Decoder's TextLimit: Text then holds only
+	// its first bytes, and the whole went to the Decoder's Spill, which
+	// named it by TextSHA256 (hex). TrimSHA256 is TrimKey of the whole
+	// text. All three are empty for a text held whole.
+	TextBytes  int64  `json:"text_bytes,omitempty"`
+	TextSHA256 string `json:"text_sha256,omitempty"`
+	TrimSHA256 string `json:"-"`
 	// Partial marks a part a stream did not finish (no stop event).
 	Partial bool `json:"partial,omitempty"`
 	// Raw is the block as sent, for PartOther and server tool results.
@@ -234,7 +242,7 @@ func DecodeRequest(api API, body []byte) (*Request, error) {
 	)
 	switch api {
 	case AnthropicMessages:
-		r, err = decodeAnthropicRequest(body)
+		r, err = decodeAnthropicRequest(body, nil)
 	case OpenAIChat:
 		r, err = decodeChatRequest(body)
 	case OpenAIResponses:
@@ -244,6 +252,23 @@ func DecodeRequest(api API, body []byte) (*Request, error) {
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownAPI, api)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s request: %w", api, err)
+	}
+	r.API = api
+	return r, nil
+}
+
+// DecodeRequestWith is DecodeRequest bounded by opts: in an Anthropic
+// Messages request, a message text (a string content or a text block)
+// longer than opts.TextLimit is written to a Spill as it is unquoted and
+// its Part keeps the first TextLimit bytes, as a Decoder does for a
+// response. Other protocols decode as DecodeRequest does.
+func DecodeRequestWith(api API, body []byte, opts *DecoderOptions) (*Request, error) {
+	if api != AnthropicMessages || opts == nil || opts.TextLimit <= 0 || opts.NewSpill == nil {
+		return DecodeRequest(api, body)
+	}
+	r, err := decodeAnthropicRequest(body, &textCfg{limit: opts.TextLimit, newSpill: opts.NewSpill})
 	if err != nil {
 		return nil, fmt.Errorf("%s request: %w", api, err)
 	}

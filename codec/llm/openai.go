@@ -417,6 +417,10 @@ func oaiStreamError(events int, first error) error {
 // when data is a slice of body (an event with one data line), else as an
 // offset in the data.
 func oaiEventError(n int, ev Event, body, data []byte, err error) error {
+	if len(data) > 0 && ev.dataAt > 0 {
+		off := ev.dataAt - 1 + cap(ev.Data) - cap(data)
+		return fmt.Errorf("event %d at byte offset %d: %w", n, ev.Offset, oaiJSONError(err, off))
+	}
 	if len(data) > 0 && len(body) > 0 {
 		if off := cap(body) - cap(data); off >= 0 && off+len(data) <= len(body) && &body[off] == &data[0] {
 			return fmt.Errorf("event %d at byte offset %d: %w", n, ev.Offset, oaiJSONError(err, off))

@@ -40,6 +40,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 )
@@ -48,7 +50,7 @@ import (
 // read as params.
 type chatRequest struct {
 	Model     oaiText           `json:"model"`
-	Messages  []json.RawMessage `json:"messages"`
+	Messages  []rawJSON         `json:"messages"`
 	Tools     []json.RawMessage `json:"tools"`
 	Functions []json.RawMessage `json:"functions"`
 	Stream    bool              `json:"stream"`
@@ -147,7 +149,7 @@ func decodeChatRequest(body []byte) (*Request, error) {
 
 // chatRequestMessage decodes one message of a request. A message that is
 // not of the expected shape is kept whole as a PartOther.
-func chatRequestMessage(raw json.RawMessage) Message {
+func chatRequestMessage(raw []byte) Message {
 	var m chatMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		var probe struct {
@@ -305,10 +307,11 @@ type chatDelta struct {
 // chatChoice accumulates one choice of a stream.
 type chatChoice struct {
 	index    int
+	cfg      *textCfg
 	slots    []chatSlot // parts in order of first appearance
 	started  map[PartType]bool
-	text     strings.Builder
-	thinking strings.Builder
+	text     textBuf
+	thinking textBuf
 	refusal  strings.Builder
 	audioID  string
 	audio    strings.Builder // transcript
@@ -332,7 +335,7 @@ type chatCall struct {
 	id     string
 	name   string
 	custom bool
-	args   strings.Builder
+	args   textBuf
 }
 
 // start adds a slot for a part of the kind unless it has one.
@@ -349,7 +352,7 @@ func (c *chatChoice) start(kind PartType) {
 
 // add appends s to the part of the kind, starting that part if s is the
 // first non-empty text of its kind.
-func (c *chatChoice) add(kind PartType, b *strings.Builder, s string) {
+func (c *chatChoice) add(kind PartType, b io.StringWriter, s string) {
 	if s == "" {
 		return
 	}
@@ -419,7 +422,7 @@ func (c *chatChoice) call(index *int, id string) *chatCall {
 	default:
 		key = c.nextKey
 	}
-	k := &chatCall{key: key}
+	k := &chatCall{key: key, args: textBuf{cfg: c.cfg}}
 	if c.byKey == nil {
 		c.byKey, c.byID = map[int]*chatCall{}, map[string]*chatCall{}
 	}
@@ -433,17 +436,21 @@ func (c *chatChoice) call(index *int, id string) *chatCall {
 	return k
 }
 
-// parts returns the choice's parts; unfinished marks the last one Partial.
-func (c *chatChoice) parts(unfinished bool) []Part {
+// parts returns the choice's parts; unfinished marks the last one
+// Partial. An error is a spilled text that could not be kept.
+func (c *chatChoice) parts(unfinished bool) ([]Part, error) {
 	parts := make([]Part, 0, len(c.slots))
+	var errs []error
 	for i, s := range c.slots {
 		partial := unfinished && i == len(c.slots)-1
 		var p Part
 		switch s.kind {
 		case PartThinking:
-			p = Part{Type: PartThinking, Text: c.thinking.String()}
+			p = Part{Type: PartThinking}
+			errs = append(errs, c.thinking.fill(&p))
 		case PartText:
-			p = Part{Type: PartText, Text: c.text.String()}
+			p = Part{Type: PartText}
+			errs = append(errs, c.text.fill(&p))
 		case PartRefusal:
 			p = Part{Type: PartRefusal, Text: c.refusal.String()}
 		case PartOther:
@@ -451,8 +458,9 @@ func (c *chatChoice) parts(unfinished bool) []Part {
 		case PartToolCall:
 			k := c.calls[s.call]
 			switch {
-			case k.custom || partial:
-				p = Part{Type: PartToolCall, ID: k.id, Name: k.name, Text: k.args.String()}
+			case k.custom || partial || k.args.spilled():
+				p = Part{Type: PartToolCall, ID: k.id, Name: k.name}
+				errs = append(errs, k.args.fill(&p))
 			default:
 				p = oaiToolCall(k.id, k.name, k.args.String())
 			}
@@ -460,76 +468,106 @@ func (c *chatChoice) parts(unfinished bool) []Part {
 		p.Partial = partial
 		parts = append(parts, p)
 	}
-	return parts
+	return parts, errors.Join(errs...)
 }
 
-func decodeChatStream(body []byte) (*Response, error) {
-	r := &Response{Stream: true}
-	var (
-		choices   []*chatChoice
-		done      bool
-		usageSeen bool
-		decoded   int
-		firstErr  error
-	)
-	Events(body, func(ev Event) bool {
-		r.Events++
-		data := bytes.TrimSpace(ev.Data)
-		if string(data) == "[DONE]" {
-			done = true
-			decoded++
-			return true
+// chatStream is the state of a chat completions stream being decoded.
+type chatStream struct {
+	r         *Response
+	cfg       *textCfg
+	choices   []*chatChoice
+	done      bool
+	usageSeen bool
+	decoded   int
+	firstErr  error
+	body      []byte // the whole body, when decoding one (for error offsets)
+}
+
+func newChatStream(cfg *textCfg) *chatStream {
+	return &chatStream{r: &Response{Stream: true}, cfg: cfg}
+}
+
+func (s *chatStream) spills() []*textBuf {
+	var out []*textBuf
+	for _, c := range s.choices {
+		out = append(out, &c.text, &c.thinking)
+		for _, k := range c.calls {
+			out = append(out, &k.args)
 		}
-		var c chatChunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			if firstErr == nil {
-				firstErr = oaiEventError(r.Events, ev, body, data, err)
-			}
-			return true
-		}
-		decoded++
-		if r.ID == "" {
-			r.ID = string(c.ID)
-		}
-		if r.Model == "" {
-			r.Model = string(c.Model)
-		}
-		if e := oaiAPIError(c.Error); e != nil {
-			r.Error = e
-		}
-		if c.Usage != nil {
-			usageSeen = true
-			r.Usage = c.Usage.usage()
-		}
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if ch.Index < 0 {
-				continue
-			}
-			j, found := slices.BinarySearchFunc(choices, ch.Index, func(c *chatChoice, idx int) int { return cmp.Compare(c.index, idx) })
-			if !found {
-				choices = slices.Insert(choices, j, &chatChoice{index: ch.Index})
-			}
-			st := choices[j]
-			st.apply(&ch.Delta)
-			if ch.FinishReason != "" {
-				st.finish = string(ch.FinishReason)
-			}
-		}
-		return true
-	})
-	if decoded == 0 {
-		return nil, oaiStreamError(r.Events, firstErr)
 	}
-	finished := len(choices) > 0 && !slices.ContainsFunc(choices, func(c *chatChoice) bool { return c.finish == "" })
-	r.Complete = done || (finished && usageSeen)
-	for _, c := range choices {
-		parts := c.parts(!r.Complete && c.finish == "")
+	return out
+}
+
+func (s *chatStream) take(ev Event) {
+	r := s.r
+	r.Events++
+	data := bytes.TrimSpace(ev.Data)
+	if string(data) == "[DONE]" {
+		s.done = true
+		s.decoded++
+		return
+	}
+	var c chatChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		if s.firstErr == nil {
+			s.firstErr = oaiEventError(r.Events, ev, s.body, data, err)
+		}
+		return
+	}
+	s.decoded++
+	if r.ID == "" {
+		r.ID = string(c.ID)
+	}
+	if r.Model == "" {
+		r.Model = string(c.Model)
+	}
+	if e := oaiAPIError(c.Error); e != nil {
+		r.Error = e
+	}
+	if c.Usage != nil {
+		s.usageSeen = true
+		r.Usage = c.Usage.usage()
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index < 0 {
+			continue
+		}
+		j, found := slices.BinarySearchFunc(s.choices, ch.Index, func(c *chatChoice, idx int) int { return cmp.Compare(c.index, idx) })
+		if !found {
+			s.choices = slices.Insert(s.choices, j, &chatChoice{index: ch.Index, cfg: s.cfg, text: textBuf{cfg: s.cfg}, thinking: textBuf{cfg: s.cfg}})
+		}
+		st := s.choices[j]
+		st.apply(&ch.Delta)
+		if ch.FinishReason != "" {
+			st.finish = string(ch.FinishReason)
+		}
+	}
+}
+
+func (s *chatStream) end(int64) (*Response, error) {
+	r := s.r
+	if s.decoded == 0 {
+		return nil, oaiStreamError(r.Events, s.firstErr)
+	}
+	finished := len(s.choices) > 0 && !slices.ContainsFunc(s.choices, func(c *chatChoice) bool { return c.finish == "" })
+	r.Complete = s.done || (finished && s.usageSeen)
+	var errs []error
+	for _, c := range s.choices {
+		parts, err := c.parts(!r.Complete && c.finish == "")
+		errs = append(errs, err)
 		if c.index == 0 {
 			r.Parts, r.StopReason = parts, c.finish
 		} else {
 			r.Choices = append(r.Choices, parts)
 		}
 	}
-	return r, nil
+	return r, errors.Join(errs...)
+}
+
+func decodeChatStream(body []byte) (*Response, error) {
+	s := newChatStream(nil)
+	s.body = body
+	Events(body, func(ev Event) bool { s.take(ev); return true })
+	return s.end(int64(len(body)))
 }

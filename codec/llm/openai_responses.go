@@ -439,6 +439,9 @@ type responsesStream struct {
 	items    []*responsesAcc // by output_index
 	final    *responsesObject
 	terminal string // the terminal event's type
+	decoded  int
+	firstErr error
+	body     []byte // the whole body, when decoding one (for error offsets)
 }
 
 // acc returns the item an event is about: by output_index, else by
@@ -552,35 +555,44 @@ func (s *responsesStream) event(typ string, ev *responsesEvent) {
 }
 
 func decodeResponsesStream(body []byte) (*Response, error) {
-	s := &responsesStream{r: &Response{Stream: true}}
-	var (
-		decoded  int
-		firstErr error
-	)
-	Events(body, func(ev Event) bool {
-		s.r.Events++
-		data := bytes.TrimSpace(ev.Data)
-		if string(data) == "[DONE]" {
-			decoded++
-			return true
+	s := newResponsesStream()
+	s.body = body
+	Events(body, func(ev Event) bool { s.take(ev); return true })
+	return s.end(int64(len(body)))
+}
+
+func newResponsesStream() *responsesStream {
+	return &responsesStream{r: &Response{Stream: true}}
+}
+
+// spills returns nothing: Responses texts are held whole.
+func (s *responsesStream) spills() []*textBuf { return nil }
+
+func (s *responsesStream) take(ev Event) {
+	s.r.Events++
+	data := bytes.TrimSpace(ev.Data)
+	if string(data) == "[DONE]" {
+		s.decoded++
+		return
+	}
+	var e responsesEvent
+	if err := json.Unmarshal(data, &e); err != nil {
+		if s.firstErr == nil {
+			s.firstErr = oaiEventError(s.r.Events, ev, s.body, data, err)
 		}
-		var e responsesEvent
-		if err := json.Unmarshal(data, &e); err != nil {
-			if firstErr == nil {
-				firstErr = oaiEventError(s.r.Events, ev, body, data, err)
-			}
-			return true
-		}
-		decoded++
-		typ := string(e.Type)
-		if typ == "" {
-			typ = ev.Type
-		}
-		s.event(typ, &e)
-		return true
-	})
-	if decoded == 0 {
-		return nil, oaiStreamError(s.r.Events, firstErr)
+		return
+	}
+	s.decoded++
+	typ := string(e.Type)
+	if typ == "" {
+		typ = ev.Type
+	}
+	s.event(typ, &e)
+}
+
+func (s *responsesStream) end(int64) (*Response, error) {
+	if s.decoded == 0 {
+		return nil, oaiStreamError(s.r.Events, s.firstErr)
 	}
 	r := s.r
 	r.Complete = s.terminal != ""

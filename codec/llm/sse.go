@@ -11,6 +11,9 @@ type Event struct {
 	Data []byte
 	// Offset is the byte offset of the event's first line in the body.
 	Offset int
+	// dataAt is one more than the offset of Data in the body when the
+	// event has a single data line and a Decoder split it (0 otherwise).
+	dataAt int
 }
 
 // Events splits an SSE body into events, following the WHATWG rules:

@@ -17,6 +17,7 @@ import (
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
@@ -75,6 +76,7 @@ func proxyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			restrictUmask()
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runProxy(ctx, c.App.Writer, c.App.ErrWriter, proxyConfig{
@@ -119,7 +121,10 @@ type proxyConfig struct {
 // not nil, receives the listening address.
 func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, ready chan<- string) error {
 	walDir := cfg.dir + string(os.PathSeparator) + "wal"
-	if err := os.MkdirAll(walDir, 0o755); err != nil {
+	if _, err := private.Secure(cfg.dir); err != nil {
+		return fmt.Errorf("proxy: data directory: %w", err)
+	}
+	if err := private.MkdirAll(walDir); err != nil {
 		return fmt.Errorf("proxy: data directory: %w", err)
 	}
 	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.sync})

@@ -1,0 +1,11 @@
+//go:build unix
+
+package cli
+
+import "syscall"
+
+// restrictUmask makes what the process creates without an explicit mode
+// owner-only. The data directory's files get their modes at creation
+// (package internal/private) whatever the umask; this is defense in
+// depth for the long-running proxy, whose dependencies may create files.
+func restrictUmask() { syscall.Umask(0o077) }

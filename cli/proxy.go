@@ -17,6 +17,7 @@ import (
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/proxy/breaker"
@@ -41,6 +42,7 @@ func proxyCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "api", Usage: "serve the harness API (packs, outcomes, checkpoints, goals, search) on this loopback address, e.g. 127.0.0.1:7435; off when empty"},
 			&ucli.StringFlag{Name: "api-token", Usage: "bearer token of the harness API (at least 16 characters); when empty one is generated into <dir>/api.token"},
 			&ucli.StringFlag{Name: "breaker", Value: "on", Usage: "the circuit breaker that refuses a session's requests once it loops without progress: on or off (thresholds: circuit_breaker: in --config, a project's bbengine.yaml)"},
+			&ucli.StringSliceFlag{Name: "allow-origin", Usage: "accept browser requests from this web `ORIGIN` (scheme://host[:port], repeatable); by default any request with an Origin header or Sec-Fetch-Site: cross-site is refused"},
 			&ucli.StringFlag{Name: "project", Usage: "project `DIR` of every session, whose bbengine.yaml sets the breaker's thresholds (default: found from each agent's working directory)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -77,12 +79,16 @@ func proxyCommand() *ucli.Command {
 				return err
 			}
 			restrictUmask()
+			if _, err := guard.New(c.StringSlice("allow-origin")); err != nil {
+				return usagef("proxy: %v", err)
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runProxy(ctx, c.App.Writer, c.App.ErrWriter, proxyConfig{
 				dir: c.String("dir"), listen: c.String("listen"), sync: syncPolicy,
 				opts: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
-					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts},
+					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts,
+					AllowOrigins: c.StringSlice("allow-origin")},
 				shutdown: c.Duration("shutdown-timeout"), api: c.String("api"), apiToken: c.String("api-token"),
 			}, nil)
 		},
@@ -151,7 +157,13 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		log.Close()
 		return err
 	}
-	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker())
+	pol, err := guard.New(opts.AllowOrigins)
+	if err != nil {
+		p.Close()
+		log.Close()
+		return usagef("proxy: %v", err)
+	}
+	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol)
 	closeEngine := eng.close
 	// The breaker takes back what it recorded before this start (an open
 	// session stays open) before the first request is judged; an engine
@@ -185,7 +197,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		} else if err != nil {
 			err = fmt.Errorf("proxy: harness API: %w", err)
 		} else {
-			api, err = listenHarness(addr, token, eng.query)
+			api, err = listenHarness(addr, token, eng.query, pol)
 		}
 		if err != nil {
 			ln.Close()
@@ -289,6 +301,8 @@ type proxyEngine struct {
 	// taken back its recorded state (or that failed).
 	brk      *breaker.Breaker
 	restored chan struct{}
+	// guard is the proxy's browser policy, for the query endpoint.
+	guard *guard.Policy
 }
 
 // breakerRestoreWait bounds how long the proxy waits for the engine to
@@ -306,9 +320,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{})}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -352,7 +366,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
-	qs, err := startQueryServer(e, mem, pe.brk)
+	qs, err := startQueryServer(e, mem, pe.brk, pe.guard)
 	if err != nil {
 		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
 	}

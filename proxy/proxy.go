@@ -21,6 +21,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -105,6 +106,12 @@ type Options struct {
 	// "run"): bbengine run starts a proxy for one agent running one task.
 	// The defaults are empty.
 	Session, Task, Run string
+	// AllowOrigins are the web origins ("scheme://host[:port]") whose
+	// browser requests are accepted (package internal/guard). The default
+	// is none: a request carrying an Origin header, or Sec-Fetch-Site:
+	// cross-site, is refused with 403 and neither forwarded nor recorded,
+	// so a web page cannot write into a session or use the proxy.
+	AllowOrigins []string
 	// Breaker configures the circuit breaker (package proxy/breaker); its
 	// Record is wrapped to write each change to the WAL. The default is
 	// breaker.Defaults() with no project. Config.Enabled false turns it
@@ -125,6 +132,7 @@ type Proxy struct {
 	rec       *recorder
 	metrics   *metrics
 	breaker   *breaker.Breaker
+	guard     *guard.Policy
 	nextEx    atomic.Uint64
 	started   time.Time
 	closeOnce sync.Once
@@ -154,6 +162,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		}
 	}
 	p := &Proxy{opts: o, log: log, upstreams: map[string]*url.URL{}, started: time.Now()}
+	var err error
 	ups := map[string]string{}
 	for k, v := range DefaultUpstreams {
 		ups[k] = v
@@ -170,6 +179,9 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy: upstream %s=%q: want an http:// or https:// URL", name, raw)
 		}
 		p.upstreams[name] = u
+	}
+	if p.guard, err = guard.New(o.AllowOrigins); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	red, err := NewRedactor(o.RedactPatterns)
 	if err != nil {
@@ -306,9 +318,26 @@ type mark struct {
 }
 
 // ServeHTTP forwards one request and records it.
+//
+// A request from a web page whose origin is not allowed (see
+// Options.AllowOrigins) is refused before anything else: it is neither
+// forwarded nor recorded. The proxy's own /_bb/ endpoints also answer
+// only requests addressed to a loopback name (DNS rebinding).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/_bb/") {
+		if err := p.guard.Check(r); err != nil {
+			p.opts.Logf("refused %s %s from %s: %v", r.Method, r.URL.Path, r.RemoteAddr, err)
+			guard.WriteRefusal(w, err.(*guard.Refusal))
+			return
+		}
 		p.serveOwn(w, r)
+		return
+	}
+	if err := p.guard.CheckOrigin(r); err != nil {
+		ref := err.(*guard.Refusal)
+		route, _ := p.Route(r)
+		p.opts.Logf("refused %s %s from %s: %s", r.Method, r.URL.Path, r.RemoteAddr, ref.Reason)
+		writeError(w, route.Provider, ref.Status, ref.Reason)
 		return
 	}
 	route, ok := p.Route(r)
@@ -609,7 +638,13 @@ func writeError(w http.ResponseWriter, provider string, status int, msg string) 
 }
 
 // serveOwn answers the proxy's own endpoints under /_bb/.
+// They only read: any method but GET and HEAD is refused.
 func (p *Proxy) serveOwn(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "bbengine proxy: "+r.URL.Path+" only reads: use GET", http.StatusMethodNotAllowed)
+		return
+	}
 	switch r.URL.Path {
 	case "/_bb/health":
 		h := p.Health()

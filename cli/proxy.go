@@ -42,6 +42,9 @@ func proxyCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "api", Usage: "serve the harness API (packs, outcomes, checkpoints, goals, search) on this loopback address, e.g. 127.0.0.1:7435; off when empty"},
 			&ucli.StringFlag{Name: "api-token", Usage: "bearer token of the harness API (at least 16 characters); when empty one is generated into <dir>/api.token"},
 			&ucli.StringFlag{Name: "breaker", Value: "on", Usage: "the circuit breaker that refuses a session's requests once it loops without progress: on or off (thresholds: circuit_breaker: in --config, a project's bbengine.yaml)"},
+			&ucli.DurationFlag{Name: "upstream-header-timeout", Value: 10 * time.Minute, Usage: "give up (504) on an upstream that sends no response headers for this long after the request (reasoning models are slow); 0: never"},
+			&ucli.DurationFlag{Name: "stream-idle-timeout", Value: 5 * time.Minute, Usage: "cut a response when the upstream sends no bytes of it for this long; 0: never"},
+			&ucli.DurationFlag{Name: "client-body-timeout", Value: 60 * time.Second, Usage: "give up (408) on a client that sends no bytes of its request body for this long; 0: never"},
 			&ucli.StringSliceFlag{Name: "allow-origin", Usage: "accept browser requests from this web `ORIGIN` (scheme://host[:port], repeatable); by default any request with an Origin header or Sec-Fetch-Site: cross-site is refused"},
 			&ucli.StringFlag{Name: "project", Usage: "project `DIR` of every session, whose bbengine.yaml sets the breaker's thresholds (default: found from each agent's working directory)"},
 		},
@@ -88,11 +91,22 @@ func proxyCommand() *ucli.Command {
 				dir: c.String("dir"), listen: c.String("listen"), sync: syncPolicy,
 				opts: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
 					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts,
-					AllowOrigins: c.StringSlice("allow-origin")},
+					AllowOrigins:  c.StringSlice("allow-origin"),
+					HeaderTimeout: flagTimeout(c, "upstream-header-timeout"), IdleTimeout: flagTimeout(c, "stream-idle-timeout"),
+					BodyTimeout: flagTimeout(c, "client-body-timeout")},
 				shutdown: c.Duration("shutdown-timeout"), api: c.String("api"), apiToken: c.String("api-token"),
 			}, nil)
 		},
 	}
+}
+
+// flagTimeout reads a timeout flag as proxy.Options takes it: 0 (never)
+// is negative there, where 0 means the default.
+func flagTimeout(c *ucli.Context, name string) time.Duration {
+	if d := c.Duration(name); d > 0 {
+		return d
+	}
+	return -1
 }
 
 // parseUpstreams reads --upstream name=URL flags.

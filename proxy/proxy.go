@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,8 +93,21 @@ type Options struct {
 	// bare regexp. The default is none beyond the built-in rules.
 	RedactPatterns []string
 	// HeaderTimeout bounds the wait for an upstream's response headers
-	// (big-context requests can take minutes). The default is 10 minutes.
+	// once the request is sent (big-context requests and reasoning models
+	// take minutes). When it fires the client gets 504 and the exchange an
+	// error frame. The default is 10 minutes; negative turns it off.
 	HeaderTimeout time.Duration
+	// IdleTimeout bounds how long a response body may go without a byte
+	// from the upstream (a stalled stream); time the proxy spends waiting
+	// for a slow client does not count. When it fires the response is cut
+	// and the exchange gets an error frame. The default is 5 minutes;
+	// negative turns it off.
+	IdleTimeout time.Duration
+	// BodyTimeout bounds how long a client may go without sending a byte
+	// of its request body. When it fires the client gets 408 and the
+	// exchange an error frame. The default is 60 seconds; negative turns
+	// it off.
+	BodyTimeout time.Duration
 	// Transport sends requests upstream. The default is a clone of
 	// http.DefaultTransport (HTTP/2 when the upstream offers it) that never
 	// adds its own compression.
@@ -150,8 +164,14 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	if o.MaxRequestBody <= 0 {
 		o.MaxRequestBody = 64 << 20
 	}
-	if o.HeaderTimeout <= 0 {
+	if o.HeaderTimeout == 0 {
 		o.HeaderTimeout = 10 * time.Minute
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 5 * time.Minute
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = 60 * time.Second
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -194,7 +214,6 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		t.ForceAttemptHTTP2 = true
 		t.DisableCompression = true // bytes pass through as the upstream sent them
 		t.MaxIdleConnsPerHost = 64
-		t.ResponseHeaderTimeout = o.HeaderTimeout
 		tr = t
 	}
 	p.nextEx.Store(uint64(time.Now().UnixNano()))
@@ -302,6 +321,11 @@ type exch struct {
 	dropBytes int64
 	encoding  string // the response's Content-Encoding, "" for none
 	ended     atomic.Bool
+	// ctx is the upstream request's context: a timeout cancels it with a
+	// *TimeoutError as its cause. headerTimer and idle watch it.
+	ctx         context.Context
+	headerTimer *time.Timer
+	idle        *idleWatch
 	// recorder-side state
 	session string
 	model   string
@@ -397,7 +421,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rec.request(x)
 	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
 
-	ctx := context.WithValue(r.Context(), ctxKey{}, x)
+	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), ctxKey{}, x))
+	defer cancel(nil)
+	x.ctx = ctx
+	if d := p.opts.HeaderTimeout; d > 0 {
+		x.headerTimer = time.AfterFunc(d, func() { cancel(&TimeoutError{What: "header", After: d}) })
+		defer x.headerTimer.Stop()
+	}
+	if d := p.opts.IdleTimeout; d > 0 {
+		x.idle = newIdleWatch(d, cancel)
+		defer x.idle.stop()
+	}
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 	if !x.ended.Load() {
 		// Neither the response body nor the error handler closed the
@@ -419,9 +453,21 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 		size = int(r.ContentLength) + 1
 	}
 	buf := make([]byte, 0, size)
+	// A client that stops sending its body is given up on after
+	// BodyTimeout without a byte: a read deadline on its connection,
+	// renewed before each read and cleared after the body (a deadline
+	// left set would cancel the request later).
+	rc := http.NewResponseController(w)
+	idle := p.opts.BodyTimeout
+	if idle > 0 && rc.SetReadDeadline(time.Now().Add(idle)) != nil {
+		idle = 0
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
+		}
+		if idle > 0 {
+			rc.SetReadDeadline(time.Now().Add(idle))
 		}
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		if n > 0 {
@@ -439,10 +485,29 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 			x.body = buf
 			x.start.BodyBytes = int64(len(buf))
 			p.rec.request(x)
+			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				te := &TimeoutError{What: "body", After: idle, Received: int64(len(buf))}
+				p.opts.Logf("%s %s: %v", x.requestID, r.URL.Path, te)
+				x.status = http.StatusRequestTimeout
+				// The deadline stays expired and the connection closes
+				// after the answer: the server must not wait for the
+				// rest of the body before it answers.
+				w.Header().Set("Connection", "close")
+				p.fail(x, "request", te, len(buf), x.status)
+				writeError(w, x.route.Provider, x.status, "bbengine proxy: "+te.Error())
+				p.end(x, te.Error(), false)
+				return te
+			}
+			if idle > 0 {
+				rc.SetReadDeadline(time.Time{})
+			}
 			p.fail(x, "request", err, len(buf), 0)
 			p.end(x, err.Error(), false)
 			return err
 		}
+	}
+	if idle > 0 {
+		rc.SetReadDeadline(time.Time{})
 	}
 	x.body = buf
 	r.Body.Close()
@@ -496,6 +561,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 // modifyResponse records the response head and tees the body.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	x := resp.Request.Context().Value(ctxKey{}).(*exch)
+	if x.headerTimer != nil {
+		x.headerTimer.Stop()
+	}
 	x.ttfb = time.Since(x.arrived)
 	x.status = resp.StatusCode
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
@@ -520,7 +588,13 @@ type teeBody struct {
 }
 
 func (t *teeBody) Read(b []byte) (int, error) {
+	if t.x.idle != nil {
+		t.x.idle.reading.Store(time.Now().UnixNano())
+	}
 	n, err := t.rc.Read(b)
+	if t.x.idle != nil {
+		t.x.idle.reading.Store(0)
+	}
 	if n > 0 {
 		t.x.respBytes += int64(n)
 		t.x.chunks++
@@ -548,8 +622,14 @@ func (t *teeBody) Close() error {
 			p.fail(x, "client", fmt.Errorf("client went away after %d response bytes: %v", x.respBytes, cause), int(x.respBytes), x.status)
 			p.end(x, "client disconnected", false)
 		case t.readErr != nil:
-			p.fail(x, "response", t.readErr, int(x.respBytes), x.status)
-			p.end(x, t.readErr.Error(), false)
+			err := t.readErr
+			var te *TimeoutError
+			if errors.As(context.Cause(x.ctx), &te) {
+				err = te
+				p.opts.Logf("%s %s: %v", x.requestID, x.start.Upstream, te)
+			}
+			p.fail(x, "response", err, int(x.respBytes), x.status)
+			p.end(x, err.Error(), false)
 		case !t.eof:
 			p.fail(x, "client", fmt.Errorf("response stopped after %d bytes: the client could not be written to", x.respBytes), int(x.respBytes), x.status)
 			p.end(x, "client write failed", false)
@@ -567,6 +647,16 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	x, _ := r.Context().Value(ctxKey{}).(*exch)
 	if x == nil {
 		writeError(w, "", http.StatusBadGateway, "bbengine proxy: "+err.Error())
+		return
+	}
+	var te *TimeoutError
+	if errors.As(context.Cause(r.Context()), &te) {
+		x.status = http.StatusGatewayTimeout
+		msg := fmt.Sprintf("bbengine proxy: upstream %s: %v", x.route.Target.Host, te)
+		p.opts.Logf("%s %s: %v", x.requestID, x.start.Upstream, te)
+		p.fail(x, "upstream", te, 0, x.status)
+		writeError(w, x.route.Provider, x.status, msg)
+		p.end(x, msg, false)
 		return
 	}
 	if r.Context().Err() != nil {

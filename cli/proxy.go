@@ -81,7 +81,7 @@ func proxyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			restrictUmask()
+			defer restrictUmask()()
 			if _, err := guard.New(c.StringSlice("allow-origin")); err != nil {
 				return usagef("proxy: %v", err)
 			}

@@ -3,4 +3,4 @@
 package cli
 
 // restrictUmask does nothing where there is no umask.
-func restrictUmask() {}
+func restrictUmask() (restore func()) { return func() {} }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -198,6 +199,9 @@ type queryServer struct {
 	// brk is the proxy's circuit breaker.
 	brk   *breaker.Breaker
 	token string
+	// guard refuses requests for a host other than loopback and those
+	// of web pages whose origin is not allowed.
+	guard *guard.Policy
 	srv   *http.Server
 	ln    net.Listener
 }
@@ -206,10 +210,10 @@ type queryServer struct {
 // writes its address into the lock file. The server is returned even
 // when it could not listen, with the error: the harness API still uses
 // its handlers.
-func startQueryServer(e *engine.Engine, mem *localMemory, brk *breaker.Breaker) (*queryServer, error) {
+func startQueryServer(e *engine.Engine, mem *localMemory, brk *breaker.Breaker, pol *guard.Policy) (*queryServer, error) {
 	var b [16]byte
 	rand.Read(b[:])
-	q := &queryServer{e: e, mem: mem, brk: brk, token: hex.EncodeToString(b[:])}
+	q := &queryServer{e: e, mem: mem, brk: brk, token: hex.EncodeToString(b[:]), guard: pol}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return q, fmt.Errorf("query endpoint: %w", err)
@@ -286,6 +290,10 @@ func (e *methodError) Error() string {
 }
 
 func (q *queryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := q.guard.Check(r); err != nil {
+		guard.WriteRefusal(w, err.(*guard.Refusal))
+		return
+	}
 	if !authorized(w, r, q.token, "it is in the data directory's engine.lock") {
 		return
 	}

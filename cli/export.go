@@ -263,7 +263,9 @@ func writeOutput(c *ucli.Context, out []byte) error {
 		_, err := c.App.Writer.Write(out)
 		return err
 	}
-	if err := os.WriteFile(o, out, 0o644); err != nil {
+	// An export holds the session's prompts and outputs: a new file is
+	// readable by its owner only.
+	if err := os.WriteFile(o, out, 0o600); err != nil {
 		return err
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/pack"
 )
 
@@ -38,8 +39,10 @@ import (
 //	GET  /v1/artifacts/ID                                               the artifact, evidence and provenance
 //
 // Errors are {"error": "..."} with 400 (a bad body or query, naming the
-// field), 401 (no or a wrong token), 404 (an unknown artifact, session
-// or route), 405 (a wrong method).
+// field), 401 (no or a wrong token), 403 (a web page's origin not
+// allowed by --allow-origin), 404 (an unknown artifact, session or
+// route), 405 (a wrong method), 421 (a Host other than localhost,
+// 127.0.0.1 or [::1]: DNS rebinding).
 
 // packReply is a pack with its Markdown, as the harness API answers.
 type packReply struct {
@@ -304,18 +307,21 @@ type harnessAPI struct {
 	// query returns the query server whose handlers answer, or nil while
 	// the engine is not open.
 	query func() *queryServer
+	// guard refuses requests for a host other than loopback (DNS
+	// rebinding) and those of web pages whose origin is not allowed.
+	guard *guard.Policy
 	srv   *http.Server
 	ln    net.Listener
 	wg    sync.WaitGroup
 }
 
 // listenHarness listens on addr for the harness API.
-func listenHarness(addr, token string, query func() *queryServer) (*harnessAPI, error) {
+func listenHarness(addr, token string, query func() *queryServer, pol *guard.Policy) (*harnessAPI, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: harness API: listen on %s: %w", addr, err)
 	}
-	h := &harnessAPI{token: token, query: query, ln: ln}
+	h := &harnessAPI{token: token, query: query, ln: ln, guard: pol}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	h.wg.Add(1)
 	go func() {
@@ -329,6 +335,10 @@ func listenHarness(addr, token string, query func() *queryServer) (*harnessAPI, 
 func (h *harnessAPI) Addr() string { return h.ln.Addr().String() }
 
 func (h *harnessAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.guard.Check(r); err != nil {
+		guard.WriteRefusal(w, err.(*guard.Refusal))
+		return
+	}
 	if !authorized(w, r, h.token, "the proxy's api-token; it logs the file that holds it") {
 		return
 	}

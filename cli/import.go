@@ -382,7 +382,7 @@ func openImportSink(c *ucli.Context) (importSink, error) {
 	if r := runningProxy(dir); r != nil {
 		return &remoteSink{*r}, nil
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
+	if err := secureDataDir(dir); err != nil {
 		return nil, err
 	}
 	log, err := wal.Open(filepath.Join(dir, "wal"), nil)

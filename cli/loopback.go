@@ -10,7 +10,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bbengine/bbengine/internal/private"
 )
+
+// secureDataDir makes the data directory dir and its wal/ owner-only
+// (package internal/private), creating them when missing.
+func secureDataDir(dir string) error {
+	if _, err := private.Secure(dir); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := private.MkdirAll(filepath.Join(dir, "wal")); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	return nil
+}
 
 // loopbackAddr checks that addr is host:port with a loopback host, and
 // returns it with localhost spelt 127.0.0.1. The harness API and the MCP
@@ -61,10 +75,10 @@ func bearerToken(dir, name, configured string) (token, file string, made bool, e
 	var rnd [24]byte
 	rand.Read(rnd[:])
 	token = hex.EncodeToString(rnd[:])
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := private.Secure(dir); err != nil {
 		return "", "", false, err
 	}
-	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+	if err := private.WriteFile(file, []byte(token+"\n")); err != nil {
 		return "", "", false, fmt.Errorf("write the token: %w", err)
 	}
 	return token, file, true, nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -318,8 +319,9 @@ func mcpToken(c *ucli.Context, dir string) (string, string, error) {
 }
 
 // mcpHTTPHandler serves s as streamable HTTP at /mcp to clients that
-// send the bearer token. A request whose Origin is not on loopback is
-// refused (403), as the MCP transport spec asks, so that a web page
+// send the bearer token. A request for a Host other than localhost or a
+// loopback address is refused (421), and one whose Origin is not on
+// loopback (403), as the MCP transport spec asks, so that a web page
 // cannot reach the server through the browser (DNS rebinding).
 func mcpHTTPHandler(s *mcp.Server, token string) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
@@ -327,6 +329,10 @@ func mcpHTTPHandler(s *mcp.Server, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/mcp" {
 			http.Error(w, "bbengine mcp: the endpoint is /mcp", http.StatusNotFound)
+			return
+		}
+		if err := guard.CheckHost(r); err != nil {
+			http.Error(w, err.Error(), http.StatusMisdirectedRequest)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -408,7 +407,7 @@ func openLocalMemory(ctx context.Context, dir string, write bool) (*localMemory,
 func openEngineHere(ctx context.Context, dir string, write bool) (e *engine.Engine, log *wal.Log, close func() error, err error) {
 	var opts *engine.Options
 	if write {
-		if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
+		if err := secureDataDir(dir); err != nil {
 			return nil, nil, nil, err
 		}
 		if log, err = wal.Open(filepath.Join(dir, "wal"), nil); err != nil {

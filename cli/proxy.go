@@ -18,6 +18,8 @@ import (
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/internal/guard"
+	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
@@ -41,6 +43,10 @@ func proxyCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "api", Usage: "serve the harness API (packs, outcomes, checkpoints, goals, search) on this loopback address, e.g. 127.0.0.1:7435; off when empty"},
 			&ucli.StringFlag{Name: "api-token", Usage: "bearer token of the harness API (at least 16 characters); when empty one is generated into <dir>/api.token"},
 			&ucli.StringFlag{Name: "breaker", Value: "on", Usage: "the circuit breaker that refuses a session's requests once it loops without progress: on or off (thresholds: circuit_breaker: in --config, a project's bbengine.yaml)"},
+			&ucli.DurationFlag{Name: "upstream-header-timeout", Value: 10 * time.Minute, Usage: "give up (504) on an upstream that sends no response headers for this long after the request (reasoning models are slow); 0: never"},
+			&ucli.DurationFlag{Name: "stream-idle-timeout", Value: 5 * time.Minute, Usage: "cut a response when the upstream sends no bytes of it for this long; 0: never"},
+			&ucli.DurationFlag{Name: "client-body-timeout", Value: 60 * time.Second, Usage: "give up (408) on a client that sends no bytes of its request body for this long; 0: never"},
+			&ucli.StringSliceFlag{Name: "allow-origin", Usage: "accept browser requests from this web `ORIGIN` (scheme://host[:port], repeatable); by default any request with an Origin header or Sec-Fetch-Site: cross-site is refused"},
 			&ucli.StringFlag{Name: "project", Usage: "project `DIR` of every session, whose bbengine.yaml sets the breaker's thresholds (default: found from each agent's working directory)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -76,16 +82,32 @@ func proxyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			defer restrictUmask()()
+			if _, err := guard.New(c.StringSlice("allow-origin")); err != nil {
+				return usagef("proxy: %v", err)
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runProxy(ctx, c.App.Writer, c.App.ErrWriter, proxyConfig{
 				dir: c.String("dir"), listen: c.String("listen"), sync: syncPolicy,
 				opts: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
-					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts},
+					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts,
+					AllowOrigins:  c.StringSlice("allow-origin"),
+					HeaderTimeout: flagTimeout(c, "upstream-header-timeout"), IdleTimeout: flagTimeout(c, "stream-idle-timeout"),
+					BodyTimeout: flagTimeout(c, "client-body-timeout")},
 				shutdown: c.Duration("shutdown-timeout"), api: c.String("api"), apiToken: c.String("api-token"),
 			}, nil)
 		},
 	}
+}
+
+// flagTimeout reads a timeout flag as proxy.Options takes it: 0 (never)
+// is negative there, where 0 means the default.
+func flagTimeout(c *ucli.Context, name string) time.Duration {
+	if d := c.Duration(name); d > 0 {
+		return d
+	}
+	return -1
 }
 
 // parseUpstreams reads --upstream name=URL flags.
@@ -120,7 +142,10 @@ type proxyConfig struct {
 // not nil, receives the listening address.
 func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, ready chan<- string) error {
 	walDir := cfg.dir + string(os.PathSeparator) + "wal"
-	if err := os.MkdirAll(walDir, 0o755); err != nil {
+	if _, err := private.Secure(cfg.dir); err != nil {
+		return fmt.Errorf("proxy: data directory: %w", err)
+	}
+	if err := private.MkdirAll(walDir); err != nil {
 		return fmt.Errorf("proxy: data directory: %w", err)
 	}
 	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.sync})
@@ -147,7 +172,13 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		log.Close()
 		return err
 	}
-	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker())
+	pol, err := guard.New(opts.AllowOrigins)
+	if err != nil {
+		p.Close()
+		log.Close()
+		return usagef("proxy: %v", err)
+	}
+	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol)
 	p.SetDerivation(eng.Status)
 	closeEngine := eng.close
 	// The breaker takes back what it recorded before this start (an open
@@ -182,7 +213,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		} else if err != nil {
 			err = fmt.Errorf("proxy: harness API: %w", err)
 		} else {
-			api, err = listenHarness(addr, token, eng.query)
+			api, err = listenHarness(addr, token, eng.query, pol)
 		}
 		if err != nil {
 			ln.Close()
@@ -286,6 +317,8 @@ type proxyEngine struct {
 	// taken back its recorded state (or that failed).
 	brk      *breaker.Breaker
 	restored chan struct{}
+	// guard is the proxy's browser policy, for the query endpoint.
+	guard *guard.Policy
 	// status is what /_bb/health says of derivation: "ok", "starting",
 	// or why it is paused.
 	status atomic.Pointer[string]
@@ -302,10 +335,10 @@ func (pe *proxyEngine) Status() string {
 	return "starting"
 }
 
-// guard runs f and turns a panic in it into an error: derivation (the
-// canonicalizer, memory, the index, Pebble and Bluge under them) never
-// takes the proxy down.
-func guard(what string, f func() error) (err error) {
+// recovered runs f and turns a panic in it into an error: derivation
+// (the canonicalizer, memory, the index, Pebble and Bluge under them)
+// never takes the proxy down.
+func recovered(what string, f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%s panicked: %v", what, v)
@@ -329,9 +362,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{})}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -376,7 +409,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
-	qs, err := startQueryServer(e, mem, pe.brk)
+	qs, err := startQueryServer(e, mem, pe.brk, pe.guard)
 	if err != nil {
 		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
 	}
@@ -388,7 +421,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	pe.mu.Unlock()
 	for {
 		pe.setStatus("ok")
-		err := guard("the canonicalizer", func() error { return e.Follow(ctx) })
+		err := recovered("the canonicalizer", func() error { return e.Follow(ctx) })
 		if ctx.Err() != nil {
 			return
 		}
@@ -422,7 +455,7 @@ func (pe *proxyEngine) memoryChanged() {
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
 	for {
-		if err := guard("the memory index", mem.sync); err != nil {
+		if err := recovered("the memory index", mem.sync); err != nil {
 			logf("memory index: %v (retried when memory next changes)", err)
 		}
 		select {

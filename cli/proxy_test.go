@@ -176,6 +176,8 @@ func TestProxyFlags(t *testing.T) {
 		{"proxy", "--sync", "sometimes"},
 		{"proxy", "--upstream", "noequals"},
 		{"proxy", "extra"},
+		{"proxy", "--allow-origin", "*"},
+		{"proxy", "--allow-origin", "localhost:5173"},
 	} {
 		if _, errs, code := run(t, append([]string{"--dir", t.TempDir()}, args...)...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
@@ -292,10 +293,10 @@ func (pl *runPlan) exec(c *ucli.Context, r *remote) (int, string, error) {
 // loopback port, logging to <dir>/run.log, and returns a client of it
 // once its query endpoint is up.
 func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*remote, func() error, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := private.Secure(dir); err != nil {
 		return nil, nil, fmt.Errorf("run: data directory: %w", err)
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := private.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, nil, fmt.Errorf("run: log: %w", err)
 	}

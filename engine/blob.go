@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/bbengine/bbengine/internal/private"
 )
 
 // Blobs is a content-addressed store of large outputs under a data
@@ -40,7 +42,7 @@ func (b *Blobs) Put(data []byte) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return sum, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := private.MkdirAll(filepath.Dir(path)); err != nil {
 		return "", fmt.Errorf("engine: blob store: %w", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bbengine/bbengine/codec/redact"
+	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -116,8 +118,10 @@ type Engine struct {
 // returns). It does not read new frames: call CatchUp or Follow.
 func Open(dir string, opts *Options) (*Engine, error) {
 	o := opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
+	// Everything under dir is owner-only (package internal/private): a
+	// directory an older version left readable by others is tightened.
+	if _, err := private.Secure(dir); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	lk, err := lock(dir)
 	if err != nil {
@@ -126,7 +130,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e := &Engine{dir: dir, opts: o, lock: lk, log: o.WAL}
 	if e.log == nil {
 		walDir := filepath.Join(dir, "wal")
-		if err := os.MkdirAll(walDir, 0o755); err != nil {
+		if err := private.MkdirAll(walDir); err != nil {
 			lk.close()
 			return nil, fmt.Errorf("engine: create %s: %w", walDir, err)
 		}
@@ -137,7 +141,16 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.ownLog = true
 	}
 	dbDir := filepath.Join(dir, "db")
+	if err := private.MkdirAll(dbDir); err == nil {
+		err = private.Tighten(dbDir)
+	}
+	if err != nil {
+		e.closeLog()
+		lk.close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e.db, err = pebble.Open(dbDir, &pebble.Options{
+		FS:                         newOwnerFS(vfs.Default),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
 		MemTableSize:               16 << 20,

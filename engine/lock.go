@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/bbengine/bbengine/internal/private"
 )
 
 // lockName is the lock file in a data directory.
@@ -94,7 +96,7 @@ type dirLock struct {
 // lock takes dir's lock and records this process as its holder.
 func lock(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := private.OpenFile(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}

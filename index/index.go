@@ -15,6 +15,7 @@ import (
 	blugeindex "github.com/blugelabs/bluge/index"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/private"
 )
 
 // blugeName is the Bluge directory inside the index directory.
@@ -79,8 +80,14 @@ type Index struct {
 // *CorruptionError; Options.Rebuild opens such an index empty.
 func Open(dir string, opts *Options) (*Index, error) {
 	o := opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// The index holds text from prompts and tool outputs: owner-only,
+	// like the rest of the data directory (Bluge creates its files 0600
+	// and directories 0700; what an older version wrote is tightened).
+	if err := private.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
+	}
+	if err := private.Tighten(dir); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
 	}
 	if o.Rebuild {
 		if err := removeFiles(dir); err != nil {

@@ -176,7 +176,7 @@ func TestUpstreamUnreachable(t *testing.T) {
 func TestUpstreamHeaderTimeout(t *testing.T) {
 	rg := newRig(t, &Options{HeaderTimeout: 50 * time.Millisecond})
 	resp, body := rg.post(t, "/v1/slowhead", `{}`, map[string]string{"Anthropic-Version": "2023-06-01"})
-	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), `"type":"error"`) || !strings.Contains(string(body), "timeout awaiting response headers") {
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), `"type":"error"`) || !strings.Contains(string(body), "no response headers within 50ms (--upstream-header-timeout)") {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	x := only(t, rg.readWAL(t))

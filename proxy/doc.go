@@ -7,4 +7,16 @@
 // proxy/breaker) judges it: a session stuck in a loop that makes no
 // progress, or past a cap, is refused with the provider's own 429
 // (breaker_glue.go). A response already streaming is never cut.
+//
+// Three timeouts bound a slow peer, each for its own exchange only and
+// each recorded as the exchange's error frame (timeout.go): the wait for
+// the upstream's response headers (Options.HeaderTimeout, 504), a
+// response stream that stops (IdleTimeout: the response is cut) and a
+// client that stops sending its body (BodyTimeout, 408).
+//
+// A web page is not an agent: a request carrying an Origin header, or
+// Sec-Fetch-Site: cross-site, is refused (403) before it is forwarded
+// or recorded unless Options.AllowOrigins names its origin, and the
+// /_bb/ endpoints answer only loopback Host names (package
+// internal/guard).
 package proxy

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -91,8 +93,21 @@ type Options struct {
 	// bare regexp. The default is none beyond the built-in rules.
 	RedactPatterns []string
 	// HeaderTimeout bounds the wait for an upstream's response headers
-	// (big-context requests can take minutes). The default is 10 minutes.
+	// once the request is sent (big-context requests and reasoning models
+	// take minutes). When it fires the client gets 504 and the exchange an
+	// error frame. The default is 10 minutes; negative turns it off.
 	HeaderTimeout time.Duration
+	// IdleTimeout bounds how long a response body may go without a byte
+	// from the upstream (a stalled stream); time the proxy spends waiting
+	// for a slow client does not count. When it fires the response is cut
+	// and the exchange gets an error frame. The default is 5 minutes;
+	// negative turns it off.
+	IdleTimeout time.Duration
+	// BodyTimeout bounds how long a client may go without sending a byte
+	// of its request body. When it fires the client gets 408 and the
+	// exchange an error frame. The default is 60 seconds; negative turns
+	// it off.
+	BodyTimeout time.Duration
 	// Transport sends requests upstream. The default is a clone of
 	// http.DefaultTransport (HTTP/2 when the upstream offers it) that never
 	// adds its own compression.
@@ -105,6 +120,12 @@ type Options struct {
 	// "run"): bbengine run starts a proxy for one agent running one task.
 	// The defaults are empty.
 	Session, Task, Run string
+	// AllowOrigins are the web origins ("scheme://host[:port]") whose
+	// browser requests are accepted (package internal/guard). The default
+	// is none: a request carrying an Origin header, or Sec-Fetch-Site:
+	// cross-site, is refused with 403 and neither forwarded nor recorded,
+	// so a web page cannot write into a session or use the proxy.
+	AllowOrigins []string
 	// Breaker configures the circuit breaker (package proxy/breaker); its
 	// Record is wrapped to write each change to the WAL. The default is
 	// breaker.Defaults() with no project. Config.Enabled false turns it
@@ -125,6 +146,7 @@ type Proxy struct {
 	rec       *recorder
 	metrics   *metrics
 	breaker   *breaker.Breaker
+	guard     *guard.Policy
 	nextEx    atomic.Uint64
 	// unrecorded counts requests that came while the WAL failed:
 	// refused (lossless) or forwarded (degrade).
@@ -146,8 +168,14 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	if o.MaxRequestBody <= 0 {
 		o.MaxRequestBody = 64 << 20
 	}
-	if o.HeaderTimeout <= 0 {
+	if o.HeaderTimeout == 0 {
 		o.HeaderTimeout = 10 * time.Minute
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 5 * time.Minute
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = 60 * time.Second
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -158,6 +186,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		}
 	}
 	p := &Proxy{opts: o, log: log, upstreams: map[string]*url.URL{}, started: time.Now()}
+	var err error
 	ups := map[string]string{}
 	for k, v := range DefaultUpstreams {
 		ups[k] = v
@@ -175,6 +204,9 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		}
 		p.upstreams[name] = u
 	}
+	if p.guard, err = guard.New(o.AllowOrigins); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
 	red, err := NewRedactor(o.RedactPatterns)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -186,7 +218,6 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 		t.ForceAttemptHTTP2 = true
 		t.DisableCompression = true // bytes pass through as the upstream sent them
 		t.MaxIdleConnsPerHost = 64
-		t.ResponseHeaderTimeout = o.HeaderTimeout
 		tr = t
 	}
 	p.nextEx.Store(uint64(time.Now().UnixNano()))
@@ -300,6 +331,11 @@ type exch struct {
 	recorded chan error
 	ackOnce  sync.Once
 	ackErr   error
+	// ctx is the upstream request's context: a timeout cancels it with a
+	// *TimeoutError as its cause. headerTimer and idle watch it.
+	ctx         context.Context
+	headerTimer *time.Timer
+	idle        *idleWatch
 	// recorder-side state
 	session string
 	model   string
@@ -316,9 +352,26 @@ type mark struct {
 }
 
 // ServeHTTP forwards one request and records it.
+//
+// A request from a web page whose origin is not allowed (see
+// Options.AllowOrigins) is refused before anything else: it is neither
+// forwarded nor recorded. The proxy's own /_bb/ endpoints also answer
+// only requests addressed to a loopback name (DNS rebinding).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/_bb/") {
+		if err := p.guard.Check(r); err != nil {
+			p.opts.Logf("refused %s %s from %s: %v", r.Method, r.URL.Path, r.RemoteAddr, err)
+			guard.WriteRefusal(w, err.(*guard.Refusal))
+			return
+		}
 		p.serveOwn(w, r)
+		return
+	}
+	if err := p.guard.CheckOrigin(r); err != nil {
+		ref := err.(*guard.Refusal)
+		route, _ := p.Route(r)
+		p.opts.Logf("refused %s %s from %s: %s", r.Method, r.URL.Path, r.RemoteAddr, ref.Reason)
+		writeError(w, route.Provider, ref.Status, ref.Reason)
 		return
 	}
 	route, ok := p.Route(r)
@@ -403,7 +456,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rec.request(x)
 	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
 
-	ctx := context.WithValue(r.Context(), ctxKey{}, x)
+	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), ctxKey{}, x))
+	defer cancel(nil)
+	x.ctx = ctx
+	if d := p.opts.HeaderTimeout; d > 0 {
+		x.headerTimer = time.AfterFunc(d, func() { cancel(&TimeoutError{What: "header", After: d}) })
+		defer x.headerTimer.Stop()
+	}
+	if d := p.opts.IdleTimeout; d > 0 {
+		x.idle = newIdleWatch(d, cancel)
+		defer x.idle.stop()
+	}
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 	if !x.ended.Load() {
 		// Neither the response body nor the error handler closed the
@@ -425,9 +488,21 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 		size = int(r.ContentLength) + 1
 	}
 	buf := make([]byte, 0, size)
+	// A client that stops sending its body is given up on after
+	// BodyTimeout without a byte: a read deadline on its connection,
+	// renewed before each read and cleared after the body (a deadline
+	// left set would cancel the request later).
+	rc := http.NewResponseController(w)
+	idle := p.opts.BodyTimeout
+	if idle > 0 && rc.SetReadDeadline(time.Now().Add(idle)) != nil {
+		idle = 0
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
+		}
+		if idle > 0 {
+			rc.SetReadDeadline(time.Now().Add(idle))
 		}
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		if n > 0 {
@@ -445,10 +520,29 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 			x.body = buf
 			x.start.BodyBytes = int64(len(buf))
 			p.rec.request(x)
+			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				te := &TimeoutError{What: "body", After: idle, Received: int64(len(buf))}
+				p.opts.Logf("%s %s: %v", x.requestID, r.URL.Path, te)
+				x.status = http.StatusRequestTimeout
+				// The deadline stays expired and the connection closes
+				// after the answer: the server must not wait for the
+				// rest of the body before it answers.
+				w.Header().Set("Connection", "close")
+				p.fail(x, "request", te, len(buf), x.status)
+				writeError(w, x.route.Provider, x.status, "bbengine proxy: "+te.Error())
+				p.end(x, te.Error(), false)
+				return te
+			}
+			if idle > 0 {
+				rc.SetReadDeadline(time.Time{})
+			}
 			p.fail(x, "request", err, len(buf), 0)
 			p.end(x, err.Error(), false)
 			return err
 		}
+	}
+	if idle > 0 {
+		rc.SetReadDeadline(time.Time{})
 	}
 	x.body = buf
 	r.Body.Close()
@@ -535,6 +629,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 // modifyResponse records the response head and tees the body.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	x := resp.Request.Context().Value(ctxKey{}).(*exch)
+	if x.headerTimer != nil {
+		x.headerTimer.Stop()
+	}
 	x.ttfb = time.Since(x.arrived)
 	x.status = resp.StatusCode
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
@@ -560,7 +657,13 @@ type teeBody struct {
 }
 
 func (t *teeBody) Read(b []byte) (int, error) {
+	if t.x.idle != nil {
+		t.x.idle.reading.Store(time.Now().UnixNano())
+	}
 	n, err := t.rc.Read(b)
+	if t.x.idle != nil {
+		t.x.idle.reading.Store(0)
+	}
 	if n > 0 {
 		t.x.respBytes += int64(n)
 		t.x.chunks++
@@ -604,8 +707,14 @@ func (t *teeBody) close() {
 			p.fail(x, "client", fmt.Errorf("client went away after %d response bytes: %v", x.respBytes, cause), int(x.respBytes), x.status)
 			p.end(x, "client disconnected", false)
 		case t.readErr != nil:
-			p.fail(x, "response", t.readErr, int(x.respBytes), x.status)
-			p.end(x, t.readErr.Error(), false)
+			err := t.readErr
+			var te *TimeoutError
+			if errors.As(context.Cause(x.ctx), &te) {
+				err = te
+				p.opts.Logf("%s %s: %v", x.requestID, x.start.Upstream, te)
+			}
+			p.fail(x, "response", err, int(x.respBytes), x.status)
+			p.end(x, err.Error(), false)
 		case !t.eof:
 			p.fail(x, "client", fmt.Errorf("response stopped after %d bytes: the client could not be written to", x.respBytes), int(x.respBytes), x.status)
 			p.end(x, "client write failed", false)
@@ -622,6 +731,16 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	x, _ := r.Context().Value(ctxKey{}).(*exch)
 	if x == nil {
 		writeError(w, "", http.StatusBadGateway, "bbengine proxy: "+err.Error())
+		return
+	}
+	var te *TimeoutError
+	if errors.As(context.Cause(r.Context()), &te) {
+		x.status = http.StatusGatewayTimeout
+		msg := fmt.Sprintf("bbengine proxy: upstream %s: %v", x.route.Target.Host, te)
+		p.opts.Logf("%s %s: %v", x.requestID, x.start.Upstream, te)
+		p.fail(x, "upstream", te, 0, x.status)
+		writeError(w, x.route.Provider, x.status, msg)
+		p.end(x, msg, false)
 		return
 	}
 	if r.Context().Err() != nil {
@@ -722,7 +841,13 @@ func writeError(w http.ResponseWriter, provider string, status int, msg string) 
 }
 
 // serveOwn answers the proxy's own endpoints under /_bb/.
+// They only read: any method but GET and HEAD is refused.
 func (p *Proxy) serveOwn(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "bbengine proxy: "+r.URL.Path+" only reads: use GET", http.StatusMethodNotAllowed)
+		return
+	}
 	switch r.URL.Path {
 	case "/_bb/health":
 		h := p.Health()

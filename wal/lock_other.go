@@ -2,9 +2,13 @@
 
 package wal
 
-import "os"
+import (
+	"os"
+
+	"github.com/bbengine/bbengine/internal/private"
+)
 
 // lockDir creates dir/LOCK; advisory locking is not implemented here.
 func lockDir(dir string) (*os.File, error) {
-	return os.OpenFile(dir+string(os.PathSeparator)+"LOCK", os.O_RDWR|os.O_CREATE, 0o644)
+	return private.OpenFile(dir+string(os.PathSeparator)+"LOCK", os.O_RDWR|os.O_CREATE)
 }

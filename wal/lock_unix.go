@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/bbengine/bbengine/internal/private"
 )
 
 // lockDir takes an exclusive advisory lock on dir/LOCK so that two writers
 // never append to the same log.
 func lockDir(dir string) (*os.File, error) {
 	name := dir + string(os.PathSeparator) + "LOCK"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := private.OpenFile(name, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}

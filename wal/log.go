@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/private"
 )
 
 // Record is one frame to append. Payload is only read during Append; the
@@ -108,8 +109,13 @@ func Open(dir string, opts *Options) (*Log, error) {
 		}
 		return l, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The log holds every prompt and response: the directory is 0700 and
+	// every file 0600, and what an older version wrote is tightened.
+	if err := private.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	if err := private.Tighten(dir); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -196,7 +202,7 @@ func (l *Log) recover() error {
 // directory, and makes it the writer's file.
 func (l *Log) create(base uint64) error {
 	path := l.path(base)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, private.FileMode)
 	if err != nil {
 		return fmt.Errorf("wal: create segment %s: %w", path, err)
 	}

@@ -41,20 +41,7 @@ func (s *syncBuffer) String() string {
 // request through it, stops it like SIGINT would, and reads the exchange
 // back with `bbengine replay`.
 func TestProxyCommand(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range []string{
-			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-sonnet-4\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n",
-			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"pong\"}}\n\n",
-			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
-			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n",
-			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"} {
-			io.WriteString(w, ev)
-			w.(http.Flusher).Flush()
-		}
-	}))
+	up := httptest.NewServer(http.HandlerFunc(sseAnswer))
 	defer up.Close()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())

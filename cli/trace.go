@@ -193,11 +193,8 @@ func (t *trace) responseBody(x *exchange.Exchange, p []byte, keep bool) {
 	if !t.body {
 		t.body = true
 		if x.Start != nil && x.Response != nil {
-			api := llm.Detect(x.Start.Path)
-			enc := strings.TrimSpace(firstHeader(x.Response.Headers, "Content-Encoding"))
-			if api != "" && (enc == "" || strings.EqualFold(enc, "identity")) {
-				t.dec = llm.NewDecoder(api, &llm.DecoderOptions{TextLimit: traceTextLimit, NewSpill: newHashSpill})
-			}
+			t.dec = llm.DecoderFor(x.Start.Path, firstHeader(x.Response.Headers, "Content-Encoding"),
+				&llm.DecoderOptions{TextLimit: traceTextLimit, NewSpill: newHashSpill})
 		}
 		t.gather = t.dec == nil || keep
 	}

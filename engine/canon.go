@@ -50,11 +50,8 @@ func (c *canonicalizer) responseBody(x *pending, p []byte) {
 	if !x.body {
 		x.body = true
 		if x.Start != nil && x.Response != nil {
-			api := llm.Detect(x.Start.Path)
-			enc := strings.TrimSpace(header(x.Response.Headers, "Content-Encoding"))
-			if api != "" && (enc == "" || strings.EqualFold(enc, "identity")) {
-				x.dec = llm.NewDecoder(api, &llm.DecoderOptions{TextLimit: c.e.opts.TextLimit, NewSpill: c.spill})
-			}
+			x.dec = llm.DecoderFor(x.Start.Path, header(x.Response.Headers, "Content-Encoding"),
+				&llm.DecoderOptions{TextLimit: c.e.opts.TextLimit, NewSpill: c.spill})
 		}
 	}
 	if x.dec != nil {

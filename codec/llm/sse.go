@@ -66,13 +66,7 @@ func Events(body []byte, fn func(Event) bool) {
 			started = pos
 		}
 		if line[0] != ':' {
-			field, value := line, []byte(nil)
-			if i := bytes.IndexByte(line, ':'); i >= 0 {
-				field, value = line[:i], line[i+1:]
-				if len(value) > 0 && value[0] == ' ' {
-					value = value[1:]
-				}
-			}
+			field, value := sseField(line)
 			switch string(field) {
 			case "event":
 				ev.Type = string(value)
@@ -83,4 +77,18 @@ func Events(body []byte, fn func(Event) bool) {
 		pos = next
 	}
 	dispatch()
+}
+
+// sseField splits an SSE line (not a comment) into its field name and
+// value, without the one space that may follow the colon.
+func sseField(line []byte) (field, value []byte) {
+	i := bytes.IndexByte(line, ':')
+	if i < 0 {
+		return line, nil
+	}
+	field, value = line[:i], line[i+1:]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	return field, value
 }

@@ -73,6 +73,19 @@ type sseState interface {
 	spills() []*textBuf
 }
 
+// DecoderFor returns a Decoder of the response body of a request to path
+// sent with the given Content-Encoding, or nil when the body cannot be
+// decoded as it streams: an API it does not know, or a compressed body
+// (which is decoded whole once it has arrived).
+func DecoderFor(path, contentEncoding string, opts *DecoderOptions) *Decoder {
+	api := Detect(path)
+	enc := strings.TrimSpace(contentEncoding)
+	if api == "" || (enc != "" && !strings.EqualFold(enc, "identity")) {
+		return nil
+	}
+	return NewDecoder(api, opts)
+}
+
 // NewDecoder returns a Decoder of a response body of api; nil opts means
 // the defaults.
 func NewDecoder(api API, opts *DecoderOptions) *Decoder {
@@ -253,13 +266,7 @@ func (s *sseSplitter) takeLine(line []byte, off int) {
 	if line[0] == ':' {
 		return
 	}
-	field, value := line, []byte(nil)
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
-		field, value = line[:i], line[i+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
-	}
+	field, value := sseField(line)
 	switch string(field) {
 	case "event":
 		s.ev.Type = string(value)

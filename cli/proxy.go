@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -135,6 +137,9 @@ type proxyConfig struct {
 	api      string
 	apiToken string
 	apiReady chan<- string
+	// fs, when set, is the file system the engine's Pebble writes
+	// through: fault tests inject errors there.
+	fs vfs.FS
 }
 
 // runProxy serves until ctx ends, then stops accepting, lets in-flight
@@ -178,7 +183,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		log.Close()
 		return usagef("proxy: %v", err)
 	}
-	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol)
+	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol, cfg.fs)
 	p.SetDerivation(eng.Status)
 	closeEngine := eng.close
 	// The breaker takes back what it recorded before this start (an open
@@ -319,9 +324,12 @@ type proxyEngine struct {
 	restored chan struct{}
 	// guard is the proxy's browser policy, for the query endpoint.
 	guard *guard.Policy
+	fs    vfs.FS // the file system of the engine's Pebble; nil for the OS's
 	// status is what /_bb/health says of derivation: "ok", "starting",
-	// or why it is paused.
+	// or why it is paused or stopped.
 	status atomic.Pointer[string]
+	// wedged: the engine panicked and must not be used again (see run).
+	wedged bool
 }
 
 // setStatus records derivation's state for /_bb/health.
@@ -335,13 +343,22 @@ func (pe *proxyEngine) Status() string {
 	return "starting"
 }
 
-// recovered runs f and turns a panic in it into an error: derivation
-// (the canonicalizer, memory, the index, Pebble and Bluge under them)
-// never takes the proxy down.
+// panicError is a panic recovered at the derivation boundary.
+type panicError struct {
+	what  string
+	v     any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("%s panicked: %v", p.what, p.v) }
+
+// recovered runs f and turns a panic in it into a *panicError:
+// derivation (the canonicalizer, memory, the index, Pebble and Bluge
+// under them) never takes the proxy down.
 func recovered(what string, f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("%s panicked: %v", what, v)
+			err = &panicError{what: what, v: v, stack: debug.Stack()}
 		}
 	}()
 	return f()
@@ -362,9 +379,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -376,7 +393,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
-		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red})
+		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs})
 		if err == nil {
 			break
 		}
@@ -425,6 +442,19 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		if ctx.Err() != nil {
 			return
 		}
+		var pv *panicError
+		if errors.As(err, &pv) {
+			// Pebble panics when a write of its own log fails and leaves
+			// its commit pipeline locked: this engine can neither derive
+			// nor close again. Recording goes on; the next start derives
+			// the rest from the WAL.
+			pe.mu.Lock()
+			pe.wedged = true
+			pe.mu.Unlock()
+			pe.setStatus(fmt.Sprintf("stopped: %v (recording goes on; the next proxy start derives the rest)", err))
+			logf("canonicalizer stopped until the proxy restarts (recording goes on; the next start or bbengine rebuild derives the rest): %v\n%s", err, pv.stack)
+			return
+		}
 		pe.setStatus(fmt.Sprintf("paused: %v (recording goes on; retrying every 5s)", err))
 		logf("canonicalizer paused: %v; recording goes on, retrying in 5s", err)
 		select {
@@ -455,13 +485,17 @@ func (pe *proxyEngine) memoryChanged() {
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
 	for {
-		if err := recovered("the memory index", mem.sync); err != nil {
-			logf("memory index: %v (retried when memory next changes)", err)
+		err := recovered("the memory index", mem.sync)
+		var retry <-chan time.Time
+		if err != nil {
+			logf("memory index paused: %v (recording goes on; retrying in 5s)", err)
+			retry = time.After(5 * time.Second)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-pe.memory:
+		case <-retry:
 		}
 	}
 }
@@ -479,6 +513,13 @@ func (pe *proxyEngine) close() error {
 	}
 	if pe.qs != nil {
 		pe.qs.Close()
+	}
+	if pe.wedged {
+		// The engine panicked and cannot be used, not even to close.
+		if pe.mem != nil {
+			pe.mem.ix.Close()
+		}
+		return errors.New("derivation stopped after a panic this run; the next start (or bbengine rebuild) derives what it missed from the WAL, where everything is recorded")
 	}
 	_, err := pe.e.CatchUp(context.Background())
 	if pe.mem != nil {

@@ -22,6 +22,10 @@ import (
 
 // Options configure an Engine. The zero value (or nil) means defaults.
 type Options struct {
+	// FS is the file system Pebble writes through (made owner-only).
+	// The default is the operating system's; tests put Pebble's
+	// vfs/errorfs here to inject faults.
+	FS vfs.FS
 	// WAL is the log to canonicalize. The caller keeps ownership (the
 	// proxy passes the log it writes). The default opens <dir>/wal
 	// read-only; a missing directory is an empty log.
@@ -149,8 +153,12 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	base := vfs.Default
+	if o.FS != nil {
+		base = o.FS
+	}
 	e.db, err = pebble.Open(dbDir, &pebble.Options{
-		FS:                         newOwnerFS(vfs.Default),
+		FS:                         newOwnerFS(base),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
 		MemTableSize:               16 << 20,

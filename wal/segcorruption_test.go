@@ -18,8 +18,8 @@ func TestCorruptionSegments(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, dir string, victim segment, offs []uint64)
-		gap    bool   // a *GapError, else a *CorruptionError
-		atOpen bool   // found by Open itself, not only by the background scan
+		gap    bool // a *GapError, else a *CorruptionError
+		atOpen bool // found by Open itself, not only by the background scan
 		at     func(victim segment, offs []uint64) uint64
 		lost   func(victim segment, offs []uint64) []int // frames gone after Repair
 	}{

@@ -382,3 +382,17 @@ func removeHolesBefore(dir string, first uint64) {
 		}
 	}
 }
+
+// Gaps returns the gaps between the segments of the log in dir that no
+// retention or Repair record covers. It reads only the directory, so it
+// is cheap; Check also verifies every frame.
+func Gaps(dir string) ([]*GapError, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	return findGaps(dir, segs), nil
+}

@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/bbengine/bbengine/engine"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -91,6 +92,11 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			fmt.Fprintf(stderr, "bbengine: %s\n", ee.msg)
 		}
 		return ee.code
+	}
+	var de *engine.DamagedError
+	if engine.IsDamaged(err) && !errors.As(err, &de) {
+		fmt.Fprintf(stderr, "bbengine: the derived state cannot be read (%s); run `bbengine rebuild` to set it aside and derive it again from the WAL\n", headLine(err))
+		return 1
 	}
 	fmt.Fprintf(stderr, "bbengine: %s\n", oneLine(err.Error()))
 	return 1

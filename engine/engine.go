@@ -152,6 +152,19 @@ func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
 		MemTableSize:               16 << 20,
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
 		Logger:                     quietLogger{},
+		// Without a listener Pebble calls the logger's Fatalf on
+		// on-disk corruption, from any goroutine, compactions included;
+		// with one the read or compaction returns the corruption error,
+		// which the engine reports as a *DamagedError.
+		// A compaction meeting it is not reported apart either.
+		EventListener: &pebble.EventListener{
+			DataCorruption: func(pebble.DataCorruptionInfo) {},
+			BackgroundError: func(err error) {
+				if !pebble.IsCorruptionError(err) {
+					quietLogger{}.Errorf("background error: %s", err)
+				}
+			},
+		},
 	})
 	if err == nil {
 		return db, nil

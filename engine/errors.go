@@ -38,6 +38,12 @@ func (e *DamagedError) Error() string {
 // Unwrap returns ErrDamaged and the cause.
 func (e *DamagedError) Unwrap() []error { return []error{ErrDamaged, e.Err} }
 
+// IsDamaged reports whether err means the derived state cannot be read:
+// a *DamagedError, or Pebble's corruption error met while reading.
+func IsDamaged(err error) bool {
+	return errors.Is(err, ErrDamaged) || pebble.IsCorruptionError(err)
+}
+
 // errPanicked marks an error made from a panic inside Pebble.
 var errPanicked = errors.New("pebble panicked")
 
@@ -49,7 +55,7 @@ func damaged(path string, err error) error {
 	switch {
 	case err == nil || errors.As(err, &de):
 		return err
-	case errors.Is(err, pebble.ErrCorruption) || errors.Is(err, errPanicked):
+	case pebble.IsCorruptionError(err) || errors.Is(err, errPanicked):
 		return &DamagedError{Path: path, Err: err}
 	}
 	return err

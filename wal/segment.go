@@ -2,6 +2,7 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -265,7 +266,11 @@ func checkSegment(path string, base uint64, data []byte, last bool) SegmentInfo 
 	if sc.bad == nil {
 		return info
 	}
-	if last && sc.nextValid < 0 {
+	// A whole header frame that records another offset is no torn write
+	// but a segment renamed or copied under another name: corrupt, so
+	// that opening for writing does not truncate it.
+	renamed := sc.validEnd == 0 && len(data) >= headerFrameLen && errors.Is(sc.bad, errOffsetMismatch)
+	if last && sc.nextValid < 0 && !renamed {
 		info.Torn, info.TornErr = true, sc.bad
 		return info
 	}

@@ -207,3 +207,30 @@ func hasDamage(infos []SegmentInfo) bool {
 	}
 	return false
 }
+
+// TestRenamedLastSegment: a last segment whose header records another
+// offset was renamed, not torn by a crash: Open refuses it, naming it,
+// and leaves its bytes alone instead of truncating them away.
+func TestRenamedLastSegment(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, nil)
+	appendN(t, l, 0, 10)
+	l.Close()
+	renamed := filepath.Join(dir, segName(4096))
+	if err := os.Rename(filepath.Join(dir, segName(0)), renamed); err != nil {
+		t.Fatal(err)
+	}
+	before := read(t, renamed)
+	_, err := Open(dir, nil)
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || ce.Segment != renamed || ce.Offset != 4096 || !errors.Is(err, errOffsetMismatch) {
+		t.Fatalf("Open = %v, want the renamed segment named as corrupt", err)
+	}
+	if after := read(t, renamed); len(after) != len(before) {
+		t.Fatalf("Open changed the renamed segment: %d bytes, was %d", len(after), len(before))
+	}
+	infos, err := Check(dir)
+	if err != nil || len(infos) != 1 || infos[0].Err == nil || infos[0].Torn {
+		t.Fatalf("Check = %+v, %v; want it corrupt", infos, err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/bbengine/bbengine/engine"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -61,7 +62,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // MainContext is Main with a context: a long-running command (bbengine
 // proxy, import --follow) stops when ctx ends as it does on SIGINT, so
 // that tests and benchmarks can run and stop it in their own process.
-func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// Pebble panics on a damaged file it meets while reading (the
+		// engine's logger turns its Fatalf into a panic): one line, not
+		// a stack trace.
+		if r := recover(); r != nil {
+			msg := fmt.Sprint(r)
+			if !strings.HasPrefix(msg, "pebble: ") {
+				panic(r)
+			}
+			fmt.Fprintf(stderr, "bbengine: the derived state cannot be read (%s); run `bbengine rebuild` to set it aside and derive it again from the WAL\n", headLine(errors.New(msg)))
+			code = 1
+		}
+	}()
 	app := NewApp(stdout, stderr)
 	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
@@ -78,6 +92,11 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			fmt.Fprintf(stderr, "bbengine: %s\n", ee.msg)
 		}
 		return ee.code
+	}
+	var de *engine.DamagedError
+	if engine.IsDamaged(err) && !errors.As(err, &de) {
+		fmt.Fprintf(stderr, "bbengine: the derived state cannot be read (%s); run `bbengine rebuild` to set it aside and derive it again from the WAL\n", headLine(err))
+		return 1
 	}
 	fmt.Fprintf(stderr, "bbengine: %s\n", oneLine(err.Error()))
 	return 1

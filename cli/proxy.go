@@ -153,16 +153,24 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	if err := private.MkdirAll(walDir); err != nil {
 		return fmt.Errorf("proxy: data directory: %w", err)
 	}
-	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.sync})
+	opts := cfg.opts
+	opts.Logf = func(format string, args ...any) {
+		fmt.Fprintf(stderr, "bbengine proxy: "+format+"\n", args...)
+	}
+	// Damage in sealed segments does not stop recording: Open reports
+	// gaps and bad segment headers at once, a background scan verifies
+	// every frame of them, and both show on stderr and /_bb/health.
+	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.sync, ScanSealed: true, OnDamage: func(err error) {
+		opts.Logf("warning: %v (recording goes on; readers stop there)", err)
+	}})
 	if err != nil {
 		return fmt.Errorf("proxy: open WAL: %w", err)
 	}
 	if rec := log.Recovery(); rec != nil {
 		fmt.Fprintf(stderr, "bbengine: %s\n", rec)
 	}
-	opts := cfg.opts
-	opts.Logf = func(format string, args ...any) {
-		fmt.Fprintf(stderr, "bbengine proxy: "+format+"\n", args...)
+	for _, d := range log.Damage() {
+		opts.Logf("warning: %v (recording goes on; readers stop there)", d)
 	}
 	// The canonicalizer opens and follows the WAL in its own goroutine:
 	// the proxy records whether or not it is running, and never waits

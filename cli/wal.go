@@ -68,6 +68,10 @@ func fmtTime(ns int64) string {
 
 func segStatus(in wal.SegmentInfo) string {
 	switch {
+	case in.Gap != nil && in.Err != nil:
+		return "gap before it: " + in.Gap.Error() + "; corrupt: " + in.Err.Error()
+	case in.Gap != nil:
+		return "gap before it: " + in.Gap.Error()
 	case in.Err != nil:
 		return "corrupt: " + in.Err.Error()
 	case in.Torn:
@@ -150,7 +154,7 @@ func walStatCommand() *ucli.Command {
 func walVerifyCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "verify",
-		Usage:     "check the CRC and offset of every frame in every segment; exit 1 on corruption",
+		Usage:     "check the CRC and offset of every frame in every segment and that no segment is missing; exit 1 on corruption or a gap",
 		ArgsUsage: " ",
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -160,9 +164,13 @@ func walVerifyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			frames, bad := 0, 0
+			frames, bad, gaps := 0, 0, 0
 			for _, in := range infos {
 				frames += in.Frames
+				if in.Gap != nil {
+					gaps++
+					fmt.Fprintf(c.App.Writer, "%s\n", in.Gap)
+				}
 				switch {
 				case in.Err != nil:
 					bad++
@@ -171,10 +179,10 @@ func walVerifyCommand() *ucli.Command {
 					fmt.Fprintf(c.App.Writer, "%s: %s\n", in.Path, segStatus(in))
 				}
 			}
-			if bad > 0 {
-				return &exitError{code: 1, msg: fmt.Sprintf("wal verify: %d corrupt segment(s) in %s; run `bbengine wal repair`", bad, walDir(c))}
+			if bad > 0 || gaps > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("wal verify: %d corrupt segment(s) and %d gap(s) between segments in %s; put back missing segments, or run `bbengine wal repair` to keep copies, truncate and accept the loss", bad, gaps, walDir(c))}
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "ok: %d segments, %d frames, every checksum and offset matches\n", len(infos), frames)
+			_, err = fmt.Fprintf(c.App.Writer, "ok: %d segments, %d frames, every checksum and offset matches, no segment missing\n", len(infos), frames)
 			return err
 		},
 	}
@@ -183,11 +191,13 @@ func walVerifyCommand() *ucli.Command {
 func walRepairCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "repair",
-		Usage:     "truncate corrupt segments at the first bad frame, keeping a copy of each",
+		Usage:     "truncate corrupt segments at the first bad frame, keeping a copy of each, and accept gaps",
 		ArgsUsage: " ",
 		Description: "Stop any bbengine process writing to <dir> first. Each corrupt segment is copied to\n" +
 			"<segment>.damaged-<time> and truncated at its first invalid frame; frames after it\n" +
-			"stay in the copy only. A torn tail is truncated without a copy.",
+			"stay in the copy only. A torn tail is truncated without a copy. A gap between\n" +
+			"segments (one deleted or renamed) is recorded as accepted: readers, verify and\n" +
+			"rebuild go on past it. Put a missing segment back instead if you can.",
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("wal repair: takes no arguments")
@@ -197,6 +207,10 @@ func walRepairCommand() *ucli.Command {
 			}
 			fixed, err := wal.Repair(walDir(c))
 			for _, f := range fixed {
+				if f.Gap {
+					fmt.Fprintf(c.App.Writer, "accepted a gap of %d bytes at offset %d before %s: those frames are lost; readers go on past it\n", f.Dropped, f.Offset, f.Segment)
+					continue
+				}
 				fmt.Fprintf(c.App.Writer, "truncated %s at offset %d, dropped %d bytes (%v)", f.Segment, f.Offset, f.Dropped, f.Err)
 				if f.Copy != "" {
 					fmt.Fprintf(c.App.Writer, "; damaged copy kept at %s", f.Copy)

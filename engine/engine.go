@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -145,36 +146,71 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.ownLog = true
 	}
 	dbDir := filepath.Join(dir, "db")
-	if err := private.MkdirAll(dbDir); err == nil {
-		err = private.Tighten(dbDir)
+	derr := private.MkdirAll(dbDir)
+	if derr == nil {
+		derr = private.Tighten(dbDir)
 	}
+	if derr != nil {
+		e.closeLog()
+		lk.close()
+		return nil, fmt.Errorf("engine: %w", derr)
+	}
+	e.db, err = openStore(dbDir, o)
 	if err != nil {
 		e.closeLog()
 		lk.close()
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
+	if err := e.safeCheck(); err != nil {
+		e.Close()
+		return nil, damaged(dbDir, err)
+	}
+	return e, nil
+}
+
+// openStore opens the Pebble store at dbDir. Any failure but a lock, a
+// permission or a full disk means the store cannot be read and is
+// returned as a *DamagedError.
+func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
+	defer recoverDamage(dbDir, &err)
 	base := vfs.Default
 	if o.FS != nil {
 		base = o.FS
 	}
-	e.db, err = pebble.Open(dbDir, &pebble.Options{
+	db, err = pebble.Open(dbDir, &pebble.Options{
 		FS:                         newOwnerFS(base),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
 		MemTableSize:               16 << 20,
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
 		Logger:                     quietLogger{},
+		// Without a listener Pebble calls the logger's Fatalf on
+		// on-disk corruption, from any goroutine, compactions included;
+		// with one the read or compaction returns the corruption error,
+		// which the engine reports as a *DamagedError.
+		// A compaction meeting it is not reported apart either.
+		EventListener: &pebble.EventListener{
+			DataCorruption: func(pebble.DataCorruptionInfo) {},
+			BackgroundError: func(err error) {
+				if !pebble.IsCorruptionError(err) {
+					quietLogger{}.Errorf("background error: %s", err)
+				}
+			},
+		},
 	})
-	if err != nil {
-		e.closeLog()
-		lk.close()
+	if err == nil {
+		return db, nil
+	}
+	if os.IsPermission(err) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EROFS) {
 		return nil, fmt.Errorf("engine: open %s: %w", dbDir, err)
 	}
-	if err := e.check(); err != nil {
-		e.Close()
-		return nil, err
-	}
-	return e, nil
+	return nil, &DamagedError{Path: dbDir, Err: err}
+}
+
+// safeCheck is check with Pebble's panics turned into errors.
+func (e *Engine) safeCheck() (err error) {
+	defer recoverDamage(filepath.Join(e.dir, "db"), &err)
+	return e.check()
 }
 
 // Dir returns the data directory.
@@ -292,12 +328,22 @@ func (e *Engine) Close() error {
 		e.closed = true
 		var errs []error
 		if e.db != nil {
-			errs = append(errs, e.db.Close())
+			errs = append(errs, closeStore(e.db))
 		}
 		errs = append(errs, e.closeLog(), e.lock.close())
 		e.closeErr = errors.Join(errs...)
 	})
 	return e.closeErr
+}
+
+// closeStore closes db; a panic of a damaged store's Close is an error.
+func closeStore(db *pebble.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("engine: close the store: %v", r)
+		}
+	}()
+	return db.Close()
 }
 
 func (e *Engine) closeLog() error {
@@ -337,8 +383,9 @@ func (quietLogger) Errorf(format string, args ...any) {
 }
 
 // Fatalf panics rather than exiting: the proxy recovers a panic in
-// derivation and pauses it, and recording goes on.
+// derivation and pauses it, and recording goes on; commands turn it into
+// a *DamagedError or one line. It prints nothing itself: whoever recovers
+// the panic reports it once.
 func (quietLogger) Fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }

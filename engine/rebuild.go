@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 )
 
 // Rebuild drops every derived entry and derives it again from the start
 // of the WAL. The result is byte-identical to what the incremental
-// canonicalizer writes for the same frames.
-func (e *Engine) Rebuild(ctx context.Context) (Progress, error) {
+// canonicalizer writes for the same frames. A store that cannot be read
+// (Pebble reports corruption, or panics on it) is reported as a
+// *DamagedError: set it aside and open the engine again.
+func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
+	defer func() { err = damaged(filepath.Join(e.dir, "db"), err) }()
+	defer recoverDamage(filepath.Join(e.dir, "db"), &err)
 	e.run.Lock()
 	defer e.run.Unlock()
 	if e.isClosed() {
@@ -24,13 +29,13 @@ func (e *Engine) Rebuild(ctx context.Context) (Progress, error) {
 	b.Set(keyBuilder, []byte(BuilderVersion), nil)
 	b.Set(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
 	b.Set(keyMemory, []byte(MemoryVersion), nil)
-	err := b.Commit(pebble.Sync)
+	err = b.Commit(pebble.Sync)
 	b.Close()
 	if err != nil {
 		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
 	}
 	e.canon = nil
-	p, err := e.pass(ctx, false)
+	p, err = e.pass(ctx, false)
 	if err != nil {
 		return p, err
 	}

@@ -880,6 +880,10 @@ type Health struct {
 	// Derivation is the state of the engine deriving from the WAL beside
 	// the proxy: ok, starting, or why it is paused or off.
 	Derivation string `json:"derivation,omitempty"`
+	// WALDamage lists what is wrong with the WAL's sealed segments: a
+	// segment missing (a gap) or a corrupt frame, by segment and offset.
+	// Recording goes on; readers of the log stop there.
+	WALDamage []string `json:"wal_damage,omitempty"`
 }
 
 // SetDerivation gives Health the state of the derivation running beside
@@ -892,6 +896,9 @@ func (p *Proxy) Health() Health {
 		Queue: len(p.rec.q), Recorded: p.rec.frames.Load(), Dropped: p.rec.dropped.Load(), Upstreams: map[string]string{}}
 	if err := p.log.Failed(); err != nil {
 		h.Status, h.WALError = "degraded", err.Error()+" (retried every second; recording resumes by itself when the WAL takes writes)"
+	}
+	for _, d := range p.log.Damage() {
+		h.WALDamage = append(h.WALDamage, d.Error())
 	}
 	h.RefusedUnrecorded, h.ForwardedUnrecorded = p.refusedUnrecorded.Load(), p.forwardedUnrecorded.Load()
 	if f := p.derivation.Load(); f != nil {

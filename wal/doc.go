@@ -16,6 +16,7 @@
 //	  0000000000000000.wal          base 0
 //	  0000000004000123.wal          base 0x4000123 = size of the first segment
 //	  0000000004000123.wal.damaged-20260101T120000Z   copy kept by Repair
+//	  0000000008000246.hole         a range removed on purpose; holds its end
 //
 //	segment 0000000004000123.wal
 //	+-----------------+------------------+------------------+-- ... --+
@@ -33,9 +34,14 @@
 //
 //	segment header payload: "BBWAL\x00" + u16 format version (1)
 //
-// Offsets may have gaps: retention removes whole segments from the front
-// (and, around pinned ones, from the middle), and Repair may shorten a
-// segment that is not the last. A Reader skips gaps.
+// Each segment starts where the one before it ends. Retention removes
+// whole segments from the front and, around pinned ones, from the middle;
+// Repair may shorten a segment that is not the last. Both record a range
+// they remove from the middle in a "<from>.hole" file holding its end, and
+// a Reader goes on past such a gap. Any other gap means a segment was
+// deleted, renamed or not copied: Check, Open (Log.Damage) and a Reader
+// crossing it report a *GapError naming both segments and offsets, until
+// the segment is put back or Repair accepts the loss.
 //
 // # Writing and durability
 //
@@ -57,8 +63,11 @@
 // tail was torn by a crash during a write, and Open truncates it and
 // reports it through Log.Recovery. If there is one, the segment is corrupt:
 // Open returns a *CorruptionError (segment, offset) and changes nothing;
-// Repair keeps a copy of the segment and truncates it. Check verifies every
-// segment.
+// Repair keeps a copy of the segment and truncates it. Of the sealed
+// segments Open reads only each header frame, and it looks for gaps; what
+// it finds does not stop appending and is listed by Log.Damage.
+// Options.ScanSealed verifies every frame of them in the background,
+// adding what it finds; Check verifies every segment at once.
 //
 // # Concurrency
 //

@@ -64,3 +64,25 @@ func (e *BoundaryError) Error() string {
 
 // Unwrap returns ErrNotBoundary.
 func (e *BoundaryError) Unwrap() error { return ErrNotBoundary }
+
+// ErrGap means a segment does not start where the previous one ends: a
+// segment was deleted, renamed or not copied. It is wrapped by *GapError.
+var ErrGap = errors.New("wal: gap between segments")
+
+// GapError reports bytes missing between two segments: Prev ends at End
+// but Next starts at Base. Gaps left by retention (which records what it
+// removes) and gaps accepted by Repair are not reported.
+type GapError struct {
+	Prev string // path of the segment before the gap
+	End  uint64 // logical offset where Prev ends
+	Next string // path of the segment after the gap
+	Base uint64 // logical offset where Next starts
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("wal: gap in the log: segment %s ends at offset %d but the next segment %s starts at offset %d (%d bytes missing: a segment was deleted, renamed or not copied); put the segment back, or run `bbengine wal repair` to accept the loss",
+		e.Prev, e.End, e.Next, e.Base, e.Base-e.End)
+}
+
+// Unwrap returns ErrGap.
+func (e *GapError) Unwrap() error { return ErrGap }

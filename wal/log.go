@@ -87,6 +87,10 @@ type Log struct {
 	committed uint64    // end of the written log
 	notify    chan struct{}
 	pins      map[string]pin
+	damage    []error // found at Open and by the background scan
+
+	scanStop chan struct{} // closed by Close to stop the background scan
+	scanDone chan struct{} // closed when the background scan ends
 }
 
 type pin struct{ first, last uint64 }
@@ -98,7 +102,11 @@ type pin struct{ first, last uint64 }
 // truncates a torn tail (reported by Recovery), and starts the writer
 // goroutine. If the last segment holds a valid frame after an invalid one it
 // returns a *CorruptionError and leaves the log untouched: run Repair.
-// Earlier segments are not scanned; Check verifies them all.
+// Of the earlier, sealed segments it reads only the header frame, and it
+// checks that each segment starts where the one before it ends; what is
+// wrong there does not stop appending and is reported by Damage.
+// Options.ScanSealed verifies every frame of them in the background;
+// Check does so at once.
 func Open(dir string, opts *Options) (*Log, error) {
 	o := opts.withDefaults()
 	l := &Log{dir: dir, opts: o, readOnly: o.ReadOnly, pins: map[string]pin{}, done: make(chan struct{})}
@@ -132,7 +140,105 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.batch = make([]*request, 0, o.QueueLen)
 	l.applyRetention(time.Now())
 	go l.run()
+	l.scanStop, l.scanDone = make(chan struct{}), make(chan struct{})
+	if o.ScanSealed {
+		go l.scanSealed(append([]segment(nil), l.segs[:len(l.segs)-1]...))
+	} else {
+		close(l.scanDone)
+	}
 	return l, nil
+}
+
+// Damage returns what is wrong with the sealed segments, in offset order
+// of discovery: a *GapError for bytes missing between two segments, a
+// *CorruptionError for a segment whose header frame (found at Open) or a
+// later frame (found by the background scan of Options.ScanSealed) is
+// invalid. Appending goes on regardless; a Reader crossing the damage
+// stops with the same error. It is nil for a sound log and for a
+// read-only one (use Check).
+func (l *Log) Damage() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.damage...)
+}
+
+// checkSealed reads the header frame of each sealed segment and looks for
+// gaps between segments.
+func (l *Log) checkSealed(segs []segment) {
+	for _, g := range findGaps(l.dir, segs) {
+		l.damage = append(l.damage, g)
+	}
+	for _, s := range segs[:len(segs)-1] {
+		path := l.path(s.base)
+		hdr := make([]byte, headerFrameLen)
+		err := func() error {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			n, err := f.ReadAt(hdr, 0)
+			if n < len(hdr) {
+				return fmt.Errorf("segment is %d bytes, shorter than its header frame", n)
+			}
+			_, err = decodeAt(hdr, s.base, 0)
+			return err
+		}()
+		if err != nil {
+			l.damage = append(l.damage, &CorruptionError{Segment: path, Offset: s.base, Err: err})
+		}
+	}
+}
+
+// scanSealed verifies every frame of segs, which are sealed, and records
+// what is corrupt. It reads through a Reader of a read-only view of the
+// log, so it holds about one read chunk of memory, not a whole segment.
+func (l *Log) scanSealed(segs []segment) {
+	defer close(l.scanDone)
+	view := &Log{dir: l.dir, readOnly: true}
+	r := view.NewReader()
+	defer r.Close()
+	for _, s := range segs {
+		select {
+		case <-l.scanStop:
+			return
+		default:
+		}
+		path := l.path(s.base)
+		l.mu.Lock()
+		known := false
+		for _, d := range l.damage {
+			if ce, ok := d.(*CorruptionError); ok && ce.Segment == path {
+				known = true
+			}
+		}
+		l.mu.Unlock()
+		if known {
+			continue
+		}
+		err := r.Seek(s.base)
+		if err == nil {
+			end := s.base + uint64(s.size)
+			for r.Next() {
+				h := r.Header()
+				if r.Offset()+uint64(h.Size()) >= end {
+					break
+				}
+			}
+			err = r.Err()
+		}
+		// Anything else (the segment removed by retention meanwhile) is
+		// for Check to say.
+		var ce *CorruptionError
+		if errors.As(err, &ce) && ce.Segment == path {
+			l.mu.Lock()
+			l.damage = append(l.damage, ce)
+			l.mu.Unlock()
+			if l.opts.OnDamage != nil {
+				l.opts.OnDamage(ce)
+			}
+		}
+	}
 }
 
 // recover scans the last segment and opens it for appending.
@@ -190,6 +296,7 @@ func (l *Log) recover() error {
 		last.size = info.ValidEnd
 		segs[len(segs)-1] = last
 		l.segs = segs
+		l.checkSealed(segs)
 	}
 	last := l.segs[len(l.segs)-1]
 	l.segBase = last.base
@@ -732,6 +839,8 @@ func (l *Log) Close() error {
 	l.closed = true
 	close(l.queue)
 	l.amu.Unlock()
+	close(l.scanStop)
+	<-l.scanDone
 	<-l.done
 	err := l.wclosed
 	if l.lock != nil {

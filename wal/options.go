@@ -74,6 +74,15 @@ type Options struct {
 	// the operating system's would. It is for fault tests (a full
 	// disk, an I/O error); leave it nil otherwise.
 	FaultWrite func(path string, n int) error
+	// ScanSealed makes a writer verify every frame of the sealed segments
+	// in the background after Open, as Check does; what it finds is added
+	// to Damage and passed to OnDamage. Open itself reads only each sealed
+	// segment's header frame. The default is false.
+	ScanSealed bool
+	// OnDamage, when set, is called with each problem found in the
+	// background scan of ScanSealed (a *CorruptionError), from another
+	// goroutine.
+	OnDamage func(error)
 }
 
 func (o *Options) withDefaults() Options {

@@ -20,7 +20,8 @@ const pollInterval = 50 * time.Millisecond
 // Reader iterates over the frames of a log, from any frame boundary, and
 // can follow the tail while a writer appends (in this process or, for a
 // read-only log, another one). Every frame it returns has passed its
-// checksum and self-offset check. A Reader is not safe for concurrent use;
+// checksum and self-offset check; it stops with a *GapError rather than
+// skip bytes missing between two segments. A Reader is not safe for concurrent use;
 // use one per goroutine. Close it before the Log.
 //
 //	r := log.NewReader()
@@ -254,9 +255,15 @@ func (r *Reader) openNext() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, s := range segs {
+	for i, s := range segs {
 		end := s.base + uint64(s.size)
 		if r.next < end || (r.next == end && s.base == segs[len(segs)-1].base) {
+			if r.next < s.base && i > 0 {
+				prev := segs[i-1]
+				if err := gapBetween(r.l.dir, prev.base, prev.base+uint64(prev.size), s.base); err != nil {
+					return false, err
+				}
+			}
 			if err := r.open(s); err != nil {
 				return false, err
 			}
@@ -298,7 +305,11 @@ func (r *Reader) advance() (bool, error) {
 			}
 			continue
 		}
-		// The first segment after the open one (which is therefore sealed).
+		// The first segment after the open one (which is therefore
+		// sealed): it must start where the open one ends.
+		if err := gapBetween(r.l.dir, r.base, r.base+uint64(r.size), s.base); err != nil {
+			return false, err
+		}
 		return true, r.open(s)
 	}
 	r.end = r.base + uint64(r.size)

@@ -16,6 +16,10 @@ type Repaired struct {
 	Dropped int64  // bytes removed
 	Copy    string // path of the copy of the damaged segment; "" for a torn tail
 	Err     error  // what was wrong at Offset
+	// Gap reports an accepted gap: Dropped bytes before Segment, from
+	// Offset on, were missing (a *GapError in Err). Nothing was changed
+	// but a record that the gap is known, so it is no longer reported.
+	Gap bool
 }
 
 // Repair makes the log in dir openable again. A corrupt segment is first
@@ -25,6 +29,11 @@ type Repaired struct {
 // segment is truncated without a copy. Repair takes the writer's lock, so
 // it fails with ErrLocked while a writer has the log open. It returns what
 // it did, nothing if the log was sound.
+//
+// A gap between segments (a segment deleted or renamed) cannot be filled:
+// Repair records it as accepted, after which readers go on past it and
+// Check, Open and Log.Damage no longer report it. The same record marks
+// the bytes cut from a sealed segment, so readers go on to the next one.
 func Repair(dir string) ([]Repaired, error) {
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -37,7 +46,13 @@ func Repair(dir string) ([]Repaired, error) {
 	}
 	var done []Repaired
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	for _, info := range infos {
+	for i, info := range infos {
+		if g, ok := info.Gap.(*GapError); ok {
+			if err := writeHole(dir, g.End, g.Base); err != nil {
+				return done, err
+			}
+			done = append(done, Repaired{Segment: info.Path, Offset: g.End, Dropped: int64(g.Base - g.End), Err: g, Gap: true})
+		}
 		if info.Err == nil && !info.Torn {
 			continue
 		}
@@ -51,6 +66,22 @@ func Repair(dir string) ([]Repaired, error) {
 			if err := copyFile(info.Path, r.Copy); err != nil {
 				return done, fmt.Errorf("wal: repair: keep a copy of %s: %w (nothing was truncated)", info.Path, err)
 			}
+		}
+		if i < len(infos)-1 {
+			// The bytes cut from a sealed segment leave a gap before
+			// the next segment: record it as known first.
+			if err := writeHole(dir, r.Offset, info.Base+uint64(info.Size)); err != nil {
+				return done, err
+			}
+		}
+		if i < len(infos)-1 && info.ValidEnd == 0 {
+			// Nothing valid is left of a sealed segment: remove it
+			// (the copy keeps its bytes; the hole record explains it).
+			if err := os.Remove(info.Path); err != nil {
+				return done, fmt.Errorf("wal: repair: remove %s: %w", info.Path, err)
+			}
+			done = append(done, r)
+			continue
 		}
 		if err := truncateSync(info.Path, info.ValidEnd); err != nil {
 			return done, fmt.Errorf("wal: repair: truncate %s at offset %d: %w", info.Path, r.Offset, err)

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"os"
+	"sort"
 	"time"
 )
 
@@ -43,7 +44,8 @@ func (l *Log) applyRetention(now time.Time) ([]string, error) {
 	for _, s := range l.segs {
 		total += s.size
 	}
-	var drop []uint64
+	var drop []segment
+	var holes []segment // dropped segments with a kept one before them
 	keep := l.segs[:0:0]
 	for i, s := range l.segs {
 		end := s.base + uint64(s.size)
@@ -57,23 +59,53 @@ func (l *Log) applyRetention(now time.Time) ([]string, error) {
 		old := l.opts.RetentionAge > 0 && now.Sub(s.modTime) > l.opts.RetentionAge
 		big := l.opts.RetentionBytes > 0 && total > l.opts.RetentionBytes
 		if i < len(l.segs)-1 && !pinned && (old || big) {
-			drop = append(drop, s.base)
+			drop = append(drop, s)
+			if len(keep) > 0 {
+				holes = append(holes, s)
+			}
 			total -= s.size
 			continue
 		}
 		keep = append(keep, s)
 	}
 	l.segs = keep
+	first := keep[0].base
 	l.mu.Unlock()
 	var removed []string
 	var firstErr error
-	for _, base := range drop {
-		p := l.path(base)
+	// Record a segment removed from the middle before removing it, so
+	// that the gap it leaves is not reported as a missing segment.
+	for _, s := range holes {
+		if err := writeHole(l.dir, s.base, s.base+uint64(s.size)); err != nil {
+			firstErr = err
+		}
+	}
+	if len(holes) > 0 && firstErr == nil {
+		firstErr = syncDir(l.dir)
+	}
+	if firstErr != nil {
+		// Keep every segment rather than leave an unexplained gap;
+		// the next pass tries again.
+		l.mu.Lock()
+		l.segs = mergeSegs(l.segs, drop)
+		l.mu.Unlock()
+		return nil, firstErr
+	}
+	for _, s := range drop {
+		p := l.path(s.base)
 		if err := os.Remove(p); err != nil && firstErr == nil {
 			firstErr = err
 			continue
 		}
 		removed = append(removed, p)
 	}
+	removeHolesBefore(l.dir, first)
 	return removed, firstErr
+}
+
+// mergeSegs returns a and b merged in offset order.
+func mergeSegs(a, b []segment) []segment {
+	out := append(append([]segment(nil), a...), b...)
+	sort.Slice(out, func(i, j int) bool { return out[i].base < out[j].base })
+	return out
 }

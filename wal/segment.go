@@ -2,6 +2,7 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -202,10 +203,14 @@ type SegmentInfo struct {
 	TornErr error
 	// Err is a *CorruptionError if the segment is corrupt.
 	Err error
+	// Gap is a *GapError if the segment does not start where the one
+	// before it ends: bytes of the log are missing before it.
+	Gap error
 }
 
 // Check reads every segment of the log in dir and verifies every frame's
-// checksum and self-offset. It never modifies the log and may run while a
+// checksum and self-offset, and that each segment starts where the one
+// before it ends (SegmentInfo.Gap). It never modifies the log and may run while a
 // writer appends (a frame being written then looks like a torn tail). It
 // returns an error only when the directory or a file cannot be read;
 // corruption is reported per segment in SegmentInfo.Err.
@@ -232,6 +237,17 @@ func Check(dir string) ([]SegmentInfo, error) {
 		}
 		infos = append(infos, info)
 	}
+	checked := make([]segment, len(infos))
+	for i, in := range infos {
+		checked[i] = segment{base: in.Base, size: in.Size}
+	}
+	for _, g := range findGaps(dir, checked) {
+		for i := range infos {
+			if infos[i].Base == g.Base {
+				infos[i].Gap = g
+			}
+		}
+	}
 	return infos, nil
 }
 
@@ -250,10 +266,138 @@ func checkSegment(path string, base uint64, data []byte, last bool) SegmentInfo 
 	if sc.bad == nil {
 		return info
 	}
-	if last && sc.nextValid < 0 {
+	// A whole header frame that records another offset is no torn write
+	// but a segment renamed or copied under another name: corrupt, so
+	// that opening for writing does not truncate it.
+	renamed := sc.validEnd == 0 && len(data) >= headerFrameLen && errors.Is(sc.bad, errOffsetMismatch)
+	if last && sc.nextValid < 0 && !renamed {
 		info.Torn, info.TornErr = true, sc.bad
 		return info
 	}
 	info.Err = &CorruptionError{Segment: path, Offset: base + uint64(sc.validEnd), Err: sc.bad}
 	return info
+}
+
+// holeExt names the record of a range of the log removed on purpose:
+// "<from>.hole" (from in 16 hex digits, as segment names) holds the
+// decimal offset where the range ends. Retention writes one before it
+// removes a segment that has a kept segment before it, and Repair writes
+// one to accept a gap; a gap covered by holes is not reported.
+const holeExt = ".hole"
+
+// writeHole records that [from, to) is gone on purpose. The caller syncs
+// the directory.
+func writeHole(dir string, from, to uint64) error {
+	path := filepath.Join(dir, fmt.Sprintf("%016x%s", from, holeExt))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("wal: record removed range in %s: %w", path, err)
+	}
+	_, err = f.WriteString(strconv.FormatUint(to, 10) + "\n")
+	if err == nil {
+		err = fdatasync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: record removed range in %s: %w", path, err)
+	}
+	return nil
+}
+
+// readHoles returns the recorded removed ranges of dir, start to end.
+// Unreadable records are ignored: a gap they would cover is reported.
+func readHoles(dir string) map[uint64]uint64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	holes := map[uint64]uint64{}
+	for _, e := range ents {
+		name := e.Name()
+		if len(name) != 16+len(holeExt) || !strings.HasSuffix(name, holeExt) {
+			continue
+		}
+		from, err := strconv.ParseUint(name[:16], 16, 64)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		to, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err == nil && to > from {
+			holes[from] = to
+		}
+	}
+	return holes
+}
+
+// covered reports whether recorded holes cover [from, to) end to end.
+func covered(holes map[uint64]uint64, from, to uint64) bool {
+	for from < to {
+		end, ok := holes[from]
+		if !ok {
+			return false
+		}
+		from = end
+	}
+	return true
+}
+
+// findGaps returns the gaps between consecutive segments of dir that no
+// recorded hole covers. Sizes must be those of complete segments.
+func findGaps(dir string, segs []segment) []*GapError {
+	var gaps []*GapError
+	var holes map[uint64]uint64
+	for i := 1; i < len(segs); i++ {
+		end := segs[i-1].base + uint64(segs[i-1].size)
+		if end >= segs[i].base {
+			continue // contiguous, or an overlap, which is reported apart
+		}
+		if holes == nil {
+			holes = readHoles(dir)
+		}
+		if covered(holes, end, segs[i].base) {
+			continue
+		}
+		gaps = append(gaps, &GapError{Prev: filepath.Join(dir, segName(segs[i-1].base)), End: end,
+			Next: filepath.Join(dir, segName(segs[i].base)), Base: segs[i].base})
+	}
+	return gaps
+}
+
+// gapBetween returns the error for crossing from the segment before, which
+// ends at end, to the segment at base, or nil if nothing is missing.
+func gapBetween(dir string, prev, end, base uint64) error {
+	if end >= base || covered(readHoles(dir), end, base) {
+		return nil
+	}
+	return &GapError{Prev: filepath.Join(dir, segName(prev)), End: end, Next: filepath.Join(dir, segName(base)), Base: base}
+}
+
+// removeHolesBefore removes hole records wholly before first, the first
+// retained offset: retention removed everything before it anyway.
+func removeHolesBefore(dir string, first uint64) {
+	for from, to := range readHoles(dir) {
+		if to <= first {
+			os.Remove(filepath.Join(dir, fmt.Sprintf("%016x%s", from, holeExt)))
+		}
+	}
+}
+
+// Gaps returns the gaps between the segments of the log in dir that no
+// retention or Repair record covers. It reads only the directory, so it
+// is cheap; Check also verifies every frame.
+func Gaps(dir string) ([]*GapError, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	return findGaps(dir, segs), nil
 }

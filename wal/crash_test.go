@@ -92,7 +92,11 @@ func TestCrash(t *testing.T) {
 			}
 			close(lines)
 		}()
-		kill := time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		// The kill comes a random while after the first acknowledgment, not
+		// after the start, so a loaded machine slow to start the child
+		// still kills it mid-write.
+		var kill <-chan time.Time
+		after := time.Duration(100+rng.IntN(400)) * time.Millisecond
 		n := 0
 	read:
 		for {
@@ -107,6 +111,9 @@ func TestCrash(t *testing.T) {
 					t.Fatalf("child printed %q", line)
 				}
 				acked[id] = off
+				if n == 0 {
+					kill = time.After(after)
+				}
 				n++
 			case <-kill:
 				cmd.Process.Kill()

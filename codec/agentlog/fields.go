@@ -30,7 +30,18 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("not JSON: %s at column %d", e.Msg, e.Offset+1)
 }
 
-var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(new(bytes.Buffer)) }}
+// fieldsDecoder is a pooled decoder and the buffer it reads, which
+// aliases the line being checked.
+type fieldsDecoder struct {
+	d   *jsontext.Decoder
+	buf bytes.Buffer
+}
+
+var decoders = sync.Pool{New: func() any {
+	fd := new(fieldsDecoder)
+	fd.d = jsontext.NewDecoder(&fd.buf)
+	return fd
+}}
 
 // Fields checks, in one pass, that b is one JSON object (nested no deeper
 // than jsontext's 10000 levels), and returns the values of its top-level
@@ -40,12 +51,15 @@ var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(new(bytes.
 // are accepted, as encoding/json accepts them. Fields does not keep b.
 func Fields(b []byte, keys ...string) ([]string, error) {
 	vals := make([]string, len(keys))
-	d := decoders.Get().(*jsontext.Decoder)
+	fd := decoders.Get().(*fieldsDecoder)
+	d := fd.d
 	defer func() {
-		d.Reset(new(bytes.Buffer)) // drop b
-		decoders.Put(d)
+		fd.buf = bytes.Buffer{} // drop b
+		d.Reset(&fd.buf)
+		decoders.Put(fd)
 	}()
-	d.Reset(bytes.NewBuffer(b), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	fd.buf = *bytes.NewBuffer(b)
+	d.Reset(&fd.buf, jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 	fail := func(err error) ([]string, error) {
 		var (
 			se  *jsontext.SyntacticError

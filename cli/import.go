@@ -289,7 +289,9 @@ func (im *importer) round(roots []string, verbose bool) error {
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: empty; nothing to import\n", p)
 		}
 		if len(fi.Records) == 0 {
-			unchanged++
+			if state != nil {
+				unchanged++ // imported before, nothing new
+			}
 			continue
 		}
 		changed++

@@ -273,8 +273,10 @@ func (im *importer) round(roots []string, verbose bool) error {
 			problems++
 			continue
 		}
-		for _, pr := range fi.Problems {
+		if fi.Unreadable > 0 || fi.Empty && verbose {
 			bar.clear()
+		}
+		for _, pr := range fi.Problems {
 			fmt.Fprintf(c.App.ErrWriter, "import: %s\n", pr)
 		}
 		if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
@@ -285,7 +287,6 @@ func (im *importer) round(roots []string, verbose bool) error {
 		case fi.Unreadable > 0 && len(fi.Records) == 0 && state == nil:
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: no %s record in it; nothing imported, no session\n", p, im.source)
 		case fi.Empty && state == nil && verbose:
-			bar.clear()
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: empty; nothing to import\n", p)
 		}
 		if len(fi.Records) == 0 {

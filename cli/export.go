@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -159,9 +160,9 @@ func convertInputs(from, in string) ([]string, error) {
 	// outputs) and the flat agent files that name it.
 	stem := strings.TrimSuffix(in, ".jsonl")
 	if sub, err := os.Stat(stem); err == nil && sub.IsDir() {
-		more, err := sourceFiles("claude", []string{stem}, false)
-		if err != nil {
-			return nil, err
+		more, errs := sourceFiles("claude", []string{stem}, false)
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
 		}
 		paths = append(paths, more...)
 	}

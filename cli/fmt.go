@@ -15,6 +15,8 @@ func fmtCommand() *ucli.Command {
 		Name:      "fmt",
 		Usage:     "print a bbox/1 file in canonical form (or --compact, --jsonl)",
 		ArgsUsage: "FILE (- for stdin; a .jsonl file is read as the JSONL form)",
+		Description: "A file that validate finds errors in is refused: fmt prints the errors as\n" +
+			"file:line:col, writes nothing (with -w the file is left as it is) and exits 1.",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "compact", Usage: "compact form: no blank lines, no optional spaces"},
 			&ucli.BoolFlag{Name: "jsonl", Usage: "the JSONL alternative, one object per line"},
@@ -31,6 +33,22 @@ func fmtCommand() *ucli.Command {
 			doc, err := readDoc(c, path)
 			if err != nil {
 				return err
+			}
+			// Formatting rewrites what it parsed: an error validate
+			// finds would be rewritten away or made worse, so refuse.
+			name := path
+			if path == "-" {
+				name = ""
+			}
+			errs := 0
+			for _, d := range bbox.Validate(doc, name) {
+				if d.Severity == bbox.Error {
+					fmt.Fprintln(c.App.ErrWriter, d)
+					errs++
+				}
+			}
+			if errs > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("fmt: %s is not valid bbox (%d errors above); nothing written", path, errs)}
 			}
 			var buf bytes.Buffer
 			switch {

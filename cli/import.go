@@ -38,10 +38,15 @@ func importCommand() *ucli.Command {
 			"new generation. PATH is a file or a directory (searched for the source's files);\n" +
 			"--all reads the agent's default locations: ~/.claude/projects (or $CLAUDE_CONFIG_DIR,\n" +
 			"comma-separated) with subagents/ and tool-results/, ~/.codex/sessions and\n" +
-			"archived_sessions (or $CODEX_HOME) including .jsonl.zst. A line that is not JSON is\n" +
-			"reported with its file and line and counted as a parse error; an unterminated last\n" +
-			"line (a file being written) is left for the next run. When a proxy owns the data\n" +
-			"directory, the records are sent to it.",
+			"archived_sessions (or $CODEX_HOME) including .jsonl.zst. A line that is not a record\n" +
+			"of the agent (not JSON, or JSON of another shape) is skipped and reported as\n" +
+			"file:line[:col]; so is the rest of a compressed file that does not decompress, with\n" +
+			"its byte offset; the readable records are imported all the same, and a file with\n" +
+			"none makes no session. An unterminated last line that is the start of a JSON value\n" +
+			"(a file being written) is left for the next run. The exit status is 0 when\n" +
+			"everything was read, 1 when anything was skipped or could not be read (or\n" +
+			"--check found a loss), 2 on a usage error; --follow reports and goes on. When a\n" +
+			"proxy owns the data directory, the records are sent to it.",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "all", Usage: "import everything in the agent's default locations"},
 			&ucli.BoolFlag{Name: "follow", Usage: "keep importing as the files grow and new ones appear (Ctrl-C stops)"},
@@ -72,7 +77,7 @@ func runImport(c *ucli.Context) error {
 		return err
 	}
 	defer sink.Close()
-	im := &importer{c: c, source: source, sink: sink, seen: map[string]fileStamp{}, sessions: map[string]bool{}}
+	im := &importer{c: c, source: source, sink: sink, seen: map[string]fileStamp{}, sessions: map[string]bool{}, missing: map[string]bool{}}
 	if err := im.round(roots, !c.Bool("quiet")); err != nil {
 		return err
 	}
@@ -92,7 +97,12 @@ func runImport(c *ucli.Context) error {
 		}
 	}
 	if c.Bool("check") {
-		return im.check()
+		if err := im.check(); err != nil {
+			return err
+		}
+	}
+	if im.problems > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("import: %d records or files skipped as unreadable (listed above); everything else was imported", im.problems)}
 	}
 	return nil
 }
@@ -120,34 +130,36 @@ func defaultLocations(source string) []string {
 	return out
 }
 
-// sourceFiles lists the files of source under roots, in path order. A
-// missing default location is not an error; a missing PATH is.
-func sourceFiles(source string, roots []string, defaults bool) ([]string, error) {
-	var out []string
+// sourceFiles lists the files of source under roots, in path order, and
+// the errors of the paths it could not read. A missing default location
+// is not an error; a missing PATH is.
+func sourceFiles(source string, roots []string, defaults bool) ([]string, []error) {
+	var (
+		out  []string
+		errs []error
+	)
 	for _, root := range roots {
 		fi, err := os.Stat(root)
 		if err != nil {
-			if defaults && errors.Is(err, fs.ErrNotExist) {
-				continue
+			if !defaults || !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
 			}
-			return nil, err
+			continue
 		}
 		if !fi.IsDir() {
 			out = append(out, root)
 			continue
 		}
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				return nil // go on with the rest
 			}
 			if !d.IsDir() && isSourceFile(source, p) {
 				out = append(out, p)
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
@@ -160,7 +172,7 @@ func sourceFiles(source string, roots []string, defaults bool) ([]string, error)
 		}
 		keep = append(keep, p)
 	}
-	return keep, nil
+	return keep, errs
 }
 
 func isSourceFile(source, p string) bool {
@@ -197,14 +209,24 @@ type importer struct {
 	sink     importSink
 	seen     map[string]fileStamp
 	sessions map[string]bool
+	// missing holds the paths already reported unreadable, so that
+	// --follow reports each once; problems counts what was skipped.
+	missing  map[string]bool
+	problems int64
 }
 
 // round imports every file under roots that changed since the last round.
 func (im *importer) round(roots []string, verbose bool) error {
 	c := im.c
-	files, err := sourceFiles(im.source, roots, c.Bool("all"))
-	if err != nil {
-		return err
+	var problems int64
+	defer func() { im.problems += problems }()
+	files, errs := sourceFiles(im.source, roots, c.Bool("all"))
+	for _, err := range errs {
+		if !im.missing[err.Error()] {
+			im.missing[err.Error()] = true
+			fmt.Fprintf(c.App.ErrWriter, "import: %v (skipped)\n", err)
+			problems++
+		}
 	}
 	if err := im.sink.Wait(c.Context); err != nil {
 		return err
@@ -216,7 +238,6 @@ func (im *importer) round(roots []string, verbose bool) error {
 		pending                      int64
 		records, bytesIn             int64
 		changed, unchanged, replaced int
-		problems                     int
 		sessions                     = map[string]bool{}
 		flush                        = func() error {
 			if len(recs) == 0 {
@@ -231,7 +252,8 @@ func (im *importer) round(roots []string, verbose bool) error {
 		bar.update(i, bytesIn)
 		st, err := os.Stat(p)
 		if err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "import: %v\n", err)
+			bar.clear()
+			fmt.Fprintf(c.App.ErrWriter, "import: %v (skipped)\n", err)
 			problems++
 			continue
 		}
@@ -239,24 +261,38 @@ func (im *importer) round(roots []string, verbose bool) error {
 		if old, ok := im.seen[p]; ok && old == stamp {
 			continue
 		}
+		im.seen[p] = stamp
 		state, err := im.sink.State(strings.TrimSuffix(p, ".zst"))
 		if err != nil {
 			return err
 		}
 		fi, err := engine.ReadImport(im.source, p, state)
 		if err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "import: %v\n", err)
+			bar.clear()
+			fmt.Fprintf(c.App.ErrWriter, "import: %s: %v (skipped)\n", p, trimPath(err, p))
 			problems++
 			continue
 		}
-		for _, pr := range fi.Problems {
+		if fi.Unreadable > 0 || fi.Empty && verbose {
 			bar.clear()
-			fmt.Fprintf(c.App.ErrWriter, "import: %s\n", pr)
-			problems++
 		}
-		im.seen[p] = stamp
+		for _, pr := range fi.Problems {
+			fmt.Fprintf(c.App.ErrWriter, "import: %s\n", pr)
+		}
+		if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "import: %s: %d more records skipped, not listed\n", p, n)
+		}
+		problems += fi.Unreadable
+		switch {
+		case fi.Unreadable > 0 && len(fi.Records) == 0 && state == nil:
+			fmt.Fprintf(c.App.ErrWriter, "import: %s: no %s record in it; nothing imported, no session\n", p, im.source)
+		case fi.Empty && state == nil && verbose:
+			fmt.Fprintf(c.App.ErrWriter, "import: %s: empty; nothing to import\n", p)
+		}
 		if len(fi.Records) == 0 {
-			unchanged++
+			if state != nil {
+				unchanged++ // imported before, nothing new
+			}
 			continue
 		}
 		changed++
@@ -294,6 +330,18 @@ func (im *importer) round(roots []string, verbose bool) error {
 			humanBytes(int64(float64(bytesIn)/max(d.Seconds(), 1e-6))), unchanged, replaced, problems)
 	}
 	return nil
+}
+
+// trimPath drops a leading "path: " from err's text, which names path
+// already.
+func trimPath(err error, path string) string {
+	msg := err.Error()
+	for _, prefix := range []string{path + ": ", "open " + path + ": "} {
+		if strings.HasPrefix(msg, prefix) {
+			return strings.TrimPrefix(msg, prefix)
+		}
+	}
+	return msg
 }
 
 // check compares every imported session's source counts with its

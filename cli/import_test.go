@@ -46,19 +46,26 @@ func TestImportProblems(t *testing.T) {
 	p := writeFile(t, logs, "rollout-2026-01-01T00-00-00-11111111-2222-3333-4444-555555555555.jsonl",
 		strings.Join(strings.Split(codexRollout, "\n")[:3], "\n")+"\n{oops\n"+`{"timestamp":"2026-05-11T08:27:19.001Z","type":"event_msg","pay`)
 	_, errs, code := run(t, "--dir", dir, "import", "codex", logs)
-	if code != 0 || !strings.Contains(errs, p+":4 (byte ") || !strings.Contains(errs, "not valid JSON") || !strings.Contains(errs, "imported 4 records") {
+	if code != 1 || !strings.Contains(errs, p+":4:2: not JSON: invalid character 'o'") || !strings.Contains(errs, "imported 3 records") {
 		t.Fatalf("import: %d %s", code, errs)
 	}
-	// The writer finishes its line: the next import reads it, and only it.
+	// The writer finishes its line: the next import reads it, and only
+	// it. The line it skipped lies after the last record imported, so it
+	// is named again.
 	if err := os.WriteFile(p, []byte(strings.Join(strings.Split(codexRollout, "\n")[:3], "\n")+"\n{oops\n"+strings.Split(codexRollout, "\n")[3]+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, errs, code = run(t, "--dir", dir, "import", "codex", logs)
-	if code != 0 || !strings.Contains(errs, "imported 1 records") || strings.Contains(errs, "not valid JSON") {
+	if code != 1 || !strings.Contains(errs, "imported 1 records") || !strings.Contains(errs, p+":4:2: not JSON") {
 		t.Fatalf("second import: %d %s", code, errs)
 	}
+	// Now it lies before: nothing new, nothing to say.
+	_, errs, code = run(t, "--dir", dir, "import", "codex", logs)
+	if code != 0 || !strings.Contains(errs, "imported 0 records") || strings.Contains(errs, "not JSON") {
+		t.Fatalf("third import: %d %s", code, errs)
+	}
 	out, errs, code := run(t, "--dir", dir, "show", "019e1625", "--format", "json")
-	if code != 0 || !strings.Contains(out, `"errors": 1`) || !strings.Contains(out, `"records": 5`) {
+	if code != 0 || !strings.Contains(out, `"errors": 0`) || !strings.Contains(out, `"records": 4`) {
 		t.Fatalf("show: %d %s %s", code, out, errs)
 	}
 	if _, errs, code = run(t, "--dir", dir, "import", "codex", filepath.Join(logs, "missing.jsonl")); code != 1 || !strings.Contains(errs, "missing.jsonl") {

@@ -73,10 +73,11 @@ func TestImportIncremental(t *testing.T) {
 	}
 	write("{\"n\":1}\n{\"n\":2}\nnot json\n{\"n\":")
 	fi := importPath(t, e, "lines", src)
-	if len(fi.Records) != 3 || fi.Tail != 5 || len(fi.Problems) != 1 || fi.Problems[0].Line != 3 {
+	// The line that is not JSON is skipped, and named.
+	if len(fi.Records) != 2 || fi.Tail != 5 || len(fi.Problems) != 1 || fi.Problems[0].Line != 3 || fi.Problems[0].Col != 2 || fi.Unreadable != 1 {
 		t.Fatalf("first import: %d records, tail %d, problems %v", len(fi.Records), fi.Tail, fi.Problems)
 	}
-	if got, want := texts(t, e, "lines:s1"), `1:{"n":1}|2:{"n":2}|3:not json|`; got != want {
+	if got, want := texts(t, e, "lines:s1"), `1:{"n":1}|2:{"n":2}|`; got != want {
 		t.Fatalf("events = %s, want %s", got, want)
 	}
 	// Importing again adds nothing.
@@ -89,7 +90,7 @@ func TestImportIncremental(t *testing.T) {
 	if fi := importPath(t, e, "lines", src); len(fi.Records) != 3 || fi.Replaced {
 		t.Fatalf("grown file: %d records, replaced %v", len(fi.Records), fi.Replaced)
 	}
-	want := `1:{"n":1}|2:{"n":2}|3:not json|4:{"n":3}|5:{"n":4}|6:{"n":5}|`
+	want := `1:{"n":1}|2:{"n":2}|3:{"n":3}|4:{"n":4}|5:{"n":5}|`
 	if got := texts(t, e, "lines:s1"); got != want {
 		t.Fatalf("events = %s, want %s", got, want)
 	}

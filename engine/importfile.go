@@ -5,14 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/bbengine/bbengine/codec/agentlog"
+	"github.com/bbengine/bbengine/codec/claude"
+	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/redact"
@@ -22,6 +24,10 @@ import (
 // maxImportRecord is the largest record an import frame carries: the
 // frame's payload limit less the record's own header.
 const maxImportRecord = frame.MaxPayload - 64<<10
+
+// maxProblems is how many problems ReadImport lists per file; Unreadable
+// counts them all (a binary file has one per "line").
+const maxProblems = 10
 
 // FileImport is what reading one source file for import found: the
 // records to append, from where the engine's state says the file stopped.
@@ -39,37 +45,63 @@ type FileImport struct {
 	Records []exchange.Import
 	// Bytes is the size of the records' data.
 	Bytes int64
-	// Problems are lines that are not JSON (they are imported all the
-	// same, and counted as parse errors by the importer) and lines that
-	// could not be imported at all (too long).
-	Problems []Problem
+	// Problems are the first records that were not imported, and why:
+	// a line that is not JSON (with its column), JSON that is not a
+	// record of the source, a line too long for a WAL frame, a
+	// compressed file that does not decompress from some point on.
+	// Unreadable counts all of them.
+	Problems   []Problem
+	Unreadable int64
+	// Empty is set for a file that holds nothing: no byte, or blank
+	// lines only.
+	Empty bool
 	// Tail is the size of an unterminated last line left for the next
-	// import (a file being written).
+	// import: the start of a JSON value (a file being written).
 	Tail int64
 	// Replaced is set when the file no longer starts with what was
 	// imported from it: it is imported again as a new generation.
 	Replaced bool
 }
 
-// Problem is a source record an import reports.
+// Problem is a source record that was not imported.
 type Problem struct {
-	File   string
+	File string
+	// Line is the record's line (0 for a whole file), Col the column of
+	// a JSON syntax error in it (0 when there is none), Offset the
+	// byte offset of the line.
 	Line   int64
+	Col    int64
 	Offset int64
 	Err    string
-	// Skipped is set when the record was not imported at all.
-	Skipped bool
 }
 
+// String formats p as "file:line:col: why (byte N, skipped)", or
+// "file: why (skipped)" for a whole file.
 func (p Problem) String() string {
-	what := "imported as is, counted as a parse error"
-	if p.Skipped {
-		what = "not imported"
+	switch {
+	case p.Line > 0 && p.Col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s (byte %d, skipped)", p.File, p.Line, p.Col, p.Err, p.Offset)
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d: %s (byte %d, skipped)", p.File, p.Line, p.Err, p.Offset)
 	}
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d (byte %d): %s (%s)", p.File, p.Line, p.Offset, p.Err, what)
+	return fmt.Sprintf("%s: %s (skipped)", p.File, p.Err)
+}
+
+func (fi *FileImport) problem(p Problem) {
+	fi.Unreadable++
+	if len(fi.Problems) < maxProblems {
+		fi.Problems = append(fi.Problems, p)
 	}
-	return fmt.Sprintf("%s: %s (%s)", p.File, p.Err, what)
+}
+
+// lineProblem records that line l was not imported because of err.
+func (fi *FileImport) lineProblem(path string, l agentlog.Line, err error) {
+	p := Problem{File: path, Line: l.Number, Offset: l.Offset, Err: err.Error()}
+	var se *agentlog.SyntaxError
+	if errors.As(err, &se) {
+		p.Col, p.Err = se.Offset+1, "not JSON: "+se.Msg
+	}
+	fi.problem(p)
 }
 
 // ImportKind returns the kind of record a source file holds: a subagent's
@@ -88,8 +120,50 @@ func ImportKind(source, path string) string {
 	return exchange.ImportLine
 }
 
+// errNotATIF reports a JSON object that is no ATIF document.
+var errNotATIF = errors.New(`not an ATIF document: no "schema_version": "ATIF-v1.N"`)
+
+// CheckRecord returns why data, one record of a source file of kind, is
+// not a record of source, or nil when it is one:
+//
+//	claude lines      a JSON object with a string "type"
+//	codex lines       a JSON object with a string "type" (or a
+//	                  pre-envelope "record_type" or "id")
+//	other lines       a JSON object
+//	.meta.json        a JSON object
+//	atif document     a JSON object with "schema_version": "ATIF-…"
+//	spill, bbox       anything (text)
+//
+// A record of a type the source's importer does not know passes: it is
+// kept, and counted as unknown.
+func CheckRecord(source, kind string, data []byte) error {
+	switch {
+	case kind == exchange.ImportSpill, kind == exchange.ImportDoc && source != "atif":
+		return nil
+	case kind == exchange.ImportDoc:
+		v, err := agentlog.Fields(data, "schema_version")
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(v[0], "ATIF-") {
+			return errNotATIF
+		}
+		return nil
+	case kind == exchange.ImportLine && source == "claude":
+		return claude.CheckLine(data)
+	case kind == exchange.ImportLine && source == "codex":
+		return codex.CheckLine(data)
+	}
+	_, err := agentlog.Fields(data)
+	return err
+}
+
 // ReadImport reads the source file path for import, given the engine's
-// state of it (nil when it was never imported).
+// state of it (nil when it was never imported). Records that are not
+// records of the source (see CheckRecord) are not imported: they are
+// Problems. A read error of a compressed file is a Problem too, and the
+// records before it are imported. The error return is for a file that
+// cannot be read at all.
 func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	fi := &FileImport{Path: strings.TrimSuffix(path, ".zst"), Source: source, Kind: ImportKind(source, path)}
 	if st != nil {
@@ -98,7 +172,10 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	if fi.Kind != exchange.ImportLine {
 		return fi, fi.readWhole(path, st)
 	}
-	var line int64
+	var (
+		line int64
+		last = int64(-1) // the offset of the last imported record, read again
+	)
 	if st != nil && st.Records > 0 {
 		ok, err := fi.continues(path, st)
 		if err != nil {
@@ -107,8 +184,8 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 		if ok {
 			// Read again from the last imported record (it may have
 			// been an unterminated complete line that has its line
-			// ending now); it is dropped below when unchanged.
-			fi.From, line, fi.Session = st.LastOffset, st.Line-1, st.Session
+			// ending now); it is not imported twice.
+			fi.From, line, fi.Session, last = st.LastOffset, st.Line-1, st.Session, st.LastOffset
 		} else {
 			fi.Replaced = true
 			fi.Gen++
@@ -120,47 +197,81 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	}
 	defer f.Close()
 	sc := agentlog.NewScanner(f, fi.From, line)
+	blank := true
 	for sc.Next() {
 		l := sc.Line()
 		if len(bytes.TrimSpace(l.Data)) == 0 {
 			continue
 		}
+		blank = false
+		if l.Offset == last {
+			continue
+		}
 		if len(l.Data) > maxImportRecord {
-			fi.Problems = append(fi.Problems, Problem{File: path, Line: l.Number, Offset: l.Offset, Skipped: true,
+			fi.problem(Problem{File: path, Line: l.Number, Offset: l.Offset,
 				Err: fmt.Sprintf("line of %d MiB, over the %d MiB a WAL frame holds", len(l.Data)>>20, maxImportRecord>>20)})
 			continue
 		}
-		if !json.Valid(l.Data) {
-			fi.Problems = append(fi.Problems, Problem{File: path, Line: l.Number, Offset: l.Offset, Err: "not valid JSON"})
+		if err := CheckRecord(source, fi.Kind, l.Data); err != nil {
+			fi.lineProblem(path, l, err)
+			continue
 		}
 		if fi.Session == "" {
 			fi.Session = sessionOf(source, path, l.Data)
 		}
 		fi.add(l.Number, l.Offset, l.Data)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	for _, sk := range sc.Skipped() {
-		fi.Problems = append(fi.Problems, Problem{File: path, Line: sk.Number, Offset: sk.Offset, Err: sk.Err.Error(), Skipped: true})
+		fi.problem(Problem{File: path, Line: sk.Number, Offset: sk.Offset, Err: sk.Err.Error()})
+		blank = false
 	}
-	// An unterminated last line is a write in progress, unless it is
-	// complete JSON (a log that ends without a line ending).
-	if t := sc.TailLine(); t.Data != nil && json.Valid(t.Data) {
-		if fi.Session == "" {
-			fi.Session = sessionOf(source, path, t.Data)
+	if err := sc.Err(); err != nil {
+		// The file stops being readable here: keep what was read.
+		off, n := sc.End()
+		var ce *agentlog.CorruptError
+		if errors.As(err, &ce) {
+			fi.problem(Problem{File: path, Err: fmt.Sprintf("zstd data corrupt or cut short near compressed byte %d (decompressed byte %d, line %d): %v; the rest of the file is not imported",
+				ce.Compressed, ce.Offset, n+1, ce.Err)})
+		} else {
+			fi.problem(Problem{File: path, Line: n + 1, Offset: off, Err: fmt.Sprintf("read: %v; the rest of the file is not imported", err)})
 		}
-		fi.add(t.Number, t.Offset, t.Data)
-	} else {
-		fi.Tail = sc.Tail()
+		blank = false
 	}
+	// An unterminated last line is a write in progress when it is the
+	// start of a JSON value; a complete record is imported (a log that
+	// ends without a line ending); anything else is a problem.
+	t := sc.TailLine()
+	switch {
+	case sc.Tail() == 0:
+	case t.Data == nil:
+		blank = false
+		fi.problem(Problem{File: path, Line: t.Number, Offset: t.Offset,
+			Err: fmt.Sprintf("unterminated last line longer than %d MiB", agentlog.MaxLine>>20)})
+	case len(bytes.TrimSpace(t.Data)) == 0:
+	case t.Offset == last:
+		blank = false
+	default:
+		blank = false
+		err := CheckRecord(source, fi.Kind, t.Data)
+		var se *agentlog.SyntaxError
+		switch {
+		case err == nil && len(t.Data) <= maxImportRecord:
+			if fi.Session == "" {
+				fi.Session = sessionOf(source, path, t.Data)
+			}
+			fi.add(t.Number, t.Offset, t.Data)
+		case errors.As(err, &se) && se.Truncated:
+			fi.Tail = sc.Tail()
+		case err == nil:
+			fi.problem(Problem{File: path, Line: t.Number, Offset: t.Offset,
+				Err: fmt.Sprintf("line of %d MiB, over the %d MiB a WAL frame holds", len(t.Data)>>20, maxImportRecord>>20)})
+		default:
+			fi.lineProblem(path, t, err)
+		}
+	}
+	fi.Empty = blank && fi.From == 0
 	if fi.Session == "" {
 		fi.Session = sessionOf(source, path, nil)
-	}
-	if len(fi.Records) > 0 && st != nil && !fi.Replaced && fi.Records[0].Offset == st.LastOffset {
-		fi.Bytes -= int64(len(fi.Records[0].Data))
-		fi.Records = fi.Records[1:]
-		fi.Problems = slices.DeleteFunc(fi.Problems, func(p Problem) bool { return p.Offset == st.LastOffset })
 	}
 	for i := range fi.Records {
 		fi.Records[i].Session = fi.Session
@@ -183,11 +294,28 @@ func (fi *FileImport) continues(path string, st *ImportFileState) (bool, error) 
 	}
 	defer f.Close()
 	sc := agentlog.NewScanner(f, 0, 0)
-	if !f.Compressed && st.LastOffset > 0 {
-		// Compare the first record, then read the last one where it was.
-		if !sc.Next() || sha(sc.Line().Data) != st.HeadSHA {
-			return false, sc.Err()
+	// The first record: the first line that is one.
+	var (
+		firstOff int64 = -1
+		firstSHA string
+	)
+	for sc.Next() {
+		if l := sc.Line(); CheckRecord(fi.Source, fi.Kind, l.Data) == nil {
+			firstOff, firstSHA = l.Offset, sha(l.Data)
+			break
 		}
+	}
+	if t := sc.TailLine(); firstOff < 0 && t.Data != nil && CheckRecord(fi.Source, fi.Kind, t.Data) == nil {
+		firstOff, firstSHA = t.Offset, sha(t.Data)
+	}
+	if firstOff < 0 || firstSHA != st.HeadSHA {
+		return false, sc.Err()
+	}
+	if st.LastOffset == firstOff {
+		return firstSHA == st.LastSHA, nil
+	}
+	if !f.Compressed {
+		// Read the last record where it was.
 		g, err := agentlog.OpenAt(path, st.LastOffset)
 		if err != nil {
 			return false, nil
@@ -199,23 +327,6 @@ func (fi *FileImport) continues(path string, st *ImportFileState) (bool, error) 
 		}
 		t := sc.TailLine()
 		return t.Data != nil && sha(t.Data) == st.LastSHA, sc.Err()
-	}
-
-	var first []byte
-	for sc.Next() {
-		if len(bytes.TrimSpace(sc.Line().Data)) > 0 {
-			first = sc.Line().Data
-			break
-		}
-	}
-	if first == nil {
-		first = sc.TailLine().Data
-	}
-	if first == nil || sha(first) != st.HeadSHA {
-		return false, sc.Err()
-	}
-	if st.LastOffset == sc.Line().Offset {
-		return sha(first) == st.LastSHA, nil
 	}
 	// Skip to the last imported record and compare it.
 	for sc.Next() {
@@ -236,24 +347,42 @@ func (fi *FileImport) continues(path string, st *ImportFileState) (bool, error) 
 
 // readWhole reads a file that is one record.
 func (fi *FileImport) readWhole(path string, st *ImportFileState) error {
-	data, err := os.ReadFile(path)
+	info, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	if len(data) > maxImportRecord {
-		fi.Problems = append(fi.Problems, Problem{File: path, Skipped: true,
-			Err: fmt.Sprintf("file of %d MiB, over the %d MiB a WAL frame holds", len(data)>>20, maxImportRecord>>20)})
+	if info.Size() > maxImportRecord {
+		fi.problem(Problem{File: path,
+			Err: fmt.Sprintf("file of %d MiB, over the %d MiB a WAL frame holds", info.Size()>>20, maxImportRecord>>20)})
 		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
 	if st != nil && st.Records > 0 {
 		if st.End == int64(len(data)) && st.HeadSHA == sha(data) {
 			return nil // unchanged
 		}
+	}
+	if len(bytes.TrimSpace(data)) == 0 && fi.Kind != exchange.ImportSpill {
+		fi.problem(Problem{File: path, Err: "empty file"})
+		return nil
+	}
+	if err := CheckRecord(fi.Source, fi.Kind, data); err != nil {
+		var se *agentlog.SyntaxError
+		if errors.As(err, &se) {
+			line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
+			col := se.Offset - int64(bytes.LastIndexByte(data[:se.Offset], '\n'))
+			fi.problem(Problem{File: path, Line: int64(line), Col: col, Offset: se.Offset - col + 1, Err: "not JSON: " + se.Msg})
+		} else {
+			fi.problem(Problem{File: path, Err: err.Error()})
+		}
+		return nil
+	}
+	if st != nil && st.Records > 0 {
 		fi.Replaced = true
 		fi.Gen++
-	}
-	if fi.Kind == exchange.ImportDoc && !json.Valid(data) && fi.Source == "atif" {
-		fi.Problems = append(fi.Problems, Problem{File: path, Err: "not valid JSON"})
 	}
 	fi.Session = sessionOf(fi.Source, path, data)
 	fi.add(0, 0, data)

@@ -2,7 +2,11 @@
 // Code and Codex JSONL, zstd-compressed Codex rollouts): line by line,
 // with each line's byte offset and number, a large line limit, and the
 // rule for files still being written (an unterminated last line is not
-// read; the next import picks it up).
+// read; the next import picks it up), and a one-pass check of a line's
+// JSON envelope (Fields) that names the column of a syntax error.
+//
+// A read error of a compressed file (a truncated or corrupt .zst) is a
+// *CorruptError naming the offsets where decompression failed.
 package agentlog
 
 import (
@@ -26,12 +30,45 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // File is an open agent log: its decompressed bytes.
 type File struct {
-	io.Reader
-	f   *os.File
-	dec *zstd.Decoder
+	r    io.Reader
+	f    *os.File
+	path string
+	dec  *zstd.Decoder
+	in   *countReader // the compressed bytes the decoder consumed
+	off  int64        // the decompressed bytes read
 	// Compressed reports a zstd file; offsets are in its decompressed
 	// stream.
 	Compressed bool
+}
+
+// CorruptError reports compressed data that does not decompress: a
+// truncated or damaged .zst file. Everything before Offset was read.
+type CorruptError struct {
+	Path string
+	// Offset is how far the decompressed data was read; Compressed how
+	// far the compressed file was (the damage is in the block ending
+	// there, or the file ends before it should).
+	Offset     int64
+	Compressed int64
+	Err        error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: zstd data corrupt or cut short near compressed byte %d (decompressed byte %d): %v",
+		e.Path, e.Compressed, e.Offset, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Open opens path, decompressing a zstd file (by its .zst suffix or its
@@ -44,14 +81,26 @@ func Open(path string) (*File, error) {
 	br := bufio.NewReaderSize(f, 256<<10)
 	head, _ := br.Peek(4)
 	if !strings.HasSuffix(path, ".zst") && !bytes.Equal(head, zstdMagic) {
-		return &File{Reader: br, f: f}, nil
+		return &File{r: br, f: f, path: path}, nil
 	}
-	dec, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<30))
+	in := &countReader{r: br}
+	dec, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<30))
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: zstd: %w", path, err)
 	}
-	return &File{Reader: dec, f: f, dec: dec, Compressed: true}, nil
+	return &File{r: dec, f: f, path: path, dec: dec, in: in, Compressed: true}, nil
+}
+
+// Read reads decompressed bytes. A compressed file that does not
+// decompress fails with a *CorruptError.
+func (f *File) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	f.off += int64(n)
+	if err != nil && err != io.EOF && f.Compressed {
+		err = &CorruptError{Path: f.path, Offset: f.off, Compressed: f.in.n, Err: err}
+	}
+	return n, err
 }
 
 // OpenAt opens path positioned at offset off of its decompressed bytes:
@@ -69,7 +118,8 @@ func OpenAt(path string, off int64) (*File, error) {
 			f.Close()
 			return nil, err
 		}
-		f.Reader = bufio.NewReaderSize(f.f, 256<<10)
+		f.r = bufio.NewReaderSize(f.f, 256<<10)
+		f.off = off
 		return f, nil
 	}
 	if _, err := io.CopyN(io.Discard, f, off); err != nil {

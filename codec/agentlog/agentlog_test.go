@@ -86,3 +86,88 @@ func TestOpenZstd(t *testing.T) {
 		}
 	}
 }
+
+func TestFields(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		want      []string
+		err       string
+		truncated bool
+	}{
+		{in: `{"type":"user","id":7,"x":{"type":"no"}}`, want: []string{"user", ""}},
+		{in: " {\"id\":\"a\",\"id\":\"b\",\"s\":\"\xff\"} ", want: []string{"", "b"}},
+		{in: `{}`, want: []string{"", ""}},
+		{in: `{oops`, err: "not JSON: invalid character 'o' at start of value at column 2"},
+		{in: "\x00\x01\x02", err: "not JSON: invalid character '\\x00' at start of value at column 1"},
+		{in: `{"type":"user"}x`, err: "not JSON: invalid character 'x' at start of value at column 16"},
+		{in: `{"type":"us`, err: "not JSON: unexpected EOF at column 12", truncated: true},
+		{in: `{"a":[1,2`, err: "not JSON: unexpected EOF at column 10", truncated: true},
+		{in: strings.Repeat("[", 100000), err: "not JSON: exceeded max depth at column 10001"},
+		{in: strings.Repeat(`{"a":`, 20000), err: "not JSON: exceeded max depth"},
+		{in: `[1,2]`, err: "not a JSON object: an array"},
+		{in: `{"a":1}  {"b":2}`, err: "not JSON: more than one JSON value at column 10"},
+		{in: `0000000`, err: "not JSON: "},
+		{in: `"type"`, err: "not a JSON object: a string"},
+		{in: `42`, err: "not a JSON object: a number"},
+		{in: `null`, err: "not a JSON object: null"},
+		{in: `[1,`, err: "unexpected EOF", truncated: true},
+		{in: ``, err: "not JSON: no value at column 1", truncated: true},
+	} {
+		got, err := Fields([]byte(tc.in), "type", "id")
+		if tc.err == "" {
+			if err != nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("Fields(%.30q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		var se *SyntaxError
+		if err == nil || !strings.Contains(err.Error(), tc.err) || errors.As(err, &se) && se.Truncated != tc.truncated {
+			t.Errorf("Fields(%.30q) = %v; want an error with %q (truncated %v)", tc.in, err, tc.err, tc.truncated)
+		}
+	}
+}
+
+func TestCorruptZstd(t *testing.T) {
+	var plain bytes.Buffer
+	for i := range 20000 {
+		plain.WriteString(`{"type":"event_msg","n":` + strings.Repeat("1", i%50) + "}\n")
+	}
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true))
+	z := enc.EncodeAll(plain.Bytes(), nil)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"truncated", z[:len(z)/2]},
+		{"corrupt", func() []byte {
+			b := bytes.Clone(z)
+			for i := len(b) / 2; i < len(b)/2+64; i++ {
+				b[i] ^= 0x5a
+			}
+			return b
+		}()},
+		{"not zstd", []byte("garbage, not zstd at all\n")},
+	} {
+		p := filepath.Join(dir, tc.name+".jsonl.zst")
+		if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewScanner(f, 0, 0)
+		n := 0
+		for s.Next() {
+			n++
+		}
+		f.Close()
+		var ce *CorruptError
+		if !errors.As(s.Err(), &ce) || ce.Path != p || !strings.Contains(ce.Error(), "near compressed byte") || ce.Compressed > int64(len(tc.data)) {
+			t.Errorf("%s: after %d lines, err %v; want a *CorruptError", tc.name, n, s.Err())
+			continue
+		}
+		t.Logf("%s: %d lines read, then %v", tc.name, n, ce)
+	}
+}

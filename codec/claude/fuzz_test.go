@@ -31,6 +31,11 @@ func FuzzClaudeLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := ParseLine(b)
+		// A line CheckLine passes is an object ParseLine reads (its
+		// fields may still have unexpected kinds).
+		if cerr := CheckLine(b); cerr == nil && errors.Is(err, ErrLine) {
+			t.Fatalf("CheckLine passes a line ParseLine cannot read: %v", err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrLine) && !errors.Is(err, ErrShape) {
 				t.Fatalf("error %v wraps neither ErrLine nor ErrShape", err)

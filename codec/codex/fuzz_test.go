@@ -32,6 +32,11 @@ func FuzzCodexLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l, err := ParseLine(b)
+		// A line CheckLine passes is a JSON object with a type, record
+		// type or id.
+		if CheckLine(b) == nil && (l.Type == "" && l.Meta == nil && err == nil) {
+			t.Fatalf("CheckLine passes %q, which ParseLine reads as no record", b)
+		}
 		if err != nil {
 			return
 		}

@@ -76,7 +76,7 @@ func (p *Proxy) admit(x *exch) breaker.Verdict {
 // is recorded, refusal included.
 func (p *Proxy) refuseBreaker(w http.ResponseWriter, x *exch, v breaker.Verdict) {
 	p.metrics.refused.WithLabelValues(v.Reason).Inc()
-	p.rec.request(x)
+	p.rec.request(x, nil)
 	p.fail(x, "breaker", errors.New(v.Message), len(x.body), http.StatusTooManyRequests)
 	x.status = http.StatusTooManyRequests
 	if v.RetryAfter > 0 {

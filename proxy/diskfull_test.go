@@ -102,13 +102,14 @@ func TestDiskFullLossless(t *testing.T) {
 			if code, body, err := rg.post("/v1/messages"); err != nil || code != 200 || body != anthropicSSE {
 				t.Fatalf("before the disk fills: %d %v", code, err)
 			}
+			before := rg.upstreamRequests()
 			rg.full.Store(true)
-			// The exchange in flight when the disk fills is cut, never
-			// handed over complete.
+			// The first request after the disk fills: its frames fail,
+			// so it is not forwarded (and a response whose frames fail
+			// is cut, never handed over complete).
 			if code, body, err := rg.post("/v1/messages"); err == nil && code == 200 && body == anthropicSSE {
 				t.Fatal("a response whose frames could not be written reached the client complete")
 			}
-			before := rg.upstreamRequests()
 			for i := 0; i < 3; i++ {
 				code, body, err := rg.post("/v1/messages")
 				if err != nil || code != 503 || !strings.Contains(body, rg.log.Dir()) || !strings.Contains(body, "no space left") {
@@ -119,7 +120,7 @@ func TestDiskFullLossless(t *testing.T) {
 				t.Fatalf("%d unrecorded requests forwarded upstream", n-before)
 			}
 			h := rg.p.Health()
-			if h.Status != "degraded" || !strings.Contains(h.WALError, "no space left") || h.RefusedUnrecorded != 3 {
+			if h.Status != "degraded" || !strings.Contains(h.WALError, "no space left") || h.RefusedUnrecorded < 3 {
 				t.Fatalf("health with the disk full: %+v", h)
 			}
 			rg.full.Store(false)

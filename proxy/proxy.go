@@ -453,7 +453,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuseBreaker(w, x, v)
 		return
 	}
-	p.rec.request(x)
+	if p.opts.Mode == Lossless {
+		// Never forward what is not recorded: the request goes upstream
+		// once its frames are written.
+		ack := make(chan error, 1)
+		p.rec.request(x, ack)
+		if err := <-ack; err != nil {
+			p.metrics.unrecorded.WithLabelValues("refused").Inc()
+			p.refusedUnrecorded.Add(1)
+			writeError(w, route.Provider, http.StatusServiceUnavailable, fmt.Sprintf(
+				"bbengine proxy: not recording, so not forwarding (lossless mode): the WAL in %s cannot be written: %v", p.log.Dir(), err))
+			return
+		}
+	} else {
+		p.rec.request(x, nil)
+	}
 	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
 
 	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), ctxKey{}, x))
@@ -519,7 +533,7 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 		if err != nil {
 			x.body = buf
 			x.start.BodyBytes = int64(len(buf))
-			p.rec.request(x)
+			p.rec.request(x, nil)
 			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 				te := &TimeoutError{What: "body", After: idle, Received: int64(len(buf))}
 				p.opts.Logf("%s %s: %v", x.requestID, r.URL.Path, te)
@@ -553,7 +567,7 @@ var errTooLarge = errors.New("request body too large")
 
 func (p *Proxy) refuseBody(w http.ResponseWriter, x *exch, n int64) {
 	msg := fmt.Sprintf("bbengine proxy: request body of %d bytes exceeds the limit of %d bytes (--max-request-bytes)", n, p.opts.MaxRequestBody)
-	p.rec.request(x)
+	p.rec.request(x, nil)
 	p.fail(x, "request", errors.New(msg), int(n), http.StatusRequestEntityTooLarge)
 	x.status = http.StatusRequestEntityTooLarge
 	writeError(w, x.route.Provider, http.StatusRequestEntityTooLarge, msg)

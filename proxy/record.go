@@ -73,7 +73,7 @@ type item struct {
 	errMsg  string
 	ok      bool
 	elapsed time.Duration
-	ack     chan error // itEnd: answered once every frame of x is written
+	ack     chan error // itRequest, itEnd: answered once the item's frames (and all before) are written
 }
 
 // chunkPools lend the copies of body chunks, by size class, so a queue
@@ -165,8 +165,22 @@ func (r *recorder) put(it item) {
 	r.p.metrics.backpressure.Add(time.Since(start).Seconds())
 }
 
-func (r *recorder) request(x *exch) {
-	r.put(item{kind: itRequest, x: x, t: x.arrived.UnixNano()})
+// request queues x's request frames. With ack set it is answered once
+// they are written, and the recorder is woken for it.
+func (r *recorder) request(x *exch, ack chan error) {
+	r.put(item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack})
+	if ack != nil {
+		r.wakeUp()
+	}
+}
+
+// wakeUp cuts the recorder's coalescing sleep short: an exchange waits
+// for its frames.
+func (r *recorder) wakeUp() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (r *recorder) responseStart(x *exch, h http.Header, proto string) {
@@ -214,10 +228,7 @@ func (r *recorder) meta(x *exch, k frame.Kind, v any) {
 func (r *recorder) end(x *exch, errMsg string, ok bool, elapsed time.Duration, ack chan error) {
 	r.put(item{kind: itEnd, x: x, t: time.Now().UnixNano(), errMsg: errMsg, ok: ok, elapsed: elapsed, ack: ack})
 	if ack != nil {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.wakeUp()
 	}
 }
 
@@ -415,6 +426,10 @@ func (r *recorder) body(k frame.Kind, x *exch, t int64, b []byte, last bool) {
 func (r *recorder) r(it item) {
 	x := it.x
 	mode := r.p.opts.Mode
+	if it.ack != nil {
+		// Answered once the batch holding this item's frames is written.
+		defer func() { r.acks = append(r.acks, it.ack) }()
+	}
 	switch it.kind {
 	case itRequest:
 		model, streaming, bodySession := readBody(x.body)
@@ -502,9 +517,6 @@ func (r *recorder) r(it item) {
 		}
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
 		r.encode(frame.KindResponseEnd, x, it.t, end)
-		if it.ack != nil {
-			r.acks = append(r.acks, it.ack)
-		}
 	}
 }
 

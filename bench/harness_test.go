@@ -36,6 +36,15 @@ func TestPathsIdentical(t *testing.T) {
 		for _, p := range rg.Paths() {
 			hits := rg.UpstreamHits()
 			s, err := rg.Do(p, c)
+			if err != nil && p == ReverseProxy {
+				// The bare httputil.ReverseProxy, forwarding the request
+				// body as it streams, now and then cuts a streamed response
+				// (golang/go#40747; bbengine reads the body first). It is
+				// the baseline, not what is tested: one more try.
+				t.Logf("%s %s: %v; trying once more", p, c, err)
+				hits = rg.UpstreamHits()
+				s, err = rg.Do(p, c)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

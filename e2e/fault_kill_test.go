@@ -58,6 +58,23 @@ type killedProxy struct {
 	cmd    *exec.Cmd
 	addr   string
 	stderr *syncBuffer
+	exited chan struct{} // closed once the process has exited
+}
+
+// alive reports whether the process is still running.
+func (p *killedProxy) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL and waits for the process to exit.
+func (p *killedProxy) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
 }
 
 func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProxy {
@@ -86,12 +103,14 @@ func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProx
 		}
 		io.Copy(io.Discard, stdout)
 	}()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	select {
 	case a := <-addr:
-		return &killedProxy{cmd: cmd, addr: a, stderr: stderr}
+		return &killedProxy{cmd: cmd, addr: a, stderr: stderr, exited: exited}
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 		t.Fatalf("bbengine proxy did not start:\n%s", stderr.String())
 		return nil
 	}
@@ -169,12 +188,11 @@ func TestKillNineAcknowledgedRecorded(t *testing.T) {
 		}
 		for got.Load() < int64(target) {
 			time.Sleep(time.Millisecond)
-			if p.cmd.ProcessState != nil {
-				t.Fatal("proxy exited on its own")
+			if !p.alive() {
+				t.Fatalf("proxy exited on its own:\n%s", p.stderr.String())
 			}
 		}
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.cmd.Wait()
+		p.kill()
 		cancel()
 		wg.Wait()
 		total += int(got.Load())

@@ -401,7 +401,8 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
-		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs})
+		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs,
+			Hold: func() bool { return log.Failed() != nil }})
 		if err == nil {
 			break
 		}

@@ -66,7 +66,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	for ; i < 400 && refused < 5; i++ {
 		code, body, err := post(i)
 		if !p.alive() {
-			t.Fatalf("the proxy exited after %d requests:\n%s", i, p.stderr.String())
+			t.Fatalf("the proxy exited after %d requests (%v):\n%s", i, p.cmd.ProcessState, p.stderr.String())
 		}
 		if err == nil && code == 503 {
 			if !strings.Contains(body, dir) {
@@ -94,7 +94,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	for j := 0; j < 5; j++ {
 		if code, _, err := post(1000 + j); err != nil || code != 200 {
-			t.Fatalf("after space returned: %d %v", code, err)
+			t.Fatalf("after space returned: %d %v; health %v; proxy log:\n%s", code, err, health(), p.stderr.String())
 		}
 	}
 	// Derivation is running, or (when Pebble panicked on its own full

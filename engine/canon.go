@@ -248,6 +248,10 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 				c.applied = next
 			}
 			if pendingBytes >= e.opts.BatchBytes {
+				if err := e.hold(ctx); err != nil {
+					c.discard()
+					return c.progress, err
+				}
 				if err := c.commit(); err != nil {
 					return c.progress, err
 				}
@@ -259,6 +263,10 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 			return c.progress, fmt.Errorf("engine: %w", err)
 		}
 		if err := c.deriveImports(); err != nil {
+			c.discard()
+			return c.progress, err
+		}
+		if err := e.hold(ctx); err != nil {
 			c.discard()
 			return c.progress, err
 		}
@@ -281,6 +289,22 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 			return c.progress, err
 		}
 	}
+}
+
+// holdPoll is how often a held engine looks whether it may write again.
+const holdPoll = 100 * time.Millisecond
+
+// hold waits while Options.Hold says the store must not be written (the
+// disk the WAL is on is full), or until ctx is done.
+func (e *Engine) hold(ctx context.Context) error {
+	for e.opts.Hold != nil && e.opts.Hold() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(holdPoll):
+		}
+	}
+	return nil
 }
 
 // seek positions r at from, or at the first frame after it when from

@@ -23,6 +23,12 @@ import (
 
 // Options configure an Engine. The zero value (or nil) means defaults.
 type Options struct {
+	// Hold, when set, is asked before each write of derived state;
+	// while it reports true derivation waits. The proxy holds it while
+	// its WAL cannot be written: the store is on the same disk, and
+	// Pebble crashes the process (a fatal error, past any recover) when
+	// a rotation of its own log meets a full disk.
+	Hold func() bool
 	// FS is the file system Pebble writes through (made owner-only).
 	// The default is the operating system's; tests put Pebble's
 	// vfs/errorfs here to inject faults.

@@ -114,7 +114,9 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if strings.Contains(p.stderr.String(), "\npanic: ") || strings.Contains(p.stderr.String(), "fatal error:") {
 		t.Fatalf("the proxy crashed:\n%s", p.stderr.String())
 	}
-	starts, err := exec.Command(bin, "--dir", dir, "replay", "--kind", "request-start", "--format", "jsonl").Output()
+	// Every exchange whose end is recorded is derived (one whose end
+	// could not be written, as the disk filled, may have no session).
+	ends, err := exec.Command(bin, "--dir", dir, "replay", "--kind", "response-end", "--format", "jsonl").Output()
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -126,8 +128,8 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if err := json.Unmarshal(out, &sessions); err != nil {
 		t.Fatalf("sessions --json: %v\n%s", err, out)
 	}
-	if n := strings.Count(string(starts), "\n"); len(sessions) != n {
-		t.Fatalf("%d requests recorded, %d sessions derived", n, len(sessions))
+	if n := strings.Count(string(ends), "\n"); len(sessions) < n {
+		t.Fatalf("%d exchanges recorded whole, %d sessions derived", n, len(sessions))
 	}
-	t.Logf("%d requests recorded and derived; proxy log:\n%s", len(sessions), p.stderr.String())
+	t.Logf("%d sessions derived; proxy log:\n%s", len(sessions), p.stderr.String())
 }

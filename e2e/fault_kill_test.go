@@ -209,24 +209,9 @@ func TestKillNineAcknowledgedRecorded(t *testing.T) {
 		t.Fatalf("open the WAL after the kills: %v", err)
 	}
 	defer l.Close()
-	var a exchange.Assembler
-	r := l.NewReader()
-	for r.Next() {
-		p, err := r.Payload()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Add(r.Header(), p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
 	idRe := regexp.MustCompile(`id-[0-9]+-[0-9]+`)
 	byID := map[string]*exchange.Exchange{}
-	for _, x := range a.Exchanges() {
+	for _, x := range assembleWAL(t, l) {
 		if id := idRe.Find(x.RequestBody); id != nil {
 			byID[string(id)] = x
 		}

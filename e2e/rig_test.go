@@ -240,7 +240,14 @@ func seqOf(x *recorded) int {
 func (rg *rig) readWAL(t *testing.T) []*recorded {
 	t.Helper()
 	rg.stop(t)
-	r := rg.log.NewReader()
+	return assembleWAL(t, rg.log)
+}
+
+// assembleWAL reads every frame of log and puts the exchanges back
+// together.
+func assembleWAL(t *testing.T, log *wal.Log) []*exchange.Exchange {
+	t.Helper()
+	r := log.NewReader()
 	defer r.Close()
 	var a exchange.Assembler
 	for r.Next() {

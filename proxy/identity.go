@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
 )
 
 // sessionHeaders are the agents' own session headers, in order of trust.
@@ -91,8 +93,23 @@ func readBody(body []byte) (model string, stream bool, session string) {
 	if len(body) == 0 || body[0] != '{' && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
 		return "", false, ""
 	}
+	// The body resends the whole conversation: split it with jsonscan
+	// (validating it as json.Unmarshal would) and decode only the three
+	// members read here, matched as encoding/json matches field names.
 	var bi bodyInfo
-	if json.Unmarshal(body, &bi) != nil {
+	var bad error
+	err := jsonscan.Fields(body, func(k, v []byte) bool {
+		switch {
+		case bytes.EqualFold(k, []byte("model")):
+			bad = json.Unmarshal(v, &bi.Model)
+		case bytes.EqualFold(k, []byte("stream")):
+			bad = json.Unmarshal(v, &bi.Stream)
+		case bytes.EqualFold(k, []byte("metadata")):
+			bad = json.Unmarshal(v, &bi.Metadata)
+		}
+		return bad == nil
+	})
+	if err != nil || bad != nil {
 		return "", false, ""
 	}
 	uid := bi.Metadata.UserID

@@ -54,6 +54,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
 )
 
 // anthropicBlock is one content block as sent: in a request message, a
@@ -288,8 +290,8 @@ func anthropicSystem(raw []byte) (string, error) {
 
 // anthropicMessages decodes the conversation.
 func anthropicMessages(raw []byte, cfg *textCfg) ([]Message, error) {
-	var items []rawJSON
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, err := elements(raw)
+	if err != nil {
 		return nil, err
 	}
 	msgs := make([]Message, 0, len(items))
@@ -313,8 +315,8 @@ func anthropicMessages(raw []byte, cfg *textCfg) ([]Message, error) {
 
 // anthropicTools returns the names of the tools offered.
 func anthropicTools(raw []byte) ([]string, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, err := elements(raw)
+	if err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(items))
@@ -323,8 +325,24 @@ func anthropicTools(raw []byte) ([]string, error) {
 			Name string `json:"name"`
 			Type string `json:"type"`
 		}
-		if err := json.Unmarshal(item, &t); err != nil {
-			return nil, inField(fmt.Sprintf("[%d]", i), err)
+		// A tool's schema is most of its bytes: decode only its name
+		// and type (matched as encoding/json matches field names), and
+		// go through encoding/json for the error of anything odd.
+		var bad error
+		err := jsonscan.Fields(item, func(k, v []byte) bool {
+			switch {
+			case bytes.EqualFold(k, []byte("name")):
+				bad = json.Unmarshal(v, &t.Name)
+			case bytes.EqualFold(k, []byte("type")):
+				bad = json.Unmarshal(v, &t.Type)
+			}
+			return bad == nil
+		})
+		if err != nil || bad != nil {
+			t.Name, t.Type = "", ""
+			if err := json.Unmarshal(item, &t); err != nil {
+				return nil, inField(fmt.Sprintf("[%d]", i), err)
+			}
 		}
 		names = append(names, first(t.Name, t.Type))
 	}

@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
 )
 
 // jsonAt rewrites an encoding/json error from decoding a whole body so
@@ -215,7 +217,17 @@ func base64Digest(s string) (int64, string) {
 // topObject decodes a request body, which must be one JSON object, into
 // its top-level fields. Errors name the byte offset.
 func topObject(body []byte) (map[string]rawJSON, error) {
-	var top map[string]rawJSON
+	// jsonscan validates and splits at ten times encoding/json's speed
+	// (a request resends the whole conversation); a document it refuses
+	// goes through encoding/json for its usual error.
+	top := make(map[string]rawJSON, 8)
+	if jsonscan.Fields(body, func(k, v []byte) bool {
+		top[string(k)] = v
+		return true
+	}) == nil {
+		return top, nil
+	}
+	top = nil
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, jsonAt(err)
 	}
@@ -236,4 +248,21 @@ type rawJSON []byte
 func (r *rawJSON) UnmarshalJSON(data []byte) error {
 	*r = data
 	return nil
+}
+
+// elements splits a JSON array into its elements (aliasing raw), as
+// json.Unmarshal into a []json.RawMessage does, with its errors.
+func elements(raw []byte) ([]rawJSON, error) {
+	var items []rawJSON
+	if jsonscan.Elements(raw, func(_ int, v []byte) bool {
+		items = append(items, v)
+		return true
+	}) == nil {
+		return items, nil
+	}
+	items = nil
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -25,6 +25,7 @@ type Progress struct {
 	Exchanges int    // exchanges finished
 	Events    int    // events written
 	Memory    int    // sessions whose memory was derived
+	Skipped   int    // resent messages recognized and not decoded again
 	Applied   uint64 // WAL offset the derived state now covers
 }
 
@@ -130,6 +131,9 @@ type sessState struct {
 	s     Session
 	convo convo
 	dirty bool
+	// memo is what the last request on each thread (by id) looked like,
+	// in memory only (see prefix.go).
+	memo map[int]*msgMemo
 }
 
 // load reads the canonicalizer's persistent state.

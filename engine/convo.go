@@ -88,14 +88,8 @@ func roleClass(role string) string {
 
 // flatten turns messages into items.
 func flatten(msgs []llm.Message) []item {
-	var out []item
-	for _, m := range msgs {
-		out = appendItems(out, roleClass(m.Role), m.Parts)
-	}
-	for i := range out {
-		out[i].key = itemKey(&out[i])
-	}
-	return out
+	items, _ := flattenEach(msgs)
+	return items
 }
 
 // appendItems appends the parts of one role to items. Every part is an
@@ -244,8 +238,11 @@ type match struct {
 // place finds the thread a request's items continue and what is new. It
 // updates the thread's known keys to the request's (the output is added
 // by settle).
-func (cv *convo) place(items []item, continuation bool, system string) match {
-	m := cv.place1(items, continuation, system)
+//
+// keys and at are those of items (keysOf), or of the whole request when
+// items are only its part after a resent prefix (see decodeRequest).
+func (cv *convo) place(items []item, keys []string, at []int, continuation bool, system string) match {
+	m := cv.place1(items, keys, at, continuation, system)
 	m.thread.sent(system)
 	return m
 }
@@ -263,9 +260,8 @@ func (t *thread) sent(h string) {
 	}
 }
 
-func (cv *convo) place1(items []item, continuation bool, system string) match {
+func (cv *convo) place1(items []item, keys []string, at []int, continuation bool, system string) match {
 	cv.Tick++
-	keys, at := keysOf(items)
 	newFrom := func(l int) int {
 		if l == 0 {
 			return 0
@@ -442,4 +438,10 @@ func (t *thread) result(id, name string) (string, string, bool) {
 		}
 	}
 	return id, name, false
+}
+
+// placeItems is place for a request decoded whole.
+func (cv *convo) placeItems(items []item, continuation bool, system string) match {
+	keys, at := keysOf(items)
+	return cv.place(items, keys, at, continuation, system)
 }

@@ -120,7 +120,7 @@ func TestPlace(t *testing.T) {
 			var cv convo
 			for i, tu := range tt.turns {
 				items := flatten(tu.msgs)
-				m := cv.place(items, false, "sys")
+				m := cv.placeItems(items, false, "sys")
 				out := appendItems(nil, "assistant", tu.out)
 				for j := range out {
 					out[j].key = itemKey(&out[j])
@@ -144,10 +144,10 @@ func TestCompaction(t *testing.T) {
 		"then we looked for tests and found none. Next step: write a test for a.go."
 	var cv convo
 	u1 := text("user", "list the files")
-	m := cv.place(flatten([]llm.Message{u1}), false, "main")
+	m := cv.placeItems(flatten([]llm.Message{u1}), false, "main")
 	cv.settle(m.thread, appendItems(nil, "assistant", []llm.Part{{Type: llm.PartText, Text: "a.go b.go"}}))
 	sum := []llm.Message{u1, text("assistant", "a.go b.go"), text("user", "Summarize the conversation so far.")}
-	m = cv.place(flatten(sum), false, "summarizer")
+	m = cv.placeItems(flatten(sum), false, "summarizer")
 	if m.thread.ID != 1 || m.rewrite != nil {
 		t.Fatalf("summary request: thread %d rewrite %v", m.thread.ID, m.rewrite)
 	}
@@ -160,10 +160,10 @@ func TestCompaction(t *testing.T) {
 	// A side request quoting the summary, with its own system prompt, is
 	// not a compaction.
 	side := []llm.Message{text("user", "Write a title for this: "+summary)}
-	if m := cv.place(flatten(side), false, "title"); m.rewrite != nil || m.thread.ID != 2 {
+	if m := cv.placeItems(flatten(side), false, "title"); m.rewrite != nil || m.thread.ID != 2 {
 		t.Fatalf("side request: thread %d rewrite %+v", m.thread.ID, m.rewrite)
 	}
-	m = cv.place(flatten(restart), false, "main")
+	m = cv.placeItems(flatten(restart), false, "main")
 	if m.rewrite == nil || m.rewrite.Kind != "compaction" || m.rewrite.From != 1 || m.thread.ID != 1 || m.from != 0 {
 		t.Fatalf("restart: thread %d from %d rewrite %+v", m.thread.ID, m.from, m.rewrite)
 	}

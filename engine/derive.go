@@ -161,6 +161,7 @@ func (d *deriver) run() (int, error) {
 	// The request: what it adds to the conversation.
 	var (
 		req    *llm.Request
+		rq     *request
 		reqErr error
 	)
 	switch {
@@ -176,15 +177,23 @@ func (d *deriver) run() (int, error) {
 			reqErr = fmt.Errorf("request body: %w", err)
 			break
 		}
-		req, reqErr = llm.DecodeRequestWith(d.api, body, &llm.DecoderOptions{TextLimit: d.c.e.opts.TextLimit, NewSpill: d.c.spill})
+		rq, reqErr = d.decodeRequest(body)
+		if rq != nil {
+			req = rq.req
+		}
 		// The request holds what it keeps: let the body go before the
 		// events are built.
 		x.RequestBody, body = nil, nil
 	}
 	var m match
 	if req != nil {
-		items := flatten(req.Messages)
-		m = cv.place(items, req.PreviousResponseID != "", hashText(req.System))
+		m = cv.place(rq.items, rq.keys, rq.at, req.PreviousResponseID != "", hashText(req.System))
+		if m.from < rq.base {
+			// place1 starts a request past its last resent key, and
+			// decodeRequest cuts only after a keyed item.
+			return 0, fmt.Errorf("engine: exchange %d: internal error: new items at %d, before the decoded part at %d", x.ID, m.from, rq.base)
+		}
+		rq.remember(st, m.thread.ID)
 		d.thread = m.thread
 		if req.System != "" && !cv.seenSystem(hashText(req.System)) {
 			d.add(Event{Kind: KindSystem, Time: x.startTime(), Role: "system", Text: req.System, Prov: d.reqProv()})
@@ -192,7 +201,7 @@ func (d *deriver) run() (int, error) {
 		if m.rewrite != nil {
 			d.add(Event{Kind: KindRewrite, Time: x.startTime(), Rewrite: m.rewrite, Prov: d.reqProv()})
 		}
-		d.emitItems(items[m.from:], x.startTime(), d.reqProv(), false)
+		d.emitItems(rq.items[m.from-rq.base:], x.startTime(), d.reqProv(), false)
 		if req.Model != "" {
 			ex.Model = req.Model
 		}
@@ -237,7 +246,7 @@ func (d *deriver) run() (int, error) {
 	}
 	call := &Call{API: d.api, Provider: s.Provider, Model: ex.Model, Status: ex.Status, Latency: ex.Duration, TTFB: ex.TTFB, Stream: s.Stream}
 	if req != nil {
-		call.Params, call.Stream, call.Messages = req.Params, req.Stream || s.Stream, len(req.Messages)
+		call.Params, call.Stream, call.Messages = req.Params, req.Stream || s.Stream, rq.msgs
 	}
 	if reqErr != nil {
 		d.add(Event{Kind: KindError, Time: x.startTime(), Error: &Error{Stage: "decode", Message: reqErr.Error()}, Prov: d.reqProv()})

@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"hash/maphash"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
+	"github.com/bbengine/bbengine/codec/llm"
+)
+
+// A coding agent resends its whole conversation on every turn: by turn
+// 300 a request body is about 700 KB, of which a few KB are new. The
+// canonicalizer recognizes the resent part by the hashes of the
+// conversation's messages as raw JSON bytes, remembered (in memory) for
+// the last request placed on each thread, and decodes only the messages
+// after the longest prefix it has seen: the cost of a turn follows its
+// new bytes, apart from one scan of the body at jsonscan's speed.
+//
+// It is an optimization only, with no state of its own on disk: the
+// events, threads and keys derived are exactly those of decoding the
+// whole request (TestPrefixSkipMatchesFullDecode), so a rebuild, or a
+// restart that finds the memo empty, derives the same bytes.
+
+// prefixSkip turns the optimization on; tests turn it off to compare.
+var prefixSkip = true
+
+// msgSeed seeds the message hashes. It may differ between processes: the
+// hashes never leave memory.
+var msgSeed = maphash.MakeSeed()
+
+// msgMemo is what the canonicalizer remembers of the last request placed
+// on a thread.
+type msgMemo struct {
+	// hashes and lens identify each message of the request.
+	hashes []uint64
+	lens   []int
+	// items[i] and keys[i] count the items and keys that messages[:i+1]
+	// flatten into; cut[i] is set when the conversation may be cut after
+	// message i: its last item is keyed, and no later text merges into
+	// it (see appendItems).
+	items, keys []int
+	cut         []bool
+}
+
+// conversationField is the member of a request body that holds the
+// conversation, for the protocols whose messages decode independently of
+// each other (an OpenAI Chat request lifts its leading system messages
+// into the system prompt; a Responses request may continue a stored
+// response: both decode whole).
+func conversationField(api llm.API) string {
+	switch api {
+	case llm.AnthropicMessages:
+		return "messages"
+	case llm.Gemini:
+		return "contents"
+	}
+	return ""
+}
+
+// splitConversation finds the conversation array of a request body: the
+// offset of its '[' and the span of each element. ok is false when the
+// body has no such array, or has it twice.
+func splitConversation(api llm.API, body []byte) (open int, spans [][2]int, ok bool) {
+	field := conversationField(api)
+	if field == "" {
+		return 0, nil, false
+	}
+	open, found := -1, 0
+	err := jsonscan.Fields(body, func(k, v []byte) bool {
+		if string(k) != field {
+			return true
+		}
+		found++
+		if len(v) == 0 || v[0] != '[' {
+			return true
+		}
+		open = cap(body) - cap(v) // v is a slice of body
+		spans = spans[:0]
+		jsonscan.Elements(v, func(_ int, e []byte) bool {
+			at := cap(body) - cap(e)
+			spans = append(spans, [2]int{at, at + len(e)})
+			return true
+		})
+		return true
+	})
+	if err != nil || found != 1 || open < 0 {
+		return 0, nil, false
+	}
+	return open, spans, true
+}
+
+// memoFor returns what a request's messages are in terms of the memo of
+// its session's threads: the thread whose last request shares the
+// longest prefix of messages with it, cut where the conversation may be
+// cut (b messages), or b == 0.
+func (st *sessState) memoFor(hashes []uint64, lens []int) (t *thread, memo *msgMemo, b int) {
+	for i := range st.convo.Threads {
+		th := &st.convo.Threads[i]
+		mm := st.memo[th.ID]
+		if mm == nil {
+			continue
+		}
+		n := 0
+		for n < len(hashes) && n < len(mm.hashes) && hashes[n] == mm.hashes[n] && lens[n] == mm.lens[n] {
+			n++
+		}
+		for n > 0 && !mm.cut[n-1] {
+			n--
+		}
+		if n > b && len(th.Known) >= mm.keys[n-1] {
+			t, memo, b = th, mm, n
+		}
+	}
+	return t, memo, b
+}
+
+// remember sets the memo of thread id from a request's messages and its
+// items; counts of the first from messages come from prev.
+func (st *sessState) remember(id int, hashes []uint64, lens []int, prev *msgMemo, from int, ends []int, items []item, base, baseKeys int) {
+	if st.memo == nil {
+		st.memo = map[int]*msgMemo{}
+	}
+	mm := &msgMemo{hashes: hashes, lens: lens}
+	if prev != nil && from > 0 {
+		mm.items = append(mm.items, prev.items[:from]...)
+		mm.keys = append(mm.keys, prev.keys[:from]...)
+		mm.cut = append(mm.cut, prev.cut[:from]...)
+	}
+	keys, at := baseKeys, 0
+	for _, end := range ends {
+		for ; at < end; at++ {
+			if items[at].key != "" {
+				keys++
+			}
+		}
+		var cut bool
+		switch {
+		case end > 0:
+			cut = items[end-1].key != "" && !mergeable(&items[end-1])
+		case prev != nil && from > 0:
+			// No item yet after the resent prefix: the boundary is the
+			// prefix's own.
+			cut = prev.cut[from-1]
+		}
+		mm.items = append(mm.items, base+end)
+		mm.keys = append(mm.keys, keys)
+		mm.cut = append(mm.cut, cut)
+	}
+	st.memo[id] = mm
+	// Forget the memos of threads that are gone.
+	if len(st.memo) > len(st.convo.Threads) {
+		live := map[int]bool{}
+		for i := range st.convo.Threads {
+			live[st.convo.Threads[i].ID] = true
+		}
+		for k := range st.memo {
+			if !live[k] {
+				delete(st.memo, k)
+			}
+		}
+	}
+}
+
+// mergeable reports whether a later assistant text would be joined to
+// item it (see appendItems).
+func mergeable(it *item) bool {
+	return it.role == "assistant" && it.part.Type == llm.PartText && !it.part.Partial && it.part.TextSHA256 == ""
+}
+
+// flattenEach is flatten that also returns, for each message, the number
+// of items of the messages up to it.
+func flattenEach(msgs []llm.Message) (items []item, ends []int) {
+	ends = make([]int, 0, len(msgs))
+	for _, m := range msgs {
+		items = appendItems(items, roleClass(m.Role), m.Parts)
+		ends = append(ends, len(items))
+	}
+	for i := range items {
+		items[i].key = itemKey(&items[i])
+	}
+	return items, ends
+}
+
+// hashMessages hashes each span of body.
+func hashMessages(body []byte, spans [][2]int) (hashes []uint64, lens []int) {
+	hashes, lens = make([]uint64, len(spans)), make([]int, len(spans))
+	for i, s := range spans {
+		hashes[i] = maphash.Bytes(msgSeed, body[s[0]:s[1]])
+		lens[i] = s[1] - s[0]
+	}
+	return hashes, lens
+}
+
+// request is a decoded request and its items, whole or past a resent
+// prefix.
+type request struct {
+	req  *llm.Request
+	msgs int // messages in the whole request
+	// items are the items of the decoded messages; base is the number of
+	// items of the messages before them (0 when decoded whole). keys and
+	// at are those of the whole request (at holds base-1 for the keys of
+	// the prefix: only the last one's position can matter, see place1).
+	items []item
+	base  int
+	keys  []string
+	at    []int
+
+	// What remember needs: the message hashes (nil: not remembered), the
+	// memo and message count the prefix came from, the decoded
+	// messages' item ends.
+	hashes  []uint64
+	lens    []int
+	prev    *msgMemo
+	from    int
+	ends    []int
+	preKeys int
+}
+
+// decodeRequest decodes a request body, skipping the messages a thread
+// of the session already saw when it can.
+func (d *deriver) decodeRequest(body []byte) (*request, error) {
+	opts := &llm.DecoderOptions{TextLimit: d.c.e.opts.TextLimit, NewSpill: d.c.spill}
+	var (
+		hashes []uint64
+		lens   []int
+		spans  [][2]int
+		open   int
+		ok     bool
+	)
+	if prefixSkip {
+		open, spans, ok = splitConversation(d.api, body)
+	}
+	if ok {
+		hashes, lens = hashMessages(body, spans)
+		if t, mm, b := d.st.memoFor(hashes, lens); b > 0 {
+			cut := spans[b-1][1] // the white space and ']' after the last element
+			if b < len(spans) {
+				cut = spans[b][0]
+			}
+			reduced := make([]byte, 0, open+1+len(body)-cut)
+			reduced = append(append(reduced, body[:open+1]...), body[cut:]...)
+			req, err := llm.DecodeRequestWith(d.api, reduced, opts)
+			if err == nil && req.PreviousResponseID == "" {
+				items, ends := flattenEach(req.Messages)
+				if len(ends) == len(spans)-b {
+					k, base := mm.keys[b-1], mm.items[b-1]
+					tk, tat := keysOf(items)
+					keys := append(t.Known[:k:k], tk...)
+					at := make([]int, len(keys))
+					for i := range k {
+						at[i] = base - 1
+					}
+					for j, a := range tat {
+						at[k+j] = base + a
+					}
+					d.c.progress.Skipped += b
+					return &request{req: req, msgs: b + len(req.Messages), items: items, base: base, keys: keys, at: at,
+						hashes: hashes, lens: lens, prev: mm, from: b, ends: ends, preKeys: k}, nil
+				}
+			}
+			// Anything odd decodes whole, for the error it gives.
+		}
+	}
+	req, err := llm.DecodeRequestWith(d.api, body, opts)
+	if err != nil {
+		return nil, err
+	}
+	items, ends := flattenEach(req.Messages)
+	keys, at := keysOf(items)
+	r := &request{req: req, msgs: len(req.Messages), items: items, keys: keys, at: at}
+	if ok && len(ends) == len(spans) && req.PreviousResponseID == "" {
+		r.hashes, r.lens, r.ends = hashes, lens, ends
+	}
+	return r, nil
+}
+
+// remember sets the memo of the thread the request was placed on.
+func (r *request) remember(st *sessState, thread int) {
+	if r.hashes == nil {
+		return
+	}
+	st.remember(thread, r.hashes, r.lens, r.prev, r.from, r.ends, r.items, r.base, r.preKeys)
+}

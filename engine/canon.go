@@ -234,6 +234,9 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 	pendingBytes := 0
 	for {
 		for r.Next() {
+			if e.opts.Yield != nil {
+				e.opts.Yield(ctx)
+			}
 			h := r.Header()
 			p, err := r.Payload()
 			if err != nil {
@@ -278,6 +281,9 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 			return c.progress, err
 		}
 		pendingBytes = 0
+		if e.opts.Yield != nil {
+			e.opts.Yield(ctx)
+		}
 		if err := c.deriveMemory(ctx); err != nil {
 			c.discard()
 			return c.progress, err

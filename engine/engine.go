@@ -29,6 +29,10 @@ type Options struct {
 	// Pebble crashes the process (a fatal error, past any recover) when
 	// a rotation of its own log meets a full disk.
 	Hold func() bool
+	// Yield, when set, is called between the frames a pass derives and
+	// before memory is derived; it may block for a short while to let
+	// more urgent work (the proxy's requests) have the CPU first.
+	Yield func(ctx context.Context)
 	// FS is the file system Pebble writes through (made owner-only).
 	// The default is the operating system's; tests put Pebble's
 	// vfs/errorfs here to inject faults.

@@ -148,6 +148,8 @@ type Proxy struct {
 	breaker   *breaker.Breaker
 	guard     *guard.Policy
 	nextEx    atomic.Uint64
+	// active counts the exchanges in progress (see Active).
+	active atomic.Int64
 	// unrecorded counts requests that came while the WAL failed:
 	// refused (lossless) or forwarded (degrade).
 	refusedUnrecorded, forwardedUnrecorded atomic.Uint64
@@ -155,6 +157,10 @@ type Proxy struct {
 	derivation                             atomic.Pointer[func() string]
 	closeOnce                              sync.Once
 }
+
+// Active returns the number of exchanges in progress: work that can wait
+// (derivation) gives them the CPU first.
+func (p *Proxy) Active() int64 { return p.active.Load() }
 
 // New returns a Proxy recording into log.
 func New(log *wal.Log, opts *Options) (*Proxy, error) {
@@ -416,6 +422,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Bb-Exchange-Id", strconv.FormatUint(x.id, 10))
 	p.metrics.inflight.Inc()
 	defer p.metrics.inflight.Dec()
+	p.active.Add(1)
+	defer p.active.Add(-1)
 
 	sess, src := headerSession(r.Header)
 	x.start = exchange.RequestStart{

@@ -55,6 +55,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole bbengine proxy run to this file (BBENGINE_CPUPROFILE)")
 	bare := flag.String("bare", "", "internal: serve a bare reverse proxy to this upstream URL and print its address")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
+	extra := flag.String("proxy-args", "", "more arguments for bbengine proxy, space-separated (e.g. \"--mode degrade\")")
 	flag.Parse()
 	if *bare != "" {
 		serveBare(*bare)
@@ -62,7 +63,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cfg := config{turns: *turns, historyKB: *historyKB, bucket: max(*bucket, 1), bin: *bin, dir: *dir, cpuprofile: *cpuprofile}
+	cfg := config{extra: strings.Fields(*extra), turns: *turns, historyKB: *historyKB, bucket: max(*bucket, 1), bin: *bin, dir: *dir, cpuprofile: *cpuprofile}
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "longsession:", err)
 		os.Exit(1)
@@ -70,6 +71,7 @@ func main() {
 }
 
 type config struct {
+	extra                    []string
 	turns, historyKB, bucket int
 	bin, dir, cpuprofile     string
 }
@@ -167,8 +169,8 @@ func run(ctx context.Context, cfg config) error {
 	listen := ln.Addr().String()
 	ln.Close()
 	bb := &proc{name: "bbengine", base: "http://" + listen}
-	bb.cmd = exec.CommandContext(ctx, bin, "--dir", dir, "proxy", "--listen", listen, "--breaker", "off",
-		"--upstream", "anthropic="+upURL)
+	args := append([]string{"--dir", dir, "proxy", "--listen", listen, "--breaker", "off", "--upstream", "anthropic=" + upURL}, cfg.extra...)
+	bb.cmd = exec.CommandContext(ctx, bin, args...)
 	bb.cmd.Stdout, bb.cmd.Stderr = &bb.out, &bb.out
 	if cfg.cpuprofile != "" {
 		bb.cmd.Env = append(os.Environ(), "BBENGINE_CPUPROFILE="+cfg.cpuprofile)

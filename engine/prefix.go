@@ -39,28 +39,22 @@ type msgMemo struct {
 	// it (see appendItems).
 	items, keys []int
 	cut         []bool
-}
-
-// conversationField is the member of a request body that holds the
-// conversation, for the protocols whose messages decode independently of
-// each other (an OpenAI Chat request lifts its leading system messages
-// into the system prompt; a Responses request may continue a stored
-// response: both decode whole).
-func conversationField(api llm.API) string {
-	switch api {
-	case llm.AnthropicMessages:
-		return "messages"
-	case llm.Gemini:
-		return "contents"
-	}
-	return ""
+	// lead is the number of leading elements an OpenAI request lifts
+	// into its system prompt; they are sent again with the messages
+	// decoded. msgs[i] counts the messages elements[:i+1] make (a
+	// Responses request groups consecutive assistant items into one);
+	// asst[i] is set when element i is an assistant item that a next
+	// one would join.
+	lead int
+	msgs []int
+	asst []bool
 }
 
 // splitConversation finds the conversation array of a request body: the
 // offset of its '[' and the span of each element. ok is false when the
 // body has no such array, or has it twice.
 func splitConversation(api llm.API, body []byte) (open int, spans [][2]int, ok bool) {
-	field := conversationField(api)
+	field := llm.ConversationField(api)
 	if field == "" {
 		return 0, nil, false
 	}
@@ -115,11 +109,22 @@ func (st *sessState) memoFor(hashes []uint64, lens []int) (t *thread, memo *msgM
 
 // remember sets the memo of thread id from a request's messages and its
 // items; counts of the first from messages come from prev.
-func (st *sessState) remember(id int, hashes []uint64, lens []int, prev *msgMemo, from int, ends []int, items []item, base, baseKeys int) {
+func (st *sessState) remember(id int, hashes []uint64, lens []int, lead int, prev *msgMemo, from int, ends []int, ec elemCounts, items []item, base, baseKeys int) {
 	if st.memo == nil {
 		st.memo = map[int]*msgMemo{}
 	}
-	mm := &msgMemo{hashes: hashes, lens: lens}
+	mm := &msgMemo{hashes: hashes, lens: lens, lead: lead}
+	if prev != nil && from > 0 {
+		mm.msgs = append(mm.msgs, prev.msgs[:from]...)
+		mm.asst = append(mm.asst, prev.asst[:from]...)
+		base := prev.msgs[from-1]
+		for _, n := range ec.msgs {
+			mm.msgs = append(mm.msgs, base+n)
+		}
+	} else {
+		mm.msgs = append(mm.msgs, ec.msgs...)
+	}
+	mm.asst = append(mm.asst, ec.asst...)
 	if prev != nil && from > 0 {
 		mm.items = append(mm.items, prev.items[:from]...)
 		mm.keys = append(mm.keys, prev.keys[:from]...)
@@ -204,15 +209,102 @@ type request struct {
 	keys  []string
 	at    []int
 
-	// What remember needs: the message hashes (nil: not remembered), the
-	// memo and message count the prefix came from, the decoded
-	// messages' item ends.
+	// What remember needs: the element hashes (nil: not remembered),
+	// the leading elements lifted into the system prompt, the memo and
+	// element count the prefix came from, the decoded elements' item
+	// ends.
 	hashes  []uint64
 	lens    []int
+	lead    int
 	prev    *msgMemo
 	from    int
 	ends    []int
+	counts  elemCounts
 	preKeys int
+}
+
+// last is the message count of the whole run.
+func (ec elemCounts) last() int {
+	if len(ec.msgs) == 0 {
+		return 0
+	}
+	return ec.msgs[len(ec.msgs)-1]
+}
+
+// reduceBody is body with the conversation's elements lead to b left
+// out: the leading elements an OpenAI request lifts into its system
+// prompt stay, so the request decodes to the same system prompt.
+func reduceBody(body []byte, open int, spans [][2]int, lead, b int) []byte {
+	cut := spans[b-1][1] // the white space and ']' after the last element
+	if b < len(spans) {
+		cut = spans[b][0]
+	}
+	out := make([]byte, 0, open+1+len(body)-cut+64)
+	out = append(out, body[:open+1]...)
+	if lead > 0 {
+		out = append(out, body[spans[0][0]:spans[lead-1][1]]...)
+		if b < len(spans) {
+			out = append(out, ',')
+		}
+	}
+	return append(out, body[cut:]...)
+}
+
+// elemCounts are the message counts of a run of elements (see
+// msgMemo.msgs and asst), counted from the run's start.
+type elemCounts struct {
+	msgs []int
+	asst []bool
+}
+
+// elementEnds returns, for each element of a conversation (spans of
+// body), the number of items of the elements up to it, and how many
+// leading elements are lifted into the system prompt (with lift set;
+// their ends are 0). items are the items DecodeRequest gave for them:
+// the per-element reading must agree with it, or ok is false. Protocols
+// whose elements are one Message each count from msgEnds. prevAsst says
+// the element before the run is an assistant item a first one would
+// join (Responses).
+func elementEnds(api llm.API, body []byte, spans [][2]int, items []item, msgEnds []int, lift, prevAsst bool) (ends []int, ec elemCounts, lead int, ok bool) {
+	if api == llm.AnthropicMessages || api == llm.Gemini {
+		ec.msgs, ec.asst = make([]int, len(spans)), make([]bool, len(spans))
+		for i := range ec.msgs {
+			ec.msgs[i] = i + 1
+		}
+		return msgEnds, ec, 0, len(msgEnds) == len(spans)
+	}
+	var own []item
+	ends = make([]int, 0, len(spans))
+	n := 0
+	for i, sp := range spans {
+		role, parts, skip, known := llm.ElementParts(api, body[sp[0]:sp[1]])
+		if !known || skip {
+			return nil, ec, 0, false
+		}
+		if lift && i == lead && role == "system" {
+			lead++
+			ends = append(ends, 0)
+			ec.msgs, ec.asst = append(ec.msgs, 0), append(ec.asst, false)
+			continue
+		}
+		group := api == llm.OpenAIResponses && role == "assistant"
+		if !group || !prevAsst {
+			n++
+		}
+		prevAsst = group
+		ec.msgs, ec.asst = append(ec.msgs, n), append(ec.asst, group)
+		own = appendItems(own, roleClass(role), parts)
+		ends = append(ends, len(own))
+	}
+	if len(own) != len(items) {
+		return nil, ec, 0, false
+	}
+	for i := range own {
+		if itemKey(&own[i]) != items[i].key || own[i].role != items[i].role || own[i].part.Type != items[i].part.Type {
+			return nil, ec, 0, false
+		}
+	}
+	return ends, ec, lead, true
 }
 
 // decodeRequest decodes a request body, skipping the messages a thread
@@ -231,17 +323,11 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 	}
 	if ok {
 		hashes, lens = hashMessages(body, spans)
-		if t, mm, b := d.st.memoFor(hashes, lens); b > 0 {
-			cut := spans[b-1][1] // the white space and ']' after the last element
-			if b < len(spans) {
-				cut = spans[b][0]
-			}
-			reduced := make([]byte, 0, open+1+len(body)-cut)
-			reduced = append(append(reduced, body[:open+1]...), body[cut:]...)
-			req, err := llm.DecodeRequestWith(d.api, reduced, opts)
+		if t, mm, b := d.st.memoFor(hashes, lens); b > mm.leadOf() {
+			req, err := llm.DecodeRequestWith(d.api, reduceBody(body, open, spans, mm.lead, b), opts)
 			if err == nil && req.PreviousResponseID == "" {
-				items, ends := flattenEach(req.Messages)
-				if len(ends) == len(spans)-b {
+				items, msgEnds := flattenEach(req.Messages)
+				if ends, ec, _, good := elementEnds(d.api, body, spans[b:], items, msgEnds, false, mm.asst[b-1]); good {
 					k, base := mm.keys[b-1], mm.items[b-1]
 					tk, tat := keysOf(items)
 					keys := append(t.Known[:k:k], tk...)
@@ -252,9 +338,13 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 					for j, a := range tat {
 						at[k+j] = base + a
 					}
-					d.c.progress.Skipped += b
-					return &request{req: req, msgs: b + len(req.Messages), items: items, base: base, keys: keys, at: at,
-						hashes: hashes, lens: lens, prev: mm, from: b, ends: ends, preKeys: k}, nil
+					d.c.progress.Skipped += b - mm.lead
+					msgs := mm.msgs[b-1]
+					if len(ec.msgs) > 0 {
+						msgs += ec.msgs[len(ec.msgs)-1]
+					}
+					return &request{req: req, msgs: msgs, items: items, base: base, keys: keys, at: at,
+						hashes: hashes, lens: lens, lead: mm.lead, prev: mm, from: b, ends: ends, counts: ec, preKeys: k}, nil
 				}
 			}
 			// Anything odd decodes whole, for the error it gives.
@@ -264,13 +354,23 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, ends := flattenEach(req.Messages)
+	items, msgEnds := flattenEach(req.Messages)
 	keys, at := keysOf(items)
 	r := &request{req: req, msgs: len(req.Messages), items: items, keys: keys, at: at}
-	if ok && len(ends) == len(spans) && req.PreviousResponseID == "" {
-		r.hashes, r.lens, r.ends = hashes, lens, ends
+	if ok && req.PreviousResponseID == "" {
+		if ends, ec, lead, good := elementEnds(d.api, body, spans, items, msgEnds, true, false); good && ec.last() == len(req.Messages) {
+			r.hashes, r.lens, r.lead, r.ends, r.counts = hashes, lens, lead, ends, ec
+		}
 	}
 	return r, nil
+}
+
+// leadOf is mm.lead, or 0 for no memo.
+func (mm *msgMemo) leadOf() int {
+	if mm == nil {
+		return 0
+	}
+	return mm.lead
 }
 
 // remember sets the memo of the thread the request was placed on.
@@ -278,5 +378,5 @@ func (r *request) remember(st *sessState, thread int) {
 	if r.hashes == nil {
 		return
 	}
-	st.remember(thread, r.hashes, r.lens, r.prev, r.from, r.ends, r.items, r.base, r.preKeys)
+	st.remember(thread, r.hashes, r.lens, r.lead, r.prev, r.from, r.ends, r.counts, r.items, r.base, r.preKeys)
 }

@@ -129,3 +129,104 @@ func TestPrefixSkipMatchesFullDecode(t *testing.T) {
 	}
 	t.Logf("%d resent messages skipped; threads %d and %d", skipped, ss[0].Threads, ss[1].Threads)
 }
+
+// chatSession is a long OpenAI Chat session: leading system and developer
+// messages (lifted into the system prompt), tool calls and results, now
+// and then a system message in the middle, a null element, a retry.
+func chatSession(session string, turns int, seed uint64) []fx {
+	r := rand.New(rand.NewPCG(seed, 11))
+	msgs := []any{obj{"role": "system", "content": "You are a coding agent."}, obj{"role": "developer", "content": "Keep changes small."},
+		obj{"role": "user", "content": "fix the build in " + session}}
+	var out []fx
+	for i := 0; i < turns; i++ {
+		id := fmt.Sprintf("call_%s_%d", session, i)
+		req, _ := json.Marshal(obj{"model": "gpt-5", "stream": false, "messages": msgs})
+		resp, _ := json.Marshal(obj{"id": fmt.Sprintf("chatcmpl-%d", i), "object": "chat.completion", "model": "gpt-5",
+			"choices": []any{obj{"index": 0, "finish_reason": "tool_calls", "message": obj{"role": "assistant", "content": fmt.Sprintf("Step %d.", i),
+				"tool_calls": []any{obj{"id": id, "type": "function", "function": obj{"name": "shell", "arguments": fmt.Sprintf(`{"cmd":"make %d"}`, i)}}}}}},
+			"usage": obj{"prompt_tokens": 100 + i, "completion_tokens": 10, "total_tokens": 110 + i}})
+		x := fx{session: session, path: "/v1/chat/completions", ua: "codex_cli_rs/0.50.0", req: req, resp: resp, chunks: 1}
+		if r.IntN(10) == 0 {
+			out = append(out, x) // a retry
+		}
+		out = append(out, x)
+		msgs = append(msgs, obj{"role": "assistant", "content": fmt.Sprintf("Step %d.", i),
+			"tool_calls": []any{obj{"id": id, "type": "function", "function": obj{"name": "shell", "arguments": fmt.Sprintf(`{"cmd":"make %d"}`, i)}}}},
+			obj{"role": "tool", "tool_call_id": id, "content": fmt.Sprintf("built %d", i)})
+		switch r.IntN(12) {
+		case 0:
+			msgs = append(msgs, obj{"role": "system", "content": fmt.Sprintf("Reminder %d: run the tests.", i)})
+		case 1:
+			msgs = append(msgs, nil)
+		}
+	}
+	return out
+}
+
+// responsesSession is a long OpenAI Responses session: instructions, a
+// leading developer item, assistant message and function call items that
+// group into one message, function call outputs.
+func responsesSession(session string, turns int, seed uint64) []fx {
+	r := rand.New(rand.NewPCG(seed, 13))
+	input := []any{obj{"type": "message", "role": "developer", "content": []any{obj{"type": "input_text", "text": "Sandbox: workspace-write."}}},
+		obj{"type": "message", "role": "user", "content": []any{obj{"type": "input_text", "text": "fix the build in " + session}}}}
+	var out []fx
+	for i := 0; i < turns; i++ {
+		id := fmt.Sprintf("call_%s_%d", session, i)
+		req, _ := json.Marshal(obj{"model": "gpt-5-codex", "instructions": "You are Codex.", "stream": false, "store": false, "input": input})
+		items := []any{obj{"type": "message", "role": "assistant", "content": []any{obj{"type": "output_text", "text": fmt.Sprintf("Step %d.", i)}}},
+			obj{"type": "function_call", "call_id": id, "name": "shell", "arguments": fmt.Sprintf(`{"command":["make","%d"]}`, i)}}
+		resp, _ := json.Marshal(obj{"id": fmt.Sprintf("resp_%d", i), "object": "response", "status": "completed", "model": "gpt-5-codex",
+			"output": items, "usage": obj{"input_tokens": 100 + i, "output_tokens": 10, "total_tokens": 110 + i}})
+		out = append(out, fx{session: session, path: "/v1/responses", ua: "codex_cli_rs/0.50.0", req: req, resp: resp, chunks: 1})
+		if r.IntN(3) == 0 {
+			// The client resends only the function call, not the text.
+			items = items[1:]
+		}
+		input = append(input, items...)
+		input = append(input, obj{"type": "function_call_output", "call_id": id, "output": fmt.Sprintf("built %d", i)})
+		if r.IntN(8) == 0 {
+			input = append(input, obj{"type": "message", "role": "user", "content": []any{obj{"type": "input_text", "text": fmt.Sprintf("now step %d", i+1)}}})
+		}
+	}
+	return out
+}
+
+// TestPrefixSkipOpenAI is TestPrefixSkipMatchesFullDecode for OpenAI
+// Chat and Responses sessions.
+func TestPrefixSkipOpenAI(t *testing.T) {
+	dir, log := newData(t)
+	var c clock
+	e := open(t, dir, log, nil)
+	id := uint64(0)
+	a, b := chatSession("oc", 50, 3), responsesSession("or", 50, 4)
+	skipped := 0
+	for i := 0; i < len(a) || i < len(b); i++ {
+		var round [][]fx
+		if i < len(a) {
+			round = append(round, a[i:i+1])
+		}
+		if i < len(b) {
+			round = append(round, b[i:i+1])
+		}
+		id = interleaveWAL(t, log, &c, id, round...)
+		skipped += catchUp(t, e).Skipped
+	}
+	if skipped == 0 {
+		t.Fatal("no resent message was skipped")
+	}
+	incremental := dump(t, e)
+	prefixSkip = false
+	defer func() { prefixSkip = true }()
+	sameAfterRebuild(t, e, incremental, "decoding whole requests differs from skipping resent prefixes")
+	ss, err := e.Sessions(SessionFilter{})
+	if err != nil || len(ss) != 2 {
+		t.Fatalf("sessions %d %v", len(ss), err)
+	}
+	for _, s := range ss {
+		if s.Requests < 50 {
+			t.Errorf("session %s: %d requests derived", s.ID, s.Requests)
+		}
+	}
+	t.Logf("%d resent messages skipped", skipped)
+}

@@ -312,3 +312,43 @@ func IsJSON(body []byte) bool {
 	b := bytes.TrimLeft(body, " \t\r\n")
 	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
 }
+
+// ConversationField returns the top-level member of a request body of
+// api that holds the conversation as a JSON array (Anthropic messages,
+// OpenAI Chat messages, Responses input, Gemini contents), or "".
+func ConversationField(api API) string {
+	switch api {
+	case AnthropicMessages, OpenAIChat:
+		return "messages"
+	case OpenAIResponses:
+		return "input"
+	case Gemini:
+		return "contents"
+	}
+	return ""
+}
+
+// ElementParts decodes one element of an OpenAI Chat request's messages
+// or a Responses request's input array on its own: the role and parts it
+// adds to the conversation, as DecodeRequest reads them in place (before
+// a Responses request's consecutive assistant items are grouped into one
+// message, and before leading system messages become the system prompt).
+// skip reports a null element, which adds nothing. ok is false for other
+// protocols, whose elements are one Message each.
+func ElementParts(api API, raw []byte) (role string, parts []Part, skip, ok bool) {
+	switch api {
+	case OpenAIChat:
+		if isNull(raw) {
+			return "", nil, true, true
+		}
+		m := chatRequestMessage(raw)
+		return m.Role, m.Parts, false, true
+	case OpenAIResponses:
+		if isNull(raw) {
+			return "", nil, true, true
+		}
+		role, parts := responsesItemParts(raw)
+		return role, parts, false, true
+	}
+	return "", nil, false, false
+}

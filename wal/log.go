@@ -111,9 +111,9 @@ type Log struct {
 	done    chan struct{} // closed when the writer goroutine exits
 	wclosed error         // error from the final sync and close
 
-	sealc    chan struct{} // a rotation left a segment to seal
-	bgStop   chan struct{} // closed by Close to stop the background goroutine
-	bgDone   chan struct{} // closed when it exits
+	sealc  chan struct{} // a rotation left a segment to seal
+	bgStop chan struct{} // closed by Close to stop the background goroutine
+	bgDone chan struct{} // closed when it exits
 
 	// mu guards the fields below; readers take it to see the log's shape.
 	mu        sync.Mutex

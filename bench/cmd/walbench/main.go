@@ -9,11 +9,12 @@
 // writes, as durably as the policy makes an acknowledged append: one
 // flushed buffered write per record for interval and none, a write and an
 // fdatasync for always. For each policy and size the targets (raw, wal:
-// no compression, the same bytes; snappy: the default compression) run
-// interleaved, for -round each, -rounds times, in an order that rotates
-// from round to round, so drift on a loaded machine spreads evenly.
-// Ratios are of total records over total time; "min" and "max" are those
-// of single rounds against the raw round next to them.
+// no compression, the same bytes; snappy: the default compression) take
+// turns in blocks of 16 records, for about -round each per round,
+// -rounds times, the first of them rotating from round to round, so
+// drift on a loaded machine (other processes, the disk's queue) spreads
+// evenly. Ratios are of total records over total time; "min" and "max"
+// are those of single rounds.
 package main
 
 import (
@@ -155,15 +156,14 @@ func measure(policy wal.SyncPolicy, size int, names []string, rounds int, round 
 		res[i] = &result{}
 	}
 	for r := range rounds {
-		for k := range ts {
-			i := (k + r) % len(ts)
-			n, d, err := run(ts[i], round)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", names[i], err)
-			}
-			res[i].n += n
-			res[i].d += d
-			res[i].rounds = append(res[i].rounds, float64(n)/d.Seconds())
+		ns, ds, err := run(ts, r, round)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ts {
+			res[i].n += ns[i]
+			res[i].d += ds[i]
+			res[i].rounds = append(res[i].rounds, float64(ns[i])/ds[i].Seconds())
 		}
 	}
 	for i, t := range ts {
@@ -175,20 +175,29 @@ func measure(policy wal.SyncPolicy, size int, names []string, rounds int, round 
 	return res, nil
 }
 
-// run calls t.Op for about d and returns how many calls it made in how
-// long.
-func run(t *walbench.Target, d time.Duration) (int, time.Duration, error) {
+// run is one round: it calls each target's Op in blocks of 16, the
+// targets taking turns block by block (starting with target first%len),
+// for about d per target, and returns how many calls each made in how
+// long. Taking turns this often lets the targets share the machine's
+// state (other processes, the disk's queue) as evenly as it can be
+// shared; it matters most under SyncAlways, where each call waits for
+// the disk.
+func run(ts []*walbench.Target, first int, d time.Duration) ([]int, []time.Duration, error) {
+	ns := make([]int, len(ts))
+	ds := make([]time.Duration, len(ts))
 	start := time.Now()
-	n := 0
-	for {
-		for range 16 {
-			if err := t.Op(); err != nil {
-				return n, 0, err
+	for time.Since(start) < d*time.Duration(len(ts)) {
+		for k := range ts {
+			i := (k + first) % len(ts)
+			t0 := time.Now()
+			for range 16 {
+				if err := ts[i].Op(); err != nil {
+					return nil, nil, err
+				}
 			}
-			n++
-		}
-		if el := time.Since(start); el >= d {
-			return n, el, nil
+			ds[i] += time.Since(t0)
+			ns[i] += 16
 		}
 	}
+	return ns, ds, nil
 }

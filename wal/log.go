@@ -386,7 +386,9 @@ func (l *Log) recoverSeal(segs []segment) ([]segment, *unsealed, error) {
 			if info.Err != nil {
 				return nil, nil, info.Err
 			}
-			if end := base + uint64(info.ValidEnd); end != segs[i+1].base {
+			// A gap Repair accepted since (a hole record) is no
+			// longer the seal's to settle.
+			if end := base + uint64(info.ValidEnd); end != segs[i+1].base && !covered(readHoles(l.dir), end, segs[i+1].base) {
 				// Bytes past the file's end; a torn tail inside it
 				// is counted by Open.
 				lost = &unsealed{dropped: max(0, int64(segs[i+1].base-base)-int64(len(data)))}

@@ -285,3 +285,38 @@ func TestLoneAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsealedRepaired: when Repair has accepted the gap a crash during a
+// seal left (the user ran it before reopening), Open keeps the later
+// segments Repair kept.
+func TestUnsealedRepaired(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, &Options{SegmentSize: 8 << 10, NoCompression: true})
+	appendN(t, l, 0, 150)
+	l.Close()
+	segs, _ := listSegments(dir)
+	marked := segs[len(segs)-2]
+	writeSealMarker(dir, marked.base)
+	if err := os.Truncate(l.path(marked.base), marked.size/2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair(dir); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, nil)
+	defer l.Close()
+	if m := sealMarks(t, dir); len(m) > 0 {
+		t.Fatalf("markers after Open: %v", m)
+	}
+	after, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(segs) {
+		t.Fatalf("%d segments after Open, want the %d Repair kept", len(after), len(segs))
+	}
+	got := readAll(t, l)
+	if len(got) == 0 || got[len(got)-1] != 149 {
+		t.Fatalf("read %d frames ending %v, want the last segment's too", len(got), got[max(0, len(got)-1):])
+	}
+}

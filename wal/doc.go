@@ -8,8 +8,8 @@
 // their first byte, as 16 lower-case hex digits, so names sort in log
 // order. The logical offset of a frame is its byte position in the whole
 // log: segment base + position in the segment. Every segment starts with a
-// segment header frame; a segment is closed (synced) when the next frame
-// would take it past Options.SegmentSize.
+// segment header frame; a segment is sealed (synced and closed) when the
+// next frame would take it past Options.SegmentSize.
 //
 //	<dir>/
 //	  LOCK                          flock(2) held by the one writer
@@ -17,6 +17,7 @@
 //	  0000000004000123.wal          base 0x4000123 = size of the first segment
 //	  0000000004000123.wal.damaged-20260101T120000Z   copy kept by Repair
 //	  0000000008000246.hole         a range removed on purpose; holds its end
+//	  0000000004000123.sealing      segment 0x4000123 not yet synced (see below)
 //
 //	segment 0000000004000123.wal
 //	+-----------------+------------------+------------------+-- ... --+
@@ -45,19 +46,39 @@
 //
 // # Writing and durability
 //
-// One writer goroutine owns the active segment. Append encodes (and
-// compresses) the frame in the caller's goroutine, takes the next offset
-// under a lock, and queues the frame on a bounded queue. The writer drains
-// whatever is queued, writes it with one write(2), calls fdatasync as the
-// SyncPolicy says, publishes the new end to readers, and only then
-// acknowledges every append of the group. Under SyncAlways, concurrent
-// appenders therefore share one fdatasync (group commit). A failed write or
-// sync is sticky: every later Append returns it, because the state of the
-// file is unknown.
+// Append encodes (and compresses) the frame in the caller's goroutine and
+// takes the next offset under a lock. If no other frame is queued and
+// nothing is being written, the caller writes the frame itself with one
+// write(2), calls fdatasync as the SyncPolicy says, publishes the new end
+// to readers and returns: a lone appender costs a write (and a sync), no
+// handoff. Otherwise it queues the frame on a bounded queue for the writer
+// goroutine, which drains whatever is queued, writes it with one write(2),
+// syncs as the policy says, publishes, and only then acknowledges every
+// append of the group. Under SyncAlways, concurrent appenders therefore
+// share one fdatasync (group commit). Either way, when Append returns the
+// frame and every frame before it are written to the operating system
+// (under SyncAlways: on stable storage). A failed write or sync is sticky:
+// every later Append returns it, because the state of the file is unknown.
+//
+// Under SyncInterval a goroutine syncs the active segment every
+// SyncInterval; appends go on meanwhile. Under SyncInterval and SyncNone
+// a rotation does not wait for the old segment to reach the disk: it
+// creates "<old base>.sealing", then the next segment, and leaves the sync
+// and close of the old segment and the sync of the directory to that
+// goroutine, which then removes the marker. Every sync (the periodic one,
+// Sync, Close, the next rotation) seals first, so the log reaches the disk
+// in order. If the machine loses power before the seal, the next segment
+// may be on disk while the tail of the old one is not: Open, finding the
+// marker and bytes missing before the next segment, removes the segments
+// after them and truncates the old one at its last whole frame, so the log
+// stays a prefix of what was written, and says so in Log.Recovery. Under
+// SyncAlways a rotation syncs both segments and the directory before the
+// append that caused it returns.
 //
 // # Recovery
 //
-// Open scans the last segment. Every frame must pass its CRC and record its
+// Open first settles segments marked ".sealing" (above), then scans the
+// last segment. Every frame must pass its CRC and record its
 // own offset, so stale, shifted or zeroed bytes never parse. At the first
 // invalid frame Open looks for any later valid frame: if there is none the
 // tail was torn by a crash during a write, and Open truncates it and

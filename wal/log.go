@@ -1,10 +1,13 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,17 +72,48 @@ type Log struct {
 	queue    chan *request
 	free     chan *request // recycled requests; a free list, not a sync.Pool, so reuse is certain
 	reqLists chan *reqList // free list for AppendBatch
+	// queued counts the frames on the queue not yet written. It grows
+	// under amu and shrinks once the writer has written them: an append
+	// that finds it 0 under amu has every earlier frame written and may
+	// write its own from its goroutine (see Append).
+	queued atomic.Int64
+	// nextHint is next, for encoding a frame with its likely offset
+	// before amu is taken: a lone appender's guess is right, so its
+	// frame is checksummed once.
+	nextHint atomic.Uint64
 
 	failed atomic.Pointer[error] // sticky write error
 
+	// wmu is held by whoever writes the active segment: the writer
+	// goroutine for a queued group, or an appender writing its own
+	// frames when nothing is queued. It guards the fields below.
+	wmu   sync.Mutex
+	f     *os.File
+	pos   int64 // write position in f
+	dirty bool  // written since the last sync
+	buf   []byte
+	one   [1]*request // Append's own group
+	// smu is held across every sync: one made without wmu (the periodic
+	// one of SyncInterval, the seal of a segment) keeps rotation and
+	// Close from closing its file, and any sync waits for a seal under
+	// way, so the log reaches the disk in order. It guards the fields
+	// below.
+	smu      sync.Mutex
+	sealing  *os.File // the segment before the active one, not yet synced and closed
+	sealBase uint64   // its base
+	// tmu is held across the periodic sync of the active segment, taken
+	// after smu, which that sync releases first: a rotation need not
+	// wait for it, but a sync that finds dirty false does.
+	tmu sync.Mutex
+
 	// Owned by the writer goroutine.
-	f       *os.File
-	pos     int64 // write position in f
-	dirty   bool  // written since the last sync
-	buf     []byte
 	batch   []*request
 	done    chan struct{} // closed when the writer goroutine exits
 	wclosed error         // error from the final sync and close
+
+	sealc  chan struct{} // a rotation left a segment to seal
+	bgStop chan struct{} // closed by Close to stop the background goroutine
+	bgDone chan struct{} // closed when it exits
 
 	// mu guards the fields below; readers take it to see the log's shape.
 	mu        sync.Mutex
@@ -138,8 +172,11 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.free = make(chan *request, min(o.QueueLen, 1024))
 	l.reqLists = make(chan *reqList, 16)
 	l.batch = make([]*request, 0, o.QueueLen)
+	l.nextHint.Store(l.next)
 	l.applyRetention(time.Now())
 	go l.run()
+	l.sealc, l.bgStop, l.bgDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go l.background()
 	l.scanStop, l.scanDone = make(chan struct{}), make(chan struct{})
 	if o.ScanSealed {
 		go l.scanSealed(append([]segment(nil), l.segs[:len(l.segs)-1]...))
@@ -252,8 +289,12 @@ func (l *Log) recover() error {
 			return &CorruptionError{Segment: l.path(segs[i].base), Offset: segs[i+1].base, Err: errOverlap}
 		}
 	}
+	segs, lost, err := l.recoverSeal(segs)
+	if err != nil {
+		return err
+	}
 	if len(segs) == 0 {
-		if err := l.create(0); err != nil {
+		if err := l.create(0, false); err != nil {
 			return err
 		}
 		l.segs = []segment{{base: 0, size: l.pos, modTime: time.Now()}}
@@ -292,6 +333,14 @@ func (l *Log) recover() error {
 				return fmt.Errorf("wal: sync %s: %w", path, err)
 			}
 		}
+		if lost != nil {
+			if l.recovery == nil {
+				l.recovery = &Recovery{Segment: path, Offset: last.base + uint64(info.ValidEnd), Err: lost.err}
+			} else {
+				l.recovery.Err = fmt.Errorf("%w; %w", lost.err, l.recovery.Err)
+			}
+			l.recovery.Dropped += lost.dropped
+		}
 		l.pos = info.ValidEnd
 		last.size = info.ValidEnd
 		segs[len(segs)-1] = last
@@ -305,9 +354,71 @@ func (l *Log) recover() error {
 	return nil
 }
 
+// unsealed is what recoverSeal dropped.
+type unsealed struct {
+	dropped int64 // bytes of the segments removed and missing before them (not a torn tail)
+	err     error
+}
+
+// recoverSeal checks the segments marked as not yet sealed (see
+// sealExt). A marked segment that holds every byte up to the next
+// segment is whole: its marker goes. One that does not lost bytes in a
+// crash before its background sync ended, and every later segment was
+// started after those bytes were written: the later segments are removed,
+// so the log ends in the marked segment, whose torn tail Open then
+// truncates, and the log stays a prefix of what was written. It returns
+// the segments left.
+func (l *Log) recoverSeal(segs []segment) ([]segment, *unsealed, error) {
+	marks, err := sealMarkers(l.dir)
+	if err != nil || len(marks) == 0 {
+		return segs, nil, err
+	}
+	var lost *unsealed
+	for _, base := range marks {
+		i := slices.IndexFunc(segs, func(s segment) bool { return s.base == base })
+		if i >= 0 && i+1 < len(segs) {
+			path := l.path(base)
+			data, err := readSegment(path, nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("wal: read segment %s: %w", path, err)
+			}
+			info := checkSegment(path, base, data, true)
+			if info.Err != nil {
+				return nil, nil, info.Err
+			}
+			// A gap Repair accepted since (a hole record) is no
+			// longer the seal's to settle.
+			if end := base + uint64(info.ValidEnd); end != segs[i+1].base && !covered(readHoles(l.dir), end, segs[i+1].base) {
+				// Bytes past the file's end; a torn tail inside it
+				// is counted by Open.
+				lost = &unsealed{dropped: max(0, int64(segs[i+1].base-base)-int64(len(data)))}
+				var names []string
+				for _, s := range segs[i+1:] {
+					if err := os.Remove(l.path(s.base)); err != nil {
+						return nil, nil, fmt.Errorf("wal: remove segment %s started before %s was synced: %w", l.path(s.base), path, err)
+					}
+					lost.dropped += s.size
+					names = append(names, segName(s.base))
+				}
+				lost.err = fmt.Errorf("segment %s lost its bytes from offset %d in a crash before it was synced; removed the segments started after them: %s", path, end, strings.Join(names, ", "))
+				segs = segs[:i+1]
+				segs[i].size = int64(len(data))
+			}
+		}
+		if err := os.Remove(sealMarkerPath(l.dir, base)); err != nil && !os.IsNotExist(err) {
+			return nil, nil, fmt.Errorf("wal: %w", err)
+		}
+	}
+	if err := syncDir(l.dir); err != nil {
+		return nil, nil, err
+	}
+	return segs, lost, nil
+}
+
 // create creates the segment at base, writes its header, syncs it and the
-// directory, and makes it the writer's file.
-func (l *Log) create(base uint64) error {
+// directory unless defer is set (the caller then does), and makes it the
+// writer's file.
+func (l *Log) create(base uint64, deferSync bool) error {
 	path := l.path(base)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, private.FileMode)
 	if err != nil {
@@ -318,13 +429,15 @@ func (l *Log) create(base uint64) error {
 		f.Close()
 		return fmt.Errorf("wal: write header of %s: %w", path, err)
 	}
-	if err := fdatasync(f); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: sync %s: %w", path, err)
-	}
-	if err := syncDir(l.dir); err != nil {
-		f.Close()
-		return err
+	if !deferSync {
+		if err := fdatasync(f); err != nil {
+			f.Close()
+			return fmt.Errorf("wal: sync %s: %w", path, err)
+		}
+		if err := syncDir(l.dir); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	l.f, l.pos = f, int64(len(hdr))
 	return nil
@@ -356,12 +469,36 @@ func (l *Log) Recovery() *Recovery { return l.recovery }
 // safe for concurrent use; concurrent appends are written together. After a
 // failed write every Append returns the same error. Append allocates
 // nothing in the steady state.
+//
+// When no other append is queued and nothing is being written, Append
+// writes (and syncs) its frame from the calling goroutine: a lone
+// appender costs a write, not a handoff to the writer goroutine and back.
 func (l *Log) Append(r Record) (uint64, error) {
-	req, off, err := l.enqueue(r)
+	req, err := l.encode(r, l.nextHint.Load())
 	if err != nil {
 		return 0, err
 	}
-	err = <-req.done
+	l.amu.Lock()
+	if l.closed {
+		l.amu.Unlock()
+		l.put(req)
+		return 0, ErrClosed
+	}
+	off := l.assign(req)
+	if l.queued.Load() == 0 && l.wmu.TryLock() {
+		// Every earlier frame is written and wmu keeps any later one
+		// from being written first: write this one here.
+		l.amu.Unlock()
+		l.one[0] = req
+		err = l.write(l.one[:])
+		l.one[0] = nil
+		l.wmu.Unlock()
+	} else {
+		l.queued.Add(1)
+		l.queue <- req
+		l.amu.Unlock()
+		err = <-req.done
+	}
 	l.put(req)
 	if err != nil {
 		return 0, err
@@ -374,9 +511,12 @@ func (l *Log) Append(r Record) (uint64, error) {
 // one handoff, one write, one sync. It returns the offset of the first
 // frame. Frames are written in order, and when AppendBatch returns nil
 // all of them are written; on an error, a prefix of recs may have been.
-// Payloads may be reused once it returns.
+// Payloads may be reused once it returns. As Append, it writes the group
+// from the calling goroutine when nothing else is queued or being written.
 func (l *Log) AppendBatch(recs []Record) (uint64, error) {
-	var first uint64
+	if len(recs) == 0 {
+		return 0, nil
+	}
 	var list *reqList
 	select {
 	case list = <-l.reqLists:
@@ -384,29 +524,54 @@ func (l *Log) AppendBatch(recs []Record) (uint64, error) {
 		list = &reqList{}
 	}
 	reqs := list.reqs[:0]
-	var err error
-	for i, r := range recs {
-		req, off, e := l.enqueue(r)
-		if e != nil {
-			err = e
-			break
+	defer func() {
+		for _, req := range reqs {
+			l.put(req)
 		}
+		clear(reqs)
+		list.reqs = reqs[:0]
+		select {
+		case l.reqLists <- list:
+		default:
+		}
+	}()
+	hint := l.nextHint.Load()
+	for _, r := range recs {
+		req, err := l.encode(r, hint)
+		if err != nil {
+			return 0, err
+		}
+		hint += uint64(len(req.frame))
+		reqs = append(reqs, req)
+	}
+	l.amu.Lock()
+	if l.closed {
+		l.amu.Unlock()
+		return 0, ErrClosed
+	}
+	var first uint64
+	for i, req := range reqs {
+		off := l.assign(req)
 		if i == 0 {
 			first = off
 		}
-		reqs = append(reqs, req)
 	}
-	for _, req := range reqs {
-		if e := <-req.done; e != nil && err == nil {
-			err = e
+	var err error
+	if l.queued.Load() == 0 && l.wmu.TryLock() {
+		l.amu.Unlock()
+		err = l.write(reqs)
+		l.wmu.Unlock()
+	} else {
+		l.queued.Add(int64(len(reqs)))
+		for _, req := range reqs {
+			l.queue <- req
 		}
-		l.put(req)
-	}
-	clear(reqs)
-	list.reqs = reqs[:0]
-	select {
-	case l.reqLists <- list:
-	default:
+		l.amu.Unlock()
+		for _, req := range reqs {
+			if e := <-req.done; e != nil && err == nil {
+				err = e
+			}
+		}
 	}
 	if err != nil {
 		return 0, err
@@ -419,37 +584,39 @@ func (l *Log) AppendBatch(recs []Record) (uint64, error) {
 // allocates nothing in the steady state.
 type reqList struct{ reqs []*request }
 
-// enqueue encodes r, gives it its offset and queues it for the writer.
-func (l *Log) enqueue(r Record) (*request, uint64, error) {
+// encode checks r and encodes it as a frame at offset hint, the offset it
+// will likely get, in a request.
+func (l *Log) encode(r Record, hint uint64) (*request, error) {
 	if l.readOnly {
-		return nil, 0, ErrReadOnly
+		return nil, ErrReadOnly
 	}
 	if len(r.Payload) > frame.MaxPayload {
-		return nil, 0, fmt.Errorf("%w: %d bytes (the limit is %d; split bodies into chunk frames)", ErrTooLarge, len(r.Payload), frame.MaxPayload)
+		return nil, fmt.Errorf("%w: %d bytes (the limit is %d; split bodies into chunk frames)", ErrTooLarge, len(r.Payload), frame.MaxPayload)
 	}
 	if !r.Kind.Valid() || r.Kind == frame.KindSegmentHeader {
-		return nil, 0, fmt.Errorf("wal: cannot append a frame of kind %v", r.Kind)
+		return nil, fmt.Errorf("wal: cannot append a frame of kind %v", r.Kind)
 	}
 	if p := l.failed.Load(); p != nil {
-		return nil, 0, *p
+		return nil, *p
 	}
 	if r.Time == 0 {
 		r.Time = time.Now().UnixNano()
 	}
-	h := frame.Header{Exchange: r.Exchange, Time: r.Time, Kind: r.Kind}
+	h := frame.Header{Offset: hint, Exchange: r.Exchange, Time: r.Time, Kind: r.Kind}
 	if r.Last {
 		h.Flags = frame.FlagLast
 	}
 	req := l.get()
 	req.frame = frame.AppendFrame(req.frame[:0], h, r.Payload, !l.opts.NoCompression)
-	n := uint64(len(req.frame))
+	return req, nil
+}
 
-	l.amu.Lock()
-	if l.closed {
-		l.amu.Unlock()
-		l.put(req)
-		return nil, 0, ErrClosed
-	}
+// assign gives the encoded req its offset, starting a new segment first
+// when the frame would take the active one past SegmentSize, and returns
+// the offset. The caller holds amu and queues or writes req before it
+// releases amu.
+func (l *Log) assign(req *request) uint64 {
+	n := uint64(len(req.frame))
 	req.rotate = false
 	if l.next-l.segBase+n > uint64(l.opts.SegmentSize) && l.next > l.segBase+uint64(headerFrameLen) {
 		req.rotate, req.segBase = true, l.next
@@ -458,10 +625,11 @@ func (l *Log) enqueue(r Record) (*request, uint64, error) {
 	}
 	off := l.next
 	l.next += n
-	frame.SetOffset(req.frame, off)
-	l.queue <- req
-	l.amu.Unlock()
-	return req, off, nil
+	l.nextHint.Store(l.next)
+	if binary.LittleEndian.Uint64(req.frame[8:]) != off {
+		frame.SetOffset(req.frame, off)
+	}
+	return off
 }
 
 func (l *Log) get() *request {
@@ -500,9 +668,19 @@ func (l *Log) Sync() error {
 		l.put(req)
 		return ErrClosed
 	}
-	l.queue <- req
-	l.amu.Unlock()
-	err := <-req.done
+	var err error
+	if l.queued.Load() == 0 && l.wmu.TryLock() {
+		// Every appended frame is written: sync here.
+		l.amu.Unlock()
+		l.one[0] = req
+		err = l.write(l.one[:])
+		l.one[0] = nil
+		l.wmu.Unlock()
+	} else {
+		l.queue <- req
+		l.amu.Unlock()
+		err = <-req.done
+	}
 	l.put(req)
 	return err
 }
@@ -511,6 +689,47 @@ func (l *Log) Sync() error {
 // one write, syncs per policy, then acknowledges.
 func (l *Log) run() {
 	defer close(l.done)
+	for {
+		req, ok := <-l.queue
+		if !ok {
+			l.finish()
+			return
+		}
+		// An appender may be writing its own frames: wait for it, and
+		// take what queued up meanwhile into this group.
+		l.wmu.Lock()
+		batch := append(l.batch[:0], req)
+		size := len(req.frame)
+		open := true
+	drain:
+		for size < maxGroupBytes && len(batch) < cap(l.batch) {
+			select {
+			case req, ok := <-l.queue:
+				if !ok {
+					open = false
+					break drain
+				}
+				batch = append(batch, req)
+				size += len(req.frame)
+			default:
+				break drain
+			}
+		}
+		l.commit(batch)
+		clear(batch)
+		if !open {
+			l.finish()
+			return
+		}
+	}
+}
+
+// background seals the segments rotation leaves unsealed and, under
+// SyncInterval, syncs the active segment every SyncInterval if it was
+// written since its last sync. It holds wmu only to look, so appends go
+// on during its syncs.
+func (l *Log) background() {
+	defer close(l.bgDone)
 	var tick <-chan time.Time
 	if l.opts.Sync == SyncInterval {
 		t := time.NewTicker(l.opts.SyncInterval)
@@ -519,42 +738,35 @@ func (l *Log) run() {
 	}
 	for {
 		select {
-		case req, ok := <-l.queue:
-			if !ok {
-				l.finish()
-				return
-			}
-			batch := append(l.batch[:0], req)
-			size := len(req.frame)
-			open := true
-		drain:
-			for size < maxGroupBytes && len(batch) < cap(l.batch) {
-				select {
-				case req, ok := <-l.queue:
-					if !ok {
-						open = false
-						break drain
-					}
-					batch = append(batch, req)
-					size += len(req.frame)
-				default:
-					break drain
-				}
-			}
-			l.commit(batch)
-			clear(batch)
-			if !open {
-				l.finish()
-				return
-			}
+		case <-l.bgStop:
+			return
+		case <-l.sealc:
+			l.smu.Lock()
+			l.sealLocked()
+			l.smu.Unlock()
+			continue
 		case <-tick:
-			if l.dirty && l.failed.Load() == nil {
-				if err := fdatasync(l.f); err != nil {
-					l.fail(fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err))
-				}
-				l.dirty = false
+		}
+		l.wmu.Lock()
+		if !l.dirty || l.f == nil || l.failed.Load() != nil {
+			l.wmu.Unlock()
+			continue
+		}
+		l.smu.Lock()
+		f := l.f
+		l.dirty = false
+		l.tmu.Lock()
+		l.wmu.Unlock()
+		err := l.sealLocked()
+		l.smu.Unlock()
+		// A rotation during this sync leaves f to be sealed; closing it
+		// waits for the sync (os.File counts its users).
+		if err == nil {
+			if err = fdatasync(f); err != nil {
+				l.fail(fmt.Errorf("wal: sync segment %s: %w", f.Name(), err))
 			}
 		}
+		l.tmu.Unlock()
 	}
 }
 
@@ -563,7 +775,8 @@ func (l *Log) fail(err error) {
 	l.failed.CompareAndSwap(nil, &err)
 }
 
-// commit writes one group and acknowledges it.
+// commit writes one group, releases wmu (held by the caller) and
+// acknowledges the group.
 func (l *Log) commit(batch []*request) {
 	var resume *request
 	if last := batch[len(batch)-1]; last.resume {
@@ -571,14 +784,26 @@ func (l *Log) commit(batch []*request) {
 		// always the last of its group.
 		resume, batch = last, batch[:len(batch)-1]
 	}
+	var err, rerr error
 	if len(batch) > 0 {
-		err := l.write(batch)
+		err = l.write(batch)
+		var frames int64
 		for _, req := range batch {
-			req.done <- err
+			if len(req.frame) > 0 {
+				frames++
+			}
 		}
+		l.queued.Add(-frames)
 	}
 	if resume != nil {
-		resume.done <- l.resume()
+		rerr = l.resume()
+	}
+	l.wmu.Unlock()
+	for _, req := range batch {
+		req.done <- err
+	}
+	if resume != nil {
+		resume.done <- rerr
 	}
 }
 
@@ -615,6 +840,7 @@ func (l *Log) Resume() error {
 	last := l.segs[len(l.segs)-1]
 	l.mu.Unlock()
 	l.segBase, l.next = last.base, last.base+uint64(last.size)
+	l.nextHint.Store(l.next)
 	return nil
 }
 
@@ -725,6 +951,12 @@ func (l *Log) write(batch []*request) error {
 			continue
 		}
 		buf = append(buf, req.frame...)
+		if len(buf) >= maxGroupBytes {
+			if err := l.flush(buf, nil); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
 	}
 	if err := l.flush(buf, single); err != nil {
 		return err
@@ -733,18 +965,39 @@ func (l *Log) write(batch []*request) error {
 	if cap(l.buf) > 2*maxGroupBytes {
 		l.buf = nil
 	}
-	if wantSync && l.dirty {
-		err := l.fault(l.f.Name(), 0)
-		if err == nil {
-			err = fdatasync(l.f)
-		}
-		if err != nil {
-			err = fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err)
-			l.fail(err)
-			return err
-		}
-		l.dirty = false
+	if wantSync {
+		return l.sync()
 	}
+	return nil
+}
+
+// sync syncs the active segment if it was written since its last sync.
+// It takes smu: a periodic sync (see tick) under way may be what made
+// dirty false, and it must have ended for the writes to be synced.
+func (l *Log) sync() error {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	if err := l.sealLocked(); err != nil {
+		return err
+	}
+	if !l.dirty {
+		return nil
+	}
+	err := l.fault(l.f.Name(), 0)
+	if err == nil {
+		err = fdatasync(l.f)
+	}
+	if err != nil {
+		err = fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err)
+		l.fail(err)
+		return err
+	}
+	l.dirty = false
 	return nil
 }
 
@@ -782,15 +1035,60 @@ func (l *Log) flush(buf, single []byte) error {
 
 // rotate seals the active segment (sync, close) and creates the next one.
 func (l *Log) rotate(base uint64) error {
-	if err := fdatasync(l.f); err != nil {
-		return fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err)
+	old, oldBase := l.f, l.segs[len(l.segs)-1].base
+	l.smu.Lock()
+	// At most one segment is left unsealed: the one before the active.
+	err := l.sealLocked()
+	async := err == nil && l.opts.Sync != SyncAlways
+	if err == nil && async {
+		// Under SyncAlways the old segment holds nothing unsynced and
+		// the next one must be on disk before an append to it returns.
+		// Otherwise the sync and close of the old segment, and the
+		// sync of the directory holding the next one, are left to the
+		// background (sealLocked): a sync there waits for the disk to
+		// take every byte written before it, which appends need not.
+		// A marker, created before the next segment, tells a recovery
+		// after a crash that the old one may have lost bytes the next
+		// one was started after (see recoverSeal).
+		err = writeSealMarker(l.dir, oldBase)
+		async = err == nil
 	}
-	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("wal: close segment %s: %w", l.f.Name(), err)
+	if err == nil && !async {
+		if err = fdatasync(old); err != nil {
+			err = fmt.Errorf("wal: sync segment %s: %w", old.Name(), err)
+		}
 	}
-	l.f, l.dirty = nil, false
-	if err := l.create(base); err != nil {
+	if err == nil && !async {
+		if err = old.Close(); err != nil {
+			err = fmt.Errorf("wal: close segment %s: %w", old.Name(), err)
+		}
+	}
+	if err == nil {
+		l.f, l.dirty = nil, false
+	}
+	l.smu.Unlock()
+	if err != nil {
 		return err
+	}
+	if err := l.create(base, async); err != nil {
+		// Seal the old segment here, so that Resume finds it closed and
+		// whole.
+		l.smu.Lock()
+		if async {
+			l.sealing, l.sealBase = old, oldBase
+			l.sealLocked()
+		}
+		l.smu.Unlock()
+		return err
+	}
+	if async {
+		l.smu.Lock()
+		l.sealing, l.sealBase = old, oldBase
+		l.smu.Unlock()
+		select {
+		case l.sealc <- struct{}{}:
+		default:
+		}
 	}
 	now := time.Now()
 	l.mu.Lock()
@@ -806,12 +1104,58 @@ func (l *Log) rotate(base uint64) error {
 	return nil
 }
 
-// finish syncs and closes the active segment when the queue is closed.
+// sealLocked syncs and closes the segment a rotation left unsealed, if
+// any, syncs the directory (holding the segment after it), and removes
+// its marker. The caller holds smu. A failure is sticky: bytes of the log
+// may be lost.
+func (l *Log) sealLocked() error {
+	f := l.sealing
+	if f == nil {
+		return nil
+	}
+	l.sealing = nil
+	err := fdatasync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		err = fmt.Errorf("wal: sync segment %s: %w", f.Name(), err)
+		l.fail(err)
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		l.fail(err)
+		return err
+	}
+	// The removal needs no sync: a marker that outlives a crash finds
+	// its segment whole.
+	os.Remove(sealMarkerPath(l.dir, l.sealBase))
+	return nil
+}
+
+// finish seals, syncs and closes the active segment when the queue is
+// closed.
 func (l *Log) finish() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	var errs []error
+	if l.failed.Load() == nil {
+		if err := l.sealLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if l.sealing != nil {
+		l.sealing.Close() // its marker stays for the next Open
+		l.sealing = nil
+	}
 	if l.f == nil {
+		l.wclosed = errors.Join(errs...)
 		return
 	}
-	var errs []error
+	defer func() { l.f = nil }()
 	if l.dirty && l.failed.Load() == nil {
 		if err := fdatasync(l.f); err != nil {
 			errs = append(errs, fmt.Errorf("wal: sync segment %s: %w", l.f.Name(), err))
@@ -841,6 +1185,8 @@ func (l *Log) Close() error {
 	l.amu.Unlock()
 	close(l.scanStop)
 	<-l.scanDone
+	close(l.bgStop)
+	<-l.bgDone
 	<-l.done
 	err := l.wclosed
 	if l.lock != nil {

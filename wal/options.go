@@ -12,12 +12,14 @@ type SyncPolicy int
 const (
 	// SyncInterval acknowledges an append once it is written to the
 	// operating system (it survives a crash of the process) and syncs every
-	// Options.SyncInterval, on rotation and on Close.
+	// Options.SyncInterval, after rotation (in the background, before any
+	// later sync) and on Close.
 	SyncInterval SyncPolicy = iota
 	// SyncAlways acknowledges an append once it is on stable storage. All
 	// appends drained in one group share one fdatasync (group commit).
 	SyncAlways
-	// SyncNone never syncs except on rotation and Close.
+	// SyncNone never syncs except after rotation (in the background)
+	// and on Close, and when Sync is called.
 	SyncNone
 )
 

@@ -401,3 +401,48 @@ func Gaps(dir string) ([]*GapError, error) {
 	}
 	return findGaps(dir, segs), nil
 }
+
+// sealExt names the marker of a segment whose sync rotation left to the
+// background: "<base>.sealing", base in 16 hex digits as in segment names.
+// It is on disk before the next segment is, and removed once the segment
+// is synced; Open finding it checks that the segment holds every byte up
+// to the next one (see recoverSeal).
+const sealExt = ".sealing"
+
+func sealMarkerPath(dir string, base uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%016x%s", base, sealExt))
+}
+
+// writeSealMarker creates the marker of the segment at base. The caller
+// syncs the directory (creating the next segment does).
+func writeSealMarker(dir string, base uint64) error {
+	path := sealMarkerPath(dir, base)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("wal: mark segment for sealing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: mark segment for sealing %s: %w", path, err)
+	}
+	return nil
+}
+
+// sealMarkers returns the bases of the segments of dir marked as not yet
+// sealed, in order.
+func sealMarkers(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if len(name) != 16+len(sealExt) || !strings.HasSuffix(name, sealExt) {
+			continue
+		}
+		if base, err := strconv.ParseUint(name[:16], 16, 64); err == nil {
+			bases = append(bases, base)
+		}
+	}
+	return bases, nil
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,6 +141,9 @@ type proxyConfig struct {
 	// fs, when set, is the file system the engine's Pebble writes
 	// through: fault tests inject errors there.
 	fs vfs.FS
+	// lagEvery and sizeEvery, when set, replace how often /_bb/metrics'
+	// derivation lag and directory sizes are refreshed (tests).
+	lagEvery, sizeEvery time.Duration
 }
 
 // runProxy serves until ctx ends, then stops accepting, lets in-flight
@@ -191,9 +195,19 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		log.Close()
 		return usagef("proxy: %v", err)
 	}
-	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol, cfg.fs)
+	pm := newProxyMetrics(cfg.dir, walDir, log)
+	if err := pm.register(p); err != nil {
+		opts.Logf("warning: metrics: %v", err)
+	}
+	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol, cfg.fs, pm)
 	p.SetDerivation(eng.Status)
-	closeEngine := eng.close
+	pm.start(cmp.Or(cfg.lagEvery, lagEvery), cmp.Or(cfg.sizeEvery, sizeEvery), eng.applied)
+	// The metrics' refresher reads the WAL and the engine: it stops
+	// first.
+	closeEngine := func() error {
+		pm.close()
+		return eng.close()
+	}
 	// The breaker takes back what it recorded before this start (an open
 	// session stays open) before the first request is judged; an engine
 	// that is slow to open (another command holds the directory, or it
@@ -338,6 +352,21 @@ type proxyEngine struct {
 	status atomic.Pointer[string]
 	// wedged: the engine panicked and must not be used again (see run).
 	wedged bool
+	// metrics times derivation and retrieval for /_bb/metrics.
+	metrics *proxyMetrics
+}
+
+// applied returns the engine's applied offset for the derivation lag
+// metric; ok is false while the engine is not open or cannot be used.
+func (pe *proxyEngine) applied() (off uint64, ok bool) {
+	pe.mu.Lock()
+	e, wedged := pe.e, pe.wedged
+	pe.mu.Unlock()
+	if e == nil || wedged {
+		return 0, false
+	}
+	off, err := e.Applied()
+	return off, err == nil
 }
 
 // setStatus records derivation's state for /_bb/health.
@@ -387,9 +416,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -402,7 +431,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	for warned := false; ; {
 		var err error
 		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs,
-			Hold: func() bool { return log.Failed() != nil }})
+			Hold: func() bool { return log.Failed() != nil }, OnDerived: pe.metrics.onDerived})
 		if err == nil {
 			break
 		}
@@ -431,7 +460,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red}
+		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval}
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}

@@ -184,3 +184,21 @@ func TestDerivationLag(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsObserveAllocs: timing a retrieval or a commit of derived
+// frames allocates nothing.
+func TestMetricsObserveAllocs(t *testing.T) {
+	pm := newProxyMetrics(t.TempDir(), t.TempDir(), nil)
+	var none *retrievalTimings
+	start := time.Now()
+	if n := testing.AllocsPerRun(1000, func() {
+		pm.retrieval.observe(opSearch, start)
+		none.observe(opGet, start)
+		pm.onDerived(7, time.Millisecond)
+	}); n != 0 {
+		t.Fatalf("observing allocates %v times", n)
+	}
+	if got := pm.perFrame.Count(); got < 7000 {
+		t.Fatalf("%d frames counted", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/internal/metric"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
@@ -201,8 +202,13 @@ func derivationLag(log *wal.Log, applied uint64, now time.Time) (bytes uint64, s
 	if err != nil {
 		return 0, 0, err
 	}
-	if !r.Next() {
-		return 0, 0, r.Err()
+	for {
+		if !r.Next() {
+			return 0, 0, r.Err()
+		}
+		if r.Header().Kind != frame.KindSegmentHeader {
+			break
+		}
 	}
 	age := now.Sub(time.Unix(0, r.Header().Time)).Seconds()
 	return end - applied, max(age, 0), nil

@@ -150,7 +150,9 @@ func TestProxyMetrics(t *testing.T) {
 // and the age of the first frame not derived, 0 once derivation is at
 // the end.
 func TestDerivationLag(t *testing.T) {
-	log, err := wal.Open(filepath.Join(t.TempDir(), "wal"), &wal.Options{Sync: wal.SyncNone})
+	// One frame per segment: derivation that read a segment's last
+	// frame stands at the next segment's header.
+	log, err := wal.Open(filepath.Join(t.TempDir(), "wal"), &wal.Options{Sync: wal.SyncNone, SegmentSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +178,7 @@ func TestDerivationLag(t *testing.T) {
 	}{
 		{offs[0], end - offs[0], 10},
 		{offs[2], end - offs[2], 8},
+		{offs[1] - frame.HeaderLen - 8, end - offs[1] + frame.HeaderLen + 8, 9}, // at the header of frame 1's segment
 		{end, 0, 0},
 	} {
 		b, age, err := derivationLag(log, tt.applied, now)

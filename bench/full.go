@@ -120,6 +120,23 @@ func (fp *fullProxy) settle(deadline time.Time) {
 	}
 }
 
+// sessions returns the proxy's sessions as its query endpoint answers
+// them, JSON, as derived so far.
+func (fp *fullProxy) sessions() (string, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+fp.qaddr+"/v1/sessions", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+fp.qtoken)
+	resp, err := fp.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
 // stop stops the proxy as Ctrl-C does: it drains, derives what is left
 // and closes.
 func (fp *fullProxy) stop() error {

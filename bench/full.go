@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +136,35 @@ func (fp *fullProxy) sessions() (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// EngineMetrics scrapes the BBEngineFull path's /_bb/metrics: series
+// ("name{labels}" as exposed) to value. It fails when the rig has no
+// such path.
+func (rg *Rig) EngineMetrics() (map[string]float64, error) {
+	if rg.full == nil {
+		return nil, fmt.Errorf("bench: no %s path (Config.Engine)", BBEngineFull)
+	}
+	resp, err := rg.full.client.Get(rg.full.url + "/_bb/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, nil
 }
 
 // stop stops the proxy as Ctrl-C does: it drains, derives what is left

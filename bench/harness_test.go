@@ -165,6 +165,13 @@ func TestEnginePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, err := rg.EngineMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m[`bbengine_proxy_overhead_seconds_count{stage="total"}`]; got != 2*clients*n {
+		t.Errorf("the engine path's metrics count %v exchanges, want %d", got, 2*clients*n)
+	}
 	// Each request is a session of its own (no session header).
 	var sessions []struct{ Requests int }
 	if err := json.Unmarshal([]byte(out), &sessions); err != nil {

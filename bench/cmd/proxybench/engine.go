@@ -156,6 +156,18 @@ func runEngine(rounds, n, warmup, events int, clients []int, cases []bench.Case,
 		fmt.Printf("| %d | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %+.1f |\n", b.k, b.c, c(bench.Direct), c(bench.ReverseProxy), c(bench.BBEngine), c(bench.BBEngineFull),
 			c(bench.BBEngineFull)/c(bench.ReverseProxy), c(bench.BBEngineFull)-c(bench.ReverseProxy))
 	}
+	if m, err := rg.EngineMetrics(); err == nil {
+		mean := func(name, labels string) (float64, float64) {
+			n := m[name+"_count"+labels]
+			return us(time.Duration(m[name+"_sum"+labels] * 1e9 / max(n, 1))), n
+		}
+		first, n := mean("bbengine_proxy_overhead_seconds", `{stage="first_byte"}`)
+		total, _ := mean("bbengine_proxy_overhead_seconds", `{stage="total"}`)
+		frame, frames := mean("bbengine_derive_frame_seconds", "")
+		fmt.Printf("\nbbengine-engine's own /_bb/metrics over the run, warm-up included: added latency mean %.1f µs to first byte, %.1f µs total over %.0f exchanges; derivation %.1f µs per frame over %.0f frames; lag now %.0f bytes, %.3f s; WAL %.0f bytes, data directory %.0f bytes (%.1f× the WAL; sizes refreshed every 10 s)\n",
+			first, total, n, frame, frames, m["bbengine_derive_lag_bytes"], m["bbengine_derive_lag_seconds"],
+			m["bbengine_wal_size_bytes"], m["bbengine_data_dir_size_bytes"], m["bbengine_data_dir_size_bytes"]/m["bbengine_wal_size_bytes"])
+	}
 	for _, b := range blocks {
 		if b.skipped {
 			fmt.Printf("\n%s at %d clients: skipped (lockstep streams go one at a time; use stream-burst)\n", b.c, b.k)

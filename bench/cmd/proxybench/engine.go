@@ -70,10 +70,10 @@ func runEngine(rounds, n, warmup, events int, clients []int, cases []bench.Case,
 					a = &acc{}
 					res[k] = a
 				}
-				cpu0 := cpuTime()
+				cpu0 := bench.CPUTime()
 				samples, failed, err := rg.DoConcurrent(p, b.c, b.k, n)
 				rg.Settle() // derivation, memory and the index catch up: their CPU belongs to this block
-				a.cpu += cpuTime() - cpu0
+				a.cpu += bench.CPUTime() - cpu0
 				if a.failed += failed; a.failed > rounds*n*b.k/100+1 {
 					return fmt.Errorf("%s %s ×%d: %d failed requests; last: %w", p, b.c, b.k, a.failed, err)
 				}

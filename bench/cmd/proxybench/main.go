@@ -165,7 +165,7 @@ func run(rounds, n, warmup, events, marginal int, dir, syncName, casesFlag, mode
 				p := paths[(i+r+ci)%len(paths)]
 				a := res[key{c, p}]
 				runtime.ReadMemStats(&m0)
-				cpu0 := cpuTime()
+				cpu0 := bench.CPUTime()
 				block = block[:0]
 				for range n {
 					s, err := rg.Do(p, c)
@@ -185,7 +185,7 @@ func run(rounds, n, warmup, events, marginal int, dir, syncName, casesFlag, mode
 					block = append(block, s)
 				}
 				rg.Settle() // the recorder's tail belongs to this block
-				a.cpu += cpuTime() - cpu0
+				a.cpu += bench.CPUTime() - cpu0
 				runtime.ReadMemStats(&m1)
 				a.mallocs += m1.Mallocs - m0.Mallocs // per attempt: failures included
 				a.bytes += m1.TotalAlloc - m0.TotalAlloc

@@ -15,6 +15,14 @@
 //	go run ./bench/cmd/proxybench             # paths interleaved in rounds, Markdown tables and ratios
 //	go run ./bench/cmd/proxybench -modes privacy,passthrough   # split the cost of capture by mode
 //
+// With -engine the driver adds the path that matters most: `bbengine
+// proxy` with the whole engine on (derivation, memory and the index
+// following the WAL, run in-process with cli.MainContext), at 1 and 4
+// concurrent clients, and reports its ratio to direct divided by the bare
+// proxy's (goal: at most 1.1) and process CPU per request:
+//
+//	go run ./bench/cmd/proxybench -engine -clients 1,4   # json and stream-burst
+//
 // Only the interleaved driver gives ratios that drift cannot skew; the
 // benchmarks run paths one after another, back to back, so they also show
 // what happens when the recorder cannot keep up (lossless mode makes the

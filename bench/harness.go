@@ -42,6 +42,12 @@ const (
 	BBEngine Path = "bbengine"
 )
 
+// BBEngineFull is `bbengine proxy` as the command runs it, in this
+// process (cli.MainContext) on a data directory of its own: the
+// recorder with derivation, memory and the index following the WAL
+// beside it (lossless, WAL sync as Config.Sync). Config.Engine adds it.
+const BBEngineFull Path = "bbengine-engine"
+
 // Paths lists the paths in report order.
 var Paths = []Path{Direct, ReverseProxy, BBEngine}
 
@@ -91,6 +97,9 @@ type Config struct {
 	// privacy records no body chunks, passthrough only sniffs usage in
 	// them, lossless also redacts and appends them.
 	ExtraModes []proxy.Mode
+	// Engine adds the BBEngineFull path: the whole engine running beside
+	// the proxy. The default is false.
+	Engine bool
 }
 
 // upstreamHeader marks responses written by the fake upstream, so that an
@@ -114,6 +123,7 @@ type Rig struct {
 	urls    map[Path]string
 	clients map[Path]*http.Client
 	bb      map[Path]*instance // the bbengine paths
+	full    *fullProxy         // the BBEngineFull path, or nil
 	rpLog   lastLine           // the bare reverse proxy's error log
 	closed  bool
 
@@ -245,6 +255,14 @@ func NewRig(cfg Config) (rg *Rig, err error) {
 		rg.urls[p] = in.srv.url
 	}
 
+	if cfg.Engine {
+		if rg.full, err = startFull(filepath.Join(dir, "engine"), upSrv.url, cfg.Sync); err != nil {
+			return rg, err
+		}
+		rg.paths = append(rg.paths, BBEngineFull)
+		rg.urls[BBEngineFull] = rg.full.url
+	}
+
 	for _, p := range rg.paths {
 		rg.clients[p] = &http.Client{Transport: &http.Transport{
 			DisableCompression:  true,
@@ -299,8 +317,9 @@ func (rg *Rig) Paths() []Path { return rg.paths }
 // Sample is the timing of one request, measured by the client from just
 // before it sends the request.
 type Sample struct {
-	TTFB  time.Duration // until the first response body byte was read
-	Total time.Duration // until the response body's EOF
+	TTFB     time.Duration // until the first response body byte was read
+	Total    time.Duration // until the response body's EOF
+	exchange uint64        // X-Bb-Exchange-Id, 0 when none
 }
 
 // Do sends one request of shape c along path p and reads the whole
@@ -308,26 +327,72 @@ type Sample struct {
 // exactly the expected body and came through p (only bbengine adds
 // X-Bb-Exchange-Id), so a benchmark cannot measure an error path.
 func (rg *Rig) Do(p Path, c Case) (Sample, error) {
+	s, buf, err := rg.do(p, c, rg.buf[:0])
+	rg.buf = buf
+	if err == nil {
+		rg.lastEx = s.exchange
+	}
+	return s, err
+}
+
+// DoConcurrent sends n requests of shape c along path p from each of
+// clients goroutines at once, over the path's keep-alive connections
+// (at most 4 idle), and returns the samples of the requests that
+// succeeded, the number that failed and the last error. c must not be
+// Stream: its lockstep pacing is one stream at a time.
+func (rg *Rig) DoConcurrent(p Path, c Case, clients, n int) (samples []Sample, failed int, lastErr error) {
+	if c == Stream && clients > 1 {
+		return nil, 0, fmt.Errorf("bench: %s streams in lockstep, one at a time", c)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	samples = make([]Sample, 0, clients*n)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for range n {
+				s, b, err := rg.do(p, c, buf[:0])
+				buf = b
+				mu.Lock()
+				if err != nil {
+					failed++
+					lastErr = err
+				} else {
+					samples = append(samples, s)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return samples, failed, lastErr
+}
+
+// do sends one request, reading the body into buf; it returns buf
+// grown. It touches no state of rg but the upstream's lockstep channel
+// (Stream only).
+func (rg *Rig) do(p Path, c Case, buf []byte) (Sample, []byte, error) {
 	client := rg.clients[p]
 	if in := rg.bb[p]; client == nil || (in != nil && in.stopped) {
-		return Sample{}, fmt.Errorf("bench: path %q is not running", p)
+		return Sample{}, buf, fmt.Errorf("bench: path %q is not running", p)
 	}
 	req, err := http.NewRequest(http.MethodPost, rg.urls[p]+"/v1/messages", bytes.NewReader(rg.reqBody[c]))
 	if err != nil {
-		return Sample{}, err
+		return Sample{}, buf, err
 	}
 	req.Header = rg.header[c]
-	buf := rg.buf[:0]
 	var ttfb time.Duration
 	lockstep, ev := c == Stream, 0
-	for len(rg.up.next) > 0 { // left by a failed request
+	for lockstep && len(rg.up.next) > 0 { // left by a failed request
 		<-rg.up.next
 	}
 
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return Sample{}, fmt.Errorf("bench: %s %s: %w%s", p, c, err, rg.logged(p))
+		return Sample{}, buf, fmt.Errorf("bench: %s %s: %w%s", p, c, err, rg.logged(p))
 	}
 	for {
 		if len(buf) == cap(buf) {
@@ -348,25 +413,24 @@ func (rg *Rig) Do(p Path, c Case) (Sample, error) {
 		}
 		if rerr != nil {
 			resp.Body.Close()
-			return Sample{}, fmt.Errorf("bench: %s %s: reading the body after %d bytes: %w%s", p, c, len(buf), rerr, rg.logged(p))
+			return Sample{}, buf, fmt.Errorf("bench: %s %s: reading the body after %d bytes: %w%s", p, c, len(buf), rerr, rg.logged(p))
 		}
 	}
 	total := time.Since(start)
 	resp.Body.Close()
-	rg.buf = buf
-	rg.lastEx, _ = strconv.ParseUint(resp.Header.Get("X-Bb-Exchange-Id"), 10, 64)
+	ex, _ := strconv.ParseUint(resp.Header.Get("X-Bb-Exchange-Id"), 10, 64)
 
 	switch {
 	case resp.StatusCode != http.StatusOK:
-		return Sample{}, fmt.Errorf("bench: %s %s: status %d: %.200q", p, c, resp.StatusCode, buf)
+		return Sample{}, buf, fmt.Errorf("bench: %s %s: status %d: %.200q", p, c, resp.StatusCode, buf)
 	case resp.Header.Get(upstreamHeader) == "":
-		return Sample{}, fmt.Errorf("bench: %s %s: the response did not come from the fake upstream", p, c)
+		return Sample{}, buf, fmt.Errorf("bench: %s %s: the response did not come from the fake upstream", p, c)
 	case (resp.Header.Get("X-Bb-Exchange-Id") != "") != p.IsBBEngine():
-		return Sample{}, fmt.Errorf("bench: %s %s: the response did not come through the %s path (X-Bb-Exchange-Id %q)", p, c, p, resp.Header.Get("X-Bb-Exchange-Id"))
+		return Sample{}, buf, fmt.Errorf("bench: %s %s: the response did not come through the %s path (X-Bb-Exchange-Id %q)", p, c, p, resp.Header.Get("X-Bb-Exchange-Id"))
 	case !bytes.Equal(buf, rg.want[c]):
-		return Sample{}, fmt.Errorf("bench: %s %s: body of %d bytes differs from the expected %d bytes", p, c, len(buf), len(rg.want[c]))
+		return Sample{}, buf, fmt.Errorf("bench: %s %s: body of %d bytes differs from the expected %d bytes", p, c, len(buf), len(rg.want[c]))
 	}
-	return Sample{TTFB: ttfb, Total: total}, nil
+	return Sample{TTFB: ttfb, Total: total, exchange: ex}, buf, nil
 }
 
 // logged returns what the bare reverse proxy logged since the last call,
@@ -486,6 +550,9 @@ func Micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 // counts by several allocations per request.
 func (rg *Rig) Settle() {
 	deadline := time.Now().Add(10 * time.Second)
+	if rg.full != nil {
+		rg.full.settle(deadline)
+	}
 	for _, in := range rg.bb {
 		if in.stopped {
 			continue
@@ -568,6 +635,9 @@ func (rg *Rig) Close() error {
 	var errs []error
 	for _, in := range rg.bb {
 		errs = append(errs, in.stop())
+	}
+	if rg.full != nil {
+		errs = append(errs, rg.full.stop())
 	}
 	for _, c := range rg.clients {
 		c.CloseIdleConnections()

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,58 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := Percentile(d[:1], 99); got != 1 {
 		t.Errorf("p99 of one = %v", got)
+	}
+}
+
+// TestEnginePath checks the -engine harness: `bbengine proxy` with its
+// engine answers every concurrent request with the upstream's bytes
+// through itself, and Settle returns once derivation has caught up, so
+// the exchanges are then in its sessions.
+func TestEnginePath(t *testing.T) {
+	rg, err := NewRig(Config{Dir: t.TempDir(), Engine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rg.Close()
+	if !slices.Contains(rg.Paths(), BBEngineFull) {
+		t.Fatalf("paths %v lack %s", rg.Paths(), BBEngineFull)
+	}
+	const clients, n = 4, 5
+	for _, c := range []Case{JSON, StreamBurst} {
+		hits := rg.UpstreamHits()
+		samples, failed, err := rg.DoConcurrent(BBEngineFull, c, clients, n)
+		if failed > 0 || len(samples) != clients*n {
+			t.Fatalf("%s: %d samples, %d failed; last: %v", c, len(samples), failed, err)
+		}
+		if got := rg.UpstreamHits() - hits; got != clients*n {
+			t.Errorf("%s: the upstream served %d requests, want %d", c, got, clients*n)
+		}
+	}
+	if _, _, err := rg.DoConcurrent(BBEngineFull, Stream, 2, 1); err == nil {
+		t.Error("lockstep streams ran concurrently")
+	}
+	rg.Settle()
+	out, err := rg.full.sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := rg.EngineMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m[`bbengine_proxy_overhead_seconds_count{stage="total"}`]; got != 2*clients*n {
+		t.Errorf("the engine path's metrics count %v exchanges, want %d", got, 2*clients*n)
+	}
+	// Each request is a session of its own (no session header).
+	var sessions []struct{ Requests int }
+	if err := json.Unmarshal([]byte(out), &sessions); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, s := range sessions {
+		got += s.Requests
+	}
+	if got != 2*clients*n {
+		t.Errorf("after Settle %d requests are derived, want %d", got, 2*clients*n)
 	}
 }

@@ -87,6 +87,9 @@ type localMemory struct {
 	mu sync.Mutex
 	// packs caches context packs.
 	packs packs
+	// timings, when set (in the proxy), times each retrieval for
+	// /_bb/metrics.
+	timings *retrievalTimings
 }
 
 // indexDir is where a data directory keeps its index.
@@ -101,6 +104,7 @@ func (m *localMemory) sync() error {
 }
 
 func (m *localMemory) Search(q index.Query) ([]engine.Card, error) {
+	defer m.timings.observe(opSearch, time.Now())
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, fmt.Errorf("%w: an empty query", errBadQuery)
 	}
@@ -181,9 +185,13 @@ func (m *localMemory) successor(id string) (engine.Artifact, bool) {
 	return out, found
 }
 
-func (m *localMemory) Get(id string) (engine.Artifact, error) { return m.e.Artifact(id) }
+func (m *localMemory) Get(id string) (engine.Artifact, error) {
+	defer m.timings.observe(opGet, time.Now())
+	return m.e.Artifact(id)
+}
 
 func (m *localMemory) Related(id string, k int) (*Related, error) {
+	defer m.timings.observe(opRelated, time.Now())
 	a, err := m.e.Artifact(id)
 	if err != nil {
 		return nil, err
@@ -249,6 +257,7 @@ func trimEvent(ev engine.Event) engine.Event {
 }
 
 func (m *localMemory) List(session string, types []engine.ArtifactType) ([]engine.Card, error) {
+	defer m.timings.observe(opList, time.Now())
 	var sessions []string
 	if session != "" {
 		s, err := m.e.Session(session)

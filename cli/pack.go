@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/pack"
@@ -110,6 +111,7 @@ func (c *packs) keepArtifacts(session, digest string, arts []engine.Artifact) {
 
 // Context builds (or finds in the cache) the context pack of a task.
 func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
+	defer m.timings.observe(opContext, time.Now())
 	if strings.TrimSpace(req.Session) == "" {
 		return nil, fmt.Errorf("%w: a context pack needs a session id", errBadQuery)
 	}

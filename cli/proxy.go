@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,6 +141,9 @@ type proxyConfig struct {
 	// fs, when set, is the file system the engine's Pebble writes
 	// through: fault tests inject errors there.
 	fs vfs.FS
+	// lagEvery and sizeEvery, when set, replace how often /_bb/metrics'
+	// derivation lag and directory sizes are refreshed (tests).
+	lagEvery, sizeEvery time.Duration
 }
 
 // runProxy serves until ctx ends, then stops accepting, lets in-flight
@@ -191,10 +195,20 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		log.Close()
 		return usagef("proxy: %v", err)
 	}
-	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol, cfg.fs)
+	pm := newProxyMetrics(cfg.dir, walDir, log)
+	if err := pm.register(p); err != nil {
+		opts.Logf("warning: metrics: %v", err)
+	}
+	eng := startEngine(cfg.dir, log, red, opts.Logf, p.Breaker(), pol, cfg.fs, pm)
 	p.SetDerivation(eng.Status)
 	eng.setBusy(p.Active)
-	closeEngine := eng.close
+	pm.start(cmp.Or(cfg.lagEvery, lagEvery), cmp.Or(cfg.sizeEvery, sizeEvery), eng.applied)
+	// The metrics' refresher reads the WAL and the engine: it stops
+	// first.
+	closeEngine := func() error {
+		pm.close()
+		return eng.close()
+	}
 	// The breaker takes back what it recorded before this start (an open
 	// session stays open) before the first request is judged; an engine
 	// that is slow to open (another command holds the directory, or it
@@ -343,6 +357,21 @@ type proxyEngine struct {
 	// derivation may yield to them again (see yield).
 	busy     atomic.Pointer[func() int64]
 	runUntil time.Time
+	// metrics times derivation and retrieval for /_bb/metrics.
+	metrics *proxyMetrics
+}
+
+// applied returns the engine's applied offset for the derivation lag
+// metric; ok is false while the engine is not open or cannot be used.
+func (pe *proxyEngine) applied() (off uint64, ok bool) {
+	pe.mu.Lock()
+	e, wedged := pe.e, pe.wedged
+	pe.mu.Unlock()
+	if e == nil || wedged {
+		return 0, false
+	}
+	off, err := e.Applied()
+	return off, err == nil
 }
 
 // setBusy tells derivation how many exchanges the proxy is serving.
@@ -357,15 +386,16 @@ const (
 	yieldPoll = 500 * time.Microsecond
 )
 
-// yield is the engine's Yield. It runs on the deriving goroutine only.
-func (pe *proxyEngine) yield(ctx context.Context) {
+// yield is the engine's Yield: it returns how long it paused. It runs on
+// the deriving goroutine only.
+func (pe *proxyEngine) yield(ctx context.Context) time.Duration {
 	busy := pe.busy.Load()
 	if busy == nil || (*busy)() == 0 {
-		return
+		return 0
 	}
 	now := time.Now()
 	if now.Before(pe.runUntil) {
-		return
+		return 0
 	}
 	deadline := now.Add(yieldMax)
 	t := time.NewTimer(yieldPoll)
@@ -373,12 +403,13 @@ func (pe *proxyEngine) yield(ctx context.Context) {
 	for (*busy)() > 0 && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return
+			return time.Since(now)
 		case <-t.C:
 			t.Reset(yieldPoll)
 		}
 	}
 	pe.runUntil = time.Now().Add(yieldMax)
+	return time.Since(now)
 }
 
 // setStatus records derivation's state for /_bb/health.
@@ -428,9 +459,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -443,7 +474,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	for warned := false; ; {
 		var err error
 		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs,
-			Hold: func() bool { return log.Failed() != nil }, Yield: pe.yield})
+			Hold: func() bool { return log.Failed() != nil }, Yield: pe.yield, OnDerived: pe.metrics.onDerived})
 		if err == nil {
 			break
 		}
@@ -472,7 +503,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red}
+		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval}
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}

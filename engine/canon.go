@@ -232,11 +232,25 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 	}
 	c.resumed = true
 	pendingBytes := 0
+	// timed counts the frames read since the last commit, from began,
+	// for Options.OnDerived.
+	timed, began := 0, time.Time{}
+	derived := func() {
+		if e.opts.OnDerived != nil && timed > 0 {
+			e.opts.OnDerived(timed, time.Since(began))
+		}
+		timed = 0
+	}
 	for {
 		for r.Next() {
 			if e.opts.Yield != nil {
-				e.opts.Yield(ctx)
+				// A pause for the proxy is not derivation time.
+				began = began.Add(e.opts.Yield(ctx))
 			}
+			if timed == 0 {
+				began = time.Now()
+			}
+			timed++
 			h := r.Header()
 			p, err := r.Payload()
 			if err != nil {
@@ -263,6 +277,7 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 					return c.progress, err
 				}
 				pendingBytes = 0
+				derived()
 			}
 		}
 		if err := r.Err(); err != nil {
@@ -288,6 +303,7 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 			c.discard()
 			return c.progress, err
 		}
+		derived()
 		e.memApplied.Store(c.applied)
 		if !follow {
 			return c.progress, nil

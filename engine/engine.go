@@ -31,8 +31,9 @@ type Options struct {
 	Hold func() bool
 	// Yield, when set, is called between the frames a pass derives and
 	// before memory is derived; it may block for a short while to let
-	// more urgent work (the proxy's requests) have the CPU first.
-	Yield func(ctx context.Context)
+	// more urgent work (the proxy's requests) have the CPU first. It
+	// returns how long it paused.
+	Yield func(ctx context.Context) time.Duration
 	// FS is the file system Pebble writes through (made owner-only).
 	// The default is the operating system's; tests put Pebble's
 	// vfs/errorfs here to inject faults.
@@ -58,6 +59,14 @@ type Options struct {
 	// canonicalizer's goroutine: it must not block (an index signals its
 	// syncer).
 	OnMemory func()
+	// OnDerived, when set, is called from the canonicalizer's goroutine
+	// after each commit of derived state, with the WAL frames the commit
+	// covered and the wall time spent on them: reading, decoding,
+	// staging and committing, and at the end of a pass deriving memory.
+	// Waits for new frames are not counted (a Hold while the disk is
+	// full is). It must not block; the proxy's metrics count it as the
+	// time per frame.
+	OnDerived func(frames int, took time.Duration)
 	// Logf receives operational notes (an automatic rebuild). The default
 	// discards them.
 	Logf func(format string, args ...any)

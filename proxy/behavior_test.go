@@ -408,7 +408,8 @@ func TestHealthAndMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		text = string(b)
-		if strings.Contains(text, `bbengine_proxy_tokens_total{direction="output",provider="anthropic"} 42`) {
+		if strings.Contains(text, `bbengine_proxy_tokens_total{direction="output",provider="anthropic"} 42`) &&
+			strings.Contains(text, `bbengine_proxy_overhead_seconds_count{stage="total"} 1`) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -418,7 +419,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		`bbengine_proxy_tokens_total{direction="output",provider="anthropic"} 42`,
 		`bbengine_proxy_model_requests_total{model="claude-sonnet-4",provider="anthropic"} 1`,
 		`bbengine_proxy_ttfb_seconds_count{provider="anthropic"} 1`,
-		"bbengine_wal_bytes_total", "bbengine_recorder_queue_depth", "bbengine_proxy_overhead_seconds_bucket",
+		"bbengine_wal_bytes_total", "bbengine_recorder_queue_depth", "bbengine_proxy_forward_wait_seconds_bucket", `bbengine_proxy_overhead_seconds_count{stage="total"} 1`, `bbengine_proxy_overhead_seconds_count{stage="first_byte"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)

@@ -19,4 +19,11 @@
 // or recorded unless Options.AllowOrigins names its origin, and the
 // /_bb/ endpoints answer only loopback Host names (package
 // internal/guard).
+//
+// /_bb/metrics serves Prometheus text (metrics.go). Its
+// bbengine_proxy_overhead_seconds{stage} is the latency the proxy adds
+// over the upstream's own round trip, to the first response byte and in
+// total, timed on every exchange without allocating (package
+// internal/metric); Proxy.Register adds what the process around the
+// proxy measures (derivation, retrieval, sizes: package cli).
 package proxy

@@ -232,7 +232,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	p.breaker = p.newBreaker(o.Breaker)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      tr,
+		Transport:      timedTransport{tr},
 		FlushInterval:  -1,
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
@@ -241,6 +241,40 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	}
 	return p, nil
 }
+
+// timedTransport notes when each request is handed to the upstream
+// transport and when its response headers come back, for the added
+// latency metric.
+type timedTransport struct{ rt http.RoundTripper }
+
+func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	x, _ := req.Context().Value(ctxKey{}).(*exch)
+	if x == nil {
+		return t.rt.RoundTrip(req)
+	}
+	x.upSend = time.Since(x.arrived)
+	resp, err := t.rt.RoundTrip(req)
+	x.upHead = time.Since(x.arrived)
+	return resp, err
+}
+
+// clientWriter is the client's http.ResponseWriter as ReverseProxy sees
+// it: it notes when the first body byte is written. Unwrap keeps
+// http.ResponseController (flushes, deadlines) working through it.
+type clientWriter struct {
+	http.ResponseWriter
+	x *exch
+}
+
+func (w *clientWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	if n > 0 && w.x.clientFirst == 0 {
+		w.x.clientFirst = time.Since(w.x.arrived)
+	}
+	return n, err
+}
+
+func (w *clientWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type logfWriter func(string, ...any)
 
@@ -331,6 +365,16 @@ type exch struct {
 	dropBytes int64
 	encoding  string // the response's Content-Encoding, "" for none
 	ended     atomic.Bool
+	complete  bool // ended whole: the client had every byte
+	// The times of the added-latency metric, since arrived (0: not
+	// reached), all taken on the handler's goroutine: the request handed
+	// to the upstream transport, its response headers, first body byte
+	// and end as read from the upstream, and the first body byte written
+	// to the client.
+	upSend, upHead, upFirst, upEnd, clientFirst time.Duration
+	// out is the client's ResponseWriter as ReverseProxy writes to it:
+	// it notes clientFirst.
+	out clientWriter
 	// recorded is answered once the end frame and every frame before it
 	// are written (nil in degrade mode, which never waits); see
 	// waitRecorded.
@@ -416,6 +460,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if p.released(x) != nil {
 			panic(http.ErrAbortHandler)
 		}
+		p.metrics.observeAdded(x, time.Since(x.arrived))
 	}()
 	x.redact.r = p.red
 	w.Header().Set("X-Bb-Request-Id", x.requestID)
@@ -476,7 +521,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		p.rec.request(x, nil)
 	}
-	p.metrics.overhead.Observe(time.Since(x.arrived).Seconds())
+	p.metrics.forwardWait.Observe(time.Since(x.arrived).Seconds())
 
 	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), ctxKey{}, x))
 	defer cancel(nil)
@@ -489,7 +534,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.idle = newIdleWatch(d, cancel)
 		defer x.idle.stop()
 	}
-	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	x.out = clientWriter{ResponseWriter: w, x: x}
+	p.rp.ServeHTTP(&x.out, r.WithContext(ctx))
 	if !x.ended.Load() {
 		// Neither the response body nor the error handler closed the
 		// exchange; close it now so it is never left open in the log.
@@ -686,6 +732,12 @@ func (t *teeBody) Read(b []byte) (int, error) {
 	if t.x.idle != nil {
 		t.x.idle.reading.Store(0)
 	}
+	if n > 0 && t.x.upFirst == 0 {
+		t.x.upFirst = time.Since(t.x.arrived)
+	}
+	if err == io.EOF && t.x.upEnd == 0 {
+		t.x.upEnd = time.Since(t.x.arrived)
+	}
 	if n > 0 {
 		t.x.respBytes += int64(n)
 		t.x.chunks++
@@ -695,6 +747,9 @@ func (t *teeBody) Read(b []byte) (int, error) {
 			// byte, before the handler returns: end the exchange now and
 			// hand over the last bytes once it is recorded.
 			t.eof = true
+			if t.x.upEnd == 0 {
+				t.x.upEnd = time.Since(t.x.arrived)
+			}
 			t.close()
 			if rerr := t.p.released(t.x); rerr != nil {
 				return 0, fmt.Errorf("bbengine proxy: not recorded: %w", rerr)
@@ -792,6 +847,7 @@ func (p *Proxy) end(x *exch, errMsg string, complete bool) {
 	if x.ended.Swap(true) {
 		return
 	}
+	x.complete = complete
 	p.metrics.requests.WithLabelValues(x.route.Provider, strconv.Itoa(x.status)).Inc()
 	p.metrics.duration.WithLabelValues(x.route.Provider).Observe(time.Since(x.arrived).Seconds())
 	if p.opts.Mode != Degrade {

@@ -19,6 +19,18 @@
 // allocations per request ÷ events, as the Go benchmark does) and
 // marginal (the slope between 50- and 500-event streams, which takes out
 // per-request costs).
+//
+// With -engine it measures the proxy with the whole engine on: a fourth
+// path, `bbengine proxy` run in this process through cli.MainContext
+// (derivation, memory and the index following the WAL as the command
+// runs them), beside the recorder alone, the bare reverse proxy and
+// direct, at each number of concurrent clients in -clients. Each block
+// is settled until derivation and the index have caught up, so their CPU
+// is charged to it. It reports bbengine-engine's ratio to direct divided
+// by the bare proxy's ratio to direct (goal: at most 1.1) for p50 to
+// first byte and total, and process CPU per request:
+//
+//	go run ./bench/cmd/proxybench -engine [-clients 1,4] [-cases json,stream-burst] [-rounds 20] [-n 50]
 package main
 
 import (
@@ -28,6 +40,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +61,16 @@ func main() {
 	marginal := flag.Int("marginal", 500, "also count allocations with streams of this many events, to get the marginal allocations per extra chunk (0: skip)")
 	modes := flag.String("modes", "", "also measure bbengine in these capture modes (privacy, passthrough, degrade), to split the cost of capture")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to `file`")
+	engineOn := flag.Bool("engine", false, "measure `bbengine proxy` with the whole engine on (derivation, memory, index) beside the recorder alone, the bare proxy and direct, at each -clients count")
+	clientsFlag := flag.String("clients", "1,4", "with -engine: numbers of concurrent clients")
 	flag.Parse()
+	if *engineOn {
+		if err := runEngineFlags(*rounds, *n, *warmup, *events, *clientsFlag, *casesFlag, *dir, *syncFlag, *cpuprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "proxybench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*rounds, *n, *warmup, *events, *marginal, *dir, *syncFlag, *casesFlag, *modes, *gap, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "proxybench:", err)
 		os.Exit(1)
@@ -143,7 +165,7 @@ func run(rounds, n, warmup, events, marginal int, dir, syncName, casesFlag, mode
 				p := paths[(i+r+ci)%len(paths)]
 				a := res[key{c, p}]
 				runtime.ReadMemStats(&m0)
-				cpu0 := cpuTime()
+				cpu0 := bench.CPUTime()
 				block = block[:0]
 				for range n {
 					s, err := rg.Do(p, c)
@@ -163,7 +185,7 @@ func run(rounds, n, warmup, events, marginal int, dir, syncName, casesFlag, mode
 					block = append(block, s)
 				}
 				rg.Settle() // the recorder's tail belongs to this block
-				a.cpu += cpuTime() - cpu0
+				a.cpu += bench.CPUTime() - cpu0
 				runtime.ReadMemStats(&m1)
 				a.mallocs += m1.Mallocs - m0.Mallocs // per attempt: failures included
 				a.bytes += m1.TotalAlloc - m0.TotalAlloc
@@ -377,4 +399,47 @@ func spread(v []float64, f string) string {
 	v = slices.Clone(v)
 	slices.Sort(v)
 	return fmt.Sprintf(f+" ["+f+", "+f+"]", v[len(v)/2], v[0], v[len(v)-1])
+}
+
+// runEngineFlags parses the flags of the -engine mode; its -cases
+// default is json,stream-burst (lockstep streams cannot run
+// concurrently).
+func runEngineFlags(rounds, n, warmup, events int, clientsFlag, casesFlag, dir, syncName, cpuprofile string) error {
+	policy, err := wal.ParseSyncPolicy(syncName)
+	if err != nil {
+		return err
+	}
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "cases" })
+	if !explicit {
+		casesFlag = "json,stream-burst"
+	}
+	var cases []bench.Case
+	for _, s := range strings.Split(casesFlag, ",") {
+		c := bench.Case(strings.TrimSpace(s))
+		if !slices.Contains(bench.Cases, c) {
+			return fmt.Errorf("unknown case %q", s)
+		}
+		cases = append(cases, c)
+	}
+	var clients []int
+	for _, s := range strings.Split(clientsFlag, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k < 1 {
+			return fmt.Errorf("-clients %q: want positive numbers, e.g. 1,4", clientsFlag)
+		}
+		clients = append(clients, k)
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return runEngine(max(rounds, 1), max(n, 1), warmup, events, clients, cases, dir, policy)
 }

@@ -1,14 +1,14 @@
 //go:build unix
 
-package main
+package bench
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time (user + system) the process has used.
-func cpuTime() time.Duration {
+// CPUTime returns the CPU time (user + system) the process has used.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

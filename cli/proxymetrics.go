@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/metric"
+	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/wal"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The retrieval operations timed on /_bb/metrics
+// (bbengine_retrieval_seconds{op}).
+const (
+	opSearch = iota
+	opGet
+	opRelated
+	opContext
+	opList
+	opN
+)
+
+var opNames = [opN]string{"search", "get", "related", "context", "list"}
+
+// retrievalTimings time the proxy's memory reads, whoever asks: bbengine
+// mem and the MCP server through the query endpoint, and the harness API.
+// A nil *retrievalTimings times nothing.
+type retrievalTimings struct {
+	vec *metric.Vec
+	ops [opN]*metric.Histogram
+}
+
+func newRetrievalTimings() *retrievalTimings {
+	rt := &retrievalTimings{vec: metric.NewVec("bbengine_retrieval_seconds",
+		"Time the proxy's memory takes to answer one retrieval, whoever asks (bbengine mem and MCP through the query endpoint, the harness API): "+
+			"from the call of the operation (search, get an artifact, related, context pack, list) to its result, before the answer is encoded; "+
+			"a fresh=1 wait for derivation is not counted.",
+		retrievalBuckets, "op")}
+	for i, name := range opNames {
+		rt.ops[i] = rt.vec.With(name)
+	}
+	return rt
+}
+
+var retrievalBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+
+// observe counts one retrieval of op that started at start. It
+// allocates nothing.
+func (rt *retrievalTimings) observe(op int, start time.Time) {
+	if rt == nil {
+		return
+	}
+	rt.ops[op].Observe(time.Since(start))
+}
+
+// Default refresh periods of the gauges the proxy computes in the
+// background.
+const (
+	lagEvery  = time.Second
+	sizeEvery = 10 * time.Second
+)
+
+// proxyMetrics are the series of /_bb/metrics that the process around
+// the proxy measures: derivation's time per frame and lag, retrieval
+// latency, and the sizes of the WAL and of the data directory. Lag and
+// sizes cost I/O (a WAL read, a directory walk): a background goroutine
+// computes them, every lagEvery and sizeEvery, and scrapes read the last
+// values. Nothing here runs on the proxy's request path.
+type proxyMetrics struct {
+	dir, walDir string
+	log         *wal.Log
+	derive      *metric.Vec
+	perFrame    *metric.Histogram
+	retrieval   *retrievalTimings
+
+	// Float64 bits of the gauges; NaN until first known.
+	lagBytes, lagSeconds, walSize, dirSize atomic.Uint64
+	// applied is the engine's applied offset as last read, used while
+	// the engine cannot be asked (it stopped after a panic).
+	applied atomic.Uint64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newProxyMetrics(dir, walDir string, log *wal.Log) *proxyMetrics {
+	pm := &proxyMetrics{dir: filepath.Clean(dir), walDir: filepath.Clean(walDir), log: log, retrieval: newRetrievalTimings(), stop: make(chan struct{})}
+	pm.derive = metric.NewVec("bbengine_derive_frame_seconds",
+		"Derivation time per WAL frame: each commit of derived state is timed from reading its first frame to the commit "+
+			"(decoding, staging, writing, and at the end of a pass deriving memory) and the time divided evenly over its frames; "+
+			"waits for new frames are not counted.",
+		[]float64{.000001, .0000025, .000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1})
+	pm.perFrame = pm.derive.With()
+	nan := math.Float64bits(math.NaN())
+	for _, g := range []*atomic.Uint64{&pm.lagBytes, &pm.lagSeconds, &pm.walSize, &pm.dirSize} {
+		g.Store(nan)
+	}
+	return pm
+}
+
+// onDerived is the engine's Options.OnDerived.
+func (pm *proxyMetrics) onDerived(frames int, took time.Duration) {
+	if frames > 0 {
+		pm.perFrame.ObserveN(took/time.Duration(frames), uint64(frames))
+	}
+}
+
+// register adds the series to the proxy's /_bb/metrics.
+func (pm *proxyMetrics) register(p *proxy.Proxy) error {
+	gauge := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return math.Float64frombits(v.Load()) })
+	}
+	return errors.Join(
+		p.Register(pm.derive),
+		p.Register(pm.retrieval.vec),
+		p.Register(gauge("bbengine_derive_lag_bytes", "WAL bytes not derived yet: the WAL's end offset minus the engine's applied offset (committed derived state); 0 when no frame is left. NaN until the engine is open. Refreshed every second.", &pm.lagBytes)),
+		p.Register(gauge("bbengine_derive_lag_seconds", "Age of the oldest WAL frame not derived yet (now minus the time in its header); 0 when derivation has caught up. NaN until the engine is open. Refreshed every second.", &pm.lagSeconds)),
+		p.Register(gauge("bbengine_wal_size_bytes", "Bytes of the files in the WAL directory. Refreshed in the background every 10 seconds.", &pm.walSize)),
+		p.Register(gauge("bbengine_data_dir_size_bytes", "Bytes of every file under the data directory, the WAL, the derived store and the index included. Refreshed in the background every 10 seconds.", &pm.dirSize)),
+	)
+}
+
+// start refreshes lag every lag and sizes every size until close;
+// applied returns the engine's applied offset, ok false while it cannot
+// say.
+func (pm *proxyMetrics) start(lag, size time.Duration, applied func() (uint64, bool)) {
+	pm.wg.Add(1)
+	go func() {
+		defer pm.wg.Done()
+		t := time.NewTicker(lag)
+		defer t.Stop()
+		var sized time.Time
+		for {
+			pm.refreshLag(applied)
+			if time.Since(sized) >= size {
+				pm.refreshSizes()
+				sized = time.Now()
+			}
+			select {
+			case <-pm.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (pm *proxyMetrics) close() {
+	select {
+	case <-pm.stop:
+	default:
+		close(pm.stop)
+	}
+	pm.wg.Wait()
+}
+
+// refreshLag reads the engine's applied offset and the WAL frame there.
+func (pm *proxyMetrics) refreshLag(applied func() (uint64, bool)) {
+	a, ok := applied()
+	if ok {
+		pm.applied.Store(a)
+	} else if math.IsNaN(math.Float64frombits(pm.lagBytes.Load())) {
+		return // never known
+	} else {
+		a = pm.applied.Load()
+	}
+	bytes, seconds, err := derivationLag(pm.log, a, time.Now())
+	if err != nil {
+		return
+	}
+	pm.lagBytes.Store(math.Float64bits(float64(bytes)))
+	pm.lagSeconds.Store(math.Float64bits(seconds))
+}
+
+// derivationLag returns how far derivation that reached applied is
+// behind log: in bytes to its end, and in the age at now of the first
+// frame at or after applied. Both are 0 when no frame is there.
+func derivationLag(log *wal.Log, applied uint64, now time.Time) (bytes uint64, seconds float64, err error) {
+	end, err := log.End()
+	if err != nil || end <= applied {
+		return 0, 0, err
+	}
+	r := log.NewReader()
+	defer r.Close()
+	err = r.Seek(applied)
+	var be *wal.BoundaryError
+	switch {
+	case errors.As(err, &be):
+		err = r.Seek(be.Next)
+	case errors.Is(err, wal.ErrOutOfRange):
+		// Retention removed what was not derived: the reader starts at
+		// the first retained frame.
+		err = nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		if !r.Next() {
+			return 0, 0, r.Err()
+		}
+		if r.Header().Kind != frame.KindSegmentHeader {
+			break
+		}
+	}
+	age := now.Sub(time.Unix(0, r.Header().Time)).Seconds()
+	return end - applied, max(age, 0), nil
+}
+
+// refreshSizes walks the data directory.
+func (pm *proxyMetrics) refreshSizes() {
+	var walSize, dirSize int64
+	filepath.WalkDir(pm.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil // a file removed during the walk (a compaction, retention)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		dirSize += info.Size()
+		if filepath.Dir(path) == pm.walDir {
+			walSize += info.Size()
+		}
+		return nil
+	})
+	pm.walSize.Store(math.Float64bits(float64(walSize)))
+	pm.dirSize.Store(math.Float64bits(float64(dirSize)))
+}

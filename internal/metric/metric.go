@@ -1,0 +1,127 @@
+// Package metric owns Histogram: a Prometheus histogram of durations with
+// fixed buckets whose Observe is a bucket search and three atomic adds,
+// and allocates nothing, so the proxy's request path and the
+// canonicalizer can time every request and frame.
+//
+// A Vec is a family of histograms that differ by label values, collected
+// under one name. Histograms are made with Vec.With when the Vec is set up
+// (With allocates and takes a lock), then observed from any goroutine.
+// Collection (a scrape) builds constant Prometheus metrics from the
+// counters: it allocates, the observers never do. Everything here is safe
+// for concurrent use.
+package metric
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Histogram counts durations into fixed buckets.
+type Histogram struct {
+	v      *Vec
+	labels []string
+	// counts[i] counts observations in (bounds[i-1], bounds[i]];
+	// counts[len(bounds)] those above the last bound.
+	counts []atomic.Uint64
+	sum    atomic.Int64 // nanoseconds
+}
+
+// Observe counts one observation of d. It allocates nothing.
+func (h *Histogram) Observe(d time.Duration) { h.ObserveN(d, 1) }
+
+// ObserveN counts n observations of d each: the frames of one batch,
+// when only the batch was timed. It allocates nothing.
+func (h *Histogram) ObserveN(d time.Duration, n uint64) {
+	if n == 0 {
+		return
+	}
+	b := h.v.bounds
+	i := 0
+	for i < len(b) && int64(d) > b[i] {
+		i++
+	}
+	h.counts[i].Add(n)
+	h.sum.Add(int64(d) * int64(n))
+}
+
+// Count returns the number of observations so far.
+func (h *Histogram) Count() uint64 {
+	var n uint64
+	for i := range h.counts {
+		n += h.counts[i].Load()
+	}
+	return n
+}
+
+// Sum returns the sum of the observations so far.
+func (h *Histogram) Sum() time.Duration { return time.Duration(h.sum.Load()) }
+
+// Vec is a family of Histograms with the same name, help, buckets and
+// label names. It is a prometheus.Collector.
+type Vec struct {
+	desc   *prometheus.Desc
+	upper  []float64 // bucket upper bounds in seconds, ascending
+	bounds []int64   // the same in nanoseconds
+	nlabel int
+	mu     sync.Mutex
+	hs     []*Histogram
+}
+
+// NewVec returns a family of duration histograms named name, with
+// buckets the upper bounds in seconds (sorted here) and the given label
+// names.
+func NewVec(name, help string, buckets []float64, labels ...string) *Vec {
+	up := slices.Clone(buckets)
+	slices.Sort(up)
+	up = slices.Compact(up)
+	v := &Vec{desc: prometheus.NewDesc(name, help, labels, nil), upper: up, nlabel: len(labels)}
+	for _, s := range up {
+		v.bounds = append(v.bounds, int64(s*float64(time.Second)))
+	}
+	return v
+}
+
+// With returns the histogram of the given label values, creating it on
+// first use. Call it when setting up, not on a hot path: it allocates.
+// It panics when the number of values is not the number of label names.
+func (v *Vec) With(values ...string) *Histogram {
+	if len(values) != v.nlabel {
+		panic(fmt.Sprintf("metric: %d label values for %d labels", len(values), v.nlabel))
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, h := range v.hs {
+		if slices.Equal(h.labels, values) {
+			return h
+		}
+	}
+	h := &Histogram{v: v, labels: slices.Clone(values), counts: make([]atomic.Uint64, len(v.bounds)+1)}
+	v.hs = append(v.hs, h)
+	return h
+}
+
+// Describe implements prometheus.Collector.
+func (v *Vec) Describe(ch chan<- *prometheus.Desc) { ch <- v.desc }
+
+// Collect implements prometheus.Collector: one constant histogram per
+// label values, with cumulative bucket counts.
+func (v *Vec) Collect(ch chan<- prometheus.Metric) {
+	v.mu.Lock()
+	hs := slices.Clone(v.hs)
+	v.mu.Unlock()
+	for _, h := range hs {
+		buckets := make(map[float64]uint64, len(v.upper))
+		var n uint64
+		for i, up := range v.upper {
+			n += h.counts[i].Load()
+			buckets[up] = n
+		}
+		n += h.counts[len(v.upper)].Load()
+		ch <- prometheus.MustNewConstHistogram(v.desc, n, h.Sum().Seconds(), buckets, h.labels...)
+	}
+}

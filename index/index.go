@@ -14,6 +14,7 @@ import (
 
 	"github.com/blugelabs/bluge"
 	blugeindex "github.com/blugelabs/bluge/index"
+	"github.com/blugelabs/bluge/index/mergeplan"
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/private"
@@ -137,7 +138,7 @@ func removeFiles(dir string) error {
 // config returns the Bluge configuration of the index at path: BM25 (the
 // correct one) for every field and the code analyzer for queries.
 func config(path string) bluge.Config {
-	cfg := bluge.DefaultConfig(path)
+	cfg := defaultConfig(path)
 	sim := NewBM25()
 	cfg.DefaultSimilarity = sim
 	// PerFieldSimilarity is also the map Bluge's norm function consults
@@ -149,6 +150,30 @@ func config(path string) bluge.Config {
 	}
 	cfg.DefaultSearchAnalyzer = codeAnalyzer
 	return cfg
+}
+
+// floorSegment is the merge policy's floor segment size, in documents:
+// segments smaller than it count as this big when the tiered merge
+// policy plans. Bluge's default, 2000, makes an index of fewer than
+// 2000 documents merge into one segment after every batch, so each
+// derivation pass of a session rewrote the whole index in the
+// background (BenchmarkSyncTurn); with 100, small batches merge with
+// each other and the big segments are rewritten once per tier.
+const floorSegment = 100
+
+// mergeOptions guards mergeplan.DefaultMergePlanOptions while
+// defaultConfig changes it: Bluge's Config does not expose its merge
+// options, and index.DefaultConfig copies that variable.
+var mergeOptions sync.Mutex
+
+// defaultConfig is bluge.DefaultConfig with floorSegment.
+func defaultConfig(path string) bluge.Config {
+	mergeOptions.Lock()
+	defer mergeOptions.Unlock()
+	saved := mergeplan.DefaultMergePlanOptions
+	mergeplan.DefaultMergePlanOptions.FloorSegmentSize = floorSegment
+	defer func() { mergeplan.DefaultMergePlanOptions = saved }()
+	return bluge.DefaultConfig(path)
 }
 
 func openWriter(dir string) (*bluge.Writer, error) {

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/blugelabs/bluge/index/mergeplan"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -575,5 +578,19 @@ func TestSum(t *testing.T) {
 	a.First = 5
 	if got := sum(&a, 1000); got != want {
 		t.Errorf("evidence and first changed the sum")
+	}
+}
+
+// TestMergeFloor checks that the index's Bluge config carries
+// floorSegment and that Bluge's default is left as it was.
+func TestMergeFloor(t *testing.T) {
+	before := mergeplan.DefaultMergePlanOptions
+	cfg := config(t.TempDir())
+	got := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions").FieldByName("FloorSegmentSize").Int()
+	if got != floorSegment {
+		t.Errorf("floor segment size %d, want %d", got, floorSegment)
+	}
+	if mergeplan.DefaultMergePlanOptions.FloorSegmentSize != before.FloorSegmentSize {
+		t.Errorf("Bluge's default merge options changed: %+v, were %+v", mergeplan.DefaultMergePlanOptions, before)
 	}
 }

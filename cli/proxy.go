@@ -581,24 +581,53 @@ func (pe *proxyEngine) query() *queryServer {
 	return pe.qs
 }
 
-// memoryChanged wakes the index syncer; it never blocks.
+// memoryChanged wakes the index syncer and starts the index lag's clock
+// if it is not running; it never blocks.
 func (pe *proxyEngine) memoryChanged() {
+	pe.metrics.indexBehind(time.Now())
 	select {
 	case pe.memory <- struct{}{}:
 	default:
 	}
 }
 
+// indexEvery is the least time between two syncs of the memory index
+// while memory keeps changing: the passes of a busy session are taken in
+// one Bluge batch (and one segment fsync) instead of one each, so the
+// index costs the proxy's process less and its lag is bounded by about
+// this much plus a sync. A query that asks for fresh results syncs
+// itself.
+const indexEvery = 500 * time.Millisecond
+
 // syncIndex keeps the memory index up to the engine's artifacts: once at
-// start, then each time the engine derived memory.
+// start, then after the engine derived memory, at most once per
+// indexEvery. It runs off the request path, on its own goroutine.
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
+	var last time.Time
 	for {
+		if wait := indexEvery - time.Since(last); !last.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		// Changes from now on are not in this sync: drain the signal
+		// first, so that one arriving during the sync wakes the next.
+		select {
+		case <-pe.memory:
+		default:
+		}
+		start := time.Now()
 		err := recovered("the memory index", mem.sync)
+		last = time.Now()
 		var retry <-chan time.Time
 		if err != nil {
 			logf("memory index paused: %v (recording goes on; retrying in 5s)", err)
 			retry = time.After(5 * time.Second)
+		} else {
+			pe.metrics.indexSynced(start, last.Sub(start))
 		}
 		select {
 		case <-ctx.Done():

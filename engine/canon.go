@@ -118,6 +118,8 @@ type canonicalizer struct {
 	pinsChanged bool
 	// briefs are the session briefs changed in the batch.
 	briefs map[string]*Brief
+	// folds are the memory derivations kept of recent sessions.
+	folds map[string]*memFold
 
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
@@ -185,7 +187,7 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 func (e *Engine) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
-		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}}
+		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err

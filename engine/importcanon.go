@@ -274,7 +274,8 @@ func (c *canonicalizer) deriveImported(id string) error {
 		source = fs.Source
 		files = append(files, ImportFile{Path: p, Records: recs})
 	}
-	// Drop the old timeline.
+	// Drop the old timeline, and the memory folded from it.
+	delete(c.folds, id)
 	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
 	var im *Imported
 	if fn := importers[source]; fn == nil {

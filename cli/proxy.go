@@ -496,6 +496,7 @@ func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(strin
 
 func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) {
 	defer close(pe.done)
+	lowPriority()
 	restored := sync.OnceFunc(func() { close(pe.restored) })
 	defer restored()
 	var e *engine.Engine
@@ -604,6 +605,7 @@ const indexEvery = 500 * time.Millisecond
 // indexEvery. It runs off the request path, on its own goroutine.
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
+	lowPriority()
 	var last time.Time
 	for {
 		if wait := indexEvery - time.Since(last); !last.IsZero() && wait > 0 {

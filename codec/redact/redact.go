@@ -322,10 +322,21 @@ func Cut(b []byte, max int) int {
 	for cut > lo && !isSpace(b[cut-1]) {
 		cut--
 	}
-	if ls := bytes.LastIndexByte(b[:cut], '\n') + 1; ls < cut && hasSecretWord(b[ls:cut]) {
+	if ls := lineStart(b[:cut]); ls < cut && hasSecretWord(b[ls:cut]) {
 		cut = max0(ls, lo)
+		if cut == lo && ls < lo {
+			// The line is longer than max: hold max bytes, but cut where
+			// a secret cannot continue across (after white space or a
+			// line break), even if that holds up to a KiB more.
+			for i := lo; i > 0 && i > lo-1<<10; i-- {
+				if isSpace(b[i-1]) || b[i-1] == 'n' && i >= 2 && b[i-2] == '\\' {
+					cut = i
+					break
+				}
+			}
+		}
 	}
-	w := max0(lo, cut-256)
+	w := min(max0(lo, cut-256), cut)
 	for _, id := range []string{"AKIA", "ASIA"} {
 		if i := bytes.Index(b[w:cut], []byte(id)); i >= 0 {
 			cut = w + i
@@ -336,6 +347,17 @@ func Cut(b []byte, max int) int {
 		cut--
 	}
 	return cut
+}
+
+// lineStart is where the last line of b starts: after its last newline,
+// or after its last \n escape, the line break of text inside a JSON
+// string (a request body's lines are all on one line of JSON).
+func lineStart(b []byte) int {
+	ls := bytes.LastIndexByte(b, '\n') + 1
+	if i := bytes.LastIndex(b, []byte(`\n`)); i >= 0 && i+2 > ls {
+		ls = i + 2
+	}
+	return ls
 }
 
 func max0(a, b int) int {

@@ -93,6 +93,10 @@ type Index struct {
 	w      *bluge.Writer
 	states map[string]*sessionState
 	closed bool
+
+	// minCutoff is the common-terms cutoff's floor: the constant, but
+	// for tests.
+	minCutoff uint64
 }
 
 // Open opens the index in dir, creating it when it does not exist. nil
@@ -122,7 +126,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dir: dir, opts: o, w: w, states: states, verified: map[string]bool{}, lastWrite: time.Now()}, nil
+	return &Index{dir: dir, opts: o, w: w, states: states, verified: map[string]bool{}, lastWrite: time.Now(), minCutoff: minCutoff}, nil
 }
 
 // removeFiles removes the index's files from dir, leaving anything else.

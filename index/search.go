@@ -107,6 +107,13 @@ func (x *Index) search(q Query, viaBluge bool) ([]engine.Card, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: search %q: %w", q.Text, err)
 	}
+	rerank(hits, q, recentFrom)
+	return cards(hits, k), nil
+}
+
+// rerank sets each hit's score: its BM25 score times the factors Search
+// describes.
+func rerank(hits []hit, q Query, recentFrom int) {
 	for i := range hits {
 		h := &hits[i]
 		s := h.bm25 * typeWeight[engine.ArtifactType(h.typ)]
@@ -130,7 +137,6 @@ func (x *Index) search(q Query, viaBluge bool) ([]engine.Card, error) {
 		}
 		h.score = s
 	}
-	return cards(hits, k), nil
 }
 
 // Related returns up to k cards of the artifacts adjacent to a: those
@@ -261,24 +267,31 @@ func textSearch(terms []string, q Query, floor uint64) bluge.Query {
 func (x *Index) collectText(terms []string, q Query, n int) ([]hit, error) {
 	var hits []hit
 	err := x.withReader("search", func(r *bluge.Reader) error {
-		snap, err := snapshot(r)
-		if err != nil {
-			return err
-		}
-		top, err := topText(snap, terms, q.Types, q.IncludeForgotten, n, x.minCutoff)
-		if err != nil {
-			return err
-		}
-		hits = make([]hit, len(top))
-		for i, d := range top {
-			hits[i].bm25 = d.score
-			if err := r.VisitStoredFields(d.doc, hits[i].visit); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		hits, err = textHits(r, terms, q, n, x.minCutoff)
+		return err
 	})
 	return hits, err
+}
+
+// textHits runs topText on r and reads the stored fields of the n best.
+func textHits(r *bluge.Reader, terms []string, q Query, n int, floor uint64) ([]hit, error) {
+	snap, err := snapshot(r)
+	if err != nil {
+		return nil, err
+	}
+	top, err := topText(snap, terms, q.Types, q.IncludeForgotten, n, floor)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]hit, len(top))
+	for i, d := range top {
+		hits[i].bm25 = d.score
+		if err := r.VisitStoredFields(d.doc, hits[i].visit); err != nil {
+			return nil, err
+		}
+	}
+	return hits, nil
 }
 
 // collect runs req and reads each match's stored fields. The caller holds
@@ -286,25 +299,33 @@ func (x *Index) collectText(terms []string, q Query, n int) ([]hit, error) {
 func (x *Index) collect(op string, req bluge.SearchRequest) ([]hit, error) {
 	var hits []hit
 	err := x.withReader(op, func(r *bluge.Reader) error {
-		it, err := r.Search(context.Background(), req)
-		if err != nil {
-			return err
-		}
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return err
-			}
-			if m == nil {
-				return nil
-			}
-			hits = append(hits, hit{bm25: m.Score})
-			if err := m.VisitStoredFields(hits[len(hits)-1].visit); err != nil {
-				return err
-			}
-		}
+		var err error
+		hits, err = matches(r, req)
+		return err
 	})
 	return hits, err
+}
+
+// matches runs req on r and reads each match's stored fields.
+func matches(r *bluge.Reader, req bluge.SearchRequest) ([]hit, error) {
+	var hits []hit
+	it, err := r.Search(context.Background(), req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return hits, nil
+		}
+		hits = append(hits, hit{bm25: m.Score})
+		if err := m.VisitStoredFields(hits[len(hits)-1].visit); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // cards sorts hits by score, time (latest first) and id, and returns the

@@ -165,17 +165,28 @@ func config(path string) bluge.Config {
 // each other and the big segments are rewritten once per tier.
 const floorSegment = 100
 
+// segmentsPerTier is how many segments of one size the merge policy lets
+// an index hold, and how many one merge takes. Every search looks each
+// query term up in every segment's dictionary of every text field,
+// which was the largest part of a search at 100k artifacts: Bluge's 10
+// left 21 segments there, 5 leaves about 12, at the price of merging
+// about as often.
+const segmentsPerTier = 5
+
 // mergeOptions guards mergeplan.DefaultMergePlanOptions while
 // defaultConfig changes it: Bluge's Config does not expose its merge
 // options, and index.DefaultConfig copies that variable.
 var mergeOptions sync.Mutex
 
-// defaultConfig is bluge.DefaultConfig with floorSegment.
+// defaultConfig is bluge.DefaultConfig with floorSegment and
+// segmentsPerTier.
 func defaultConfig(path string) bluge.Config {
 	mergeOptions.Lock()
 	defer mergeOptions.Unlock()
 	saved := mergeplan.DefaultMergePlanOptions
 	mergeplan.DefaultMergePlanOptions.FloorSegmentSize = floorSegment
+	mergeplan.DefaultMergePlanOptions.MaxSegmentsPerTier = segmentsPerTier
+	mergeplan.DefaultMergePlanOptions.SegmentsPerMergeTask = segmentsPerTier
 	defer func() { mergeplan.DefaultMergePlanOptions = saved }()
 	return bluge.DefaultConfig(path)
 }

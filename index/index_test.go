@@ -582,15 +582,19 @@ func TestSum(t *testing.T) {
 }
 
 // TestMergeFloor checks that the index's Bluge config carries
-// floorSegment and that Bluge's default is left as it was.
+// floorSegment and segmentsPerTier and that Bluge's default is left as it was.
 func TestMergeFloor(t *testing.T) {
 	before := mergeplan.DefaultMergePlanOptions
 	cfg := config(t.TempDir())
-	got := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions").FieldByName("FloorSegmentSize").Int()
-	if got != floorSegment {
+	opts := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions")
+	if got := opts.FieldByName("FloorSegmentSize").Int(); got != floorSegment {
 		t.Errorf("floor segment size %d, want %d", got, floorSegment)
 	}
-	if mergeplan.DefaultMergePlanOptions.FloorSegmentSize != before.FloorSegmentSize {
+	if got := opts.FieldByName("MaxSegmentsPerTier").Int(); got != segmentsPerTier {
+		t.Errorf("segments per tier %d, want %d", got, segmentsPerTier)
+	}
+	if mergeplan.DefaultMergePlanOptions.FloorSegmentSize != before.FloorSegmentSize ||
+		mergeplan.DefaultMergePlanOptions.MaxSegmentsPerTier != before.MaxSegmentsPerTier {
 		t.Errorf("Bluge's default merge options changed: %+v, were %+v", mergeplan.DefaultMergePlanOptions, before)
 	}
 }

@@ -44,6 +44,15 @@ type textPair struct {
 	it     segment.PostingsIterator
 	scorer *bm25Scorer
 	cur    segment.Posting // nil when exhausted
+	doc    uint64          // cur.Number()
+}
+
+// next moves p to its next posting.
+func (p *textPair) next() (err error) {
+	if p.cur, err = p.it.Next(); err == nil && p.cur != nil {
+		p.doc = p.cur.Number()
+	}
+	return err
 }
 
 // readerQuery is a bluge.Query that only records the search.Reader it
@@ -160,7 +169,7 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 	}
 
 	for i := range pairs {
-		if pairs[i].cur, err = pairs[i].it.Next(); err != nil {
+		if err := pairs[i].next(); err != nil {
 			return nil, err
 		}
 	}
@@ -168,8 +177,8 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 	for {
 		doc, any := uint64(0), false
 		for i := range pairs {
-			if c := pairs[i].cur; c != nil && (!any || c.Number() < doc) {
-				doc, any = c.Number(), true
+			if p := &pairs[i]; p.cur != nil && (!any || p.doc < doc) {
+				doc, any = p.doc, true
 			}
 		}
 		if !any {
@@ -178,11 +187,11 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		var s float64
 		for i := range pairs {
 			p := &pairs[i]
-			if p.cur == nil || p.cur.Number() != doc {
+			if p.cur == nil || p.doc != doc {
 				continue
 			}
 			s += p.scorer.Score(p.cur.Frequency(), p.cur.Norm())
-			if p.cur, err = p.it.Next(); err != nil {
+			if err := p.next(); err != nil {
 				return nil, err
 			}
 		}

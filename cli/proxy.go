@@ -336,8 +336,10 @@ type proxyEngine struct {
 	qs     *queryServer
 	mem    *localMemory
 	// memory is signalled when the engine derived memory: the index
-	// syncer wakes on it.
+	// syncer wakes on it. memoryN counts those passes (see
+	// localMemory.changes).
 	memory  chan struct{}
+	memoryN atomic.Uint64
 	syncers sync.WaitGroup
 	// addr is the proxy's listening address, for the lock file.
 	addr string
@@ -503,7 +505,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval}
+		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval, changes: &pe.memoryN}
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
@@ -556,6 +558,7 @@ func (pe *proxyEngine) query() *queryServer {
 // memoryChanged wakes the index syncer and starts the index lag's clock
 // if it is not running; it never blocks.
 func (pe *proxyEngine) memoryChanged() {
+	pe.memoryN.Add(1)
 	pe.metrics.indexBehind(time.Now())
 	select {
 	case pe.memory <- struct{}{}:

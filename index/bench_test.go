@@ -306,7 +306,8 @@ var benchQueries = []Query{
 }
 
 // BenchmarkSearch runs the fixed query set against indexes of n
-// generated artifacts and reports the p50 and p99 latency of one search.
+// generated artifacts and reports the p50 and p99 latency of one search
+// and the process CPU per search.
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
@@ -339,6 +340,7 @@ func benchSearch(b *testing.B, x *Index, viaBluge bool) {
 	var lat []time.Duration
 	b.ReportAllocs()
 	i := 0
+	cpu := processCPU()
 	for b.Loop() {
 		start := time.Now()
 		if _, err := x.search(benchQueries[i%len(benchQueries)], viaBluge); err != nil {
@@ -347,6 +349,8 @@ func benchSearch(b *testing.B, x *Index, viaBluge bool) {
 		lat = append(lat, time.Since(start))
 		i++
 	}
+	// Process CPU per search: steadier than latency on a shared machine.
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")

@@ -22,7 +22,10 @@
 //     after Open sends it whole (its sums on disk may be older than
 //     Bluge's documents).
 //   - Scores are BM25 with the correct idf, ln(1 + (N − n + 0.5)/(n +
-//     0.5)), not Bluge v0.2.2's (see BM25).
+//     0.5)), not Bluge v0.2.2's (see BM25). Search computes them itself
+//     over Bluge's postings (topText) rather than through Bluge's
+//     searchers and collector, and ranks as they would
+//     (TestScoreEquivalence).
 //   - A batch holds at most Options.MaxBatch documents and a document at
 //     most Options.MaxDocBytes of analyzed text, because Bluge's memory
 //     grows with both (blugelabs/bluge#89, #146).

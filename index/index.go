@@ -169,7 +169,7 @@ const floorSegment = 100
 // an index hold, and how many one merge takes. Every search looks each
 // query term up in every segment's dictionary of every text field,
 // which was the largest part of a search at 100k artifacts: Bluge's 10
-// left 21 segments there, 5 leaves about 12, at the price of merging
+// left 21 segments there, 5 leaves about 10, at the price of merging
 // about as often.
 const segmentsPerTier = 5
 

@@ -168,12 +168,43 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		typeFilters = append(typeFilters, filter{it: it})
 	}
 
+	top := make([]scored, 0, n)
+	// offer adds d to top if it passes the filters; docs come in
+	// increasing order.
+	offer := func(d scored) error {
+		if forgot != nil {
+			hit, err := forgot.has(d.doc)
+			if err != nil || hit {
+				return err
+			}
+		}
+		if len(typeFilters) > 0 {
+			ok := false
+			for i := range typeFilters {
+				hit, err := typeFilters[i].has(d.doc)
+				if err != nil {
+					return err
+				}
+				ok = ok || hit
+			}
+			if !ok {
+				return nil
+			}
+		}
+		top = push(top, d, n)
+		return nil
+	}
 	for i := range pairs {
 		if err := pairs[i].next(); err != nil {
 			return nil, err
 		}
 	}
-	top := make([]scored, 0, n)
+	if len(pairs) == 1 {
+		if err := topOne(&pairs[0], n, &top, offer); err != nil {
+			return nil, err
+		}
+		pairs[0].cur = nil
+	}
 	for {
 		doc, any := uint64(0), false
 		for i := range pairs {
@@ -199,29 +230,9 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		if len(top) == n && !worse(top[0], d) {
 			continue // cannot enter: skip the filters
 		}
-		if forgot != nil {
-			hit, err := forgot.has(doc)
-			if err != nil {
-				return nil, err
-			}
-			if hit {
-				continue
-			}
+		if err := offer(d); err != nil {
+			return nil, err
 		}
-		if len(typeFilters) > 0 {
-			ok := false
-			for i := range typeFilters {
-				hit, err := typeFilters[i].has(doc)
-				if err != nil {
-					return nil, err
-				}
-				ok = ok || hit
-			}
-			if !ok {
-				continue
-			}
-		}
-		top = push(top, d, n)
 	}
 	// Best first.
 	slices.SortFunc(top, func(a, b scored) int {
@@ -234,6 +245,50 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		return 0
 	})
 	return top, nil
+}
+
+// topOne is topText's loop for a query of one pair (a common word alone:
+// tens of thousands of postings). A posting scores bi · f / (f + k(dl))
+// (bm25Scorer.Score), which can only enter a full heap whose worst is θ
+// when bi · f > θ · (f + k): a test without a division once k(dl) is
+// known, and k is cached by field length. Postings that fail it by a
+// margin of 1e-9 are skipped; the others are scored exactly, so the
+// result is the general loop's.
+func topOne(p *textPair, n int, top *[]scored, offer func(scored) error) error {
+	s := p.scorer
+	bi := s.boost * s.idf
+	var ks [256]float64 // 0: not computed; k ≥ k1 · (1 − b) > 0
+	for p.cur != nil {
+		freq, norm := p.cur.Frequency(), p.cur.Norm()
+		if t := *top; len(t) == n {
+			f, d := float64(freq), dl(norm)
+			var k float64
+			if d < float64(len(ks)) {
+				if k = ks[int(d)]; k == 0 {
+					k = s.k1 * (1 - s.b + s.b*d/s.avgdl)
+					ks[int(d)] = k
+				}
+			} else {
+				k = s.k1 * (1 - s.b + s.b*d/s.avgdl)
+			}
+			if bi*f < t[0].score*(f+k)*(1-1e-9) {
+				if err := p.next(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		d := scored{doc: p.doc, score: s.Score(freq, norm)}
+		if t := *top; len(t) < n || worse(t[0], d) {
+			if err := offer(d); err != nil {
+				return err
+			}
+		}
+		if err := p.next(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // docFreq is a segment.TermStats of a postings count.

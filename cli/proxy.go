@@ -574,6 +574,12 @@ func (pe *proxyEngine) memoryChanged() {
 // itself.
 const indexEvery = 500 * time.Millisecond
 
+// indexIdleMax is how long the index syncer waits for the proxy to have
+// no exchange in progress before it syncs anyway: a sync reads the
+// changed sessions' artifacts and feeds Bluge, CPU the proxy's requests
+// should have first on a small machine.
+const indexIdleMax = time.Second
+
 // syncIndex keeps the memory index up to the engine's artifacts: once at
 // start, then after the engine derived memory, at most once per
 // indexEvery. It runs off the request path, on its own goroutine.
@@ -587,6 +593,9 @@ func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf fun
 				return
 			case <-time.After(wait):
 			}
+		}
+		if !pe.waitIdle(ctx, indexIdleMax) {
+			return
 		}
 		// Changes from now on are not in this sync: drain the signal
 		// first, so that one arriving during the sync wakes the next.
@@ -611,6 +620,29 @@ func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf fun
 		case <-retry:
 		}
 	}
+}
+
+// waitIdle waits until the proxy has no exchange in progress, or max
+// has passed; it returns false when ctx is done.
+func (pe *proxyEngine) waitIdle(ctx context.Context, max time.Duration) bool {
+	busy := pe.busy.Load()
+	if busy == nil || (*busy)() == 0 {
+		return ctx.Err() == nil
+	}
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	poll := time.NewTicker(yieldPoll)
+	defer poll.Stop()
+	for (*busy)() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return true
+		case <-poll.C:
+		}
+	}
+	return true
 }
 
 // close stops following, derives and indexes what is left and closes the

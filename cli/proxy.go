@@ -566,28 +566,35 @@ func (pe *proxyEngine) memoryChanged() {
 	}
 }
 
-// indexEvery is the least time between two syncs of the memory index
-// while memory keeps changing: the passes of a busy session are taken in
-// one Bluge batch (and one segment fsync) instead of one each, so the
-// index costs the proxy's process less and its lag is bounded by about
-// this much plus a sync. A query that asks for fresh results syncs
-// itself.
-const indexEvery = 500 * time.Millisecond
+// The index syncer keeps to a duty cycle: after a sync that took d it
+// waits indexShare·d, at most indexEvery, before the next, so that it
+// uses at most about 1/(1+indexShare) of a core however busy memory is,
+// and the passes of a busy session are taken in one Bluge batch (one
+// segment fsync) instead of one each. A cheap sync (a small session)
+// leaves the index a few milliseconds behind; an expensive one (reading
+// a long session's artifacts) at most indexEvery plus the sync. A query
+// that asks for fresh results syncs itself.
+const (
+	indexShare = 10
+	indexEvery = 500 * time.Millisecond
+)
 
 // indexIdleMax is how long the index syncer waits for the proxy to have
 // no exchange in progress before it syncs anyway: a sync reads the
 // changed sessions' artifacts and feeds Bluge, CPU the proxy's requests
 // should have first on a small machine.
-const indexIdleMax = time.Second
+const indexIdleMax = 500 * time.Millisecond
 
 // syncIndex keeps the memory index up to the engine's artifacts: once at
-// start, then after the engine derived memory, at most once per
-// indexEvery. It runs off the request path, on its own goroutine.
+// start, then after the engine derived memory, keeping to the duty cycle
+// above and waiting for the proxy to be idle (see indexIdleMax). It runs
+// off the request path, on its own goroutine.
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
 	var last time.Time
+	var took time.Duration
 	for {
-		if wait := indexEvery - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := min(indexEvery, indexShare*took) - time.Since(last); !last.IsZero() && wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -606,12 +613,13 @@ func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf fun
 		start := time.Now()
 		err := recovered("the memory index", mem.sync)
 		last = time.Now()
+		took = last.Sub(start)
 		var retry <-chan time.Time
 		if err != nil {
 			logf("memory index paused: %v (recording goes on; retrying in 5s)", err)
 			retry = time.After(5 * time.Second)
 		} else {
-			pe.metrics.indexSynced(start, last.Sub(start))
+			pe.metrics.indexSynced(start, took)
 		}
 		select {
 		case <-ctx.Done():

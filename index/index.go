@@ -118,15 +118,27 @@ func Open(dir string, opts *Options) (*Index, error) {
 			return nil, err
 		}
 	}
-	states, err := readState(filepath.Join(dir, stateName))
+	states, clean, err := readState(filepath.Join(dir, stateName))
 	if err != nil {
 		return nil, err
+	}
+	// After a clean Close, Bluge holds exactly what the state says: its
+	// sessions are verified. The file stops saying so before anything
+	// can change, since the next state write may come after a crash.
+	verified := map[string]bool{}
+	if clean {
+		if err := writeState(dir, states, false); err != nil {
+			return nil, err
+		}
+		for name := range states {
+			verified[name] = true
+		}
 	}
 	w, err := openWriter(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dir: dir, opts: o, w: w, states: states, verified: map[string]bool{}, lastWrite: time.Now(), minCutoff: minCutoff}, nil
+	return &Index{dir: dir, opts: o, w: w, states: states, verified: verified, lastWrite: time.Now(), minCutoff: minCutoff}, nil
 }
 
 // removeFiles removes the index's files from dir, leaving anything else.
@@ -220,11 +232,12 @@ func (x *Index) Close() error {
 	if err != nil {
 		return fmt.Errorf("index: close: %w", err)
 	}
-	// Bluge persisted every batch before Batch returned: the state may
-	// now say so.
-	if x.dirty {
-		return x.writeState()
+	// Bluge persisted every batch before Batch returned, and the writer
+	// is closed: the state is exactly what Bluge holds.
+	if err := writeState(x.dir, x.states, true); err != nil {
+		return err
 	}
+	x.dirty = false
 	return nil
 }
 
@@ -634,7 +647,7 @@ func (b *batcher) flush() error {
 
 // writeState writes the state file. The caller holds wmu.
 func (x *Index) writeState() error {
-	if err := writeState(x.dir, x.states); err != nil {
+	if err := writeState(x.dir, x.states, false); err != nil {
 		return err
 	}
 	x.dirty = false

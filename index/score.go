@@ -83,7 +83,7 @@ func snapshot(r *bluge.Reader) (search.Reader, error) {
 // (distinct), of one of types when not empty, leaving out forgotten ones
 // unless forgotten, best first. floor is the common-terms cutoff's floor
 // (minCutoff). See the comment above and textQuery.
-func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgotten bool, n int, floor uint64) (out []scored, err error) {
+func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgotten bool, n int, floor uint64) ([]scored, error) {
 	var pairs []textPair
 	var filters []segment.PostingsIterator
 	defer func() {
@@ -95,7 +95,7 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		}
 	}()
 	counts := make([]uint64, 0, len(textFields)*len(terms))
-	sim := NewBM25()
+	sim := NewBM25() // as config gives every field
 	for _, f := range textFields {
 		var stats segment.CollectionStats
 		for _, t := range terms {

@@ -233,20 +233,12 @@ func (im *importer) round(roots []string, verbose bool) error {
 	}
 	start := time.Now()
 	bar := newProgress(c.App.ErrWriter, len(files))
+	pipe := newImportPipe(c.Context, im.sink)
+	defer pipe.close()
 	var (
-		recs                         []exchange.Import
-		pending                      int64
 		records, bytesIn             int64
 		changed, unchanged, replaced int
 		sessions                     = map[string]bool{}
-		flush                        = func() error {
-			if len(recs) == 0 {
-				return nil
-			}
-			err := im.sink.Append(recs)
-			recs, pending = recs[:0], 0
-			return err
-		}
 	)
 	for i, p := range files {
 		bar.update(i, bytesIn)
@@ -266,7 +258,14 @@ func (im *importer) round(roots []string, verbose bool) error {
 		if err != nil {
 			return err
 		}
-		fi, err := engine.ReadImport(im.source, p, state)
+		var n int64
+		fi, err := engine.ScanImport(im.source, p, state, func(recs []exchange.Import) error {
+			n += int64(len(recs))
+			return pipe.send(recs)
+		})
+		if perr := pipe.err(); perr != nil {
+			return perr
+		}
 		if err != nil {
 			bar.clear()
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: %v (skipped)\n", p, trimPath(err, p))
@@ -284,12 +283,12 @@ func (im *importer) round(roots []string, verbose bool) error {
 		}
 		problems += fi.Unreadable
 		switch {
-		case fi.Unreadable > 0 && len(fi.Records) == 0 && state == nil:
+		case fi.Unreadable > 0 && n == 0 && state == nil:
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: no %s record in it; nothing imported, no session\n", p, im.source)
 		case fi.Empty && state == nil && verbose:
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: empty; nothing to import\n", p)
 		}
-		if len(fi.Records) == 0 {
+		if n == 0 {
 			if state != nil {
 				unchanged++ // imported before, nothing new
 			}
@@ -303,17 +302,10 @@ func (im *importer) round(roots []string, verbose bool) error {
 		}
 		sessions[fi.Session] = true
 		im.sessions[fi.Session] = true
-		records += int64(len(fi.Records))
+		records += n
 		bytesIn += fi.Bytes
-		recs = append(recs, fi.Records...)
-		pending += fi.Bytes
-		if pending >= 16<<20 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
 	}
-	if err := flush(); err != nil {
+	if err := pipe.close(); err != nil {
 		return err
 	}
 	bar.done(len(files), bytesIn)

@@ -3,9 +3,12 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -223,7 +226,13 @@ func (c *canonicalizer) loadPendingImports() error {
 	return it.Error()
 }
 
-// deriveImports derives every pending session again, into the batch.
+// deriveImports derives every pending session again. Sessions are
+// independent, so each one is read back from the WAL, run through its
+// importer and encoded on one of GOMAXPROCS workers; the results go into
+// the batch in session order, and the batch is committed whenever it
+// holds more than Options.BatchBytes. At most importWindow sessions are
+// in flight, so memory is bounded by the largest sessions, not by how
+// many are pending.
 func (c *canonicalizer) deriveImports() error {
 	if len(c.pendingImports) == 0 {
 		return nil
@@ -237,84 +246,174 @@ func (c *canonicalizer) deriveImports() error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	for _, id := range ids {
-		if err := c.deriveImported(id); err != nil {
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(ids)))
+	window := 2 * workers
+	jobs := make(chan *importJob, window)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				j.res <- c.e.deriveImportJob(j)
+			}
+		})
+	}
+	defer func() {
+		close(jobs)
+		wg.Wait()
+	}()
+	queued := make([]*importJob, len(ids))
+	next := 0
+	for i, id := range ids {
+		for ; next < len(ids) && next < i+window; next++ {
+			j, err := c.importJob(ids[next])
+			if err != nil {
+				return err
+			}
+			queued[next] = j
+			jobs <- j
+		}
+		j := queued[i]
+		queued[i] = nil
+		r := <-j.res
+		if r.err != nil {
+			return r.err
+		}
+		if err := c.applyImported(id, j, r); err != nil {
 			return err
 		}
-		c.batch.Delete(importPendingKey(id), nil)
-		delete(c.pendingImports, id)
+		if c.batch.Len() >= c.e.opts.BatchBytes {
+			if err := c.commit(); err != nil {
+				return err
+			}
+			c.ensureBatch()
+		}
 	}
 	return nil
 }
 
-// deriveImported derives session id from the records of its files.
-func (c *canonicalizer) deriveImported(id string) error {
+// importJob is one session to derive again: its files' states as they
+// are at the end of the pass.
+type importJob struct {
+	id      string
+	ordinal uint64
+	source  string
+	paths   []string
+	files   []ImportFileState
+	res     chan importResult
+}
+
+// importResult is a session derived by its importer, its events encoded.
+type importResult struct {
+	im     *Imported // nil when no importer could derive it
+	events [][]byte
+	err    error
+}
+
+// importJob gathers what deriving session id needs.
+func (c *canonicalizer) importJob(id string) (*importJob, error) {
 	st, err := c.session(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var files []ImportFile
-	source := ""
-	var paths []string
+	j := &importJob{id: id, ordinal: st.s.Ordinal, res: make(chan importResult, 1)}
 	if st.s.Import != nil {
-		paths = slices.Clone(st.s.Import.Files)
+		j.paths = slices.Clone(st.s.Import.Files)
 	}
-	for _, p := range paths {
+	for _, p := range j.paths {
 		fs, err := c.importFile(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if fs.Session != id || fs.Records == 0 {
 			continue // moved to another session
 		}
-		recs, err := c.readImportRecords(fs)
+		j.source = fs.Source
+		f := *fs
+		f.Runs = slices.Clone(fs.Runs)
+		j.files = append(j.files, f)
+	}
+	return j, nil
+}
+
+// deriveImportJob reads a session's records back from the WAL, derives
+// it and encodes its events. It is safe for concurrent use.
+func (e *Engine) deriveImportJob(j *importJob) importResult {
+	var files []ImportFile
+	for i := range j.files {
+		recs, err := e.readImportRecords(&j.files[i])
 		if err != nil {
-			return err
+			return importResult{err: err}
 		}
-		source = fs.Source
-		files = append(files, ImportFile{Path: p, Records: recs})
+		files = append(files, ImportFile{Path: j.files[i].Path, Records: recs})
 	}
-	// Drop the old timeline.
+	fn := importers[j.source]
+	switch {
+	case fn == nil:
+		e.opts.Logf("engine: no importer for source %q of session %s (a newer bbengine wrote it?)", j.source, j.id)
+		return importResult{}
+	case len(files) == 0:
+		return importResult{}
+	}
+	im, err := fn(j.id, files)
+	if err != nil {
+		e.opts.Logf("engine: import of session %s: %v", j.id, err)
+		return importResult{}
+	}
+	files = nil // the records are not needed any more
+	r := importResult{im: im, events: make([][]byte, len(im.Events))}
+	for i := range im.Events {
+		ev := &im.Events[i]
+		ev.Seq = uint64(i + 1)
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return importResult{err: fmt.Errorf("engine: encode %q: %w", []byte{prefixEvent}, err)}
+		}
+		r.events[i] = e.opts.Redactor.JSON(b)
+	}
+	im.Events = nil
+	return r
+}
+
+// applyImported puts session id, derived by r, into the batch in place
+// of its old timeline.
+func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) error {
+	st, err := c.session(id)
+	if err != nil {
+		return err
+	}
+	// Drop the old timeline, and the memory folded from it.
+	delete(c.folds, id)
 	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
-	var im *Imported
-	if fn := importers[source]; fn == nil {
-		c.e.opts.Logf("engine: no importer for source %q of session %s (a newer bbengine wrote it?)", source, id)
-	} else if len(files) > 0 {
-		if im, err = fn(id, files); err != nil {
-			c.e.opts.Logf("engine: import of session %s: %v", id, err)
-			im = nil
-		}
-	}
-	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + source}
-	if im != nil {
-		s = im.Session
+	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
+	if r.im != nil {
+		s = r.im.Session
 		s.ID, s.Ordinal = id, st.s.Ordinal
 		if s.Source == "" {
-			s.Source = "import:" + source
+			s.Source = "import:" + j.source
 		}
-		for i := range im.Events {
-			ev := &im.Events[i]
-			ev.Seq = uint64(i + 1)
-			if err := c.setJSON(eventKey(c.keyBuf[:0], s.Ordinal, ev.Seq), ev); err != nil {
+		for i, v := range r.events {
+			if err := c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil); err != nil {
 				return err
 			}
 		}
-		s.Events = uint64(len(im.Events))
-		c.progress.Events += len(im.Events)
+		s.Events = uint64(len(r.events))
+		c.progress.Events += len(r.events)
 	}
 	if s.Import == nil {
-		s.Import = &ImportInfo{Source: source}
+		s.Import = &ImportInfo{Source: j.source}
 	}
-	s.Import.Files = paths
+	s.Import.Files = j.paths
 	st.s = s
 	st.dirty = true
+	c.batch.Delete(importPendingKey(id), nil)
+	delete(c.pendingImports, id)
 	return nil
 }
 
 // readImportRecords reads the records of a file's current generation
 // back from the WAL.
-func (c *canonicalizer) readImportRecords(fs *ImportFileState) ([]ImportRecord, error) {
-	r := c.e.log.NewReader()
+func (e *Engine) readImportRecords(fs *ImportFileState) ([]ImportRecord, error) {
+	r := e.log.NewReader()
 	defer r.Close()
 	out := make([]ImportRecord, 0, fs.Records)
 	for _, run := range fs.Runs {

@@ -41,7 +41,9 @@ type FileImport struct {
 	Gen     uint64
 	// From is the offset reading started at: 0, or where an earlier
 	// import stopped.
-	From    int64
+	From int64
+	// Records are the records read (ReadImport; ScanImport hands them
+	// to its emit function instead).
 	Records []exchange.Import
 	// Bytes is the size of the records' data.
 	Bytes int64
@@ -61,6 +63,13 @@ type FileImport struct {
 	// Replaced is set when the file no longer starts with what was
 	// imported from it: it is imported again as a new generation.
 	Replaced bool
+
+	// emit takes the chunks of records ScanImport reads; chunk is the
+	// pending one, its data in arena.
+	emit       func([]exchange.Import) error
+	chunk      []exchange.Import
+	chunkBytes int
+	arena      []byte
 }
 
 // Problem is a source record that was not imported.
@@ -165,12 +174,48 @@ func CheckRecord(source, kind string, data []byte) error {
 // records before it are imported. The error return is for a file that
 // cannot be read at all.
 func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
-	fi := &FileImport{Path: strings.TrimSuffix(path, ".zst"), Source: source, Kind: ImportKind(source, path)}
+	var recs []exchange.Import
+	fi, err := ScanImport(source, path, st, func(chunk []exchange.Import) error {
+		recs = append(recs, chunk...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fi.Records = recs
+	return fi, nil
+}
+
+// importChunk is about how many bytes of records ScanImport hands over
+// at a time.
+const importChunk = 1 << 20
+
+// ScanImport reads the source file path for import as ReadImport does,
+// line by line, and hands the records to emit in file order, in chunks
+// of about 1 MiB, as it reads them: the FileImport it returns has no
+// Records (its counts and problems are complete). emit owns each chunk
+// and its records' data; an error from emit stops the scan and is
+// returned. Memory stays bounded by the longest line (agentlog.MaxLine)
+// and a chunk, whatever the file's size.
+func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
+	fi := &FileImport{Path: strings.TrimSuffix(path, ".zst"), Source: source, Kind: ImportKind(source, path), emit: emit}
+	if err := fi.scan(path, st); err != nil {
+		return nil, err
+	}
+	if err := fi.flush(); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// scan reads path into fi (see ScanImport).
+func (fi *FileImport) scan(path string, st *ImportFileState) error {
+	source := fi.Source
 	if st != nil {
 		fi.Gen = st.Gen
 	}
 	if fi.Kind != exchange.ImportLine {
-		return fi, fi.readWhole(path, st)
+		return fi.readWhole(path, st)
 	}
 	var (
 		line int64
@@ -179,7 +224,7 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	if st != nil && st.Records > 0 {
 		ok, err := fi.continues(path, st)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ok {
 			// Read again from the last imported record (it may have
@@ -193,7 +238,7 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	}
 	f, err := agentlog.OpenAt(path, fi.From)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	sc := agentlog.NewScanner(f, fi.From, line)
@@ -219,7 +264,9 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 		if fi.Session == "" {
 			fi.Session = sessionOf(source, path, l.Data)
 		}
-		fi.add(l.Number, l.Offset, l.Data)
+		if err := fi.add(l.Number, l.Offset, l.Data); err != nil {
+			return err
+		}
 	}
 	for _, sk := range sc.Skipped() {
 		fi.problem(Problem{File: path, Line: sk.Number, Offset: sk.Offset, Err: sk.Err.Error()})
@@ -259,7 +306,9 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 			if fi.Session == "" {
 				fi.Session = sessionOf(source, path, t.Data)
 			}
-			fi.add(t.Number, t.Offset, t.Data)
+			if err := fi.add(t.Number, t.Offset, t.Data); err != nil {
+				return err
+			}
 		case errors.As(err, &se) && se.Truncated:
 			fi.Tail = sc.Tail()
 		case err == nil:
@@ -273,16 +322,36 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	if fi.Session == "" {
 		fi.Session = sessionOf(source, path, nil)
 	}
-	for i := range fi.Records {
-		fi.Records[i].Session = fi.Session
-	}
-	return fi, nil
+	return nil
 }
 
-func (fi *FileImport) add(line, off int64, data []byte) {
-	fi.Records = append(fi.Records, exchange.Import{Source: fi.Source, File: fi.Path, Kind: fi.Kind, Gen: fi.Gen,
-		Offset: off, Line: line, Data: bytes.Clone(data)})
+// add adds a record of fi.Session to the pending chunk, its data copied
+// into the chunk's arena, and hands the chunk over when it is full.
+func (fi *FileImport) add(line, off int64, data []byte) error {
+	if cap(fi.arena)-len(fi.arena) < len(data) {
+		fi.arena = make([]byte, 0, max(importChunk, len(data)))
+	}
+	start := len(fi.arena)
+	fi.arena = append(fi.arena, data...)
+	fi.chunk = append(fi.chunk, exchange.Import{Source: fi.Source, Session: fi.Session, File: fi.Path, Kind: fi.Kind, Gen: fi.Gen,
+		Offset: off, Line: line, Data: fi.arena[start:len(fi.arena):len(fi.arena)]})
 	fi.Bytes += int64(len(data))
+	fi.chunkBytes += len(data)
+	if fi.chunkBytes >= importChunk {
+		return fi.flush()
+	}
+	return nil
+}
+
+// flush hands the pending chunk to emit; the next one has an arena of
+// its own.
+func (fi *FileImport) flush() error {
+	if len(fi.chunk) == 0 {
+		return nil
+	}
+	chunk := fi.chunk
+	fi.chunk, fi.chunkBytes, fi.arena = nil, 0, nil
+	return fi.emit(chunk)
 }
 
 // continues reports whether the file still holds what was imported from
@@ -385,9 +454,7 @@ func (fi *FileImport) readWhole(path string, st *ImportFileState) error {
 		fi.Gen++
 	}
 	fi.Session = sessionOf(fi.Source, path, data)
-	fi.add(0, 0, data)
-	fi.Records[0].Session = fi.Session
-	return nil
+	return fi.add(0, 0, data)
 }
 
 func sha(b []byte) string {
@@ -454,46 +521,65 @@ var importRedactor = sync.OnceValue(func() *redact.Redactor {
 })
 
 // redactRecord returns data, an imported record, with its secrets
-// replaced: a JSON record stays valid JSON.
+// replaced: a JSON record stays valid JSON. Most records hold no secret:
+// for them the redactor's scan is the only work (no JSON validation).
 func redactRecord(data []byte) []byte {
 	r := importRedactor()
+	out := r.Bytes(data)
+	if len(out) == len(data) && (len(data) == 0 || &out[0] == &data[0]) {
+		return data
+	}
 	if json.Valid(data) {
 		return r.JSON(data)
 	}
-	return r.Bytes(data)
+	return out
 }
 
-// AppendImport writes records to the WAL as import frames, in batches,
-// their data redacted: an agent's log holds whatever its tools read.
-func AppendImport(log *wal.Log, recs []exchange.Import) error {
-	var (
-		batch []wal.Record
-		size  int
-		arena []byte
-	)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		_, err := log.AppendBatch(batch)
-		batch, size, arena = batch[:0], 0, nil
-		return err
-	}
+// EncodeImports returns recs as the import frames AppendImport writes,
+// their data redacted. The payloads share one new buffer, owned by the
+// caller. It is safe for concurrent use: the redaction, most of an
+// append's cost, can run on every processor.
+func EncodeImports(recs []exchange.Import) ([]wal.Record, error) {
+	var arena []byte
+	out := make([]wal.Record, 0, len(recs))
+	starts := make([]int, 0, len(recs))
 	for i := range recs {
 		start := len(arena)
 		rec := recs[i]
 		rec.Data = redactRecord(rec.Data)
 		arena = exchange.AppendImport(arena, &rec)
 		if len(arena)-start > frame.MaxPayload {
-			return fmt.Errorf("engine: import record %s:%d is too large for a WAL frame", recs[i].File, recs[i].Line)
+			return nil, fmt.Errorf("engine: import record %s:%d is too large for a WAL frame", recs[i].File, recs[i].Line)
 		}
-		batch = append(batch, wal.Record{Kind: frame.KindImport, Payload: arena[start:len(arena):len(arena)]})
-		size += len(arena) - start
-		if size >= 8<<20 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
+		starts = append(starts, start)
 	}
-	return flush()
+	for i, start := range starts {
+		end := len(arena)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		out = append(out, wal.Record{Kind: frame.KindImport, Payload: arena[start:end:end]})
+	}
+	return out, nil
+}
+
+// AppendImport writes records to the WAL as import frames, in batches,
+// their data redacted: an agent's log holds whatever its tools read.
+func AppendImport(log *wal.Log, recs []exchange.Import) error {
+	for len(recs) > 0 {
+		n, size := 0, 0
+		for n < len(recs) && size < 8<<20 {
+			size += len(recs[n].Data)
+			n++
+		}
+		batch, err := EncodeImports(recs[:n])
+		if err != nil {
+			return err
+		}
+		if _, err := log.AppendBatch(batch); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
 }

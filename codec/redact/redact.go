@@ -63,7 +63,7 @@ var builtinRules = []Rule{
 	{Kind: "google_oauth", Re: regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}|GOCSPX-[0-9A-Za-z_\-]{24,}`), Lits: []string{"ya29.", "GOCSPX-"}, Boundary: true},
 	{Kind: "slack_token", Re: regexp.MustCompile(`xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}`), Lits: []string{"xox", "xapp-"}, Boundary: true},
 	{Kind: "slack_webhook", Re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]{20,}`), Lits: []string{"hooks.slack.com/"}},
-	{Kind: "stripe_key", Re: regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}`), Lits: []string{"_live_", "_test_", "whsec_"}, Boundary: true},
+	{Kind: "stripe_key", Re: regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}`), Lits: []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"}, Boundary: true},
 	{Kind: "npm_token", Re: regexp.MustCompile(`npm_[A-Za-z0-9]{36}`), Lits: []string{"npm_"}, Boundary: true},
 	{Kind: "huggingface_token", Re: regexp.MustCompile(`hf_[A-Za-z]{34}`), Lits: []string{"hf_"}, Boundary: true},
 	{Kind: "jwt", Re: regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*`), Lits: []string{"eyJ"}, Boundary: true},

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// importPipe carries the records an import reads to its sink while the
+// next ones are read:
+//
+//	reader ──send──▶ workers (GOMAXPROCS: redact, encode frames)
+//	                     │ in order
+//	                     ▼
+//	                 appender (WAL, or the running proxy) ──▶ deriver
+//
+// The reader is the caller of send. At most pipeWindow chunks (of about
+// 1 MiB, see engine.ScanImport) are in flight, so memory does not grow
+// with the input. With a local sink the workers redact and encode the
+// records (engine.EncodeImports) and a deriver catches the engine up
+// after every pipeDerive bytes appended, so derivation runs beside the
+// reading instead of after it; with a running proxy, the proxy derives.
+// A pipe is used by one goroutine; close waits for everything sent.
+type importPipe struct {
+	ctx   context.Context
+	sink  importSink
+	log   *wal.Log // the local sink's WAL, nil for a running proxy
+	jobs  chan *pipeJob
+	order chan *pipeJob
+	// derive wakes the deriver; it holds at most one wake-up.
+	derive chan struct{}
+	wg     sync.WaitGroup // workers, appender, deriver
+	closed bool
+
+	mu       sync.Mutex
+	firstErr error
+}
+
+// pipeJob is one chunk of records on its way.
+type pipeJob struct {
+	recs   []exchange.Import
+	frames []wal.Record
+	bytes  int
+	err    error
+	ready  chan struct{}
+}
+
+const (
+	// pipeDerive is how many bytes of records are appended between two
+	// derivation passes.
+	pipeDerive = 16 << 20
+)
+
+func newImportPipe(ctx context.Context, sink importSink) *importPipe {
+	workers := runtime.GOMAXPROCS(0)
+	p := &importPipe{ctx: ctx, sink: sink, jobs: make(chan *pipeJob, 2*workers), order: make(chan *pipeJob, 2*workers), derive: make(chan struct{}, 1)}
+	if ls, ok := sink.(*localSink); ok {
+		p.log = ls.log
+	}
+	for range workers {
+		p.wg.Go(p.work)
+	}
+	p.wg.Go(p.appendAll)
+	if p.log != nil {
+		p.wg.Go(p.deriveAll)
+	}
+	return p
+}
+
+// send hands recs, which the pipe then owns, to the pipe. It blocks
+// while the pipe is full and returns the pipe's first error.
+func (p *importPipe) send(recs []exchange.Import) error {
+	if err := p.err(); err != nil {
+		return err
+	}
+	j := &pipeJob{recs: recs, ready: make(chan struct{})}
+	for i := range recs {
+		j.bytes += len(recs[i].Data)
+	}
+	select {
+	case p.order <- j:
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+	p.jobs <- j // never blocks: the order channel, as large, admitted j
+	return nil
+}
+
+func (p *importPipe) work() {
+	for j := range p.jobs {
+		if p.log != nil {
+			j.frames, j.err = engine.EncodeImports(j.recs)
+			j.recs = nil
+		}
+		close(j.ready)
+	}
+}
+
+// appendAll appends the chunks in the order they were sent.
+func (p *importPipe) appendAll() {
+	defer func() {
+		if p.derive != nil {
+			close(p.derive)
+		}
+	}()
+	appended := 0
+	for j := range p.order {
+		<-j.ready
+		if p.err() != nil {
+			continue // drain
+		}
+		err := j.err
+		switch {
+		case err != nil:
+		case p.log != nil:
+			_, err = p.log.AppendBatch(j.frames)
+		default:
+			err = p.sink.Append(j.recs)
+		}
+		if err != nil {
+			p.fail(err)
+			continue
+		}
+		if appended += j.bytes; appended >= pipeDerive {
+			appended = 0
+			select {
+			case p.derive <- struct{}{}:
+			default: // a pass is due already
+			}
+		}
+	}
+}
+
+// deriveAll catches the engine up whenever the appender says so.
+func (p *importPipe) deriveAll() {
+	for range p.derive {
+		if p.err() != nil {
+			continue
+		}
+		if err := p.sink.Wait(p.ctx); err != nil {
+			p.fail(err)
+		}
+	}
+}
+
+// close waits until everything sent is appended (and the deriver is
+// idle) and returns the pipe's first error. It is safe to call twice.
+func (p *importPipe) close() error {
+	if !p.closed {
+		p.closed = true
+		close(p.order)
+		close(p.jobs)
+		p.wg.Wait()
+	}
+	return p.err()
+}
+
+func (p *importPipe) err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firstErr
+}
+
+func (p *importPipe) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.firstErr == nil {
+		p.firstErr = err
+	}
+}

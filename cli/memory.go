@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -83,8 +84,17 @@ type localMemory struct {
 	// red redacts the texts of notes before they reach the WAL; nil
 	// means the built-in rules.
 	red *redact.Redactor
-	// mu serializes index syncs.
+	// mu serializes index syncs and guards synced.
 	mu sync.Mutex
+	// changes, when set (in the proxy), counts the engine's passes that
+	// derived memory: the engine's OnMemory adds one before the pass's
+	// end is visible to WaitCaughtUp. synced is its value when the last
+	// sync began (valid once syncedOnce): a sync that would find it
+	// unchanged has nothing to do, and skips reading every session's
+	// memory state, which at 100k artifacts cost more than the search.
+	changes    *atomic.Uint64
+	synced     uint64
+	syncedOnce bool
 	// packs caches context packs.
 	packs packs
 	// timings, when set (in the proxy), times each retrieval for
@@ -99,8 +109,18 @@ func indexDir(dir string) string { return filepath.Join(dir, "index") }
 func (m *localMemory) sync() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, err := m.ix.Sync(m.e)
-	return err
+	var gen uint64
+	if m.changes != nil {
+		gen = m.changes.Load()
+		if m.syncedOnce && gen == m.synced {
+			return nil
+		}
+	}
+	if _, err := m.ix.Sync(m.e); err != nil {
+		return err
+	}
+	m.synced, m.syncedOnce = gen, true
+	return nil
 }
 
 func (m *localMemory) Search(q index.Query) ([]engine.Card, error) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,5 +109,66 @@ func writeFileB(b *testing.B, path, text string) {
 	b.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestMemorySyncSkips checks that memory counting the engine's memory
+// passes (as the proxy's does) syncs the index only when one happened
+// since its last sync.
+func TestMemorySyncSkips(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(t.TempDir(), "44444444-2222-4333-8444-555555555555.jsonl")
+	if err := os.WriteFile(src, []byte(longTranscript(3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := Main([]string{"bbengine", "--dir", dir, "import", "claude", src, "--quiet"}, discard{}, discard{}); code != 0 {
+		t.Fatalf("import: exit %d", code)
+	}
+	e, err := engine.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var passes atomic.Uint64
+	m := &localMemory{e: e, ix: ix, changes: &passes}
+	found := func() int {
+		t.Helper()
+		cs, err := m.Search(index.Query{Text: "tune"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs)
+	}
+	if err := m.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if found() == 0 {
+		t.Fatal("the first sync indexed nothing")
+	}
+	// Emptied behind its back, the index stays empty while no pass
+	// happened: the sync is skipped.
+	if err := ix.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := found(); n != 0 {
+		t.Fatalf("a sync without a memory pass read the engine: %d cards", n)
+	}
+	passes.Add(1)
+	if err := m.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if found() == 0 {
+		t.Fatal("a sync after a memory pass indexed nothing")
 	}
 }

@@ -364,8 +364,10 @@ type proxyEngine struct {
 	qs     *queryServer
 	mem    *localMemory
 	// memory is signalled when the engine derived memory: the index
-	// syncer wakes on it.
+	// syncer wakes on it. memoryN counts those passes (see
+	// localMemory.changes).
 	memory  chan struct{}
+	memoryN atomic.Uint64
 	syncers sync.WaitGroup
 	// addr is the proxy's listening address, for the lock file.
 	addr string
@@ -532,7 +534,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if ix, err := index.Open(indexDir(dir), nil); err != nil {
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval}
+		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval, changes: &pe.memoryN}
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
@@ -585,6 +587,7 @@ func (pe *proxyEngine) query() *queryServer {
 // memoryChanged wakes the index syncer and starts the index lag's clock
 // if it is not running; it never blocks.
 func (pe *proxyEngine) memoryChanged() {
+	pe.memoryN.Add(1)
 	pe.metrics.indexBehind(time.Now())
 	select {
 	case pe.memory <- struct{}{}:
@@ -592,28 +595,44 @@ func (pe *proxyEngine) memoryChanged() {
 	}
 }
 
-// indexEvery is the least time between two syncs of the memory index
-// while memory keeps changing: the passes of a busy session are taken in
-// one Bluge batch (and one segment fsync) instead of one each, so the
-// index costs the proxy's process less and its lag is bounded by about
-// this much plus a sync. A query that asks for fresh results syncs
-// itself.
-const indexEvery = 500 * time.Millisecond
+// The index syncer keeps to a duty cycle: after a sync that took d it
+// waits indexShare·d, at most indexEvery, before the next, so that it
+// uses at most about 1/(1+indexShare) of a core however busy memory is,
+// and the passes of a busy session are taken in one Bluge batch (one
+// segment fsync) instead of one each. A cheap sync (a small session)
+// leaves the index a few milliseconds behind; an expensive one (reading
+// a long session's artifacts) at most indexEvery plus the sync. A query
+// that asks for fresh results syncs itself.
+const (
+	indexShare = 10
+	indexEvery = 500 * time.Millisecond
+)
+
+// indexIdleMax is how long the index syncer waits for the proxy to have
+// no exchange in progress before it syncs anyway: a sync reads the
+// changed sessions' artifacts and feeds Bluge, CPU the proxy's requests
+// should have first on a small machine.
+const indexIdleMax = 500 * time.Millisecond
 
 // syncIndex keeps the memory index up to the engine's artifacts: once at
-// start, then after the engine derived memory, at most once per
-// indexEvery. It runs off the request path, on its own goroutine.
+// start, then after the engine derived memory, keeping to the duty cycle
+// above and waiting for the proxy to be idle (see indexIdleMax). It runs
+// off the request path, on its own goroutine.
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
 	lowPriority()
 	var last time.Time
+	var took time.Duration
 	for {
-		if wait := indexEvery - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := min(indexEvery, indexShare*took) - time.Since(last); !last.IsZero() && wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(wait):
 			}
+		}
+		if !pe.waitIdle(ctx, indexIdleMax) {
+			return
 		}
 		// Changes from now on are not in this sync: drain the signal
 		// first, so that one arriving during the sync wakes the next.
@@ -624,12 +643,13 @@ func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf fun
 		start := time.Now()
 		err := recovered("the memory index", mem.sync)
 		last = time.Now()
+		took = last.Sub(start)
 		var retry <-chan time.Time
 		if err != nil {
 			logf("memory index paused: %v (recording goes on; retrying in 5s)", err)
 			retry = time.After(5 * time.Second)
 		} else {
-			pe.metrics.indexSynced(start, last.Sub(start))
+			pe.metrics.indexSynced(start, took)
 		}
 		select {
 		case <-ctx.Done():
@@ -638,6 +658,29 @@ func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf fun
 		case <-retry:
 		}
 	}
+}
+
+// waitIdle waits until the proxy has no exchange in progress, or max
+// has passed; it returns false when ctx is done.
+func (pe *proxyEngine) waitIdle(ctx context.Context, max time.Duration) bool {
+	busy := pe.busy.Load()
+	if busy == nil || (*busy)() == 0 {
+		return ctx.Err() == nil
+	}
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	poll := time.NewTicker(yieldPoll)
+	defer poll.Stop()
+	for (*busy)() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return true
+		case <-poll.C:
+		}
+	}
+	return true
 }
 
 // close stops following, derives and indexes what is left and closes the

@@ -106,7 +106,7 @@ func newProxyMetrics(dir, walDir string, log *wal.Log) *proxyMetrics {
 	pm.perFrame = pm.derive.With()
 	pm.indexSync = metric.NewVec("bbengine_index_sync_seconds",
 		"Time one sync of the memory index takes, off the request path: reading the memory states and the changed sessions' artifacts, "+
-			"and sending the documents whose content changed to Bluge in batches. Syncs are at most one per 500 ms while memory keeps changing.",
+			"and sending the documents whose content changed to Bluge in batches. After a sync that took d the next waits 10·d, at most 500 ms, and for the proxy to be idle, at most 500 ms.",
 		[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10})
 	pm.indexSyncs = pm.indexSync.With()
 	nan := math.Float64bits(math.NaN())

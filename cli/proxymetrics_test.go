@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,5 +235,38 @@ func TestMetricsObserveAllocs(t *testing.T) {
 	}
 	if got := pm.perFrame.Count(); got < 7000 {
 		t.Fatalf("%d frames counted", got)
+	}
+}
+
+// TestWaitIdle checks the index syncer's wait for the proxy: at once when
+// no exchange is in progress, until the last ends, no longer than its
+// bound, and not at all once stopped.
+func TestWaitIdle(t *testing.T) {
+	var active atomic.Int64
+	pe := &proxyEngine{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if !pe.waitIdle(ctx, time.Hour) {
+		t.Fatal("without a busy function: not idle")
+	}
+	pe.setBusy(active.Load)
+	if !pe.waitIdle(ctx, time.Hour) {
+		t.Fatal("idle proxy: false")
+	}
+	active.Store(1)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		active.Store(0)
+	}()
+	if !pe.waitIdle(ctx, time.Hour) || active.Load() != 0 {
+		t.Fatal("returned while an exchange was in progress")
+	}
+	active.Store(1)
+	if !pe.waitIdle(ctx, 10*time.Millisecond) {
+		t.Fatal("bounded wait: false")
+	}
+	cancel()
+	if pe.waitIdle(ctx, time.Hour) {
+		t.Fatal("stopped: true")
 	}
 }

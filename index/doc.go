@@ -18,11 +18,16 @@
 //     crash left unrecorded are found through the session field and
 //     deleted by the next Apply or Remove of that session.
 //   - An Apply sends Bluge only the documents whose sum changed, for a
-//     session this process applied before; the first Apply of a session
-//     after Open sends it whole (its sums on disk may be older than
-//     Bluge's documents).
+//     session this process applied before or read from a state file
+//     that Close wrote (its header says clean; Open rewrites it without
+//     before anything changes). After a crash, the first Apply of a
+//     session sends it whole: its sums on disk may be older than Bluge's
+//     documents.
 //   - Scores are BM25 with the correct idf, ln(1 + (N − n + 0.5)/(n +
-//     0.5)), not Bluge v0.2.2's (see BM25).
+//     0.5)), not Bluge v0.2.2's (see BM25). Search computes them itself
+//     over Bluge's postings (topText) rather than through Bluge's
+//     searchers and collector, and ranks as they would
+//     (TestScoreEquivalence).
 //   - A batch holds at most Options.MaxBatch documents and a document at
 //     most Options.MaxDocBytes of analyzed text, because Bluge's memory
 //     grows with both (blugelabs/bluge#89, #146).
@@ -48,7 +53,7 @@
 //	  state.jsonl.tmp   a state file being written (renamed over state.jsonl)
 //
 //	state.jsonl
-//	{"format":"bbengine-index-state","version":1,"sessions":2}
+//	{"format":"bbengine-index-state","version":1,"sessions":2,"clean":true}
 //	{"session":"s1","digest":"9f86…","tasks":4,"ids":["a1","a7",…],"sums":["3c1f…","0a9e…",…]}
 //	{"session":"s2","digest":"60303…","tasks":1,"ids":["b2"],"sums":["77d0…"]}
 //

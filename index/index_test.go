@@ -320,7 +320,7 @@ func TestCorruptState(t *testing.T) {
 		{"sums count", strings.Replace(good, `["a","b"]`, `["a","b"],"sums":["00000000000000ff"]`, 1), line2, "1 sums for 2 ids"},
 		{"bad sum", strings.Replace(good, `["a","b"]`, `["a","b"],"sums":["00000000000000ff","xyz"]`, 1), line2, "want 16 hex digits"},
 	}
-	if _, err := parseState("x", []byte(good)); err != nil {
+	if _, _, err := parseState("x", []byte(good)); err != nil {
 		t.Fatalf("good state: %v", err)
 	}
 	for _, tt := range tests {
@@ -356,9 +356,10 @@ func FuzzState(f *testing.F) {
 	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"]}\n"))
 	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":0}\n"))
 	f.Add([]byte("{}\n{}\n"))
+	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":0,\"clean\":true}\n"))
 	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"],\"sums\":[\"00000000000000ff\",\"0123456789abcdef\"]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		states, err := parseState("f", data)
+		states, clean, err := parseState("f", data)
 		if err != nil {
 			var ce *CorruptionError
 			if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > int64(len(data)) {
@@ -366,15 +367,18 @@ func FuzzState(f *testing.F) {
 			}
 			return
 		}
-		enc, err := appendState(nil, states)
+		enc, err := appendState(nil, states, clean)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := parseState("f", enc)
+		again, clean2, err := parseState("f", enc)
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}
-		enc2, _ := appendState(nil, again)
+		if clean2 != clean {
+			t.Fatalf("clean %v, re-parsed %v", clean, clean2)
+		}
+		enc2, _ := appendState(nil, again, clean2)
 		if string(enc) != string(enc2) {
 			t.Fatalf("encode(decode(x)) not stable:\n%s\n%s", enc, enc2)
 		}
@@ -509,11 +513,18 @@ func TestSyncSkipsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Reopened, the sums are in the state file but the session is sent
-	// whole once, then sums decide again.
+	// Reopened after Close, the state is trusted: sums decide at once.
 	y := openTest(t, dir, nil)
 	if st := y.states["s1"]; st == nil || len(st.Sums) != 3 || st.sumOf("c") != sum(&v2[2], y.opts.MaxDocBytes) {
 		t.Fatalf("reopened state %+v, want the sums of b, c, d", st)
+	}
+	statePath := filepath.Join(dir, stateName)
+	if _, clean, err := readState(statePath); err != nil || clean {
+		t.Fatalf("state file of an open index: clean %v, %v; want not clean", clean, err)
+	}
+	older, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
 	}
 	v4 := slices.Clone(v2[1:])
 	v4[0].Title = "never log secrets"
@@ -521,19 +532,40 @@ func TestSyncSkipsUnchanged(t *testing.T) {
 	if stats, err = y.Sync(src); err != nil {
 		t.Fatal(err)
 	}
-	if want := (SyncStats{Applied: 1, Docs: 3, Batches: 1}); stats != want {
+	if want := (SyncStats{Applied: 1, Docs: 1, Skipped: 2, Batches: 1}); stats != want {
 		t.Fatalf("sync after reopen: %+v, want %+v", stats, want)
 	}
+
+	// A crash now would leave the Bluge files with the batch and the
+	// older state file, not clean: its session is looked up in Bluge
+	// and sent whole once, then sums decide again.
+	if err := y.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(statePath, older, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	z := openTest(t, dir, nil)
 	v4[2].Text = "store done, tuned"
 	src.set("s1", "v5", v4...)
-	if stats, err = y.Sync(src); err != nil {
+	if stats, err = z.Sync(src); err != nil {
+		t.Fatal(err)
+	}
+	if want := (SyncStats{Applied: 1, Docs: 3, Batches: 1}); stats != want {
+		t.Fatalf("sync after a crash: %+v, want %+v", stats, want)
+	}
+	v4[1].Text = "TODO fix flaky TestWALReplay, or skip it"
+	src.set("s1", "v6", v4...)
+	if stats, err = z.Sync(src); err != nil {
 		t.Fatal(err)
 	}
 	if want := (SyncStats{Applied: 1, Docs: 1, Skipped: 2, Batches: 1}); stats != want {
-		t.Fatalf("last sync: %+v, want %+v", stats, want)
+		t.Fatalf("second sync after a crash: %+v, want %+v", stats, want)
 	}
-	if cs, _ := y.Search(Query{Text: "tuned"}); len(cs) != 1 || cs[0].ID != "d" {
-		t.Fatalf("search tuned = %v, want [d]", ids(cs))
+	for _, c := range []struct{ q, id string }{{"tuned", "d"}, {"skip", "c"}, {"log", "b"}} {
+		if cs, _ := z.Search(Query{Text: c.q}); len(cs) != 1 || cs[0].ID != c.id {
+			t.Fatalf("search %s = %v, want [%s]", c.q, ids(cs), c.id)
+		}
 	}
 }
 
@@ -582,15 +614,19 @@ func TestSum(t *testing.T) {
 }
 
 // TestMergeFloor checks that the index's Bluge config carries
-// floorSegment and that Bluge's default is left as it was.
+// floorSegment and segmentsPerTier and that Bluge's default is left as it was.
 func TestMergeFloor(t *testing.T) {
 	before := mergeplan.DefaultMergePlanOptions
 	cfg := config(t.TempDir())
-	got := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions").FieldByName("FloorSegmentSize").Int()
-	if got != floorSegment {
+	opts := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions")
+	if got := opts.FieldByName("FloorSegmentSize").Int(); got != floorSegment {
 		t.Errorf("floor segment size %d, want %d", got, floorSegment)
 	}
-	if mergeplan.DefaultMergePlanOptions.FloorSegmentSize != before.FloorSegmentSize {
+	if got := opts.FieldByName("MaxSegmentsPerTier").Int(); got != segmentsPerTier {
+		t.Errorf("segments per tier %d, want %d", got, segmentsPerTier)
+	}
+	if mergeplan.DefaultMergePlanOptions.FloorSegmentSize != before.FloorSegmentSize ||
+		mergeplan.DefaultMergePlanOptions.MaxSegmentsPerTier != before.MaxSegmentsPerTier {
 		t.Errorf("Bluge's default merge options changed: %+v, were %+v", mergeplan.DefaultMergePlanOptions, before)
 	}
 }

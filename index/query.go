@@ -27,6 +27,7 @@ const (
 // field with its boost, planned as described above.
 type textQuery struct {
 	terms []string // distinct
+	floor uint64   // minCutoff, but for tests
 }
 
 // Searcher builds the plan: it makes every term searcher first (each
@@ -64,7 +65,7 @@ func (q *textQuery) Searcher(r search.Reader, opts search.SearcherOptions) (_ se
 	if stats != nil {
 		n = stats.DocumentCount()
 	}
-	cutoff := max(uint64(minCutoff), uint64(float64(n)*commonCutoff))
+	cutoff := max(q.floor, uint64(float64(n)*commonCutoff))
 	rarest := 0
 	for i, s := range all {
 		if s.Count() < all[rarest].Count() {

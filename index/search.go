@@ -63,7 +63,12 @@ const (
 // Forgotten artifacts are left out unless q.IncludeForgotten. Ties go to
 // the later artifact, then the smaller id. A card's Score is the final
 // score.
-func (x *Index) Search(q Query) ([]engine.Card, error) {
+func (x *Index) Search(q Query) ([]engine.Card, error) { return x.search(q, false) }
+
+// search is Search; viaBluge runs the first stage as Bluge's searchers
+// and collector (the reference the direct scorer is checked against)
+// instead of topText.
+func (x *Index) search(q Query, viaBluge bool) ([]engine.Card, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, ErrEmptyQuery
 	}
@@ -79,18 +84,6 @@ func (x *Index) Search(q Query) ([]engine.Card, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	query := bluge.NewBooleanQuery().AddMust(&textQuery{terms: terms})
-	if len(q.Types) > 0 {
-		types := bluge.NewBooleanQuery().SetMinShould(1)
-		for _, t := range q.Types {
-			// Boost 0: a filter, it adds nothing to the score.
-			types.AddShould(bluge.NewTermQuery(string(t)).SetField(fieldType).SetBoost(0))
-		}
-		query.AddMust(types.SetBoost(0))
-	}
-	if !q.IncludeForgotten {
-		query.AddMustNot(bluge.NewTermQuery(flagForgotten).SetField(fieldFlag))
-	}
 
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -103,10 +96,24 @@ func (x *Index) Search(q Query) ([]engine.Card, error) {
 	if st := x.states[q.Session]; q.Session != "" && st != nil && st.Tasks > 0 {
 		recentFrom = max(1, st.Tasks-x.opts.RecentTasks+1)
 	}
-	hits, err := x.collect("search", bluge.NewTopNSearch(max(50, 5*k), query))
+	n := max(50, 5*k)
+	var hits []hit
+	var err error
+	if viaBluge {
+		hits, err = x.collect("search", bluge.NewTopNSearch(n, textSearch(terms, q, x.minCutoff)))
+	} else {
+		hits, err = x.collectText(terms, q, n)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("index: search %q: %w", q.Text, err)
 	}
+	rerank(hits, q, recentFrom)
+	return cards(hits, k), nil
+}
+
+// rerank sets each hit's score: its BM25 score times the factors Search
+// describes.
+func rerank(hits []hit, q Query, recentFrom int) {
 	for i := range hits {
 		h := &hits[i]
 		s := h.bm25 * typeWeight[engine.ArtifactType(h.typ)]
@@ -130,7 +137,6 @@ func (x *Index) Search(q Query) ([]engine.Card, error) {
 		}
 		h.score = s
 	}
-	return cards(hits, k), nil
 }
 
 // Related returns up to k cards of the artifacts adjacent to a: those
@@ -238,30 +244,88 @@ func clampK(k int) int {
 	return min(k, MaxK)
 }
 
+// textSearch is the Bluge query of Search's first stage: textQuery with
+// the type and forgotten filters.
+func textSearch(terms []string, q Query, floor uint64) bluge.Query {
+	query := bluge.NewBooleanQuery().AddMust(&textQuery{terms: terms, floor: floor})
+	if len(q.Types) > 0 {
+		types := bluge.NewBooleanQuery().SetMinShould(1)
+		for _, t := range q.Types {
+			// Boost 0: a filter, it adds nothing to the score.
+			types.AddShould(bluge.NewTermQuery(string(t)).SetField(fieldType).SetBoost(0))
+		}
+		query.AddMust(types.SetBoost(0))
+	}
+	if !q.IncludeForgotten {
+		query.AddMustNot(bluge.NewTermQuery(flagForgotten).SetField(fieldFlag))
+	}
+	return query
+}
+
+// collectText runs topText for Search and reads the stored fields of the
+// n best. The caller holds mu.
+func (x *Index) collectText(terms []string, q Query, n int) ([]hit, error) {
+	var hits []hit
+	err := x.withReader("search", func(r *bluge.Reader) error {
+		var err error
+		hits, err = textHits(r, terms, q, n, x.minCutoff)
+		return err
+	})
+	return hits, err
+}
+
+// textHits runs topText on r and reads the stored fields of the n best.
+func textHits(r *bluge.Reader, terms []string, q Query, n int, floor uint64) ([]hit, error) {
+	snap, err := snapshot(r)
+	if err != nil {
+		return nil, err
+	}
+	top, err := topText(snap, terms, q.Types, q.IncludeForgotten, n, floor)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]hit, len(top))
+	for i, d := range top {
+		hits[i].bm25 = d.score
+		if err := r.VisitStoredFields(d.doc, hits[i].visit); err != nil {
+			return nil, err
+		}
+	}
+	return hits, nil
+}
+
 // collect runs req and reads each match's stored fields. The caller holds
 // mu.
 func (x *Index) collect(op string, req bluge.SearchRequest) ([]hit, error) {
 	var hits []hit
 	err := x.withReader(op, func(r *bluge.Reader) error {
-		it, err := r.Search(context.Background(), req)
-		if err != nil {
-			return err
-		}
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return err
-			}
-			if m == nil {
-				return nil
-			}
-			hits = append(hits, hit{bm25: m.Score})
-			if err := m.VisitStoredFields(hits[len(hits)-1].visit); err != nil {
-				return err
-			}
-		}
+		var err error
+		hits, err = matches(r, req)
+		return err
 	})
 	return hits, err
+}
+
+// matches runs req on r and reads each match's stored fields.
+func matches(r *bluge.Reader, req bluge.SearchRequest) ([]hit, error) {
+	var hits []hit
+	it, err := r.Search(context.Background(), req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return hits, nil
+		}
+		hits = append(hits, hit{bm25: m.Score})
+		if err := m.VisitStoredFields(hits[len(hits)-1].visit); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // cards sorts hits by score, time (latest first) and id, and returns the

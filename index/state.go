@@ -26,6 +26,10 @@ type stateHeader struct {
 	Format   string `json:"format"`
 	Version  int    `json:"version"`
 	Sessions int    `json:"sessions"`
+	// Clean says Close wrote the file: the Bluge files hold exactly
+	// what it says, and its sums can be trusted. Open clears it on disk
+	// before the index changes.
+	Clean bool `json:"clean,omitempty"`
 }
 
 // sessionState is what the index holds of one session: one line of the
@@ -79,21 +83,21 @@ func (s *Sum) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// readState reads the state file at path. A missing file is an empty
-// state.
-func readState(path string) (map[string]*sessionState, error) {
+// readState reads the state file at path and whether Close wrote it. A
+// missing file is an empty state.
+func readState(path string) (map[string]*sessionState, bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]*sessionState{}, nil
+		return map[string]*sessionState{}, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("index: read state: %w", err)
+		return nil, false, fmt.Errorf("index: read state: %w", err)
 	}
 	return parseState(path, data)
 }
 
 // parseState parses a state file's bytes; path names it in errors.
-func parseState(path string, data []byte) (map[string]*sessionState, error) {
+func parseState(path string, data []byte) (_ map[string]*sessionState, clean bool, _ error) {
 	corrupt := func(off int, format string, args ...any) error {
 		return &CorruptionError{File: path, Offset: int64(off), Err: fmt.Errorf(format, args...)}
 	}
@@ -114,41 +118,41 @@ func parseState(path string, data []byte) (map[string]*sessionState, error) {
 	for off < len(data) {
 		end := bytes.IndexByte(data[off:], '\n')
 		if end < 0 {
-			return nil, corrupt(len(data), "last line has no newline (truncated file)")
+			return nil, false, corrupt(len(data), "last line has no newline (truncated file)")
 		}
 		line := data[off : off+end]
 		if n == 0 {
 			if err := json.Unmarshal(line, &h); err != nil {
-				return nil, lineErr(off, err)
+				return nil, false, lineErr(off, err)
 			}
 			if h.Format != stateFormat {
-				return nil, corrupt(off, "format %q, want %q", h.Format, stateFormat)
+				return nil, false, corrupt(off, "format %q, want %q", h.Format, stateFormat)
 			}
 			if h.Version != stateVersion {
-				return nil, corrupt(off, "version %d, want %d", h.Version, stateVersion)
+				return nil, false, corrupt(off, "version %d, want %d", h.Version, stateVersion)
 			}
 			if h.Sessions < 0 {
-				return nil, corrupt(off, "negative session count %d", h.Sessions)
+				return nil, false, corrupt(off, "negative session count %d", h.Sessions)
 			}
 		} else {
 			if n > h.Sessions {
-				return nil, corrupt(off, "more sessions than the header's %d", h.Sessions)
+				return nil, false, corrupt(off, "more sessions than the header's %d", h.Sessions)
 			}
 			s := new(sessionState)
 			if err := json.Unmarshal(line, s); err != nil {
-				return nil, lineErr(off, err)
+				return nil, false, lineErr(off, err)
 			}
 			if s.Session == "" {
-				return nil, corrupt(off, "session without a name")
+				return nil, false, corrupt(off, "session without a name")
 			}
 			if states[s.Session] != nil {
-				return nil, corrupt(off, "session %q listed twice", s.Session)
+				return nil, false, corrupt(off, "session %q listed twice", s.Session)
 			}
 			if !slices.IsSorted(s.IDs) {
-				return nil, corrupt(off, "ids of session %q are not sorted", s.Session)
+				return nil, false, corrupt(off, "ids of session %q are not sorted", s.Session)
 			}
 			if s.Sums != nil && len(s.Sums) != len(s.IDs) {
-				return nil, corrupt(off, "session %q has %d sums for %d ids", s.Session, len(s.Sums), len(s.IDs))
+				return nil, false, corrupt(off, "session %q has %d sums for %d ids", s.Session, len(s.Sums), len(s.IDs))
 			}
 			states[s.Session] = s
 		}
@@ -156,23 +160,23 @@ func parseState(path string, data []byte) (map[string]*sessionState, error) {
 		n++
 	}
 	if n == 0 {
-		return nil, corrupt(0, "empty file")
+		return nil, false, corrupt(0, "empty file")
 	}
 	if n-1 != h.Sessions {
-		return nil, corrupt(len(data), "%d sessions, the header says %d (truncated file)", n-1, h.Sessions)
+		return nil, false, corrupt(len(data), "%d sessions, the header says %d (truncated file)", n-1, h.Sessions)
 	}
-	return states, nil
+	return states, h.Clean, nil
 }
 
-// appendState appends the state file's bytes for states: the header, then
-// one line per session in session order.
-func appendState(dst []byte, states map[string]*sessionState) ([]byte, error) {
+// appendState appends the state file's bytes for states: the header
+// (with clean), then one line per session in session order.
+func appendState(dst []byte, states map[string]*sessionState, clean bool) ([]byte, error) {
 	names := make([]string, 0, len(states))
 	for name := range states {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	b, err := json.Marshal(stateHeader{Format: stateFormat, Version: stateVersion, Sessions: len(names)})
+	b, err := json.Marshal(stateHeader{Format: stateFormat, Version: stateVersion, Sessions: len(names), Clean: clean})
 	if err != nil {
 		return nil, err
 	}
@@ -189,8 +193,8 @@ func appendState(dst []byte, states map[string]*sessionState) ([]byte, error) {
 
 // writeState replaces the state file in dir atomically: it writes a
 // temporary file, syncs it, renames it over the old one and syncs dir.
-func writeState(dir string, states map[string]*sessionState) error {
-	data, err := appendState(nil, states)
+func writeState(dir string, states map[string]*sessionState, clean bool) error {
+	data, err := appendState(nil, states, clean)
 	if err != nil {
 		return fmt.Errorf("index: encode state: %w", err)
 	}

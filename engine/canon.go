@@ -25,6 +25,7 @@ type Progress struct {
 	Exchanges int    // exchanges finished
 	Events    int    // events written
 	Memory    int    // sessions whose memory was derived
+	Artifacts int    // artifacts written (new or changed)
 	Skipped   int    // resent messages recognized and not decoded again
 	Applied   uint64 // WAL offset the derived state now covers
 }

@@ -314,7 +314,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	if err != nil {
 		return err
 	}
-	arts, tasks := f.m.snapshot()
+	arts, encs, tasks := f.m.snapshotEncoded(true)
 	reports, err := e.Reports(s.ID)
 	if err != nil {
 		return err
@@ -327,16 +327,23 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	for i := range arts {
 		a := &arts[i]
 		st.Artifacts = append(st.Artifacts, a.ID)
-		v, err := json.Marshal(a)
-		if err != nil {
-			return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
+		var v []byte
+		var sum [32]byte
+		if i < len(encs) && encs[i] != nil {
+			v, sum = encs[i].v, encs[i].sum
+		} else {
+			v, err = json.Marshal(a)
+			if err != nil {
+				return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
+			}
+			v = e.opts.Redactor.JSON(v)
+			sum = sha256.Sum256(v)
 		}
-		v = e.opts.Redactor.JSON(v)
-		sum := sha256.Sum256(v)
 		if old, ok := f.stored[a.ID]; !ok || old != sum {
 			if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
 				return err
 			}
+			c.progress.Artifacts++
 		}
 		stored[a.ID] = sum
 		cs, err := f.correction(e, correctionKey("artifact", a.ID))

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -144,11 +146,21 @@ type segFold struct {
 	pre bool
 }
 
-// segArt is a finished segment; its task is set at snapshot.
+// segArt is a finished segment; its task is set at snapshot. A finished
+// segment does not change once its task is known: enc caches its stored
+// bytes, encoded for task et.
 type segArt struct {
 	a   Artifact
 	t   *mtask
 	pre bool
+	enc *encoded
+	et  *mtask
+}
+
+// encoded is an artifact's stored bytes and their SHA-256.
+type encoded struct {
+	v   []byte
+	sum [32]byte
 }
 
 func newMiner(s *Session, red *redact.Redactor) *miner {
@@ -529,6 +541,16 @@ func cloneArts(set map[string]*Artifact) map[string]*Artifact {
 // snapshot returns the artifacts of the events read so far and the
 // number of tasks; m is not changed.
 func (m *miner) snapshot() ([]Artifact, int) {
+	arts, _, n := m.snapshotEncoded(false)
+	return arts, n
+}
+
+// snapshotEncoded is snapshot; with cache set it also returns, for each
+// finished segment, its stored bytes (JSON, redacted), or nil for the
+// other artifacts. A finished segment does not change once its task is
+// known, so m keeps its bytes; such a segment's Artifact carries only
+// its ID.
+func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 	w := m.tentative()
 	var outcomes []Artifact
 	questions := map[string]*Artifact{}
@@ -543,7 +565,11 @@ func (m *miner) snapshot() ([]Artifact, int) {
 			t.out = out
 		}
 		if out.a != nil {
-			outcomes = append(outcomes, *out.a)
+			a := *out.a
+			o := *a.Outcome
+			o.Files = slices.Clone(o.Files)
+			a.Outcome = &o
+			outcomes = append(outcomes, a)
 		}
 		for _, q := range out.qs {
 			questions[q.ID] = q
@@ -559,17 +585,44 @@ func (m *miner) snapshot() ([]Artifact, int) {
 	out = append(out, w.list(w.constraints)...)
 	out = append(out, outcomes...)
 	out = append(out, w.list(threads)...)
+	segs := len(out)
 	for _, s := range w.segs {
 		out = append(out, w.segTask(s))
 	}
 	if a, ok := w.seg.artifact(w); ok {
 		out = append(out, w.segTask(segArt{a: a, t: w.seg.t, pre: w.seg.pre}))
 	}
-	for i := range out {
-		out[i].Symbols = slices.Clone(out[i].Symbols)
-		finishArtifact(&out[i])
+	var encs []*encoded
+	if cache && m.red != nil {
+		encs = make([]*encoded, len(out))
 	}
-	return out, len(w.tasks)
+	for i := range out {
+		j := i - segs
+		if encs == nil || j < 0 || j >= len(m.segs) {
+			out[i].Symbols = slices.Clone(out[i].Symbols)
+			finishArtifact(&out[i])
+			continue
+		}
+		// w.segs shares m.segs: the cache is m's.
+		s := &m.segs[j]
+		t := s.t
+		if s.pre {
+			t = m.preTask
+		}
+		if s.enc == nil || s.et != t {
+			out[i].Symbols = slices.Clone(out[i].Symbols)
+			finishArtifact(&out[i])
+			v, err := json.Marshal(&out[i])
+			if err != nil {
+				continue
+			}
+			v = m.red.JSON(v)
+			s.enc, s.et = &encoded{v, sha256.Sum256(v)}, t
+		}
+		encs[i] = s.enc
+		out[i] = Artifact{ID: out[i].ID}
+	}
+	return out, encs, len(w.tasks)
 }
 
 // segTask returns a segment with its task.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -30,8 +31,19 @@ func (f *foldChecker) pass(events []Event, k int) {
 		f.reloads++
 	}
 	f.n = k
-	got, gotN := f.m.snapshot()
 	want, wantN := DeriveMemory(f.s, events[:k], f.red)
+	// The bytes the engine stores, cached or not, are want's.
+	ids, encs, _ := f.m.snapshotEncoded(true)
+	for i, v := range encs {
+		if v == nil {
+			continue
+		}
+		w, _ := json.Marshal(&want[i])
+		if w = f.red.JSON(w); ids[i].ID != want[i].ID || !bytes.Equal(v.v, w) || v.sum != sha256.Sum256(w) {
+			f.t.Fatalf("%s after %d events: cached artifact %s differs:\n%s", f.s.ID, k, ids[i].ID, firstDiff(string(w), string(v.v)))
+		}
+	}
+	got, gotN := f.m.snapshot()
 	jg, _ := json.Marshal(got)
 	jw, _ := json.Marshal(want)
 	if gotN != wantN || !bytes.Equal(jg, jw) {

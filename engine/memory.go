@@ -27,6 +27,7 @@ import (
 //	'i' 'u' 's' session id          CorrectionState of a session
 //	'i' 'b' session id              Brief of the session (brief.go)
 //	'i' 'r' session id 0x00 task    Report of a task's outcome (brief.go)
+//	'i' 'p' project 0x00 …          project index (project.go)
 //	'm' "memory"                    MemoryVersion of the stored artifacts
 const (
 	memState      = 's'
@@ -194,6 +195,10 @@ type memFold struct {
 	// of the stored MemoryState.
 	stored map[string][32]byte
 	state  [32]byte
+	// project is the session's project as the index has it; keys the
+	// project index keys of each artifact (project.go).
+	project string
+	keys    map[string][]string
 	// corr caches correction states by key; a correction of the
 	// session or one of its artifacts drops it.
 	corr map[string]CorrectionState
@@ -251,7 +256,7 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 		f.s = *s
 		return f, nil
 	}
-	f = &memFold{s: *s, stored: map[string][32]byte{}}
+	f = &memFold{s: *s, stored: map[string][32]byte{}, keys: map[string][]string{}}
 	evs, err := e.Events(s.ID, EventFilter{})
 	if err != nil {
 		return nil, err
@@ -271,13 +276,22 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 			return nil, fmt.Errorf("engine: decode memory state of session %s: %w", s.ID, err)
 		}
 	}
+	f.project = old.Project
 	for _, id := range old.Artifacts {
 		v, err := e.getMeta(artifactKey(id))
 		if err != nil {
 			return nil, err
 		}
-		if v != nil {
-			f.stored[id] = sha256.Sum256(v)
+		if v == nil {
+			continue
+		}
+		f.stored[id] = sha256.Sum256(v)
+		if indexed(id) && f.project != "" {
+			var a Artifact
+			if err := json.Unmarshal(v, &a); err != nil {
+				return nil, fmt.Errorf("engine: decode artifact %s: %w", id, err)
+			}
+			f.keys[id] = projectKeys(f.project, &a)
 		}
 	}
 	if len(c.folds) >= maxFolds {
@@ -288,6 +302,11 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 	}
 	c.folds[s.ID] = f
 	return f, nil
+}
+
+// indexed reports whether artifact id may have project index entries.
+func indexed(id string) bool {
+	return strings.HasPrefix(id, "dec-") || strings.HasPrefix(id, "con-") || strings.HasPrefix(id, "thr-")
 }
 
 func lastSeq(evs []Event, seq uint64) uint64 {
@@ -321,7 +340,10 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	}
 	arts, tasks = foldReports(s.ID, arts, tasks, reports, e.opts.Redactor)
 	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion,
-		Artifacts: make([]string, 0, len(arts))}
+		Artifacts: make([]string, 0, len(arts)), Project: ProjectOf(&s)}
+	// A session that moved to another project moves all its entries.
+	moved := st.Project != f.project
+	f.project = st.Project
 	stored := make(map[string][32]byte, len(arts))
 	h := sha256.New()
 	for i := range arts {
@@ -339,11 +361,19 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 			v = e.opts.Redactor.JSON(v)
 			sum = sha256.Sum256(v)
 		}
-		if old, ok := f.stored[a.ID]; !ok || old != sum {
+		old, ok := f.stored[a.ID]
+		if !ok || old != sum {
 			if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
 				return err
 			}
 			c.progress.Artifacts++
+		}
+		if (!ok || old != sum || moved) && indexed(a.ID) {
+			keys := projectKeys(st.Project, a)
+			if err := putProjectKeys(b, f.keys[a.ID], keys, s.Ordinal); err != nil {
+				return err
+			}
+			f.keys[a.ID] = keys
 		}
 		stored[a.ID] = sum
 		cs, err := f.correction(e, correctionKey("artifact", a.ID))
@@ -361,6 +391,10 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	for id := range f.stored {
 		if _, ok := stored[id]; !ok {
 			b.Delete(artifactKey(id), nil)
+			if err := putProjectKeys(b, f.keys[id], nil, s.Ordinal); err != nil {
+				return err
+			}
+			delete(f.keys, id)
 		}
 	}
 	f.stored = stored
@@ -586,6 +620,7 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	b.DeleteRange([]byte{prefixArtifact}, []byte{prefixArtifact + 1}, nil)
 	b.DeleteRange([]byte{prefixIndex, memState}, []byte{prefixIndex, memState + 1}, nil)
 	b.DeleteRange([]byte{prefixIndex, memPending}, []byte{prefixIndex, memPending + 1}, nil)
+	b.DeleteRange([]byte{prefixIndex, memProject}, []byte{prefixIndex, memProject + 1}, nil)
 	var ids []string
 	err := e.scan([]byte{prefixOrdinal}, func(_, v []byte) error {
 		ids = append(ids, string(v))

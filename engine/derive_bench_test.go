@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -83,5 +85,55 @@ func BenchmarkDeriveTurn(b *testing.B) {
 	for n, name := range at {
 		b.ReportMetric(ns[n]/float64(runs), name)
 		b.ReportMetric(allocs[n]/float64(runs), strings.Replace(name, "ns/", "allocs/", 1))
+	}
+}
+
+// BenchmarkDeriveProjectSession derives one new imported session of a
+// project that has earlier=N sessions already: flat in N when a session
+// costs what its own bytes cost.
+//
+//	go test -run '^$' -bench DeriveProjectSession -benchtime 50x ./engine
+func BenchmarkDeriveProjectSession(b *testing.B) {
+	for _, earlier := range []int{0, 200} {
+		b.Run(fmt.Sprintf("earlier=%d", earlier), func(b *testing.B) {
+			dir := b.TempDir()
+			e, log := memoryEngine(b, dir)
+			defer log.Close()
+			defer e.Close()
+			n := 0
+			add := func() {
+				n++
+				l := newClaudeLog(fmt.Sprintf("44444444-0000-4000-8000-%012d", n))
+				l.user(fmt.Sprintf("Pick a store for part %d.", n))
+				l.reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", n, n)))
+				l.reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./..."}))
+				l.result("toolu_1", "ok  \tgithub.com/x/store\t0.02s", false)
+				l.reply(textBlock("Done: the store is in place."))
+				path := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", n))
+				if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				fi, err := ReadImport("claude", path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := AppendImport(e.WAL(), fi.Records); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range earlier {
+				add()
+			}
+			if _, err := e.CatchUp(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				add()
+				if _, err := e.CatchUp(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

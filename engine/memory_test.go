@@ -226,7 +226,7 @@ func TestDeriveMemoryRedacts(t *testing.T) {
 }
 
 // memoryEngine opens an engine over a writable WAL in dir.
-func memoryEngine(t *testing.T, dir string) (*Engine, *wal.Log) {
+func memoryEngine(t testing.TB, dir string) (*Engine, *wal.Log) {
 	t.Helper()
 	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
 	if err != nil {

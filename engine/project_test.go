@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,5 +104,50 @@ func TestProjectIndex(t *testing.T) {
 	}
 	if after := dump(t, e); after != before {
 		t.Errorf("RebuildMemory differs:\n%s", firstDiff(before, after))
+	}
+}
+
+// TestProjectNewSessionCost: deriving a new session of a project with 200
+// earlier sessions derives and writes only the new session's memory.
+func TestProjectNewSessionCost(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	defer log.Close()
+	defer e.Close()
+	session := func(i int) string {
+		l := newClaudeLog(fmt.Sprintf("33333333-0000-4000-8000-%012d", i))
+		l.user(fmt.Sprintf("Pick a store for part %d.", i))
+		l.reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", i, i)))
+		path := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
+		if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := ReadImport("claude", path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := AppendImport(e.WAL(), fi.Records); err != nil {
+			t.Fatal(err)
+		}
+		return "claude:" + l.session
+	}
+	for i := range 200 {
+		session(i)
+	}
+	catchUp(t, e)
+	if ids := projectIDs(t, e, "/repo", ProjectTerm, "sqlite"); len(ids) != 200 {
+		t.Fatalf("sqlite: %d project entries, want 200", len(ids))
+	}
+	id := session(200)
+	p := catchUp(t, e)
+	st, err := e.MemoryState(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Memory != 1 || p.Artifacts != len(st.Artifacts) {
+		t.Errorf("the new session's pass derived %d sessions and wrote %d artifacts, want 1 and its own %d", p.Memory, p.Artifacts, len(st.Artifacts))
+	}
+	if ids := projectIDs(t, e, "/repo", ProjectTerm, "sqlite"); len(ids) != 201 {
+		t.Errorf("sqlite: %d project entries, want 201", len(ids))
 	}
 }

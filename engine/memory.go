@@ -132,12 +132,18 @@ func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) 
 // the canonical state it reads is committed.
 func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	var ids []string
-	err := c.e.scan([]byte{prefixIndex, memPending}, func(k, _ []byte) error {
-		ids = append(ids, string(k[2:]))
-		return nil
-	})
-	if err != nil {
-		return err
+	if c.scanPending {
+		// The marks left by an earlier process or by RebuildMemory; the
+		// canonicalizer's own are in memPending too, so later passes need
+		// not step over the deleted marks of every earlier pass.
+		err := c.e.scan([]byte{prefixIndex, memPending}, func(k, _ []byte) error {
+			ids = append(ids, string(k[2:]))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c.scanPending = false
 	}
 	for id := range c.memPending {
 		ids = append(ids, id)
@@ -155,8 +161,11 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	b := c.e.db.NewBatch()
 	defer func() { b.Close() }()
 	n := 0
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := ctx.Err(); err != nil && n > 0 {
+			for _, id := range ids[i:] {
+				c.memPending[id] = true // the next pass's
+			}
 			break
 		}
 		if err := c.deriveSessionMemory(b, id); err != nil {
@@ -646,6 +655,7 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	}
 	// The artifacts the miners say are stored are gone.
 	clear(e.canon.folds)
+	e.canon.scanPending = true
 	if err := e.canon.deriveMemory(context.Background()); err != nil {
 		return MemoryProgress{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/redact"
@@ -195,4 +196,34 @@ func FuzzMemoryFold(f *testing.F) {
 		}
 		foldSplits(t, s, evs, cuts)
 	})
+}
+
+// TestOutcomeTextCap: outcomeText stops where finishArtifact cuts, and
+// the cut text is what the whole text cut gives.
+func TestOutcomeTextCap(t *testing.T) {
+	whole := func(a *Artifact) string {
+		o := a.Outcome
+		var b strings.Builder
+		fmt.Fprintf(&b, "Task %s: %s. %s.\n", a.Task, o.Status, o.Reason)
+		for _, c := range o.Commands {
+			fmt.Fprintf(&b, "$ %s  [exit %d]\n", capText(c.Command, 200), *c.Exit)
+		}
+		for _, e := range o.Errors {
+			fmt.Fprintf(&b, "error: %s\n", e)
+		}
+		return b.String()
+	}
+	for _, n := range []int{0, 10, 300, 2000} {
+		o := &Outcome{Status: "success", Reason: "the agent finished"}
+		for i := range n {
+			exit := i % 3
+			o.Commands = append(o.Commands, Command{Command: fmt.Sprintf("go test ./pkg%d/... — ünïcode %s", i, strings.Repeat("x", i%250)), Exit: &exit})
+			o.Errors = append(o.Errors, fmt.Sprintf("error %d", i))
+		}
+		a := &Artifact{Task: "turn-1", Outcome: o}
+		got, want := capText(outcomeText(a), textCap), capText(whole(a), textCap)
+		if got != want {
+			t.Errorf("%d commands: the cut text differs:\n%s", n, firstDiff(want, got))
+		}
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -313,6 +315,20 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 	return f, nil
 }
 
+// digestArtifact writes an artifact's part of a session's digest: its
+// id, the SHA-256 of its stored bytes and its corrections.
+func digestArtifact(h hash.Hash, id string, sum *[32]byte, cs CorrectionState) {
+	var buf [160]byte
+	b := append(buf[:0], id...)
+	b = append(b, 0)
+	b = hex.AppendEncode(b, sum[:])
+	b = append(b, 0)
+	b = strconv.AppendBool(b, cs.Forgotten)
+	b = append(b, 0)
+	b = strconv.AppendBool(b, cs.Pinned)
+	h.Write(append(b, 0))
+}
+
 // indexed reports whether artifact id may have project index entries.
 func indexed(id string) bool {
 	return strings.HasPrefix(id, "dec-") || strings.HasPrefix(id, "con-") || strings.HasPrefix(id, "thr-")
@@ -389,7 +405,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(h, "%s\x00%x\x00%t\x00%t\x00", a.ID, sum, cs.Forgotten, cs.Pinned)
+		digestArtifact(h, a.ID, &sum, cs)
 	}
 	cs, err := f.correction(e, correctionKey("session", s.ID))
 	if err != nil {

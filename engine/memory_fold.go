@@ -147,14 +147,15 @@ type segFold struct {
 }
 
 // segArt is a finished segment; its task is set at snapshot. A finished
-// segment does not change once its task is known: enc caches its stored
-// bytes, encoded for task et.
+// segment changes only with its task (known, and its run id): enc caches
+// its stored bytes, encoded for task et with run erun.
 type segArt struct {
-	a   Artifact
-	t   *mtask
-	pre bool
-	enc *encoded
-	et  *mtask
+	a    Artifact
+	t    *mtask
+	pre  bool
+	enc  *encoded
+	et   *mtask
+	erun string
 }
 
 // encoded is an artifact's stored bytes and their SHA-256.
@@ -325,11 +326,6 @@ func (m *miner) load(events []Event) {
 		}
 	}
 	m.drain()
-	// A result whose call was folded is not needed again: a second call
-	// or result with its id makes the caller load the miner again.
-	for id := range m.consumed {
-		delete(m.results, id)
-	}
 }
 
 // add folds new events (those after the ones folded so far) in, and
@@ -358,16 +354,24 @@ func (m *miner) add(events []Event) bool {
 		m.segment(ev, t)
 	}
 	m.drain()
-	for id := range m.consumed {
-		delete(m.results, id)
-	}
 	return true
 }
 
 // drain folds the queued events up to the first tool call whose result
 // has not been read.
+//
+// A result whose call was folded is not needed again: a second call or
+// result with its id makes add report false. It is dropped after the
+// drain, so that a second call with its id in the same drain reads it
+// too, as a derivation from all the events does.
 func (m *miner) drain() {
 	n := 0
+	var used []string
+	defer func() {
+		for _, id := range used {
+			delete(m.results, id)
+		}
+	}()
 	for _, q := range m.queue {
 		ev := q.ev
 		var res *Event
@@ -376,6 +380,7 @@ func (m *miner) drain() {
 				break
 			}
 			m.consumed[ev.Tool.ID] = true
+			used = append(used, ev.Tool.ID)
 		}
 		m.fold(q.t, ev, res)
 		n++
@@ -609,7 +614,11 @@ func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 		if s.pre {
 			t = m.preTask
 		}
-		if s.enc == nil || s.et != t {
+		run := ""
+		if t != nil {
+			run = t.run
+		}
+		if s.enc == nil || s.et != t || s.erun != run {
 			out[i].Symbols = slices.Clone(out[i].Symbols)
 			finishArtifact(&out[i])
 			v, err := json.Marshal(&out[i])
@@ -617,7 +626,7 @@ func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 				continue
 			}
 			v = m.red.JSON(v)
-			s.enc, s.et = &encoded{v, sha256.Sum256(v)}, t
+			s.enc, s.et, s.erun = &encoded{v, sha256.Sum256(v)}, t, run
 		}
 		encs[i] = s.enc
 		out[i] = Artifact{ID: out[i].ID}

@@ -40,7 +40,9 @@ func growingSession(session string, turns, lastKB int) []fx {
 // turn, about 700 KB by the end) one turn at a time, as the proxy does,
 // and reports the time and allocations of deriving turns 10, 100 and 300
 // (each the mean over the ten turns up to it): flat in N when the cost
-// of a turn follows its new bytes. One op is the whole session.
+// of a turn follows its new bytes. memns/turn@N is the part of ns/turn@N
+// spent deriving memory (from the Yield before it to OnMemory after it).
+// One op is the whole session.
 //
 //	go test -run '^$' -bench DeriveTurn -benchtime 3x ./engine
 func BenchmarkDeriveTurn(b *testing.B) {
@@ -49,12 +51,17 @@ func BenchmarkDeriveTurn(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(xs[len(xs)-1].req)))
 	at := map[int]string{10: "ns/turn@10", 100: "ns/turn@100", 300: "ns/turn@300"}
-	ns, allocs := map[int]float64{}, map[int]float64{}
+	ns, allocs, mem := map[int]float64{}, map[int]float64{}, map[int]float64{}
 	runs := 0
 	for b.Loop() {
 		runs++
 		dir, log := newData(b)
-		e := open(b, dir, log, nil)
+		var memStart time.Time
+		var memWin time.Duration
+		e := open(b, dir, log, &Options{
+			Yield:    func(context.Context) time.Duration { memStart = time.Now(); return 0 },
+			OnMemory: func() { memWin += time.Since(memStart) },
+		})
 		var c clock
 		var ms runtime.MemStats
 		var win time.Duration
@@ -75,8 +82,9 @@ func BenchmarkDeriveTurn(b *testing.B) {
 				if _, ok := at[n]; ok {
 					ns[n] += float64(win) / 10
 					allocs[n] += float64(winAllocs) / 10
+					mem[n] += float64(memWin) / 10
 				}
-				win, winAllocs = 0, 0
+				win, winAllocs, memWin = 0, 0, 0
 			}
 		}
 		e.Close()
@@ -85,6 +93,7 @@ func BenchmarkDeriveTurn(b *testing.B) {
 	for n, name := range at {
 		b.ReportMetric(ns[n]/float64(runs), name)
 		b.ReportMetric(allocs[n]/float64(runs), strings.Replace(name, "ns/", "allocs/", 1))
+		b.ReportMetric(mem[n]/float64(runs), "mem"+name)
 	}
 }
 

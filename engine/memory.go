@@ -216,8 +216,11 @@ type memFold struct {
 }
 
 // maxFolds bounds the sessions whose miners the canonicalizer keeps; a
-// session whose miner was dropped is loaded again from its events.
-const maxFolds = 256
+// session whose miner was dropped is loaded again from its events. An
+// imported session's miner is not kept: an import derives the session's
+// timeline again, so its miner would be loaded again anyway, and an
+// import of many sessions would hold them all.
+const maxFolds = 64
 
 // correction returns the correction state of key, cached.
 func (f *memFold) correction(e *Engine, key []byte) (CorrectionState, error) {
@@ -304,6 +307,9 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 			}
 			f.keys[id] = projectKeys(f.project, &a)
 		}
+	}
+	if s.Import != nil {
+		return f, nil
 	}
 	if len(c.folds) >= maxFolds {
 		for id := range c.folds {

@@ -254,21 +254,21 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 	if f != nil && s.Events < f.seen {
 		f = nil
 	}
-	if f != nil && s.Events > f.seen {
-		evs, err := e.Events(s.ID, EventFilter{After: f.seen})
-		if err != nil {
-			return nil, err
+	if f != nil {
+		var evs []Event
+		if s.Events > f.seen {
+			var err error
+			if evs, err = e.Events(s.ID, EventFilter{After: f.seen}); err != nil {
+				return nil, err
+			}
 		}
+		// Even without new events the session may read differently (its
+		// subagents): add checks.
 		f.s = *s
 		if f.m.add(evs) {
 			f.seen = lastSeq(evs, f.seen)
-		} else {
-			f = nil
+			return f, nil
 		}
-	}
-	if f != nil {
-		f.s = *s
-		return f, nil
 	}
 	f = &memFold{s: *s, stored: map[string][32]byte{}, keys: map[string][]string{}}
 	evs, err := e.Events(s.ID, EventFilter{})

@@ -277,6 +277,9 @@ func (im *importer) round(roots []string, verbose bool) error {
 		if perr := pipe.err(); perr != nil {
 			return perr
 		}
+		if cerr := c.Context.Err(); cerr != nil {
+			return cerr // stopped (Ctrl-C): not a problem of the file
+		}
 		if err != nil {
 			bar.clear()
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: %v (skipped)\n", p, trimPath(err, p))

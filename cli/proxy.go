@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,7 @@ func proxyCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "upstream-header-timeout", Value: 10 * time.Minute, Usage: "give up (504) on an upstream that sends no response headers for this long after the request (reasoning models are slow); 0: never"},
 			&ucli.DurationFlag{Name: "stream-idle-timeout", Value: 5 * time.Minute, Usage: "cut a response when the upstream sends no bytes of it for this long; 0: never"},
 			&ucli.DurationFlag{Name: "client-body-timeout", Value: 60 * time.Second, Usage: "give up (408) on a client that sends no bytes of its request body for this long; 0: never"},
+			&ucli.StringFlag{Name: "memory-limit", Value: "160MiB", Usage: "soft limit of the proxy's Go memory, as GOMEMLIMIT: the garbage collector works harder near it, so that a huge request or response does not double the heap for a moment; a `SIZE` such as 160MiB or 1GiB, or off (GOMEMLIMIT in the environment takes precedence)"},
 			&ucli.StringSliceFlag{Name: "allow-origin", Usage: "accept browser requests from this web `ORIGIN` (scheme://host[:port], repeatable); by default any request with an Origin header or Sec-Fetch-Site: cross-site is refused"},
 			&ucli.StringFlag{Name: "project", Usage: "project `DIR` of every session, whose bbengine.yaml sets the breaker's thresholds (default: found from each agent's working directory)"},
 		},
@@ -85,6 +87,13 @@ func proxyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			limit, err := parseByteSize(c.String("memory-limit"))
+			if err != nil {
+				return usagef("proxy: --memory-limit: %v", err)
+			}
+			if os.Getenv("GOMEMLIMIT") == "" && limit > 0 {
+				defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+			}
 			defer restrictUmask()()
 			if _, err := guard.New(c.StringSlice("allow-origin")); err != nil {
 				return usagef("proxy: %v", err)
@@ -111,6 +120,25 @@ func flagTimeout(c *ucli.Context, name string) time.Duration {
 		return d
 	}
 	return -1
+}
+
+// parseByteSize reads a size such as 160MiB, 1GiB, 200MB or 4096 (bytes);
+// off is 0.
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, "off") {
+		return 0, nil
+	}
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[strings.ToLower(strings.TrimSpace(t[i:]))]
+	n, err := strconv.ParseFloat(strings.TrimSpace(t[:i]), 64)
+	if err != nil || mult == 0 || n <= 0 || n*mult >= 1<<62 {
+		return 0, fmt.Errorf("%q is not a size (want e.g. 160MiB, 1GiB, 200MB, or off)", s)
+	}
+	return int64(n * mult), nil
 }
 
 // parseUpstreams reads --upstream name=URL flags.
@@ -468,6 +496,7 @@ func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(strin
 
 func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any)) {
 	defer close(pe.done)
+	lowPriority()
 	restored := sync.OnceFunc(func() { close(pe.restored) })
 	defer restored()
 	var e *engine.Engine
@@ -553,24 +582,54 @@ func (pe *proxyEngine) query() *queryServer {
 	return pe.qs
 }
 
-// memoryChanged wakes the index syncer; it never blocks.
+// memoryChanged wakes the index syncer and starts the index lag's clock
+// if it is not running; it never blocks.
 func (pe *proxyEngine) memoryChanged() {
+	pe.metrics.indexBehind(time.Now())
 	select {
 	case pe.memory <- struct{}{}:
 	default:
 	}
 }
 
+// indexEvery is the least time between two syncs of the memory index
+// while memory keeps changing: the passes of a busy session are taken in
+// one Bluge batch (and one segment fsync) instead of one each, so the
+// index costs the proxy's process less and its lag is bounded by about
+// this much plus a sync. A query that asks for fresh results syncs
+// itself.
+const indexEvery = 500 * time.Millisecond
+
 // syncIndex keeps the memory index up to the engine's artifacts: once at
-// start, then each time the engine derived memory.
+// start, then after the engine derived memory, at most once per
+// indexEvery. It runs off the request path, on its own goroutine.
 func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
 	defer pe.syncers.Done()
+	lowPriority()
+	var last time.Time
 	for {
+		if wait := indexEvery - time.Since(last); !last.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		// Changes from now on are not in this sync: drain the signal
+		// first, so that one arriving during the sync wakes the next.
+		select {
+		case <-pe.memory:
+		default:
+		}
+		start := time.Now()
 		err := recovered("the memory index", mem.sync)
+		last = time.Now()
 		var retry <-chan time.Time
 		if err != nil {
 			logf("memory index paused: %v (recording goes on; retrying in 5s)", err)
 			retry = time.After(5 * time.Second)
+		} else {
+			pe.metrics.indexSynced(start, last.Sub(start))
 		}
 		select {
 		case <-ctx.Done():

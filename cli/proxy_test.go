@@ -184,3 +184,16 @@ const codexRollout = `{"timestamp":"2026-05-11T08:27:17.000Z","type":"session_me
 {"timestamp":"2026-05-11T08:27:21.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"two files"}]}}
 {"timestamp":"2026-05-11T08:27:21.500Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":120,"cached_input_tokens":100,"output_tokens":7,"reasoning_output_tokens":0,"total_tokens":127},"last_token_usage":{"input_tokens":120,"cached_input_tokens":100,"output_tokens":7,"reasoning_output_tokens":0,"total_tokens":127}}}}
 `
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"160MiB": 160 << 20, "1GiB": 1 << 30, "1.5 GiB": 3 << 29, "200MB": 200e6, "4096": 4096, "64kib": 64 << 10, "off": 0, "OFF": 0} {
+		if got, err := parseByteSize(in); err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1MiB", "12XB", "1e99GiB", "ten"} {
+		if got, err := parseByteSize(in); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
+		}
+	}
+}

@@ -79,6 +79,12 @@ type proxyMetrics struct {
 	derive      *metric.Vec
 	perFrame    *metric.Histogram
 	retrieval   *retrievalTimings
+	// indexSync times the memory index's syncs; indexSince is when the
+	// engine first derived memory the index has not taken yet (unix ns),
+	// 0 when it has taken all.
+	indexSync  *metric.Vec
+	indexSyncs *metric.Histogram
+	indexSince atomic.Int64
 
 	// Float64 bits of the gauges; NaN until first known.
 	lagBytes, lagSeconds, walSize, dirSize atomic.Uint64
@@ -98,6 +104,11 @@ func newProxyMetrics(dir, walDir string, log *wal.Log) *proxyMetrics {
 			"waits for new frames are not counted.",
 		[]float64{.000001, .0000025, .000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1})
 	pm.perFrame = pm.derive.With()
+	pm.indexSync = metric.NewVec("bbengine_index_sync_seconds",
+		"Time one sync of the memory index takes, off the request path: reading the memory states and the changed sessions' artifacts, "+
+			"and sending the documents whose content changed to Bluge in batches. Syncs are at most one per 500 ms while memory keeps changing.",
+		[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10})
+	pm.indexSyncs = pm.indexSync.With()
 	nan := math.Float64bits(math.NaN())
 	for _, g := range []*atomic.Uint64{&pm.lagBytes, &pm.lagSeconds, &pm.walSize, &pm.dirSize} {
 		g.Store(nan)
@@ -112,6 +123,40 @@ func (pm *proxyMetrics) onDerived(frames int, took time.Duration) {
 	}
 }
 
+// indexBehind records that the engine derived memory at now; the index
+// lag runs from the first such time the index has not taken.
+func (pm *proxyMetrics) indexBehind(now time.Time) {
+	if pm == nil {
+		return
+	}
+	pm.indexSince.CompareAndSwap(0, now.UnixNano())
+}
+
+// indexSynced records a sync of the index that started at start and
+// took took: it took every change from before start.
+func (pm *proxyMetrics) indexSynced(start time.Time, took time.Duration) {
+	if pm == nil {
+		return
+	}
+	pm.indexSyncs.Observe(took)
+	for {
+		since := pm.indexSince.Load()
+		if since == 0 || since > start.UnixNano() || pm.indexSince.CompareAndSwap(since, 0) {
+			return
+		}
+	}
+}
+
+// indexLag is the age at now of the oldest memory change the index has
+// not taken, in seconds; 0 when it has taken all.
+func (pm *proxyMetrics) indexLag(now time.Time) float64 {
+	since := pm.indexSince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(now.Sub(time.Unix(0, since)).Seconds(), 0)
+}
+
 // register adds the series to the proxy's /_bb/metrics.
 func (pm *proxyMetrics) register(p *proxy.Proxy) error {
 	gauge := func(name, help string, v *atomic.Uint64) prometheus.Collector {
@@ -120,6 +165,11 @@ func (pm *proxyMetrics) register(p *proxy.Proxy) error {
 	return errors.Join(
 		p.Register(pm.derive),
 		p.Register(pm.retrieval.vec),
+		p.Register(pm.indexSync),
+		p.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bbengine_index_lag_seconds",
+			Help: "Age of the oldest derived memory the memory index has not taken yet: now minus when the engine first reported memory " +
+				"derived since the index's last sync began; 0 when the index has caught up with derivation (the derivation lag adds to it)."},
+			func() float64 { return pm.indexLag(time.Now()) })),
 		p.Register(gauge("bbengine_derive_lag_bytes", "WAL bytes not derived yet: the WAL's end offset minus the engine's applied offset (committed derived state); 0 when no frame is left. NaN until the engine is open. Refreshed every second.", &pm.lagBytes)),
 		p.Register(gauge("bbengine_derive_lag_seconds", "Age of the oldest WAL frame not derived yet (now minus the time in its header); 0 when derivation has caught up. NaN until the engine is open. Refreshed every second.", &pm.lagSeconds)),
 		p.Register(gauge("bbengine_wal_size_bytes", "Bytes of the files in the WAL directory. Refreshed in the background every 10 seconds.", &pm.walSize)),

@@ -83,8 +83,10 @@ func TestProxyMetrics(t *testing.T) {
 		lagSecs  = `bbengine_derive_lag_seconds`
 		walSize  = `bbengine_wal_size_bytes`
 		dirSize  = `bbengine_data_dir_size_bytes`
+		indexLag = `bbengine_index_lag_seconds`
+		syncs    = `bbengine_index_sync_seconds_count`
 	)
-	series := []string{first, total, frames, search, get, lagBytes, lagSecs, walSize, dirSize}
+	series := []string{first, total, frames, search, get, lagBytes, lagSecs, walSize, dirSize, indexLag, syncs}
 	// The gauges are known once the engine is open and the refresher ran.
 	var before map[string]float64
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -131,7 +133,7 @@ func TestProxyMetrics(t *testing.T) {
 		return after[first] == before[first]+n && after[total] == before[total]+n && after[frames] > before[frames] &&
 			after[search] == before[search]+1 && after[get] == before[get]+1 &&
 			after[walSize] > before[walSize] && after[dirSize] > before[dirSize] && after[dirSize] >= after[walSize] &&
-			after[lagBytes] == 0 && after[lagSecs] == 0
+			after[lagBytes] == 0 && after[lagSecs] == 0 && after[syncs] > before[syncs] && after[indexLag] == 0
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if after = scrape(t, addr); moved() {
@@ -185,6 +187,35 @@ func TestDerivationLag(t *testing.T) {
 		if err != nil || b != tt.wantBytes || age != tt.wantAge {
 			t.Errorf("applied %d: lag %d bytes, %vs, %v; want %d bytes, %vs", tt.applied, b, age, err, tt.wantBytes, tt.wantAge)
 		}
+	}
+}
+
+// TestIndexLag checks the index lag's clock: it starts at the first
+// memory change the index has not taken, keeps that start through later
+// changes, and stops at a sync that began after it, not at one that
+// began before.
+func TestIndexLag(t *testing.T) {
+	pm := newProxyMetrics(t.TempDir(), t.TempDir(), nil)
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	if got := pm.indexLag(at(0)); got != 0 {
+		t.Fatalf("lag before any change %v, want 0", got)
+	}
+	pm.indexBehind(at(1))
+	pm.indexBehind(at(2))
+	if got := pm.indexLag(at(4)); got != 3 {
+		t.Fatalf("lag %v, want 3 (from the first change)", got)
+	}
+	pm.indexSynced(at(0.5), time.Second) // began before the change
+	if got := pm.indexLag(at(4)); got != 3 {
+		t.Fatalf("lag after an older sync %v, want 3", got)
+	}
+	pm.indexSynced(at(3), time.Second)
+	if got := pm.indexLag(at(5)); got != 0 {
+		t.Fatalf("lag after a sync %v, want 0", got)
+	}
+	if got := pm.indexSyncs.Count(); got != 2 {
+		t.Fatalf("%d syncs timed, want 2", got)
 	}
 }
 

@@ -250,7 +250,10 @@ func (t *trace) decode() {
 		return
 	}
 	if len(reqBody) > 0 {
-		if t.Request, err = llm.DecodeRequest(api, reqBody); err != nil {
+		// Long texts are cut to traceTextLimit with their digest, as in
+		// the response, so a huge prompt is held once (the body).
+		opts := &llm.DecoderOptions{TextLimit: traceTextLimit, NewSpill: newHashSpill}
+		if t.Request, err = llm.DecodeRequestWith(api, reqBody, opts); err != nil {
 			t.Problems = append(t.Problems, err.Error())
 		}
 	}

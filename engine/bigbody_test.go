@@ -279,3 +279,43 @@ func TestBigRequestBoundedMemory(t *testing.T) {
 		t.Fatalf("events %d; the prompt's: %s, blob %s, %d bytes of text", len(evs), evs[1].Kind, evs[1].TextBlob, len(evs[1].Text))
 	}
 }
+
+// TestDeferredRequestBodies: request bodies too large to gather while
+// their exchange is open are read from the WAL again when it ends, frames
+// of other exchanges in between; what is derived is byte-identical to
+// gathering them.
+func TestDeferredRequestBodies(t *testing.T) {
+	dir, log := newData(t)
+	var c clock
+	defer func(n int64) { deferRequestBodies = n }(deferRequestBodies)
+	deferRequestBodies = 2 << 10
+	e := open(t, dir, log, &Options{TextLimit: 400})
+	interleaveWAL(t, log, &c, 0, wildSession("da", 30, 3), wildSession("db", 25, 4))
+	// The bodies of most exchanges are deferred.
+	a := exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies}
+	r := log.NewReader()
+	for r.Next() {
+		p, err := r.Payload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Add(r.Header(), p)
+	}
+	r.Close()
+	n := 0
+	for _, x := range a.Exchanges() {
+		if x.RequestDeferred {
+			n++
+		}
+	}
+	if n < len(a.Exchanges())/2 {
+		t.Fatalf("%d of %d request bodies deferred", n, len(a.Exchanges()))
+	}
+	catchUp(t, e)
+	deferred := dump(t, e)
+	deferRequestBodies = 0
+	sameAfterRebuild(t, e, deferred, "deriving deferred request bodies differs from gathering them")
+	if !strings.Contains(deferred, "da") || strings.Contains(deferred, "request body:") {
+		t.Fatalf("derived state: %.400s", deferred)
+	}
+}

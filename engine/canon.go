@@ -118,6 +118,8 @@ type canonicalizer struct {
 	pinsChanged bool
 	// briefs are the session briefs changed in the batch.
 	briefs map[string]*Brief
+	// folds are the memory derivations kept of recent sessions.
+	folds map[string]*memFold
 
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
@@ -136,11 +138,56 @@ type sessState struct {
 	memo map[int]*msgMemo
 }
 
+// deferRequestBodies is the largest request body the canonicalizer
+// gathers while its exchange is open; a larger one is read from the WAL
+// again when the exchange ends (requestBody), so that the proxy's copy,
+// held while the response streams, and the canonicalizer's are not in
+// memory at once. Real requests (a long session resends about 700 KB)
+// stay well below it.
+var deferRequestBodies int64 = 1 << 20
+
+// requestBody reads the request body of x from its frames in the WAL: the
+// assembler let it go (DeferRequestBodies).
+func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
+	var n int64
+	if x.Start != nil {
+		n = x.Start.BodyBytes
+	}
+	body := make([]byte, 0, min(max(n, 0), 64<<20))
+	r := c.e.log.NewReader()
+	defer r.Close()
+	for i, k := range x.Kinds {
+		if k != frame.KindRequestBody {
+			continue
+		}
+		off := x.Offsets[i]
+		if err := r.Seek(off); err != nil {
+			return nil, fmt.Errorf("frame at WAL offset %d: %w", off, err)
+		}
+		if !r.Next() {
+			err := r.Err()
+			if err == nil {
+				err = errors.New("no frame there")
+			}
+			return nil, fmt.Errorf("frame at WAL offset %d: %w", off, err)
+		}
+		if h := r.Header(); h.Exchange != x.ID || h.Kind != frame.KindRequestBody {
+			return nil, fmt.Errorf("frame at WAL offset %d: a %s frame of exchange %d, not a request body of exchange %d", off, h.Kind, h.Exchange, x.ID)
+		}
+		p, err := r.Payload()
+		if err != nil {
+			return nil, fmt.Errorf("frame at WAL offset %d: %w", off, err)
+		}
+		body = append(body, p...)
+	}
+	return body, nil
+}
+
 // load reads the canonicalizer's persistent state.
 func (e *Engine) loadCanon() (*canonicalizer, error) {
-	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
+	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
-		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}}
+		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err

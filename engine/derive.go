@@ -164,12 +164,16 @@ func (d *deriver) run() (int, error) {
 		rq     *request
 		reqErr error
 	)
+	body, err := x.RequestBody, error(nil)
+	if x.RequestDeferred {
+		body, err = d.c.requestBody(x.Exchange)
+	}
 	switch {
-	case len(x.RequestBody) == 0:
+	case err != nil:
+		reqErr = fmt.Errorf("request body: %w", err)
+	case len(body) == 0:
 		reqErr = fmt.Errorf("no request body recorded (capture mode %s)", orDash(s.Mode))
 	default:
-		body := x.RequestBody
-		var err error
 		if !s.Decoded {
 			body, err = httpbody.Decode(header(s.Headers, "Content-Encoding"), body)
 		}

@@ -381,6 +381,8 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 	if err != nil {
 		return err
 	}
+	// Drop the old timeline, and the memory folded from it.
+	delete(c.folds, id)
 	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {

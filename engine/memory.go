@@ -121,6 +121,7 @@ func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) 
 		session = a.Session
 	}
 	c.memPending[session] = true
+	c.dropCorrections(session)
 	c.pinsChanged = true
 	return nil
 }
@@ -157,7 +158,7 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 		if err := ctx.Err(); err != nil && n > 0 {
 			break
 		}
-		if err := c.e.deriveSessionMemory(b, id); err != nil {
+		if err := c.deriveSessionMemory(b, id); err != nil {
 			return err
 		}
 		b.Delete(memPendingKey(id), nil)
@@ -181,73 +182,191 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	return c.e.pinRetention()
 }
 
-// deriveSessionMemory derives the artifacts of session id from its
-// events and puts them, its MemoryState, and the deletion of artifacts
-// it no longer has, in b.
-func (e *Engine) deriveSessionMemory(b *pebble.Batch, id string) error {
+// memFold is the canonicalizer's memory derivation of one session: a
+// miner holding the fold of the session's events read so far, and what
+// is stored of its artifacts, so that a pass reads only the session's
+// new events and writes only the artifacts whose bytes changed.
+type memFold struct {
+	s    Session
+	m    *miner
+	seen uint64 // the events folded are 1..seen
+	// stored is the SHA-256 of each stored artifact's value; state that
+	// of the stored MemoryState.
+	stored map[string][32]byte
+	state  [32]byte
+	// corr caches correction states by key; a correction of the
+	// session or one of its artifacts drops it.
+	corr map[string]CorrectionState
+}
+
+// maxFolds bounds the sessions whose miners the canonicalizer keeps; a
+// session whose miner was dropped is loaded again from its events.
+const maxFolds = 256
+
+// correction returns the correction state of key, cached.
+func (f *memFold) correction(e *Engine, key []byte) (CorrectionState, error) {
+	if cs, ok := f.corr[string(key)]; ok {
+		return cs, nil
+	}
+	var cs CorrectionState
+	if _, err := e.getJSON(key, &cs); err != nil {
+		return cs, err
+	}
+	if f.corr == nil {
+		f.corr = map[string]CorrectionState{}
+	}
+	f.corr[string(key)] = cs
+	return cs, nil
+}
+
+// dropCorrections forgets the cached corrections of a session.
+func (c *canonicalizer) dropCorrections(session string) {
+	if f := c.folds[session]; f != nil {
+		f.corr = nil
+	}
+}
+
+// fold returns the memory fold of session s with every event of s folded
+// in: the kept one with the new events added when they extend what it
+// read, or a new one loaded from all the events and what is stored.
+func (c *canonicalizer) fold(s *Session) (*memFold, error) {
+	e := c.e
+	f := c.folds[s.ID]
+	if f != nil && s.Events < f.seen {
+		f = nil
+	}
+	if f != nil && s.Events > f.seen {
+		evs, err := e.Events(s.ID, EventFilter{After: f.seen})
+		if err != nil {
+			return nil, err
+		}
+		f.s = *s
+		if f.m.add(evs) {
+			f.seen = lastSeq(evs, f.seen)
+		} else {
+			f = nil
+		}
+	}
+	if f != nil {
+		f.s = *s
+		return f, nil
+	}
+	f = &memFold{s: *s, stored: map[string][32]byte{}}
+	evs, err := e.Events(s.ID, EventFilter{})
+	if err != nil {
+		return nil, err
+	}
+	f.m = newMiner(&f.s, e.opts.Redactor)
+	f.m.load(evs)
+	f.seen = lastSeq(evs, 0)
+	// What is stored, so that unchanged artifacts are not written again.
+	var old MemoryState
+	v, err := e.getMeta(memStateKey(s.Ordinal))
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		f.state = sha256.Sum256(v)
+		if err := json.Unmarshal(v, &old); err != nil {
+			return nil, fmt.Errorf("engine: decode memory state of session %s: %w", s.ID, err)
+		}
+	}
+	for _, id := range old.Artifacts {
+		v, err := e.getMeta(artifactKey(id))
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			f.stored[id] = sha256.Sum256(v)
+		}
+	}
+	if len(c.folds) >= maxFolds {
+		for id := range c.folds {
+			delete(c.folds, id)
+			break
+		}
+	}
+	c.folds[s.ID] = f
+	return f, nil
+}
+
+func lastSeq(evs []Event, seq uint64) uint64 {
+	if len(evs) > 0 {
+		return max(seq, evs[len(evs)-1].Seq)
+	}
+	return seq
+}
+
+// deriveSessionMemory derives the artifacts of session id from the
+// events not folded yet, and puts in b those whose bytes changed, the
+// deletion of those it no longer has, and its MemoryState if changed.
+func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
+	e := c.e
 	var s Session
 	ok, err := e.getJSON(sessionKey(nil, id), &s)
 	if err != nil {
 		return err
 	}
-	var old MemoryState
-	if ok {
-		if _, err := e.getJSON(memStateKey(s.Ordinal), &old); err != nil {
-			return err
-		}
-	}
 	if !ok {
 		return nil // a correction of a session not (yet) recorded
 	}
-	events, err := e.Events(s.ID, EventFilter{})
+	f, err := c.fold(&s)
 	if err != nil {
 		return err
 	}
-	arts, tasks := DeriveMemory(&s, events, e.opts.Redactor)
+	arts, tasks := f.m.snapshot()
 	reports, err := e.Reports(s.ID)
 	if err != nil {
 		return err
 	}
 	arts, tasks = foldReports(s.ID, arts, tasks, reports, e.opts.Redactor)
-	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion}
-	keep := map[string]bool{}
+	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion,
+		Artifacts: make([]string, 0, len(arts))}
+	stored := make(map[string][32]byte, len(arts))
 	h := sha256.New()
 	for i := range arts {
 		a := &arts[i]
-		keep[a.ID] = true
 		st.Artifacts = append(st.Artifacts, a.ID)
 		v, err := json.Marshal(a)
 		if err != nil {
 			return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
 		}
 		v = e.opts.Redactor.JSON(v)
-		if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
+		sum := sha256.Sum256(v)
+		if old, ok := f.stored[a.ID]; !ok || old != sum {
+			if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
+				return err
+			}
+		}
+		stored[a.ID] = sum
+		cs, err := f.correction(e, correctionKey("artifact", a.ID))
+		if err != nil {
 			return err
 		}
-		var cs CorrectionState
-		if _, err := e.getJSON(correctionKey("artifact", a.ID), &cs); err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00%t\x00%t\x00", a.ID, len(v), cs.Forgotten, cs.Pinned)
-		h.Write(v)
+		fmt.Fprintf(h, "%s\x00%x\x00%t\x00%t\x00", a.ID, sum, cs.Forgotten, cs.Pinned)
 	}
-	var cs CorrectionState
-	if _, err := e.getJSON(correctionKey("session", s.ID), &cs); err != nil {
+	cs, err := f.correction(e, correctionKey("session", s.ID))
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(h, "session\x00%t\x00%t", cs.Forgotten, cs.Pinned)
 	slices.Sort(st.Artifacts)
-	for _, old := range old.Artifacts {
-		if !keep[old] {
-			b.Delete(artifactKey(old), nil)
+	for id := range f.stored {
+		if _, ok := stored[id]; !ok {
+			b.Delete(artifactKey(id), nil)
 		}
 	}
+	f.stored = stored
 	st.Digest = hex.EncodeToString(h.Sum(nil))
 	v, err := json.Marshal(&st)
 	if err != nil {
 		return err
 	}
-	return b.Set(memStateKey(s.Ordinal), v, nil)
+	if sum := sha256.Sum256(v); sum != f.state {
+		f.state = sum
+		return b.Set(memStateKey(s.Ordinal), v, nil)
+	}
+	return nil
 }
 
 // MemoryStates returns the memory state of every session with memory,
@@ -483,6 +602,8 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 			return MemoryProgress{}, err
 		}
 	}
+	// The artifacts the miners say are stored are gone.
+	clear(e.canon.folds)
 	if err := e.canon.deriveMemory(context.Background()); err != nil {
 		return MemoryProgress{}, err
 	}

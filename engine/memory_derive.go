@@ -12,154 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/internal/memtext"
 )
-
-// DeriveMemory derives the artifacts of a session from its events, in a
-// stable order (by type, then first evidence), and returns them with the
-// number of the session's tasks. It is a pure function: the same session
-// and events give the same artifacts, byte for byte. Every text it takes
-// from the events goes through red first (nil means no redaction).
-//
-// Tasks: events carrying a task id (X-Bb-Task-Id) belong to that task;
-// in a session without task ids, each prompt a person typed in the main
-// thread (the thread with the most model calls) starts a task named
-// "turn-N". Events of subagent threads belong to the task running when
-// they happened.
-func DeriveMemory(s *Session, events []Event, red *redact.Redactor) ([]Artifact, int) {
-	m := &miner{s: s, red: red, calls: map[string]*Event{}, results: map[string]*Event{}, decisions: map[string]*Artifact{},
-		constraints: map[string]*Artifact{}, threads: map[string]*Artifact{}, taskOf: map[*Event]*mtask{}}
-	m.classify(events)
-	for i := range events {
-		ev := &events[i]
-		switch ev.Kind {
-		case KindToolCall:
-			if ev.Tool != nil && ev.Tool.ID != "" {
-				m.calls[ev.Tool.ID] = ev
-			}
-		case KindToolResult:
-			if ev.Tool != nil && ev.Tool.ID != "" {
-				m.results[ev.Tool.ID] = ev
-			}
-		}
-	}
-	m.assignTasks(events)
-	for _, t := range m.tasks {
-		m.task(t)
-	}
-	m.segments(events)
-	var out []Artifact
-	out = append(out, m.list(m.decisions)...)
-	out = append(out, m.list(m.constraints)...)
-	out = append(out, m.outcomes...)
-	out = append(out, m.list(m.threads)...)
-	out = append(out, m.segs...)
-	for i := range out {
-		finishArtifact(&out[i])
-	}
-	return out, len(m.tasks)
-}
-
-// miner holds one session's derivation.
-type miner struct {
-	s   *Session
-	red *redact.Redactor
-	// main is the main thread; side are threads that are neither main
-	// nor a subagent (title and quota requests): they yield nothing.
-	main int
-	side map[int]bool
-	sub  map[int]bool
-	// mains are the main threads of tasks named by X-Bb-Task-Id: the
-	// thread of each such task with the most model calls. bbengine run
-	// starts a new conversation per task, so a session has several.
-	mains map[int]bool
-
-	calls, results map[string]*Event
-	tasks          []*mtask
-	// taskOf is the task of each event assigned to one.
-	taskOf map[*Event]*mtask
-
-	decisions, constraints, threads map[string]*Artifact
-	outcomes                        []Artifact
-	segs                            []Artifact
-}
-
-// mtask is one task: its id, position and events.
-type mtask struct {
-	id     string
-	n      int
-	run    string
-	events []*Event
-}
-
-func (m *miner) text(s string) string {
-	s = StripPacks(s)
-	if m.red == nil {
-		return s
-	}
-	return m.red.String(s)
-}
-
-// isMain reports whether thread t is a main thread: the session's, or
-// that of a task named by X-Bb-Task-Id.
-func (m *miner) isMain(t int) bool { return t == m.main || m.mains[t] }
-
-// classify finds the main, subagent and side threads.
-func (m *miner) classify(events []Event) {
-	calls := map[int]int{}
-	tools := map[int]bool{}
-	threads := map[int]bool{}
-	taskCalls := map[string]map[int]int{}
-	for i := range events {
-		ev := &events[i]
-		threads[ev.Thread] = true
-		switch ev.Kind {
-		case KindModelCall:
-			calls[ev.Thread]++
-			if ev.Task != "" {
-				if taskCalls[ev.Task] == nil {
-					taskCalls[ev.Task] = map[int]int{}
-				}
-				taskCalls[ev.Task][ev.Thread]++
-			}
-		case KindToolCall:
-			tools[ev.Thread] = true
-		}
-	}
-	m.main = 1
-	best := -1
-	for t := range threads {
-		if calls[t] > best || calls[t] == best && t < m.main {
-			m.main, best = t, calls[t]
-		}
-	}
-	m.side, m.sub, m.mains = map[int]bool{}, map[int]bool{}, map[int]bool{}
-	agents := map[int]bool{}
-	for _, a := range m.s.Agents {
-		agents[a.Thread] = true
-	}
-	for _, byThread := range taskCalls {
-		top, n := 0, -1
-		for t, c := range byThread {
-			if !agents[t] && (c > n || c == n && t < top) {
-				top, n = t, c
-			}
-		}
-		if n >= 0 {
-			m.mains[top] = true
-		}
-	}
-	for t := range threads {
-		switch {
-		case m.isMain(t):
-		case agents[t] || tools[t]:
-			m.sub[t] = true
-		default:
-			m.side[t] = true
-		}
-	}
-}
 
 // promptText returns the text a person typed in a user message: the
 // message without the blocks an agent wraps around it (system
@@ -221,56 +75,6 @@ func stripTag(s, tag string) string {
 			return s[:i]
 		}
 		s = s[:i] + s[i+j+len(end):]
-	}
-}
-
-// assignTasks groups events into tasks.
-func (m *miner) assignTasks(events []Event) {
-	byID := map[string]*mtask{}
-	var cur *mtask
-	var pre []*Event
-	turn := 0
-	get := func(id string) *mtask {
-		t := byID[id]
-		if t == nil {
-			t = &mtask{id: id, n: len(m.tasks) + 1}
-			byID[id] = t
-			m.tasks = append(m.tasks, t)
-		}
-		return t
-	}
-	for i := range events {
-		ev := &events[i]
-		if m.side[ev.Thread] {
-			continue
-		}
-		var t *mtask
-		switch {
-		case ev.Task != "":
-			t = get(ev.Task)
-			cur = t
-		case m.isMain(ev.Thread) && promptText(ev) != "":
-			turn++
-			t = get("turn-" + strconv.Itoa(turn))
-			cur = t
-		case cur != nil:
-			t = cur
-		default:
-			pre = append(pre, ev)
-			continue
-		}
-		if len(pre) > 0 {
-			t.events = append(t.events, pre...)
-			for _, p := range pre {
-				m.taskOf[p] = t
-			}
-			pre = nil
-		}
-		if t.run == "" {
-			t.run = ev.Run
-		}
-		t.events = append(t.events, ev)
-		m.taskOf[ev] = t
 	}
 }
 
@@ -385,79 +189,20 @@ func addUnique(list []string, s ...string) []string {
 	return list
 }
 
-// task derives one task's outcome and the findings of its messages.
-func (m *miner) task(t *mtask) {
-	a := Artifact{Type: ArtifactOutcome, Session: m.s.ID, Task: t.id, TaskN: t.n, Run: t.run}
-	o := &Outcome{}
-	a.Outcome = o
-	var prompt, final *Event
-	var finalCall *Event
-	var lastErr *Event
-	var ev0, evN *Event
-	failedTests := map[string]bool{}
-	var lastTest *Command
-	models := map[string]Usage{}
-	var model string
-	for _, ev := range t.events {
-		if ev0 == nil {
-			ev0 = ev
-		}
-		evN = ev
-		switch ev.Kind {
-		case KindMessage:
-			if prompt == nil && m.isMain(ev.Thread) && promptText(ev) != "" {
-				prompt = ev
-			}
-			if ev.Role == "assistant" && m.isMain(ev.Thread) && strings.TrimSpace(ev.Text) != "" {
-				final = ev
-			}
-			m.findings(t, ev)
-		case KindSystem:
-			// Only a harness's or SDK caller's system prompt is mined (see
-			// findings).
-			if len(ev.Text) <= 4000 {
-				m.findings(t, ev)
-			}
-		case KindModelCall:
-			o.Calls++
-			if ev.Call != nil {
-				model = ev.Call.Model
-				if ev.Call.Served != "" {
-					model = ev.Call.Served
-				}
-				if m.isMain(ev.Thread) {
-					finalCall = ev
-				}
-			}
-		case KindUsage:
-			if ev.Usage != nil {
-				o.Usage.Add(*ev.Usage)
-				u := models[model]
-				u.Add(*ev.Usage)
-				models[model] = u
-			}
-		case KindError, KindInterruption:
-			line := ""
-			if ev.Error != nil {
-				line = firstLine(m.text(ev.Error.Message), 200)
-			} else {
-				line = firstLine(m.text(ev.Text), 200)
-			}
-			if line != "" {
-				o.Errors = addUnique(o.Errors, line)
-				a.Errors = addUnique(a.Errors, line)
-			}
-			if m.isMain(ev.Thread) {
-				lastErr = ev
-			}
-			a.Evidence = append(a.Evidence, evidence(ev))
-		case KindToolCall:
-			m.toolCall(t, &a, ev, failedTests, &lastTest)
-		}
+// outcome derives a task's outcome artifact, and the threads of the
+// questions its answer asks, from what its events folded so far say;
+// next is the next task's first prompt. t is not changed.
+func (m *miner) outcome(t *mtask, next *Event) *taskOut {
+	out := &taskOut{ver: t.ver, next: next}
+	if t.ev0 == nil {
+		return out
 	}
-	if ev0 == nil {
-		return
-	}
+	a := cloneArt(&t.a)
+	o := t.o
+	o.Files = slices.Clone(o.Files)
+	o.Commands, o.Errors = slices.Clip(o.Commands), slices.Clip(o.Errors)
+	a.Outcome = &o
+	prompt, final, finalCall, lastErr, ev0, evN, lastTest, models := t.prompt, t.final, t.finalCall, t.lastErr, t.ev0, t.evN, t.lastTest, t.models
 	a.First, a.Last = ev0.Time, evN.Time
 	o.Duration = evN.Time - ev0.Time
 	if prompt != nil {
@@ -495,7 +240,7 @@ func (m *miner) task(t *mtask) {
 		}
 	}
 	if final != nil {
-		m.questions(t, final, finalText)
+		out.qs = m.questions(t, final, finalText, next)
 	}
 	// Cost.
 	var names []string
@@ -551,7 +296,8 @@ func (m *miner) task(t *mtask) {
 	a.Title, a.Text = outcomeTitle(&a), outcomeText(&a)
 	a.Symbols = memtext.Identifiers(o.Prompt + "\n" + finalText)
 	a.ID = artifactID("out", m.s.ID, t.id)
-	m.outcomes = append(m.outcomes, a)
+	out.a = &a
+	return out
 }
 
 // outcomeTitle is the one-line title of an outcome artifact: what the
@@ -628,13 +374,12 @@ func sentences(text string, n int) []string {
 }
 
 // toolCall takes a tool call into the task's outcome and threads.
-func (m *miner) toolCall(t *mtask, a *Artifact, ev *Event, failedTests map[string]bool, lastTest **Command) {
+func (m *miner) toolCall(t *mtask, a *Artifact, ev, res *Event, lastTest **Command) {
 	if ev.Tool == nil {
 		return
 	}
 	o := a.Outcome
 	args := toolArgs(ev)
-	res := m.results[ev.Tool.ID]
 	failed := res != nil && res.Tool != nil && res.Tool.IsError
 	for _, fe := range memtext.FileEdits(ev.Tool.Name, args, ev.Text) {
 		if failed {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bbengine/bbengine/internal/memtext"
@@ -274,9 +275,11 @@ func (m *miner) close(a *Artifact, ev *Event, why string) {
 	a.Last = ev.Time
 }
 
-// questions opens a thread for each question the final assistant message
-// of a task asks the user; a later prompt answers it.
-func (m *miner) questions(t *mtask, final *Event, text string) {
+// questions returns a thread for each question the final assistant
+// message of a task asks the user; the next task's first prompt, next,
+// answers it.
+func (m *miner) questions(t *mtask, final *Event, text string, next *Event) []*Artifact {
+	var out []*Artifact
 	for _, f := range memtext.Find(text, memtext.FindOptions{Role: "assistant", Questions: true}) {
 		if string(f.Type) != "question" {
 			continue
@@ -287,24 +290,12 @@ func (m *miner) questions(t *mtask, final *Event, text string) {
 		a.Thread = &Thread{Kind: "question", Text: f.Sentence}
 		a.Title = capText("question: "+f.Sentence, 160)
 		a.Symbols = memtext.Identifiers(f.Sentence)
-		if next := m.nextPrompt(t); next != nil {
+		if next != nil {
 			m.close(a, next, "the user replied")
 		}
-		m.threads[id] = a
+		out = append(out, a)
 	}
-}
-
-// nextPrompt returns the first prompt of the task after t.
-func (m *miner) nextPrompt(t *mtask) *Event {
-	if t.n >= len(m.tasks) {
-		return nil
-	}
-	for _, ev := range m.tasks[t.n].events {
-		if m.isMain(ev.Thread) && promptText(ev) != "" {
-			return ev
-		}
-	}
-	return nil
+	return out
 }
 
 // todos opens threads for the TODO and FIXME comments an edit writes
@@ -429,113 +420,114 @@ func covers(cmd, old string) bool {
 	return len(a) == 2 || strings.Contains(cmd, "./...") || strings.HasSuffix(cmd, " .")
 }
 
-// segments cuts the conversation of the main and subagent threads into
-// chunks of about 1,200 bytes, broken at each prompt.
-func (m *miner) segments(events []Event) {
+// segment takes one event, of task t, into the transcript segments: the
+// conversation of the main and subagent threads cut into chunks of about
+// 1,200 bytes, broken at each prompt.
+func (m *miner) segment(ev *Event, t *mtask) {
 	const size = 1200
-	var b strings.Builder
-	var first, last *Event
-	var files, cmds []string
-	flush := func() {
-		if first == nil || strings.TrimSpace(b.String()) == "" {
-			b.Reset()
-			first, last, files, cmds = nil, nil, nil, nil
+	g := &m.seg
+	if m.side[ev.Thread] {
+		return
+	}
+	start := func() {
+		if g.first == nil {
+			g.first, g.t, g.pre = ev, t, t == nil
+		}
+		g.last = ev
+	}
+	var line string
+	switch ev.Kind {
+	case KindMessage:
+		if p := promptText(ev); p != "" {
+			m.flush()
+			line = "user: " + p
+		} else if ev.Role == "assistant" {
+			line = "assistant: " + strings.TrimSpace(ev.Text)
+		}
+	case KindToolCall:
+		if ev.Tool == nil {
 			return
 		}
-		t := m.taskOf[first]
-		// A long message makes several segments that start at one event.
-		part := 0
-		for i := len(m.segs) - 1; i >= 0 && m.segs[i].Segment.FirstSeq == first.Seq; i-- {
-			part++
-		}
-		a := Artifact{ID: artifactID("seg", m.s.ID, fmt.Sprint(first.Seq), fmt.Sprint(part)), Type: ArtifactSegment, Session: m.s.ID,
-			First: first.Time, Last: last.Time, Text: b.String(), Files: files, Commands: cmds,
-			Segment:  &Segment{FirstSeq: first.Seq, LastSeq: last.Seq, Thread: first.Thread},
-			Evidence: []Evidence{evidence(first)}}
-		if last != first {
-			a.Evidence = append(a.Evidence, evidence(last))
-		}
-		if t != nil {
-			a.Task, a.TaskN, a.Run = t.id, t.n, t.run
-		}
-		a.Title = firstLine(a.Text, 100)
-		a.Symbols = memtext.Identifiers(a.Text)
-		m.segs = append(m.segs, a)
-		b.Reset()
-		first, last, files, cmds = nil, nil, nil, nil
-	}
-	for i := range events {
-		ev := &events[i]
-		if m.side[ev.Thread] {
-			continue
-		}
-		var line string
-		switch ev.Kind {
-		case KindMessage:
-			if p := promptText(ev); p != "" {
-				flush()
-				line = "user: " + p
-			} else if ev.Role == "assistant" {
-				line = "assistant: " + strings.TrimSpace(ev.Text)
+		args := toolArgs(ev)
+		if c := memtext.ShellCommand(ev.Tool.Name, args); c != "" {
+			line = "$ " + firstLine(c, 200)
+			g.cmds = addUnique(g.cmds, capText(m.text(c), 300))
+		} else if fes := memtext.FileEdits(ev.Tool.Name, args, ev.Text); len(fes) > 0 {
+			var ps []string
+			for _, fe := range fes {
+				ps = append(ps, fe.Path)
+				g.files = addUnique(g.files, m.text(fe.Path))
 			}
-		case KindToolCall:
-			if ev.Tool == nil {
-				continue
-			}
-			args := toolArgs(ev)
-			if c := memtext.ShellCommand(ev.Tool.Name, args); c != "" {
-				line = "$ " + firstLine(c, 200)
-				cmds = addUnique(cmds, capText(m.text(c), 300))
-			} else if fes := memtext.FileEdits(ev.Tool.Name, args, ev.Text); len(fes) > 0 {
-				var ps []string
-				for _, fe := range fes {
-					ps = append(ps, fe.Path)
-					files = addUnique(files, m.text(fe.Path))
-				}
-				line = fmt.Sprintf("%s %s", ev.Tool.Name, strings.Join(ps, ", "))
-			} else if v := str(args, "file_path", "path", "notebook_path", "pattern", "query", "url", "description"); v != "" {
-				line = ev.Tool.Name + " " + capText(v, 160)
-			} else {
-				line = ev.Tool.Name + " " + capText(string(ev.Tool.Args), 120)
-			}
-		case KindToolResult:
-			if ev.Tool != nil && ev.Tool.IsError {
-				line = "error: " + firstLine(ev.Text, 200)
-			}
-		case KindError:
-			if ev.Error != nil {
-				line = "error: " + firstLine(ev.Error.Message, 200)
-			}
+			line = fmt.Sprintf("%s %s", ev.Tool.Name, strings.Join(ps, ", "))
+		} else if v := str(args, "file_path", "path", "notebook_path", "pattern", "query", "url", "description"); v != "" {
+			line = ev.Tool.Name + " " + capText(v, 160)
+		} else {
+			line = ev.Tool.Name + " " + capText(string(ev.Tool.Args), 120)
 		}
-		if strings.TrimSpace(line) == "" || line == "assistant: " {
-			continue
+	case KindToolResult:
+		if ev.Tool != nil && ev.Tool.IsError {
+			line = "error: " + firstLine(ev.Text, 200)
 		}
-		line = m.text(line)
-		if b.Len() > 0 && b.Len()+len(line)+1 > size {
-			flush()
-		}
-		for len(line) > 2*size {
-			part := strings.TrimSuffix(capText(line, size), "…")
-			if first == nil {
-				first = ev
-			}
-			last = ev
-			b.WriteString(part)
-			b.WriteByte('\n')
-			flush()
-			line = line[len(part):]
-		}
-		if first == nil {
-			first = ev
-		}
-		last = ev
-		b.WriteString(line)
-		b.WriteByte('\n')
-		if b.Len() >= size {
-			flush()
+	case KindError:
+		if ev.Error != nil {
+			line = "error: " + firstLine(ev.Error.Message, 200)
 		}
 	}
-	flush()
+	if strings.TrimSpace(line) == "" || line == "assistant: " {
+		return
+	}
+	line = m.text(line)
+	if g.b.Len() > 0 && g.b.Len()+len(line)+1 > size {
+		m.flush()
+	}
+	for len(line) > 2*size {
+		part := strings.TrimSuffix(capText(line, size), "…")
+		start()
+		g.b.WriteString(part)
+		g.b.WriteByte('\n')
+		m.flush()
+		line = line[len(part):]
+	}
+	start()
+	g.b.WriteString(line)
+	g.b.WriteByte('\n')
+	if g.b.Len() >= size {
+		m.flush()
+	}
+}
+
+// flush ends the segment being filled.
+func (m *miner) flush() {
+	g := &m.seg
+	if a, ok := g.artifact(m); ok {
+		m.segs = append(m.segs, segArt{a: a, t: g.t, pre: g.pre})
+	}
+	g.b.Reset()
+	g.first, g.last, g.files, g.cmds, g.t, g.pre = nil, nil, nil, nil, nil, false
+}
+
+// artifact returns the segment being filled, without its task, or false
+// when it is empty.
+func (g *segFold) artifact(m *miner) (Artifact, bool) {
+	if g.first == nil || strings.TrimSpace(g.b.String()) == "" {
+		return Artifact{}, false
+	}
+	first, last := g.first, g.last
+	// A long message makes several segments that start at one event.
+	part := 0
+	for i := len(m.segs) - 1; i >= 0 && m.segs[i].a.Segment.FirstSeq == first.Seq; i-- {
+		part++
+	}
+	a := Artifact{ID: artifactID("seg", m.s.ID, fmt.Sprint(first.Seq), fmt.Sprint(part)), Type: ArtifactSegment, Session: m.s.ID,
+		First: first.Time, Last: last.Time, Text: g.b.String(), Files: slices.Clip(g.files), Commands: slices.Clip(g.cmds),
+		Segment:  &Segment{FirstSeq: first.Seq, LastSeq: last.Seq, Thread: first.Thread},
+		Evidence: []Evidence{evidence(first)}}
+	if last != first {
+		a.Evidence = append(a.Evidence, evidence(last))
+	}
+	a.Title = firstLine(a.Text, 100)
+	a.Symbols = memtext.Identifiers(a.Text)
+	return a, true
 }
 
 // docFile reports whether path is a prose document.

@@ -325,3 +325,83 @@ func BenchmarkSearch(b *testing.B) {
 		})
 	}
 }
+
+// turnSource is a Source of one growing session: turns of 6 artifacts,
+// the last turn's re-derived (its text changes) on every pass, as the
+// engine re-derives the task in progress.
+type turnSource struct {
+	arts []engine.Artifact
+	pass int
+}
+
+const turnArts = 6
+
+func newTurnSource(turns int) *turnSource {
+	g := newGen(3)
+	s := &turnSource{}
+	for i := range turns * turnArts {
+		a := g.artifact("long", i)
+		a.TaskN = i/turnArts + 1
+		a.Task = fmt.Sprintf("turn-%d", a.TaskN)
+		s.arts = append(s.arts, a)
+	}
+	return s
+}
+
+// next re-derives the last turn.
+func (s *turnSource) next() {
+	s.pass++
+	for i := len(s.arts) - turnArts; i < len(s.arts); i++ {
+		a := &s.arts[i]
+		a.Text = fmt.Sprintf("%s pass %d", strings.TrimRight(a.Text, " 0123456789pas"), s.pass)
+		a.Last += 1e9
+	}
+}
+
+func (s *turnSource) MemoryStates() ([]engine.MemoryState, error) {
+	return []engine.MemoryState{{Session: "long", Digest: fmt.Sprint(s.pass), Tasks: len(s.arts) / turnArts}}, nil
+}
+
+func (s *turnSource) Artifacts(string) ([]engine.Artifact, error) { return s.arts, nil }
+
+// BenchmarkSyncTurn measures the index's cost of one derivation pass of
+// a growing session at turn N: a Sync after the last turn's artifacts
+// changed. mode=changed is the index as it is (only changed documents
+// are sent); mode=whole forgets which sessions it verified before each
+// pass, which sends every artifact and looks the session up in Bluge, as
+// the index did before content sums. The cost of mode=changed should be
+// flat in N; docs/op is what reaches Bluge, cpu-ms/op the process's CPU
+// per pass, Bluge's background merges and persisting included.
+func BenchmarkSyncTurn(b *testing.B) {
+	for _, mode := range []string{"changed", "whole"} {
+		for _, turns := range []int{10, 100, 300} {
+			b.Run(fmt.Sprintf("mode=%s/turns=%d", mode, turns), func(b *testing.B) {
+				x, err := Open(b.TempDir(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer x.Close()
+				src := newTurnSource(turns)
+				if _, err := x.Sync(src); err != nil {
+					b.Fatal(err)
+				}
+				docs := 0
+				b.ReportAllocs()
+				cpu := processCPU()
+				for b.Loop() {
+					src.next()
+					if mode == "whole" {
+						clear(x.verified)
+					}
+					st, err := x.Sync(src)
+					if err != nil {
+						b.Fatal(err)
+					}
+					docs += st.Docs
+				}
+				b.ReportMetric(float64(docs)/float64(b.N), "docs/op")
+				b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}

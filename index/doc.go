@@ -10,11 +10,17 @@
 //     engine's store (Options.Rebuild or Reset, then Sync).
 //   - For every session in the state file, the index holds exactly the
 //     artifacts last applied for it (Apply deletes the ones that are
-//     gone), and the state file records their ids and the digest of the
-//     engine.MemoryState they came from. The state file is written after
-//     the Bluge batch returns, so it never claims more than Bluge holds;
-//     documents a crash left unrecorded are found through the session
-//     field and deleted by the next Apply or Remove of that session.
+//     gone), and the state file records their ids, the content sum of
+//     each one's document, and the digest of the engine.MemoryState they
+//     came from. The state file is written after the Bluge batch returns
+//     (at most every Options.StateEvery, and by Close), so it never
+//     claims more than Bluge holds, but it may claim less: documents a
+//     crash left unrecorded are found through the session field and
+//     deleted by the next Apply or Remove of that session.
+//   - An Apply sends Bluge only the documents whose sum changed, for a
+//     session this process applied before; the first Apply of a session
+//     after Open sends it whole (its sums on disk may be older than
+//     Bluge's documents).
 //   - Scores are BM25 with the correct idf, ln(1 + (N − n + 0.5)/(n +
 //     0.5)), not Bluge v0.2.2's (see BM25).
 //   - A batch holds at most Options.MaxBatch documents and a document at
@@ -43,8 +49,8 @@
 //
 //	state.jsonl
 //	{"format":"bbengine-index-state","version":1,"sessions":2}
-//	{"session":"s1","digest":"9f86…","tasks":4,"ids":["a1","a7",…]}
-//	{"session":"s2","digest":"60303…","tasks":1,"ids":["b2"]}
+//	{"session":"s1","digest":"9f86…","tasks":4,"ids":["a1","a7",…],"sums":["3c1f…","0a9e…",…]}
+//	{"session":"s2","digest":"60303…","tasks":1,"ids":["b2"],"sums":["77d0…"]}
 //
 // Sessions are sorted by name, ids within a session sorted; the header's
 // session count detects a truncated file. docs/format/index.md lists the

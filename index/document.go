@@ -1,12 +1,14 @@
 package index
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/blugelabs/bluge"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -285,4 +287,41 @@ func (h *hit) card() engine.Card {
 		Pinned:    h.flags&bitPinned != 0,
 		Forgotten: h.flags&bitForgotten != 0,
 	}
+}
+
+// docVersion names what document makes of an artifact; sum covers it, so
+// a change to document changes every sum and the index takes every
+// artifact again.
+const docVersion = "doc/1"
+
+// sum returns the content sum of the document that document(a, maxBytes)
+// makes: a hash of every value it reads, each length-prefixed. Two
+// artifacts with the same sum make the same document.
+func sum(a *engine.Artifact, maxBytes int) Sum {
+	h := xxhash.New()
+	var buf [binary.MaxVarintLen64]byte
+	num := func(v int64) { h.Write(binary.AppendVarint(buf[:0], v)) }
+	str := func(s string) { num(int64(len(s))); h.WriteString(s) }
+	list := func(l []string) {
+		num(int64(len(l)))
+		for _, s := range l {
+			str(s)
+		}
+	}
+	str(docVersion)
+	num(int64(maxBytes))
+	for _, s := range []string{a.ID, string(a.Type), a.Session, a.Task, a.Run, a.Status, a.Title, a.Text} {
+		str(s)
+	}
+	list(a.Files)
+	list(a.Symbols)
+	list(a.Commands)
+	list(a.Errors)
+	num(a.Last)
+	num(int64(a.TaskN))
+	list(flags(a))
+	if s := Sum(h.Sum64()); s != 0 {
+		return s
+	}
+	return 1
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/blugelabs/bluge"
 	blugeindex "github.com/blugelabs/bluge/index"
+	"github.com/blugelabs/bluge/index/mergeplan"
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/private"
@@ -33,6 +35,11 @@ type Options struct {
 	// RecentTasks is how many of a session's latest tasks count as recent
 	// for Search's recency boost. The default is 3.
 	RecentTasks int
+	// StateEvery is how often at most the state file is written while
+	// the index changes: writing it fsyncs, and a state that is older
+	// than the Bluge files is safe (see the package comment). Close
+	// writes it. The default is 5 seconds.
+	StateEvery time.Duration
 	// Rebuild makes Open discard what dir holds (the Bluge files and the
 	// state file, which is not read, so a corrupt one does not stop it)
 	// and start empty; the caller then fills the index with Sync. The
@@ -54,6 +61,9 @@ func (o *Options) withDefaults() Options {
 	if r.RecentTasks <= 0 {
 		r.RecentTasks = 3
 	}
+	if r.StateEvery <= 0 {
+		r.StateEvery = 5 * time.Second
+	}
 	return r
 }
 
@@ -64,8 +74,18 @@ type Index struct {
 
 	// wmu serialises the writing methods (Apply, Remove, Sync, Reset) and
 	// Close. A writing method reads states without mu: only holders of
-	// wmu change it.
+	// wmu change it. It also guards verified, dirty and lastWrite.
 	wmu sync.Mutex
+	// verified holds the sessions whose entry in states is exactly what
+	// Bluge holds, ids and sums: those applied by this process. The
+	// state file may be older than the Bluge files (a crash between a
+	// batch and the next state write), so a session read from it is
+	// looked up in Bluge and indexed whole the first time it is applied.
+	verified map[string]bool
+	// dirty says states changed since the state file was written at
+	// lastWrite.
+	dirty     bool
+	lastWrite time.Time
 	// mu guards w, states and closed. Search and Related hold it shared
 	// for their whole run; Reset and Close hold it exclusively to replace
 	// or close the writer, and writing methods briefly to change states.
@@ -102,7 +122,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dir: dir, opts: o, w: w, states: states}, nil
+	return &Index{dir: dir, opts: o, w: w, states: states, verified: map[string]bool{}, lastWrite: time.Now()}, nil
 }
 
 // removeFiles removes the index's files from dir, leaving anything else.
@@ -118,7 +138,7 @@ func removeFiles(dir string) error {
 // config returns the Bluge configuration of the index at path: BM25 (the
 // correct one) for every field and the code analyzer for queries.
 func config(path string) bluge.Config {
-	cfg := bluge.DefaultConfig(path)
+	cfg := defaultConfig(path)
 	sim := NewBM25()
 	cfg.DefaultSimilarity = sim
 	// PerFieldSimilarity is also the map Bluge's norm function consults
@@ -130,6 +150,30 @@ func config(path string) bluge.Config {
 	}
 	cfg.DefaultSearchAnalyzer = codeAnalyzer
 	return cfg
+}
+
+// floorSegment is the merge policy's floor segment size, in documents:
+// segments smaller than it count as this big when the tiered merge
+// policy plans. Bluge's default, 2000, makes an index of fewer than
+// 2000 documents merge into one segment after every batch, so each
+// derivation pass of a session rewrote the whole index in the
+// background (BenchmarkSyncTurn); with 100, small batches merge with
+// each other and the big segments are rewritten once per tier.
+const floorSegment = 100
+
+// mergeOptions guards mergeplan.DefaultMergePlanOptions while
+// defaultConfig changes it: Bluge's Config does not expose its merge
+// options, and index.DefaultConfig copies that variable.
+var mergeOptions sync.Mutex
+
+// defaultConfig is bluge.DefaultConfig with floorSegment.
+func defaultConfig(path string) bluge.Config {
+	mergeOptions.Lock()
+	defer mergeOptions.Unlock()
+	saved := mergeplan.DefaultMergePlanOptions
+	mergeplan.DefaultMergePlanOptions.FloorSegmentSize = floorSegment
+	defer func() { mergeplan.DefaultMergePlanOptions = saved }()
+	return bluge.DefaultConfig(path)
 }
 
 func openWriter(dir string) (*bluge.Writer, error) {
@@ -161,6 +205,11 @@ func (x *Index) Close() error {
 	if err != nil {
 		return fmt.Errorf("index: close: %w", err)
 	}
+	// Bluge persisted every batch before Batch returned: the state may
+	// now say so.
+	if x.dirty {
+		return x.writeState()
+	}
 	return nil
 }
 
@@ -180,6 +229,8 @@ func (x *Index) Reset() error {
 	}
 	x.w = nil
 	x.states = map[string]*sessionState{}
+	x.verified = map[string]bool{}
+	x.dirty = false
 	if err := removeFiles(x.dir); err != nil {
 		x.closed = true
 		return err
@@ -208,6 +259,7 @@ type SyncStats struct {
 	Unchanged int // sessions whose digest matched
 	Removed   int // sessions no longer listed, removed
 	Docs      int // documents added or updated
+	Skipped   int // documents whose content the index already held, not sent
 	Deleted   int // documents deleted
 	Batches   int // Bluge batches
 }
@@ -328,31 +380,52 @@ func (x *Index) planSession(b *batcher, st engine.MemoryState, arts []engine.Art
 		ids[i] = a.ID
 		tasks = max(tasks, a.TaskN)
 	}
-	slices.Sort(ids)
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			return fmt.Errorf("%w: apply %s: artifact %s given twice", ErrInvalid, st.Session, ids[i])
+	order := make([]int, len(arts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int { return strings.Compare(ids[i], ids[j]) })
+	sorted := make([]string, len(arts))
+	for k, i := range order {
+		sorted[k] = ids[i]
+	}
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return fmt.Errorf("%w: apply %s: artifact %s given twice", ErrInvalid, st.Session, sorted[i])
 		}
 	}
 	old, err := x.heldIDs(st.Session)
 	if err != nil {
 		return err
 	}
-	for i := range arts {
-		if err := b.add(op{doc: document(&arts[i], x.opts.MaxDocBytes)}); err != nil {
+	// What the index holds of a verified session is exactly its state:
+	// an artifact whose sum is the one recorded is not sent again.
+	var prev *sessionState
+	if x.verified[st.Session] {
+		prev = x.states[st.Session]
+	}
+	sums := make([]Sum, len(arts))
+	for k, i := range order {
+		a := &arts[i]
+		sums[k] = sum(a, x.opts.MaxDocBytes)
+		if prev != nil && prev.sumOf(a.ID) == sums[k] {
+			b.stats.Skipped++
+			continue
+		}
+		if err := b.add(op{doc: document(a, x.opts.MaxDocBytes)}); err != nil {
 			return err
 		}
 		b.stats.Docs++
 	}
 	for _, id := range old {
-		if _, found := slices.BinarySearch(ids, id); !found {
+		if _, found := slices.BinarySearch(sorted, id); !found {
 			if err := b.add(op{del: id}); err != nil {
 				return err
 			}
 			b.stats.Deleted++
 		}
 	}
-	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: ids})
+	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: sorted, Sums: sums})
 	return nil
 }
 
@@ -373,14 +446,35 @@ func (x *Index) planRemove(b *batcher, session string) error {
 }
 
 // heldIDs returns the ids the index holds for session, sorted: those the
-// state file lists and those Bluge has, so that documents written by a
-// batch whose state was never recorded (a crash between the two) are
-// found too.
+// state lists and, unless the session is verified, those Bluge has, so
+// that documents written by a batch whose state was never recorded (a
+// crash between the two) are found too. The result must not be
+// modified.
 func (x *Index) heldIDs(session string) ([]string, error) {
+	st := x.states[session]
+	if x.verified[session] {
+		if st == nil {
+			return nil, nil
+		}
+		return st.IDs, nil
+	}
 	var ids []string
-	if st := x.states[session]; st != nil {
+	if st != nil {
 		ids = append(ids, st.IDs...)
 	}
+	held, err := x.blugeIDs(session)
+	if err != nil {
+		return nil, err
+	}
+	ids = append(ids, held...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// blugeIDs returns the ids of the documents Bluge holds for session, in
+// no particular order.
+func (x *Index) blugeIDs(session string) ([]string, error) {
+	var ids []string
 	err := x.withReader("session ids", func(r *bluge.Reader) error {
 		req := bluge.NewAllMatches(bluge.NewTermQuery(session).SetField(fieldSession))
 		it, err := r.Search(context.Background(), req)
@@ -410,8 +504,7 @@ func (x *Index) heldIDs(session string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: ids of session %s: %w", session, err)
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return ids, nil
 }
 
 // withReader calls f with a reader of the index's current contents, and
@@ -444,22 +537,20 @@ type pending struct {
 // batcher collects batch operations, sends them to Bluge MaxBatch at a
 // time, and records session states once their operations are in.
 type batcher struct {
-	x         *Index
-	stats     *SyncStats
-	ops       []op
-	queued    int // operations ever queued
-	sent      int // operations ever sent
-	waiting   []pending
-	dirty     bool // states changed since the state file was written
-	failed    bool // a batch failed
-	lastWrite time.Time
+	x       *Index
+	stats   *SyncStats
+	ops     []op
+	queued  int // operations ever queued
+	sent    int // operations ever sent
+	waiting []pending
+	failed  bool // a batch failed
 }
 
 func (x *Index) newBatcher(stats *SyncStats) *batcher {
 	if stats == nil {
 		stats = new(SyncStats)
 	}
-	return &batcher{x: x, stats: stats, lastWrite: time.Now()}
+	return &batcher{x: x, stats: stats}
 }
 
 func (b *batcher) add(o op) error {
@@ -478,8 +569,8 @@ func (b *batcher) commitAfter(session string, st *sessionState) {
 }
 
 // flush sends the queued operations as one Bluge batch, then records the
-// session states they complete, and writes the state file when a second
-// has passed since it was last written.
+// session states they complete, and writes the state file when
+// Options.StateEvery has passed since it was last written.
 func (b *batcher) flush() error {
 	if len(b.ops) > 0 {
 		bb := bluge.NewBatch()
@@ -492,6 +583,9 @@ func (b *batcher) flush() error {
 		}
 		if err := b.x.batch(bb); err != nil {
 			b.failed = true
+			// What Bluge holds of the sessions in the batch is unknown
+			// now: look them up again.
+			clear(b.x.verified)
 			return err
 		}
 		b.sent += len(b.ops)
@@ -511,39 +605,36 @@ func (b *batcher) flush() error {
 			} else {
 				b.x.states[p.session] = p.st
 			}
+			b.x.verified[p.session] = true
 		}
 		b.x.mu.Unlock()
 		b.waiting = b.waiting[n:]
-		b.dirty = true
+		b.x.dirty = true
 	}
-	if b.dirty && time.Since(b.lastWrite) >= time.Second {
-		return b.writeState()
+	if b.x.dirty && time.Since(b.x.lastWrite) >= b.x.opts.StateEvery {
+		return b.x.writeState()
 	}
 	return nil
 }
 
-func (b *batcher) writeState() error {
-	if err := writeState(b.x.dir, b.x.states); err != nil {
+// writeState writes the state file. The caller holds wmu.
+func (x *Index) writeState() error {
+	if err := writeState(x.dir, x.states); err != nil {
 		return err
 	}
-	b.dirty = false
-	b.lastWrite = time.Now()
+	x.dirty = false
+	x.lastWrite = time.Now()
 	return nil
 }
 
-// finish sends what is queued and writes the state file; it returns err
-// (the caller's) joined with its own. The queue holds only whole
-// sessions' operations (a session is planned completely before the next
-// error can occur), so it is sent even after the caller's error, unless a
-// batch failed.
+// finish sends what is queued; it returns err (the caller's) joined with
+// its own. The queue holds only whole sessions' operations (a session is
+// planned completely before the next error can occur), so it is sent even
+// after the caller's error, unless a batch failed. The state file is
+// written when Options.StateEvery has passed, or by Close.
 func (b *batcher) finish(err error) error {
 	if !b.failed {
 		err = errors.Join(err, b.flush())
-	}
-	if b.dirty {
-		// The states committed so far describe what is in the index,
-		// whether or not the rest failed.
-		err = errors.Join(err, b.writeState())
 	}
 	return err
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/blugelabs/bluge/index/mergeplan"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -54,14 +57,14 @@ func ids(cs []engine.Card) []string {
 	return out
 }
 
-// held returns the sorted ids the index holds for session, by search on
-// a word every test artifact's text has.
+// held returns the sorted ids of the documents Bluge holds for session.
 func held(t *testing.T, x *Index, session string) []string {
 	t.Helper()
-	got, err := x.heldIDs(session)
+	got, err := x.blugeIDs(session)
 	if err != nil {
 		t.Fatal(err)
 	}
+	slices.Sort(got)
 	return got
 }
 
@@ -314,6 +317,8 @@ func TestCorruptState(t *testing.T) {
 		{"missing line", good[:line2], line2, "0 sessions, the header says 1"},
 		{"other format", strings.Replace(good, "bbengine-index-state", "x", 1), 0, "format"},
 		{"unsorted ids", strings.Replace(good, `["a","b"]`, `["b","a"]`, 1), line2, "not sorted"},
+		{"sums count", strings.Replace(good, `["a","b"]`, `["a","b"],"sums":["00000000000000ff"]`, 1), line2, "1 sums for 2 ids"},
+		{"bad sum", strings.Replace(good, `["a","b"]`, `["a","b"],"sums":["00000000000000ff","xyz"]`, 1), line2, "want 16 hex digits"},
 	}
 	if _, err := parseState("x", []byte(good)); err != nil {
 		t.Fatalf("good state: %v", err)
@@ -351,6 +356,7 @@ func FuzzState(f *testing.F) {
 	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"]}\n"))
 	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":0}\n"))
 	f.Add([]byte("{}\n{}\n"))
+	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"],\"sums\":[\"00000000000000ff\",\"0123456789abcdef\"]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		states, err := parseState("f", data)
 		if err != nil {
@@ -445,5 +451,146 @@ func TestGuard(t *testing.T) {
 	}
 	if err := guard("ok", func() error { return nil }); err != nil {
 		t.Fatalf("guard(ok) = %v", err)
+	}
+}
+
+// TestSyncSkipsUnchanged checks that a session whose memory changed sends
+// only the documents whose content changed, once the index holds the
+// session (applied by this process); a session known only from the state
+// file is sent whole, since the Bluge files may be newer than that file.
+func TestSyncSkipsUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	x := openTest(t, dir, nil)
+	src := &memSource{arts: map[string][]engine.Artifact{}}
+	v1 := []engine.Artifact{
+		art("s1", "a", engine.ArtifactDecision, "use pebble for the store"),
+		art("s1", "b", engine.ArtifactConstraint, "never write to stdout"),
+		art("s1", "c", engine.ArtifactThread, "TODO fix flaky TestWALReplay"),
+	}
+	src.set("s1", "v1", v1...)
+	if _, err := x.Sync(src); err != nil {
+		t.Fatal(err)
+	}
+
+	// b changes, c is pinned (a flag: the document changes), d is new;
+	// a is the same and is not sent.
+	v2 := slices.Clone(v1)
+	v2[1].Text = "never print secrets"
+	v2[2].Pinned = true
+	v2 = append(v2, art("s1", "d", engine.ArtifactOutcome, "store done"))
+	src.set("s1", "v2", v2...)
+	stats, err := x.Sync(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (SyncStats{Applied: 1, Docs: 3, Skipped: 1, Batches: 1}); stats != want {
+		t.Fatalf("second sync: %+v, want %+v", stats, want)
+	}
+	if cs, _ := x.Search(Query{Text: "secrets"}); len(cs) != 1 || cs[0].ID != "b" {
+		t.Fatalf("search secrets = %v, want [b]", ids(cs))
+	}
+	if cs, _ := x.Search(Query{Text: "flaky"}); len(cs) != 1 || !cs[0].Pinned {
+		t.Fatalf("search flaky = %+v, want c pinned", cs)
+	}
+
+	// A new digest with the same artifacts sends nothing; a deletion is
+	// still a deletion.
+	src.set("s1", "v3", v2[1:]...)
+	if stats, err = x.Sync(src); err != nil {
+		t.Fatal(err)
+	}
+	if want := (SyncStats{Applied: 1, Skipped: 3, Deleted: 1, Batches: 1}); stats != want {
+		t.Fatalf("third sync: %+v, want %+v", stats, want)
+	}
+	if got, want := held(t, x, "s1"), []string{"b", "c", "d"}; !slices.Equal(got, want) {
+		t.Fatalf("held %v, want %v", got, want)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Reopened, the sums are in the state file but the session is sent
+	// whole once, then sums decide again.
+	y := openTest(t, dir, nil)
+	if st := y.states["s1"]; st == nil || len(st.Sums) != 3 || st.sumOf("c") != sum(&v2[2], y.opts.MaxDocBytes) {
+		t.Fatalf("reopened state %+v, want the sums of b, c, d", st)
+	}
+	v4 := slices.Clone(v2[1:])
+	v4[0].Title = "never log secrets"
+	src.set("s1", "v4", v4...)
+	if stats, err = y.Sync(src); err != nil {
+		t.Fatal(err)
+	}
+	if want := (SyncStats{Applied: 1, Docs: 3, Batches: 1}); stats != want {
+		t.Fatalf("sync after reopen: %+v, want %+v", stats, want)
+	}
+	v4[2].Text = "store done, tuned"
+	src.set("s1", "v5", v4...)
+	if stats, err = y.Sync(src); err != nil {
+		t.Fatal(err)
+	}
+	if want := (SyncStats{Applied: 1, Docs: 1, Skipped: 2, Batches: 1}); stats != want {
+		t.Fatalf("last sync: %+v, want %+v", stats, want)
+	}
+	if cs, _ := y.Search(Query{Text: "tuned"}); len(cs) != 1 || cs[0].ID != "d" {
+		t.Fatalf("search tuned = %v, want [d]", ids(cs))
+	}
+}
+
+// TestSum checks that every value a document is made of changes the sum.
+func TestSum(t *testing.T) {
+	base := art("s1", "a", engine.ArtifactDecision, "use pebble")
+	base.Files, base.Symbols, base.Commands, base.Errors = []string{"f.go"}, []string{"F"}, []string{"go test"}, []string{"boom"}
+	base.Task, base.TaskN, base.Run, base.Status = "t1", 1, "r1", "active"
+	changes := map[string]func(a *engine.Artifact){
+		"type":       func(a *engine.Artifact) { a.Type = engine.ArtifactConstraint },
+		"task":       func(a *engine.Artifact) { a.Task = "t2" },
+		"task_n":     func(a *engine.Artifact) { a.TaskN = 2 },
+		"run":        func(a *engine.Artifact) { a.Run = "r2" },
+		"status":     func(a *engine.Artifact) { a.Status = "superseded" },
+		"title":      func(a *engine.Artifact) { a.Title = "use bolt" },
+		"text":       func(a *engine.Artifact) { a.Text = "use bolt" },
+		"files":      func(a *engine.Artifact) { a.Files = []string{"g.go"} },
+		"file split": func(a *engine.Artifact) { a.Files = []string{"f", ".go"} },
+		"symbols":    func(a *engine.Artifact) { a.Symbols = nil },
+		"commands":   func(a *engine.Artifact) { a.Commands = append(a.Commands, "x") },
+		"errors":     func(a *engine.Artifact) { a.Errors = []string{"bang"} },
+		"last":       func(a *engine.Artifact) { a.Last++ },
+		"superseded": func(a *engine.Artifact) { a.Decision = &engine.Decision{SupersededBy: "b"} },
+		"forgotten":  func(a *engine.Artifact) { a.Forgotten = true },
+		"pinned":     func(a *engine.Artifact) { a.Pinned = true },
+	}
+	want := sum(&base, 1000)
+	if got := sum(&base, 2000); got == want {
+		t.Errorf("sum ignores the document cap")
+	}
+	for name, change := range changes {
+		a := base
+		a.Files, a.Symbols, a.Commands = slices.Clone(base.Files), slices.Clone(base.Symbols), slices.Clone(base.Commands)
+		change(&a)
+		if got := sum(&a, 1000); got == want {
+			t.Errorf("%s: the sum did not change", name)
+		}
+	}
+	// What documents do not hold does not count.
+	a := base
+	a.Evidence = []engine.Evidence{{Seq: 9}}
+	a.First = 5
+	if got := sum(&a, 1000); got != want {
+		t.Errorf("evidence and first changed the sum")
+	}
+}
+
+// TestMergeFloor checks that the index's Bluge config carries
+// floorSegment and that Bluge's default is left as it was.
+func TestMergeFloor(t *testing.T) {
+	before := mergeplan.DefaultMergePlanOptions
+	cfg := config(t.TempDir())
+	got := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions").FieldByName("FloorSegmentSize").Int()
+	if got != floorSegment {
+		t.Errorf("floor segment size %d, want %d", got, floorSegment)
+	}
+	if mergeplan.DefaultMergePlanOptions.FloorSegmentSize != before.FloorSegmentSize {
+		t.Errorf("Bluge's default merge options changed: %+v, were %+v", mergeplan.DefaultMergePlanOptions, before)
 	}
 }

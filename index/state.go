@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 )
 
 // stateName is the state file in the index directory.
@@ -38,6 +39,44 @@ type sessionState struct {
 	Tasks int `json:"tasks"`
 	// IDs are the ids of its indexed artifacts, sorted.
 	IDs []string `json:"ids"`
+	// Sums are the content sums of the documents of IDs, in the same
+	// order (see sum); a file written before sums has none, and its
+	// sessions are indexed whole the next time they change.
+	Sums []Sum `json:"sums,omitempty"`
+}
+
+// sumOf returns the sum recorded for id, or 0 when there is none.
+func (s *sessionState) sumOf(id string) Sum {
+	if s == nil || len(s.Sums) != len(s.IDs) {
+		return 0
+	}
+	i, found := slices.BinarySearch(s.IDs, id)
+	if !found {
+		return 0
+	}
+	return s.Sums[i]
+}
+
+// Sum is the content sum of an artifact's document: 64 bits of xxhash,
+// written in the state file as 16 hex digits. It is never 0.
+type Sum uint64
+
+// MarshalText returns the 16 hex digits of s.
+func (s Sum) MarshalText() ([]byte, error) {
+	return fmt.Appendf(nil, "%016x", uint64(s)), nil
+}
+
+// UnmarshalText reads 16 hex digits.
+func (s *Sum) UnmarshalText(b []byte) error {
+	if len(b) != 16 {
+		return fmt.Errorf("sum %q: want 16 hex digits", b)
+	}
+	v, err := strconv.ParseUint(string(b), 16, 64)
+	if err != nil {
+		return fmt.Errorf("sum %q: want 16 hex digits", b)
+	}
+	*s = Sum(v)
+	return nil
 }
 
 // readState reads the state file at path. A missing file is an empty
@@ -107,6 +146,9 @@ func parseState(path string, data []byte) (map[string]*sessionState, error) {
 			}
 			if !slices.IsSorted(s.IDs) {
 				return nil, corrupt(off, "ids of session %q are not sorted", s.Session)
+			}
+			if s.Sums != nil && len(s.Sums) != len(s.IDs) {
+				return nil, corrupt(off, "session %q has %d sums for %d ids", s.Session, len(s.Sums), len(s.IDs))
 			}
 			states[s.Session] = s
 		}

@@ -8,18 +8,22 @@ import (
 
 // Exchange is one exchange put back together from its frames.
 type Exchange struct {
-	ID           uint64
-	Start        *RequestStart
-	RequestBody  []byte
-	RequestLast  bool // a request body frame carried the last-chunk flag
-	Response     *ResponseStart
-	ResponseBody []byte
-	ResponseLast bool
-	End          *ResponseEnd
-	Errors       []Error
-	Kinds        []frame.Kind // every frame's kind, in log order
-	Offsets      []uint64     // every frame's offset, in log order
-	Times        []int64      // every frame's time (unix ns), in log order
+	ID          uint64
+	Start       *RequestStart
+	RequestBody []byte
+	RequestLast bool // a request body frame carried the last-chunk flag
+	// RequestDeferred is set when the request body was too large to
+	// gather (Assembler.DeferRequestBodies): RequestBody is empty and
+	// the body is in the frames of kind KindRequestBody at Offsets.
+	RequestDeferred bool
+	Response        *ResponseStart
+	ResponseBody    []byte
+	ResponseLast    bool
+	End             *ResponseEnd
+	Errors          []Error
+	Kinds           []frame.Kind // every frame's kind, in log order
+	Offsets         []uint64     // every frame's offset, in log order
+	Times           []int64      // every frame's time (unix ns), in log order
 }
 
 // Bounds returns the offsets of the first and last frames of one side of
@@ -53,6 +57,13 @@ type Assembler struct {
 	// kept), for readers that take the response body frames as they come
 	// (the canonicalizer decodes them as a stream).
 	SkipResponseBodies bool
+	// DeferRequestBodies, when positive, bounds the request body bytes
+	// gathered for one exchange: a body that would grow past it is let
+	// go and the exchange marked RequestDeferred, for readers that can
+	// read the body frames again when the exchange ends (the
+	// canonicalizer), so that a large request is not held in memory
+	// all the while its response streams, next to the proxy's copy.
+	DeferRequestBodies int64
 	byID               map[uint64]*Exchange
 	order              []*Exchange
 }
@@ -91,14 +102,18 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 		var s RequestStart
 		s, err = DecodeRequestStart(payload)
 		x.Start = &s
-		if !a.SkipBodies && x.RequestBody == nil && s.BodyBytes > 0 {
+		if !a.SkipBodies && x.RequestBody == nil && s.BodyBytes > 0 && !a.defers(s.BodyBytes) {
 			// The body's size is known: grow it once. A request is
 			// bounded by the proxy's --max-request-bytes; a bad size
 			// claims no more than maxPrealloc.
 			x.RequestBody = make([]byte, 0, min(s.BodyBytes, maxPrealloc))
 		}
 	case frame.KindRequestBody:
-		if !a.SkipBodies {
+		switch {
+		case a.SkipBodies || x.RequestDeferred:
+		case a.defers(int64(len(x.RequestBody) + len(payload))):
+			x.RequestBody, x.RequestDeferred = nil, true
+		default:
 			x.RequestBody = append(x.RequestBody, payload...)
 		}
 		x.RequestLast = x.RequestLast || last
@@ -124,6 +139,10 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 		return fmt.Errorf("frame at offset %d (exchange %d): %w", h.Offset, h.Exchange, err)
 	}
 	return nil
+}
+
+func (a *Assembler) defers(n int64) bool {
+	return a.DeferRequestBodies > 0 && n > a.DeferRequestBodies
 }
 
 // Exchanges returns the exchanges in the order of their first frames.

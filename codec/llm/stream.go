@@ -319,8 +319,13 @@ type textBuf struct {
 
 // WriteString appends s; it never fails (a spill error is kept for
 // fill).
-func (t *textBuf) WriteString(s string) (int, error) {
-	if s == "" {
+func (t *textBuf) WriteString(s string) (int, error) { return textWrite(t, s) }
+
+// Write appends p, as WriteString does.
+func (t *textBuf) Write(p []byte) (int, error) { return textWrite(t, p) }
+
+func textWrite[S string | []byte](t *textBuf, s S) (int, error) {
+	if len(s) == 0 {
 		return 0, nil
 	}
 	t.n += int64(len(s))
@@ -336,10 +341,13 @@ func (t *textBuf) WriteString(s string) (int, error) {
 		}
 		t.hashTrim(t.b)
 	}
+	// For a []byte the conversion is free; a string is copied, as
+	// io.WriteString would.
+	p := []byte(s)
 	if t.err == nil {
-		_, t.err = io.WriteString(t.sp, s)
+		_, t.err = t.sp.Write(p)
 	}
-	t.hashTrim([]byte(s))
+	t.hashTrim(p)
 	if room := t.cfg.limit - len(t.b); room > 0 {
 		t.b = append(t.b, s[:min(room, len(s))]...)
 	}
@@ -473,7 +481,7 @@ func spillString(lit []byte, cfg *textCfg) (Part, bool) {
 			tb.abort()
 			return Part{}, false
 		}
-		tb.WriteString(string(out))
+		tb.Write(out)
 		in = in[n:]
 	}
 	p := Part{Type: PartText}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cli
+
+// lowPriority is a no-op where threads have no priority of their own
+// that an unprivileged process can set.
+func lowPriority() {}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package index
+
+import "time"
+
+// processCPU is 0 where getrusage is not available.
+func processCPU() time.Duration { return 0 }

@@ -69,6 +69,29 @@
 //
 //	go test -run '^$' -bench 'BenchmarkImport$' -benchtime 3x ./bench
 //
+// The long-session driver plays one growing Claude Code-like session
+// (history resent every turn, tool calls, about 700 KB by turn 300)
+// through `bbengine proxy` with derivation on and through a bare
+// httputil.ReverseProxy, both subprocesses, alternating turn by turn,
+// and prints p50, p99 and process CPU per 50-turn bucket, failed streams
+// and data directory against WAL size, each as a ratio:
+//
+//	go run ./bench/cmd/longsession                  # 300 turns
+//	go run ./bench/cmd/longsession -turns 150 -cpuprofile /tmp/bb.pprof
+//
+// The WAL driver measures one goroutine appending (the proxy's lone
+// recorder) against raw writes of the same bytes, per sync policy and
+// payload size (package wal/walbench is the baseline):
+//
+//	go run ./bench/cmd/walbench                     # interval and always; 256 B, 4 KiB, 64 KiB
+//
+// The derivation and search benchmarks live beside their code:
+//
+//	go test -run '^$' -bench DeriveTurn -benchtime 3x ./engine   # turn 10, 100, 300 of a growing session
+//	go test -run '^$' -bench Search100k ./index                  # p50 and p99 of one search at 100k artifacts
+//
+// docs/performance.md has every figure and the command that made it.
+//
 // Per-package benchmarks live beside their code:
 // go test -bench . ./codec/bbox ./codec/frame ./wal
 package bench

@@ -290,8 +290,8 @@ type Source interface {
 // what changed rather than the session.
 type SumSource interface {
 	Source
-	// ArtifactSums returns the ids of a session's artifacts and a sum of
-	// each: equal sums mean equal artifacts.
+	// ArtifactSums returns the ids of a session's artifacts, sorted, and
+	// a sum of each: equal sums mean equal artifacts.
 	ArtifactSums(session string) (ids []string, sums []uint64, err error)
 	// ArtifactsByID returns the artifacts with these ids, leaving out
 	// those no longer held.

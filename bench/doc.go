@@ -55,6 +55,20 @@
 // engine's TestBigStreamBoundedMemory and TestBigRequestBoundedMemory keep
 // the canonicalizer's share bounded in CI, on the live heap.
 //
+// The import driver times `bbengine import claude` against ccusage
+// 18.0.11 (installed from npm into a cache directory by the driver, never
+// by the tests) on N copies of the golden Claude corpus, each with ids of
+// its own (ClaudeCorpus), alternating the two tools each round, and
+// prints wall time and peak RSS (rusage Maxrss) of both and the ratios:
+//
+//	go run ./bench/cmd/importbench                          # -copies 20,200 -rounds 3
+//	go run ./bench/cmd/importbench -copies 20 -rounds 1 -bin ./bbengine -check
+//
+// BenchmarkImport runs the import command in process on 1 and 4 copies
+// (MB/s, allocations):
+//
+//	go test -run '^$' -bench 'BenchmarkImport$' -benchtime 3x ./bench
+//
 // Per-package benchmarks live beside their code:
 // go test -bench . ./codec/bbox ./codec/frame ./wal
 package bench

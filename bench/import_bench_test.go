@@ -3,12 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/cli"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -142,6 +144,41 @@ func benchImport(b *testing.B, source string) {
 }
 
 func BenchmarkImportCodex(b *testing.B) { benchImport(b, "codex") }
+
+// BenchmarkImport runs `bbengine import claude` as the command does (in
+// this process, through cli.MainContext) on copies of the golden Claude
+// corpus (bench.ClaudeCorpus: each copy sessions of its own), into a
+// fresh data directory each time: streaming the files through the
+// pipeline, the WAL, and derivation of every session and its memory.
+// MB/s is of the corpus's bytes; allocations are the whole process's.
+// bench/cmd/importbench compares the built binary with ccusage.
+func BenchmarkImport(b *testing.B) {
+	for _, copies := range []int{1, 4} {
+		b.Run(fmt.Sprintf("source=claude/copies=%d", copies), func(b *testing.B) {
+			src := filepath.Join("..", GoldenClaude)
+			if _, err := os.Stat(src); err != nil {
+				b.Skipf("golden agent logs not present: %v", err)
+			}
+			corpus := b.TempDir()
+			st, err := ClaudeCorpus(corpus, src, copies)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(st.Bytes)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				data := b.TempDir()
+				b.StartTimer()
+				var stderr bytes.Buffer
+				code := cli.MainContext(context.Background(), []string{"bbengine", "--dir", data, "import", "claude", "--quiet", filepath.Join(corpus, "projects")}, io.Discard, &stderr)
+				if code != 0 {
+					b.Fatalf("import exited %d: %s", code, stderr.String())
+				}
+			}
+		})
+	}
+}
 
 func nowNs() int64                       { return time.Now().UnixNano() }
 func BenchmarkImportClaude(b *testing.B) { benchImport(b, "claude") }

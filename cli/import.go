@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,13 @@ import (
 )
 
 var importSources = []string{"claude", "codex", "atif"}
+
+// importMemoryLimit is the Go heap an import aims to stay under (unless
+// GOMEMLIMIT says otherwise): its live data is a few sessions and the
+// chunks in the pipeline, whatever the input's size, so the collector
+// need not let the heap grow to twice that between cycles. It is a soft
+// limit: a session larger than it still imports, with more collections.
+const importMemoryLimit = 96 << 20
 
 func importCommand() *ucli.Command {
 	return &ucli.Command{
@@ -71,6 +79,9 @@ func runImport(c *ucli.Context) error {
 		roots = append(roots, defaultLocations(source)...)
 	} else if len(roots) == 0 {
 		return usagef("import %s: give a PATH or --all", source)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(importMemoryLimit))
 	}
 	sink, err := openImportSink(c)
 	if err != nil {
@@ -266,6 +277,9 @@ func (im *importer) round(roots []string, verbose bool) error {
 		if perr := pipe.err(); perr != nil {
 			return perr
 		}
+		if cerr := c.Context.Err(); cerr != nil {
+			return cerr // stopped (Ctrl-C): not a problem of the file
+		}
 		if err != nil {
 			bar.clear()
 			fmt.Fprintf(c.App.ErrWriter, "import: %s: %v (skipped)\n", p, trimPath(err, p))
@@ -429,7 +443,9 @@ func openImportSink(c *ucli.Context) (importSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the WAL for import: %w", err)
 	}
-	e, err := engine.Open(dir, &engine.Options{WAL: log})
+	// An import writes far more than it reads back: a small block cache
+	// keeps its memory small (see importMemoryLimit).
+	e, err := engine.Open(dir, &engine.Options{WAL: log, CacheSize: 8 << 20})
 	if err != nil {
 		log.Close()
 		return nil, err

@@ -53,7 +53,23 @@ const (
 	// pipeDerive is how many bytes of records are appended between two
 	// derivation passes.
 	pipeDerive = 16 << 20
+	// appendGroup is how many frames go to the WAL in one AppendBatch:
+	// the WAL keeps a frame buffer per frame of a batch for reuse, so
+	// large batches would leave it holding tens of MiB.
+	appendGroup = 64
 )
+
+// appendFrames appends frames to log in groups of appendGroup.
+func appendFrames(log *wal.Log, frames []wal.Record) error {
+	for len(frames) > 0 {
+		n := min(len(frames), appendGroup)
+		if _, err := log.AppendBatch(frames[:n]); err != nil {
+			return err
+		}
+		frames = frames[n:]
+	}
+	return nil
+}
 
 func newImportPipe(ctx context.Context, sink importSink) *importPipe {
 	workers := runtime.GOMAXPROCS(0)
@@ -117,7 +133,7 @@ func (p *importPipe) appendAll() {
 		switch {
 		case err != nil:
 		case p.log != nil:
-			_, err = p.log.AppendBatch(j.frames)
+			err = appendFrames(p.log, j.frames)
 		default:
 			err = p.sink.Append(j.recs)
 		}

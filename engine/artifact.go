@@ -253,6 +253,9 @@ type MemoryState struct {
 	Digest    string   `json:"digest"`
 	Artifacts []string `json:"artifacts"`
 	Builder   string   `json:"builder"`
+	// Project is the session's project (ProjectOf) as the project index
+	// has it.
+	Project string `json:"project,omitempty"`
 }
 
 // Card returns the bounded view of a.

@@ -25,6 +25,7 @@ type Progress struct {
 	Exchanges int    // exchanges finished
 	Events    int    // events written
 	Memory    int    // sessions whose memory was derived
+	Artifacts int    // artifacts written (new or changed)
 	Skipped   int    // resent messages recognized and not decoded again
 	Applied   uint64 // WAL offset the derived state now covers
 }
@@ -111,9 +112,11 @@ type canonicalizer struct {
 	pendingImports map[string]bool
 
 	// memPending are the sessions whose memory to derive at the end of
-	// the pass; corrections the correction states changed in the batch;
+	// the pass (marked in the store too); scanPending is set until the
+	// marks in the store were read once; corrections the correction states changed in the batch;
 	// pinsChanged is set when a correction may change retention pins.
 	memPending  map[string]bool
+	scanPending bool
 	corrections map[string]*CorrectionState
 	pinsChanged bool
 	// briefs are the session briefs changed in the batch.
@@ -203,6 +206,7 @@ func (e *Engine) loadCanon() (*canonicalizer, error) {
 	}
 	defer it.Close()
 	c.replayEnd = c.applied
+	c.scanPending = true
 	for it.First(); it.Valid(); it.Next() {
 		c.replay[u64(it.Key()[1:])] = true
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -38,7 +40,9 @@ func growingSession(session string, turns, lastKB int) []fx {
 // turn, about 700 KB by the end) one turn at a time, as the proxy does,
 // and reports the time and allocations of deriving turns 10, 100 and 300
 // (each the mean over the ten turns up to it): flat in N when the cost
-// of a turn follows its new bytes. One op is the whole session.
+// of a turn follows its new bytes. memns/turn@N is the part of ns/turn@N
+// spent deriving memory (from the Yield before it to OnMemory after it).
+// One op is the whole session.
 //
 //	go test -run '^$' -bench DeriveTurn -benchtime 3x ./engine
 func BenchmarkDeriveTurn(b *testing.B) {
@@ -47,12 +51,17 @@ func BenchmarkDeriveTurn(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(xs[len(xs)-1].req)))
 	at := map[int]string{10: "ns/turn@10", 100: "ns/turn@100", 300: "ns/turn@300"}
-	ns, allocs := map[int]float64{}, map[int]float64{}
+	ns, allocs, mem := map[int]float64{}, map[int]float64{}, map[int]float64{}
 	runs := 0
 	for b.Loop() {
 		runs++
 		dir, log := newData(b)
-		e := open(b, dir, log, nil)
+		var memStart time.Time
+		var memWin time.Duration
+		e := open(b, dir, log, &Options{
+			Yield:    func(context.Context) time.Duration { memStart = time.Now(); return 0 },
+			OnMemory: func() { memWin += time.Since(memStart) },
+		})
 		var c clock
 		var ms runtime.MemStats
 		var win time.Duration
@@ -73,8 +82,9 @@ func BenchmarkDeriveTurn(b *testing.B) {
 				if _, ok := at[n]; ok {
 					ns[n] += float64(win) / 10
 					allocs[n] += float64(winAllocs) / 10
+					mem[n] += float64(memWin) / 10
 				}
-				win, winAllocs = 0, 0
+				win, winAllocs, memWin = 0, 0, 0
 			}
 		}
 		e.Close()
@@ -83,5 +93,56 @@ func BenchmarkDeriveTurn(b *testing.B) {
 	for n, name := range at {
 		b.ReportMetric(ns[n]/float64(runs), name)
 		b.ReportMetric(allocs[n]/float64(runs), strings.Replace(name, "ns/", "allocs/", 1))
+		b.ReportMetric(mem[n]/float64(runs), "mem"+name)
+	}
+}
+
+// BenchmarkDeriveProjectSession derives one new imported session of a
+// project that has earlier=N sessions already: flat in N when a session
+// costs what its own bytes cost.
+//
+//	go test -run '^$' -bench DeriveProjectSession -benchtime 50x ./engine
+func BenchmarkDeriveProjectSession(b *testing.B) {
+	for _, earlier := range []int{0, 200} {
+		b.Run(fmt.Sprintf("earlier=%d", earlier), func(b *testing.B) {
+			dir := b.TempDir()
+			e, log := memoryEngine(b, dir)
+			defer log.Close()
+			defer e.Close()
+			n := 0
+			add := func() {
+				n++
+				l := newClaudeLog(fmt.Sprintf("44444444-0000-4000-8000-%012d", n))
+				l.user(fmt.Sprintf("Pick a store for part %d.", n))
+				l.reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", n, n)))
+				l.reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./..."}))
+				l.result("toolu_1", "ok  \tgithub.com/x/store\t0.02s", false)
+				l.reply(textBlock("Done: the store is in place."))
+				path := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", n))
+				if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				fi, err := ReadImport("claude", path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := AppendImport(e.WAL(), fi.Records); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range earlier {
+				add()
+			}
+			if _, err := e.CatchUp(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				add()
+				if _, err := e.CatchUp(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

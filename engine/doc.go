@@ -38,7 +38,8 @@
 //	'f'     'f' file path (bytes)                 ImportFileState              imported files
 //	'p'     'p' session id (bytes)                empty                        imports to derive
 //	'a'     'a' …                                 Artifact                     memory
-//	'i'     'i' …                                 states, briefs, reports      memory
+//	'i'     'i' …                                 states, briefs, reports,     memory
+//	                                              project index (project.go)
 //	'k'     'k' session id 0x00 offset u64        BreakerRecord                circuit breaker
 //
 //	meta names

@@ -70,6 +70,7 @@ type FileImport struct {
 	chunk      []exchange.Import
 	chunkBytes int
 	arena      []byte
+	arenaSize  int
 }
 
 // Problem is a source record that was not imported.
@@ -329,7 +330,10 @@ func (fi *FileImport) scan(path string, st *ImportFileState) error {
 // into the chunk's arena, and hands the chunk over when it is full.
 func (fi *FileImport) add(line, off int64, data []byte) error {
 	if cap(fi.arena)-len(fi.arena) < len(data) {
-		fi.arena = make([]byte, 0, max(importChunk, len(data)))
+		// Arenas grow from 64 KiB to a chunk's size, so that a small
+		// file does not cost a chunk's allocation.
+		fi.arenaSize = min(max(2*fi.arenaSize, 64<<10), importChunk)
+		fi.arena = make([]byte, 0, max(fi.arenaSize, len(data)))
 	}
 	start := len(fi.arena)
 	fi.arena = append(fi.arena, data...)

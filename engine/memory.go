@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 //	'i' 'u' 's' session id          CorrectionState of a session
 //	'i' 'b' session id              Brief of the session (brief.go)
 //	'i' 'r' session id 0x00 task    Report of a task's outcome (brief.go)
+//	'i' 'p' project 0x00 …          project index (project.go)
 //	'm' "memory"                    MemoryVersion of the stored artifacts
 const (
 	memState      = 's'
@@ -131,12 +134,18 @@ func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) 
 // the canonical state it reads is committed.
 func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	var ids []string
-	err := c.e.scan([]byte{prefixIndex, memPending}, func(k, _ []byte) error {
-		ids = append(ids, string(k[2:]))
-		return nil
-	})
-	if err != nil {
-		return err
+	if c.scanPending {
+		// The marks left by an earlier process or by RebuildMemory; the
+		// canonicalizer's own are in memPending too, so later passes need
+		// not step over the deleted marks of every earlier pass.
+		err := c.e.scan([]byte{prefixIndex, memPending}, func(k, _ []byte) error {
+			ids = append(ids, string(k[2:]))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c.scanPending = false
 	}
 	for id := range c.memPending {
 		ids = append(ids, id)
@@ -154,8 +163,11 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	b := c.e.db.NewBatch()
 	defer func() { b.Close() }()
 	n := 0
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := ctx.Err(); err != nil && n > 0 {
+			for _, id := range ids[i:] {
+				c.memPending[id] = true // the next pass's
+			}
 			break
 		}
 		if err := c.deriveSessionMemory(b, id); err != nil {
@@ -194,14 +206,21 @@ type memFold struct {
 	// of the stored MemoryState.
 	stored map[string][32]byte
 	state  [32]byte
+	// project is the session's project as the index has it; keys the
+	// project index keys of each artifact (project.go).
+	project string
+	keys    map[string][]string
 	// corr caches correction states by key; a correction of the
 	// session or one of its artifacts drops it.
 	corr map[string]CorrectionState
 }
 
 // maxFolds bounds the sessions whose miners the canonicalizer keeps; a
-// session whose miner was dropped is loaded again from its events.
-const maxFolds = 256
+// session whose miner was dropped is loaded again from its events. An
+// imported session's miner is not kept: an import derives the session's
+// timeline again, so its miner would be loaded again anyway, and an
+// import of many sessions would hold them all.
+const maxFolds = 64
 
 // correction returns the correction state of key, cached.
 func (f *memFold) correction(e *Engine, key []byte) (CorrectionState, error) {
@@ -235,23 +254,23 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 	if f != nil && s.Events < f.seen {
 		f = nil
 	}
-	if f != nil && s.Events > f.seen {
-		evs, err := e.Events(s.ID, EventFilter{After: f.seen})
-		if err != nil {
-			return nil, err
+	if f != nil {
+		var evs []Event
+		if s.Events > f.seen {
+			var err error
+			if evs, err = e.Events(s.ID, EventFilter{After: f.seen}); err != nil {
+				return nil, err
+			}
 		}
+		// Even without new events the session may read differently (its
+		// subagents): add checks.
 		f.s = *s
 		if f.m.add(evs) {
 			f.seen = lastSeq(evs, f.seen)
-		} else {
-			f = nil
+			return f, nil
 		}
 	}
-	if f != nil {
-		f.s = *s
-		return f, nil
-	}
-	f = &memFold{s: *s, stored: map[string][32]byte{}}
+	f = &memFold{s: *s, stored: map[string][32]byte{}, keys: map[string][]string{}}
 	evs, err := e.Events(s.ID, EventFilter{})
 	if err != nil {
 		return nil, err
@@ -271,14 +290,26 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 			return nil, fmt.Errorf("engine: decode memory state of session %s: %w", s.ID, err)
 		}
 	}
+	f.project = old.Project
 	for _, id := range old.Artifacts {
 		v, err := e.getMeta(artifactKey(id))
 		if err != nil {
 			return nil, err
 		}
-		if v != nil {
-			f.stored[id] = sha256.Sum256(v)
+		if v == nil {
+			continue
 		}
+		f.stored[id] = sha256.Sum256(v)
+		if indexed(id) && f.project != "" {
+			var a Artifact
+			if err := json.Unmarshal(v, &a); err != nil {
+				return nil, fmt.Errorf("engine: decode artifact %s: %w", id, err)
+			}
+			f.keys[id] = projectKeys(f.project, &a)
+		}
+	}
+	if s.Import != nil {
+		return f, nil
 	}
 	if len(c.folds) >= maxFolds {
 		for id := range c.folds {
@@ -288,6 +319,25 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 	}
 	c.folds[s.ID] = f
 	return f, nil
+}
+
+// digestArtifact writes an artifact's part of a session's digest: its
+// id, the SHA-256 of its stored bytes and its corrections.
+func digestArtifact(h hash.Hash, id string, sum *[32]byte, cs CorrectionState) {
+	var buf [160]byte
+	b := append(buf[:0], id...)
+	b = append(b, 0)
+	b = hex.AppendEncode(b, sum[:])
+	b = append(b, 0)
+	b = strconv.AppendBool(b, cs.Forgotten)
+	b = append(b, 0)
+	b = strconv.AppendBool(b, cs.Pinned)
+	h.Write(append(b, 0))
+}
+
+// indexed reports whether artifact id may have project index entries.
+func indexed(id string) bool {
+	return strings.HasPrefix(id, "dec-") || strings.HasPrefix(id, "con-") || strings.HasPrefix(id, "thr-")
 }
 
 func lastSeq(evs []Event, seq uint64) uint64 {
@@ -314,36 +364,54 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	if err != nil {
 		return err
 	}
-	arts, tasks := f.m.snapshot()
+	arts, encs, tasks := f.m.snapshotEncoded(true)
 	reports, err := e.Reports(s.ID)
 	if err != nil {
 		return err
 	}
 	arts, tasks = foldReports(s.ID, arts, tasks, reports, e.opts.Redactor)
 	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion,
-		Artifacts: make([]string, 0, len(arts))}
+		Artifacts: make([]string, 0, len(arts)), Project: ProjectOf(&s)}
+	// A session that moved to another project moves all its entries.
+	moved := st.Project != f.project
+	f.project = st.Project
 	stored := make(map[string][32]byte, len(arts))
 	h := sha256.New()
 	for i := range arts {
 		a := &arts[i]
 		st.Artifacts = append(st.Artifacts, a.ID)
-		v, err := json.Marshal(a)
-		if err != nil {
-			return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
+		var v []byte
+		var sum [32]byte
+		if i < len(encs) && encs[i] != nil {
+			v, sum = encs[i].v, encs[i].sum
+		} else {
+			v, err = json.Marshal(a)
+			if err != nil {
+				return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
+			}
+			v = e.opts.Redactor.JSON(v)
+			sum = sha256.Sum256(v)
 		}
-		v = e.opts.Redactor.JSON(v)
-		sum := sha256.Sum256(v)
-		if old, ok := f.stored[a.ID]; !ok || old != sum {
+		old, ok := f.stored[a.ID]
+		if !ok || old != sum {
 			if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
 				return err
 			}
+			c.progress.Artifacts++
+		}
+		if (!ok || old != sum || moved) && indexed(a.ID) {
+			keys := projectKeys(st.Project, a)
+			if err := putProjectKeys(b, f.keys[a.ID], keys, s.Ordinal); err != nil {
+				return err
+			}
+			f.keys[a.ID] = keys
 		}
 		stored[a.ID] = sum
 		cs, err := f.correction(e, correctionKey("artifact", a.ID))
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(h, "%s\x00%x\x00%t\x00%t\x00", a.ID, sum, cs.Forgotten, cs.Pinned)
+		digestArtifact(h, a.ID, &sum, cs)
 	}
 	cs, err := f.correction(e, correctionKey("session", s.ID))
 	if err != nil {
@@ -354,6 +422,10 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	for id := range f.stored {
 		if _, ok := stored[id]; !ok {
 			b.Delete(artifactKey(id), nil)
+			if err := putProjectKeys(b, f.keys[id], nil, s.Ordinal); err != nil {
+				return err
+			}
+			delete(f.keys, id)
 		}
 	}
 	f.stored = stored
@@ -579,6 +651,7 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	b.DeleteRange([]byte{prefixArtifact}, []byte{prefixArtifact + 1}, nil)
 	b.DeleteRange([]byte{prefixIndex, memState}, []byte{prefixIndex, memState + 1}, nil)
 	b.DeleteRange([]byte{prefixIndex, memPending}, []byte{prefixIndex, memPending + 1}, nil)
+	b.DeleteRange([]byte{prefixIndex, memProject}, []byte{prefixIndex, memProject + 1}, nil)
 	var ids []string
 	err := e.scan([]byte{prefixOrdinal}, func(_, v []byte) error {
 		ids = append(ids, string(v))
@@ -604,6 +677,7 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	}
 	// The artifacts the miners say are stored are gone.
 	clear(e.canon.folds)
+	e.canon.scanPending = true
 	if err := e.canon.deriveMemory(context.Background()); err != nil {
 		return MemoryProgress{}, err
 	}

@@ -314,7 +314,9 @@ func outcomeTitle(a *Artifact) string {
 	return fmt.Sprintf("%s (%s, %s)", title, a.Task, o.Status)
 }
 
-// outcomeText is the human-readable form of an outcome artifact.
+// outcomeText is the human-readable form of an outcome artifact. What
+// finishArtifact would cut (beyond textCap) is not written: a long task's
+// text costs the same to make at every pass.
 func outcomeText(a *Artifact) string {
 	o := a.Outcome
 	var b strings.Builder
@@ -326,14 +328,26 @@ func outcomeText(a *Artifact) string {
 		fmt.Fprintf(&b, "- %s\n", s)
 	}
 	for _, c := range o.Commands {
+		if b.Len() > textCap {
+			return b.String()
+		}
 		exit := "?"
 		if c.Exit != nil {
 			exit = strconv.Itoa(*c.Exit)
 		}
-		fmt.Fprintf(&b, "$ %s  [exit %s]\n", capText(c.Command, 200), exit)
+		b.WriteString("$ ")
+		b.WriteString(capText(c.Command, 200))
+		b.WriteString("  [exit ")
+		b.WriteString(exit)
+		b.WriteString("]\n")
 	}
 	for _, e := range o.Errors {
-		fmt.Fprintf(&b, "error: %s\n", e)
+		if b.Len() > textCap {
+			return b.String()
+		}
+		b.WriteString("error: ")
+		b.WriteString(e)
+		b.WriteByte('\n')
 	}
 	if r := o.Report; r != nil && len(r.Files) > 0 {
 		fmt.Fprintf(&b, "Reported files: %s\n", strings.Join(r.Files, ", "))
@@ -498,8 +512,11 @@ func finishArtifact(a *Artifact) {
 	if a.Text == "" {
 		a.Text = describeArtifact(a)
 	}
-	a.Text = capText(a.Text, 16<<10)
+	a.Text = capText(a.Text, textCap)
 }
+
+// textCap is the most an artifact's text holds, in bytes.
+const textCap = 16 << 10
 
 // describeArtifact writes the human-readable form of a decision,
 // constraint or open thread.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -144,11 +146,22 @@ type segFold struct {
 	pre bool
 }
 
-// segArt is a finished segment; its task is set at snapshot.
+// segArt is a finished segment; its task is set at snapshot. A finished
+// segment changes only with its task (known, and its run id): enc caches
+// its stored bytes, encoded for task et with run erun.
 type segArt struct {
-	a   Artifact
-	t   *mtask
-	pre bool
+	a    Artifact
+	t    *mtask
+	pre  bool
+	enc  *encoded
+	et   *mtask
+	erun string
+}
+
+// encoded is an artifact's stored bytes and their SHA-256.
+type encoded struct {
+	v   []byte
+	sum [32]byte
 }
 
 func newMiner(s *Session, red *redact.Redactor) *miner {
@@ -313,11 +326,6 @@ func (m *miner) load(events []Event) {
 		}
 	}
 	m.drain()
-	// A result whose call was folded is not needed again: a second call
-	// or result with its id makes the caller load the miner again.
-	for id := range m.consumed {
-		delete(m.results, id)
-	}
 }
 
 // add folds new events (those after the ones folded so far) in, and
@@ -346,16 +354,24 @@ func (m *miner) add(events []Event) bool {
 		m.segment(ev, t)
 	}
 	m.drain()
-	for id := range m.consumed {
-		delete(m.results, id)
-	}
 	return true
 }
 
 // drain folds the queued events up to the first tool call whose result
 // has not been read.
+//
+// A result whose call was folded is not needed again: a second call or
+// result with its id makes add report false. It is dropped after the
+// drain, so that a second call with its id in the same drain reads it
+// too, as a derivation from all the events does.
 func (m *miner) drain() {
 	n := 0
+	var used []string
+	defer func() {
+		for _, id := range used {
+			delete(m.results, id)
+		}
+	}()
 	for _, q := range m.queue {
 		ev := q.ev
 		var res *Event
@@ -364,6 +380,7 @@ func (m *miner) drain() {
 				break
 			}
 			m.consumed[ev.Tool.ID] = true
+			used = append(used, ev.Tool.ID)
 		}
 		m.fold(q.t, ev, res)
 		n++
@@ -529,6 +546,16 @@ func cloneArts(set map[string]*Artifact) map[string]*Artifact {
 // snapshot returns the artifacts of the events read so far and the
 // number of tasks; m is not changed.
 func (m *miner) snapshot() ([]Artifact, int) {
+	arts, _, n := m.snapshotEncoded(false)
+	return arts, n
+}
+
+// snapshotEncoded is snapshot; with cache set it also returns, for each
+// finished segment, its stored bytes (JSON, redacted), or nil for the
+// other artifacts. A finished segment does not change once its task is
+// known, so m keeps its bytes; such a segment's Artifact carries only
+// its ID.
+func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 	w := m.tentative()
 	var outcomes []Artifact
 	questions := map[string]*Artifact{}
@@ -543,7 +570,11 @@ func (m *miner) snapshot() ([]Artifact, int) {
 			t.out = out
 		}
 		if out.a != nil {
-			outcomes = append(outcomes, *out.a)
+			a := *out.a
+			o := *a.Outcome
+			o.Files = slices.Clone(o.Files)
+			a.Outcome = &o
+			outcomes = append(outcomes, a)
 		}
 		for _, q := range out.qs {
 			questions[q.ID] = q
@@ -559,17 +590,48 @@ func (m *miner) snapshot() ([]Artifact, int) {
 	out = append(out, w.list(w.constraints)...)
 	out = append(out, outcomes...)
 	out = append(out, w.list(threads)...)
+	segs := len(out)
 	for _, s := range w.segs {
 		out = append(out, w.segTask(s))
 	}
 	if a, ok := w.seg.artifact(w); ok {
 		out = append(out, w.segTask(segArt{a: a, t: w.seg.t, pre: w.seg.pre}))
 	}
-	for i := range out {
-		out[i].Symbols = slices.Clone(out[i].Symbols)
-		finishArtifact(&out[i])
+	var encs []*encoded
+	if cache && m.red != nil {
+		encs = make([]*encoded, len(out))
 	}
-	return out, len(w.tasks)
+	for i := range out {
+		j := i - segs
+		if encs == nil || j < 0 || j >= len(m.segs) {
+			out[i].Symbols = slices.Clone(out[i].Symbols)
+			finishArtifact(&out[i])
+			continue
+		}
+		// w.segs shares m.segs: the cache is m's.
+		s := &m.segs[j]
+		t := s.t
+		if s.pre {
+			t = m.preTask
+		}
+		run := ""
+		if t != nil {
+			run = t.run
+		}
+		if s.enc == nil || s.et != t || s.erun != run {
+			out[i].Symbols = slices.Clone(out[i].Symbols)
+			finishArtifact(&out[i])
+			v, err := json.Marshal(&out[i])
+			if err != nil {
+				continue
+			}
+			v = m.red.JSON(v)
+			s.enc, s.et, s.erun = &encoded{v, sha256.Sum256(v)}, t, run
+		}
+		encs[i] = s.enc
+		out[i] = Artifact{ID: out[i].ID}
+	}
+	return out, encs, len(w.tasks)
 }
 
 // segTask returns a segment with its task.

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/redact"
@@ -30,8 +32,19 @@ func (f *foldChecker) pass(events []Event, k int) {
 		f.reloads++
 	}
 	f.n = k
-	got, gotN := f.m.snapshot()
 	want, wantN := DeriveMemory(f.s, events[:k], f.red)
+	// The bytes the engine stores, cached or not, are want's.
+	ids, encs, _ := f.m.snapshotEncoded(true)
+	for i, v := range encs {
+		if v == nil {
+			continue
+		}
+		w, _ := json.Marshal(&want[i])
+		if w = f.red.JSON(w); ids[i].ID != want[i].ID || !bytes.Equal(v.v, w) || v.sum != sha256.Sum256(w) {
+			f.t.Fatalf("%s after %d events: cached artifact %s differs:\n%s", f.s.ID, k, ids[i].ID, firstDiff(string(w), string(v.v)))
+		}
+	}
+	got, gotN := f.m.snapshot()
 	jg, _ := json.Marshal(got)
 	jw, _ := json.Marshal(want)
 	if gotN != wantN || !bytes.Equal(jg, jw) {
@@ -173,14 +186,56 @@ func FuzzMemoryFold(f *testing.F) {
 	f.Add([]byte{0, 0, 7, 2, 0, 0, 1, 0, 1, 3, 0, 0, 5, 0, 0, 4, 0, 0, 1, 0, 3}, []byte{2, 1, 3})
 	f.Add([]byte{1, 0, 7, 2, 2, 0, 3, 2, 0, 4, 2, 1, 0, 0, 6, 2, 0, 0, 3, 0, 2, 4, 0, 1, 1, 0, 0}, []byte{1, 1, 1, 1})
 	f.Add([]byte{0, 0, 0x87, 2, 0, 0x81, 1, 1, 0x80, 0, 0, 0x81, 1, 0, 0xc0, 3, 1, 0x82, 4, 1, 0x82}, []byte{1, 2, 1, 1})
+	f.Add([]byte{0, 2, 7, 2, 1, 0, 3, 1, 2, 1, 1, 1, 4, 1, 2, 2, 1, 0}, []byte{0x82, 0x81, 1})
 	f.Fuzz(func(t *testing.T, data, splits []byte) {
 		s, evs := fuzzEvents(data)
-		var cuts []int
+		red, _ := redact.New(nil)
+		c := &foldChecker{t: t, s: s, red: red}
 		k := 0
 		for _, b := range splits {
-			k += int(b % 8)
-			cuts = append(cuts, k)
+			if b&0x80 != 0 {
+				// The session learns of a subagent (or forgets it) between
+				// passes.
+				if len(s.Agents) > 0 && s.Agents[0].Thread == 2 {
+					s.Agents = nil
+				} else {
+					s.Agents = []Agent{{Thread: 2}}
+				}
+			}
+			if k += int(b % 8); k > c.n && k <= len(evs) {
+				c.pass(evs, k)
+			}
 		}
-		foldSplits(t, s, evs, cuts)
+		c.pass(evs, len(evs))
 	})
+}
+
+// TestOutcomeTextCap: outcomeText stops where finishArtifact cuts, and
+// the cut text is what the whole text cut gives.
+func TestOutcomeTextCap(t *testing.T) {
+	whole := func(a *Artifact) string {
+		o := a.Outcome
+		var b strings.Builder
+		fmt.Fprintf(&b, "Task %s: %s. %s.\n", a.Task, o.Status, o.Reason)
+		for _, c := range o.Commands {
+			fmt.Fprintf(&b, "$ %s  [exit %d]\n", capText(c.Command, 200), *c.Exit)
+		}
+		for _, e := range o.Errors {
+			fmt.Fprintf(&b, "error: %s\n", e)
+		}
+		return b.String()
+	}
+	for _, n := range []int{0, 10, 300, 2000} {
+		o := &Outcome{Status: "success", Reason: "the agent finished"}
+		for i := range n {
+			exit := i % 3
+			o.Commands = append(o.Commands, Command{Command: fmt.Sprintf("go test ./pkg%d/... — ünïcode %s", i, strings.Repeat("x", i%250)), Exit: &exit})
+			o.Errors = append(o.Errors, fmt.Sprintf("error %d", i))
+		}
+		a := &Artifact{Task: "turn-1", Outcome: o}
+		got, want := capText(outcomeText(a), textCap), capText(whole(a), textCap)
+		if got != want {
+			t.Errorf("%d commands: the cut text differs:\n%s", n, firstDiff(want, got))
+		}
+	}
 }

@@ -49,6 +49,9 @@ type recorder struct {
 	pending []pendingFrame
 	arena   []byte
 	recs    []wal.Record
+	// resent remembers the clean segments of each session's last
+	// request body.
+	resent *resent
 }
 
 type itemKind uint8
@@ -108,7 +111,7 @@ func putChunk(b *[]byte) {
 }
 
 func newRecorder(p *Proxy, n int) *recorder {
-	r := &recorder{p: p, log: p.log, q: make(chan item, n), done: make(chan struct{}),
+	r := &recorder{p: p, log: p.log, resent: newResent(), q: make(chan item, n), done: make(chan struct{}),
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	go r.run()
 	go r.resumeLoop()
@@ -466,13 +469,9 @@ func (r *recorder) r(it item) {
 			r.body(frame.KindRequestBody, x, x.marks[len(x.marks)-1].t, decoded, true)
 			return
 		}
-		s := stream{r: r.p.red}
-		prev := 0
-		for i, m := range x.marks {
-			out := s.chunk(x.body[prev:m.end], i == len(x.marks)-1)
-			r.body(frame.KindRequestBody, x, m.t, out, i == len(x.marks)-1)
-			prev = m.end
-		}
+		r.resent.redact(x.session, x.body, x.marks, r.p.red, func(t int64, b []byte, last bool) {
+			r.body(frame.KindRequestBody, x, t, b, last)
+		})
 	case itResponseStart:
 		if mode == Passthrough {
 			return

@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -121,6 +122,11 @@ func maybeHeader(tail []byte) bool {
 // use.
 type Redactor struct {
 	rules []Rule
+	// lits indexes the rules' literals and the private key marker;
+	// ruleLits[i] are the indices of rule i's, pemLit the marker's.
+	lits     *litTable
+	ruleLits [][]int
+	pemLit   int
 }
 
 // New returns a redactor with the built-in rules plus extra
@@ -142,6 +148,15 @@ func New(extra []string) (*Redactor, error) {
 		}
 		r.rules = append(r.rules, rule)
 	}
+	r.lits = &litTable{}
+	r.pemLit = r.lits.add("PRIVATE KEY-----")
+	for _, rule := range r.rules {
+		var idx []int
+		for _, l := range rule.Lits {
+			idx = append(idx, r.lits.add(l))
+		}
+		r.ruleLits = append(r.ruleLits, idx)
+	}
 	return r, nil
 }
 
@@ -162,73 +177,110 @@ func isKind(s string) bool {
 // nothing matched.
 func (r *Redactor) Bytes(b []byte) []byte {
 	out := b
-	var t bigrams
-	t.fill(b)
-	if t.contains(out, "PRIVATE KEY-----") {
+	var t litSet
+	r.lits.scan(&t, b)
+	if r.lits.contains(&t, out, r.pemLit) {
 		out = pemBlock.ReplaceAll(out, []byte("[redacted:private_key]"))
-		t.fill(out)
+		r.lits.scan(&t, out)
 	}
 	for i := range r.rules {
-		if o := r.rules[i].apply(out, &t); len(o) != len(out) {
+		if !r.maybe(&t, out, i) {
+			continue
+		}
+		if o := r.rules[i].apply(out); len(o) != len(out) {
 			out = o
-			t.fill(out)
+			r.lits.scan(&t, out)
 		}
 	}
 	return assignments(urlPasswords(out))
 }
 
-// bigrams is a set of the (hashed) byte pairs of a text: a literal with a
-// pair the text lacks is not in it. Filling it is one pass over the text,
-// where searching for each of some thirty literals is thirty (a literal
-// whose first byte is common makes bytes.Index slow).
-type bigrams struct {
-	small bool
-	bits  [64]uint64
+// maybe reports whether rule i may match b: it has no literals, or b
+// contains one of them. t is b's literal set.
+func (r *Redactor) maybe(t *litSet, b []byte, i int) bool {
+	if len(r.ruleLits[i]) == 0 {
+		return true
+	}
+	for _, k := range r.ruleLits[i] {
+		if r.lits.contains(t, b, k) {
+			return true
+		}
+	}
+	return false
 }
 
-func pairHash(a, b byte) uint { return (uint(a)<<4 ^ uint(b)) & 4095 }
+// litTable finds which of a redactor's literals a text contains in one
+// pass over it: at each byte pair some literal starts with, the literals
+// starting with that pair are compared there. Text from coding sessions
+// has such a pair every few dozen bytes ("sk", "gh", "ey"), but one pass
+// with a comparison at each costs a fraction of one bytes.Contains per
+// literal (some thirty) over the whole text.
+type litTable struct {
+	lits []string
+	// start has bit a<<8|b set when some literal starts with a, b;
+	// first holds 1 + the index of the first such literal, next the
+	// next literal with the same first pair (1 + index, 0 ends).
+	start [1 << 16 / 64]uint64
+	first [1 << 16]uint8
+	next  []uint8
+}
 
-// fill makes t the set of b's pairs.
-func (t *bigrams) fill(b []byte) {
-	t.bits = [64]uint64{}
-	t.small = len(b) < 64
-	if t.small {
-		return
+// maxTableLits is how many literals a litTable indexes; any more (custom
+// rules) are searched with bytes.Contains.
+const maxTableLits = 255
+
+// litSet is what litTable.scan found in a text: bit k for literal k.
+type litSet struct{ found [4]uint64 }
+
+// add adds lit to the table (once) and returns its index.
+func (lt *litTable) add(lit string) int {
+	if i := slices.Index(lt.lits, lit); i >= 0 {
+		return i
 	}
+	lt.lits = append(lt.lits, lit)
+	k := len(lt.lits) - 1
+	lt.next = append(lt.next, 0)
+	if len(lit) < 2 || k >= maxTableLits {
+		return k
+	}
+	h := uint16(lit[0])<<8 | uint16(lit[1])
+	lt.start[h>>6] |= 1 << (h & 63)
+	lt.next[k] = lt.first[h]
+	lt.first[h] = uint8(k + 1)
+	return k
+}
+
+// scan makes t the set of lt's literals that b contains.
+func (lt *litTable) scan(t *litSet, b []byte) {
+	t.found = [4]uint64{}
 	for i := 1; i < len(b); i++ {
-		h := pairHash(b[i-1], b[i])
-		t.bits[h>>6] |= 1 << (h & 63)
-	}
-}
-
-// contains reports whether b, the text t was filled from, contains lit.
-func (t *bigrams) contains(b []byte, lit string) bool {
-	if !t.small {
-		for i := 1; i < len(lit); i++ {
-			h := pairHash(lit[i-1], lit[i])
-			if t.bits[h>>6]&(1<<(h&63)) == 0 {
-				return false
+		h := uint16(b[i-1])<<8 | uint16(b[i])
+		if lt.start[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for j := lt.first[h]; j != 0; j = lt.next[j-1] {
+			k := int(j - 1)
+			if t.found[k>>6]&(1<<(k&63)) == 0 && hasPrefix(b[i-1:], lt.lits[k]) {
+				t.found[k>>6] |= 1 << (k & 63)
 			}
 		}
 	}
-	return bytes.Contains(b, []byte(lit))
 }
+
+// contains reports whether b, the text t was scanned from, contains
+// literal k.
+func (lt *litTable) contains(t *litSet, b []byte, k int) bool {
+	if lit := lt.lits[k]; len(lit) < 2 || k >= maxTableLits {
+		return bytes.Contains(b, []byte(lit))
+	}
+	return t.found[k>>6]&(1<<(k&63)) != 0
+}
+
+func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
 
 // apply replaces the rule's matches in b, returning b when there are
-// none. t holds b's pairs.
-func (rule *Rule) apply(b []byte, t *bigrams) []byte {
-	if len(rule.Lits) > 0 {
-		found := false
-		for _, l := range rule.Lits {
-			if t.contains(b, l) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return b
-		}
-	}
+// none.
+func (rule *Rule) apply(b []byte) []byte {
 	var locs [][]int
 	if rule.Group > 0 {
 		locs = rule.Re.FindAllSubmatchIndex(b, -1)
@@ -322,10 +374,21 @@ func Cut(b []byte, max int) int {
 	for cut > lo && !isSpace(b[cut-1]) {
 		cut--
 	}
-	if ls := bytes.LastIndexByte(b[:cut], '\n') + 1; ls < cut && hasSecretWord(b[ls:cut]) {
+	if ls := lineStart(b[:cut]); ls < cut && hasSecretWord(b[ls:cut]) {
 		cut = max0(ls, lo)
+		if cut == lo && ls < lo {
+			// The line is longer than max: hold max bytes, but cut where
+			// a secret cannot continue across (after white space or a
+			// line break), even if that holds up to a KiB more.
+			for i := lo; i > 0 && i > lo-1<<10; i-- {
+				if isSpace(b[i-1]) || b[i-1] == 'n' && i >= 2 && b[i-2] == '\\' {
+					cut = i
+					break
+				}
+			}
+		}
 	}
-	w := max0(lo, cut-256)
+	w := min(max0(lo, cut-256), cut)
 	for _, id := range []string{"AKIA", "ASIA"} {
 		if i := bytes.Index(b[w:cut], []byte(id)); i >= 0 {
 			cut = w + i
@@ -336,6 +399,17 @@ func Cut(b []byte, max int) int {
 		cut--
 	}
 	return cut
+}
+
+// lineStart is where the last line of b starts: after its last newline,
+// or after its last \n escape, the line break of text inside a JSON
+// string (a request body's lines are all on one line of JSON).
+func lineStart(b []byte) int {
+	ls := bytes.LastIndexByte(b, '\n') + 1
+	if i := bytes.LastIndex(b, []byte(`\n`)); i >= 0 && i+2 > ls {
+		ls = i + 2
+	}
+	return ls
 }
 
 func max0(a, b int) int {

@@ -1,6 +1,9 @@
 package redact
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestString(t *testing.T) {
 	r, err := New([]string{"internal=corp-[0-9]{6}"})
@@ -40,5 +43,27 @@ func TestPEMHold(t *testing.T) {
 		if got := PEMHold([]byte(c.in)); got != c.want {
 			t.Errorf("PEMHold(%q) = %d, want %d", c.in, got, c.want)
 		}
+	}
+}
+
+// TestCutLongJSONLine: a request body is one line of JSON, its text's
+// lines joined by \n escapes. When that line holds a secret word and is
+// longer than max, Cut holds max bytes; the cut must still not fall
+// inside a token (here an Anthropic key that straddles len-max).
+func TestCutLongJSONLine(t *testing.T) {
+	const key = "sk-ant-api03-Qm7vX2pL9sKd4TfR8wYb3NcJ6hGe1ZuA5oVi0qWx"
+	for shift := 0; shift < len(key); shift += 3 {
+		pre := `{"messages":[{"role":"user","content":"export DB_PASSWORD from the vault first ` + strings.Repeat("then run the build and the tests ", 200) + ` use `
+		b := []byte(pre + key + " key and go on")
+		max := len(b) - len(pre) - shift // len(b)-max falls inside the key
+		cut := Cut(b, max)
+		if cut > len(pre) && cut < len(pre)+len(key) {
+			t.Fatalf("shift %d: cut at %d, inside the key at [%d,%d)", shift, cut, len(pre), len(pre)+len(key))
+		}
+	}
+	// The last line of a JSON string ends at its last \n escape.
+	b := []byte(`{"content":"a password here\nplain text after the line break and more`)
+	if got, want := lineStart(b), strings.LastIndex(string(b), `\n`)+2; got != want {
+		t.Errorf("lineStart = %d, want %d", got, want)
 	}
 }

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/bbengine/bbengine/internal/memtext"
+)
+
+// The project index lists, per project, the memory that a session of the
+// same project may replace or close: active decisions and constraints,
+// and open threads, keyed by what makes one replace or close another.
+// It lives in the 'i' family:
+//
+//	'i' 'p' project 0x00 'S' subject 0x00 artifact id     active decision, by subject
+//	'i' 'p' project 0x00 'T' term 0x00 artifact id        active decision, by chosen option and statement term
+//	'i' 'p' project 0x00 'K' term 0x00 artifact id        active constraint, by core term
+//	'i' 'p' project 0x00 'X' command 0x00 artifact id     open failing test, by the command's first two words
+//	'i' 'p' project 0x00 'F' path 0x00 artifact id        open TODO or FIXME, by file
+//	'i' 'p' project 0x00 'W' term 0x00 artifact id        open prose thread (TODO, blocker said), by term
+//
+// Each value is the session's ordinal (8 bytes, big-endian). The entries
+// of an artifact change only when the artifact does, so keeping the index
+// costs what the changed artifacts cost: a session of a project with
+// hundreds of earlier sessions reads and writes only its own entries,
+// and finding what a new decision may supersede is one prefix scan per
+// subject or term, not a pass over the project.
+//
+// The project of a session is its working directory (ProjectOf); a
+// session without one has no entries. Whether and how a session's
+// memory replaces another session's is the memory rules' to say: the
+// index only finds the candidates.
+const memProject = 'p'
+
+// Project index kinds.
+const (
+	ProjectSubject    = 'S'
+	ProjectTerm       = 'T'
+	ProjectConstraint = 'K'
+	ProjectTest       = 'X'
+	ProjectFile       = 'F'
+	ProjectProse      = 'W'
+)
+
+// ProjectOf returns the project of a session: its working directory,
+// cleaned, or "" when it has none.
+func ProjectOf(s *Session) string {
+	if s.CWD == "" {
+		return ""
+	}
+	return filepath.Clean(s.CWD)
+}
+
+func projectPrefix(project string, kind byte, term string) []byte {
+	k := append([]byte{prefixIndex, memProject}, project...)
+	k = append(k, 0, kind)
+	return append(append(k, term...), 0)
+}
+
+// projectKeys returns the project index keys of a, sorted.
+func projectKeys(project string, a *Artifact) []string {
+	if project == "" {
+		return nil
+	}
+	var keys []string
+	add := func(kind byte, terms ...string) {
+		for _, t := range terms {
+			if t = strings.ReplaceAll(t, "\x00", ""); t != "" {
+				keys = append(keys, string(projectPrefix(project, kind, t))+a.ID)
+			}
+		}
+	}
+	switch {
+	case a.Decision != nil && a.Status == "active":
+		d := a.Decision
+		add(ProjectSubject, d.Subject)
+		add(ProjectTerm, d.Chooses...)
+		add(ProjectTerm, memtext.Terms(d.Statement)...)
+	case a.Constraint != nil && a.Status == "active":
+		add(ProjectConstraint, constraintCore(a.Constraint.Statement)...)
+	case a.Thread != nil && a.Status == "open":
+		th := a.Thread
+		switch {
+		case th.Kind == "failing_test" && len(a.Commands) > 0:
+			f := strings.Fields(a.Commands[0])
+			add(ProjectTest, strings.Join(f[:min(2, len(f))], " "))
+		case th.File != "":
+			add(ProjectFile, th.File)
+		case th.Kind != "question":
+			add(ProjectProse, memtext.Terms(th.Text)...)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// putProjectKeys puts in b the change from the index keys old to new,
+// for session ordinal ord.
+func putProjectKeys(b *pebble.Batch, old, new []string, ord uint64) error {
+	v := binary.BigEndian.AppendUint64(nil, ord)
+	for _, k := range old {
+		if _, ok := slices.BinarySearch(new, k); !ok {
+			if err := b.Delete([]byte(k), nil); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range new {
+		if _, ok := slices.BinarySearch(old, k); !ok {
+			if err := b.Set([]byte(k), v, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ProjectEntry is one entry of the project index.
+type ProjectEntry struct {
+	Artifact string
+	Ordinal  uint64 // of the artifact's session
+}
+
+// ProjectIndex returns the artifacts of project indexed under kind
+// (ProjectSubject, …) and term: the active decisions about a subject,
+// the open failing tests of a command, and so on. It reads only those
+// entries.
+func (e *Engine) ProjectIndex(project string, kind byte, term string) ([]ProjectEntry, error) {
+	p := projectPrefix(project, kind, term)
+	var out []ProjectEntry
+	err := e.scan(p, func(k, v []byte) error {
+		id := k[len(p):]
+		if bytes.IndexByte(id, 0) >= 0 || len(v) != 8 {
+			return nil
+		}
+		out = append(out, ProjectEntry{Artifact: string(id), Ordinal: binary.BigEndian.Uint64(v)})
+		return nil
+	})
+	return out, err
+}

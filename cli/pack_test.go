@@ -172,3 +172,116 @@ func TestMemorySyncSkips(t *testing.T) {
 		t.Fatal("a sync after a memory pass indexed nothing")
 	}
 }
+
+// TestArtifactSums checks the engine's SumSource for the index: the ids
+// of the memory state, artifacts read by id as Artifacts reads them, and
+// a correction that changes the sum of its artifact only.
+func TestArtifactSums(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(t.TempDir(), "44444444-2222-4333-8444-555555555555.jsonl")
+	if err := os.WriteFile(src, []byte(longTranscript(3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := Main([]string{"bbengine", "--dir", dir, "import", "claude", src, "--quiet"}, discard{}, discard{}); code != 0 {
+		t.Fatalf("import: exit %d", code)
+	}
+	const session = "claude:44444444-2222-4333-8444-555555555555"
+	read := func() ([]string, []uint64, []engine.Artifact) {
+		t.Helper()
+		e, err := engine.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.CatchUp(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var _ index.SumSource = e
+		ids, sums, err := e.ArtifactSums(session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.MemoryState(session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, st.Artifacts) || len(sums) != len(ids) || len(ids) == 0 {
+			t.Fatalf("ids %v (%d sums), memory state %v", ids, len(sums), st.Artifacts)
+		}
+		byID, err := e.ArtifactsByID(append(slices.Clone(ids), "no-such-artifact"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := e.Artifacts(session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(byID)
+		b, _ := json.Marshal(all)
+		if string(a) != string(b) {
+			t.Fatalf("ArtifactsByID differs from Artifacts:\n%s\n%s", a, b)
+		}
+		return ids, sums, all
+	}
+	ids, before, arts := read()
+	_, again, _ := read()
+	if !slices.Equal(before, again) {
+		t.Fatal("sums differ between two reads of the same memory")
+	}
+	pinned := arts[len(arts)/2].ID
+	if code := Main([]string{"bbengine", "--dir", dir, "mem", "pin", pinned}, discard{}, discard{}); code != 0 {
+		t.Fatalf("mem pin: exit %d", code)
+	}
+	_, after, _ := read()
+	for i, id := range ids {
+		if changed := before[i] != after[i]; changed != (id == pinned) {
+			t.Errorf("%s: sum changed %v after pinning %s", id, changed, pinned)
+		}
+	}
+}
+
+// BenchmarkSessionRead reads the artifacts of a session of 1,800 as the
+// index's Sync reads them from the engine: all of them decoded
+// (read=artifacts, a plain Source) or their sums only (read=sums, the
+// SumSource path, which then decodes only those that changed).
+func BenchmarkSessionRead(b *testing.B) {
+	dir := b.TempDir()
+	src := filepath.Join(b.TempDir(), "44444444-2222-4333-8444-555555555555.jsonl")
+	writeFileB(b, src, longTranscript(450))
+	if code := Main([]string{"bbengine", "--dir", dir, "import", "claude", src, "--quiet"}, discard{}, discard{}); code != 0 {
+		b.Fatalf("import: exit %d", code)
+	}
+	e, err := engine.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.CatchUp(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	const session = "claude:44444444-2222-4333-8444-555555555555"
+	b.Run("read=artifacts", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			arts, err := e.Artifacts(session)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(arts)
+		}
+		b.ReportMetric(float64(n), "artifacts")
+	})
+	b.Run("read=sums", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			ids, _, err := e.ArtifactSums(session)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(ids)
+		}
+		b.ReportMetric(float64(n), "artifacts")
+	})
+}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"github.com/blugelabs/bluge"
 	blugeindex "github.com/blugelabs/bluge/index"
 	"github.com/blugelabs/bluge/index/mergeplan"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/private"
@@ -281,6 +283,21 @@ type Source interface {
 	Artifacts(session string) ([]engine.Artifact, error)
 }
 
+// SumSource is a Source that can sum what it holds of each artifact
+// without decoding it (the engine's store: engine.ArtifactSums). Sync
+// then reads with ArtifactsByID only the artifacts whose sum differs from
+// the one the index recorded, which makes a pass of a long session cost
+// what changed rather than the session.
+type SumSource interface {
+	Source
+	// ArtifactSums returns the ids of a session's artifacts, sorted, and
+	// a sum of each: equal sums mean equal artifacts.
+	ArtifactSums(session string) (ids []string, sums []uint64, err error)
+	// ArtifactsByID returns the artifacts with these ids, leaving out
+	// those no longer held.
+	ArtifactsByID(ids []string) ([]engine.Artifact, error)
+}
+
 // SyncStats says what Apply, Remove or Sync did.
 type SyncStats struct {
 	Applied   int // sessions indexed again
@@ -375,11 +392,18 @@ func (x *Index) Sync(src Source) (SyncStats, error) {
 			stats.Unchanged++
 			continue
 		}
-		arts, err := src.Artifacts(st.Session)
-		if err != nil {
-			return stats, b.finish(fmt.Errorf("index: sync: artifacts of session %s: %w", st.Session, err))
+		var err error
+		if ss, ok := src.(SumSource); ok {
+			err = x.planSums(b, st, ss)
+		} else {
+			var arts []engine.Artifact
+			if arts, err = src.Artifacts(st.Session); err != nil {
+				err = fmt.Errorf("index: sync: artifacts of session %s: %w", st.Session, err)
+			} else {
+				err = x.planSession(b, st, arts)
+			}
 		}
-		if err := x.planSession(b, st, arts); err != nil {
+		if err != nil {
 			return stats, b.finish(err)
 		}
 		stats.Applied++
@@ -429,8 +453,8 @@ func (x *Index) planSession(b *batcher, st engine.MemoryState, arts []engine.Art
 	// What the index holds of a verified session is exactly its state:
 	// an artifact whose sum is the one recorded is not sent again.
 	var prev *sessionState
-	if x.verified[st.Session] {
-		prev = x.states[st.Session]
+	if cur := x.states[st.Session]; x.verified[st.Session] && cur != nil && !cur.Store {
+		prev = cur
 	}
 	sums := make([]Sum, len(arts))
 	for k, i := range order {
@@ -455,6 +479,104 @@ func (x *Index) planSession(b *batcher, st engine.MemoryState, arts []engine.Art
 	}
 	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: sorted, Sums: sums})
 	return nil
+}
+
+// planSums is planSession for a SumSource: it reads only the artifacts
+// whose source sum (mixed with what document depends on, see storeSum)
+// differs from the one recorded for a verified session.
+func (x *Index) planSums(b *batcher, st engine.MemoryState, src SumSource) error {
+	ids, srcSums, err := src.ArtifactSums(st.Session)
+	if err != nil {
+		return fmt.Errorf("index: sync: artifact sums of session %s: %w", st.Session, err)
+	}
+	if len(ids) != len(srcSums) || !slices.IsSorted(ids) {
+		return fmt.Errorf("%w: sync %s: %d artifact sums for %d ids, or ids not sorted", ErrInvalid, st.Session, len(srcSums), len(ids))
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return fmt.Errorf("%w: apply %s: artifact %s given twice", ErrInvalid, st.Session, ids[i])
+		}
+	}
+	old, err := x.heldIDs(st.Session)
+	if err != nil {
+		return err
+	}
+	var prev *sessionState
+	if cur := x.states[st.Session]; x.verified[st.Session] && cur != nil && cur.Store {
+		prev = cur
+	}
+	sums := make([]Sum, len(ids))
+	var changed []string
+	for i, id := range ids {
+		sums[i] = storeSum(srcSums[i], x.opts.MaxDocBytes)
+		if prev != nil && prev.sumOf(id) == sums[i] {
+			b.stats.Skipped++
+			continue
+		}
+		changed = append(changed, id)
+	}
+	arts, err := src.ArtifactsByID(changed)
+	if err != nil {
+		return fmt.Errorf("index: sync: artifacts of session %s: %w", st.Session, err)
+	}
+	tasks := st.Tasks
+	if prev != nil {
+		tasks = max(tasks, prev.Tasks)
+	}
+	got := make(map[string]bool, len(arts))
+	for i := range arts {
+		a := &arts[i]
+		switch {
+		case a.Session != st.Session:
+			return fmt.Errorf("%w: apply %s: artifact %s belongs to session %s", ErrInvalid, st.Session, a.ID, a.Session)
+		case !a.Type.Valid():
+			return fmt.Errorf("%w: apply %s: artifact %s has unknown type %q", ErrInvalid, st.Session, a.ID, a.Type)
+		case got[a.ID]:
+			return fmt.Errorf("%w: apply %s: artifact %s given twice", ErrInvalid, st.Session, a.ID)
+		}
+		if _, found := slices.BinarySearch(changed, a.ID); !found {
+			return fmt.Errorf("%w: apply %s: artifact %s was not asked for", ErrInvalid, st.Session, a.ID)
+		}
+		got[a.ID] = true
+		tasks = max(tasks, a.TaskN)
+		if err := b.add(op{doc: document(a, x.opts.MaxDocBytes)}); err != nil {
+			return err
+		}
+		b.stats.Docs++
+	}
+	// Changed ids the source no longer holds (memory moved on between
+	// the two reads) are left out: the next sync sees them gone.
+	keepIDs, keepSums := ids[:0:0], sums[:0:0]
+	for i, id := range ids {
+		if _, found := slices.BinarySearch(changed, id); found && !got[id] {
+			continue
+		}
+		keepIDs, keepSums = append(keepIDs, id), append(keepSums, sums[i])
+	}
+	for _, id := range old {
+		if _, found := slices.BinarySearch(keepIDs, id); !found {
+			if err := b.add(op{del: id}); err != nil {
+				return err
+			}
+			b.stats.Deleted++
+		}
+	}
+	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: keepIDs, Sums: keepSums, Store: true})
+	return nil
+}
+
+// storeSum is the Sum recorded for an artifact whose SumSource sum is s:
+// s mixed with what document depends on besides the artifact.
+func storeSum(s uint64, maxBytes int) Sum {
+	h := xxhash.New()
+	var buf [binary.MaxVarintLen64 + 8]byte
+	h.Write(binary.LittleEndian.AppendUint64(buf[:0], s))
+	h.WriteString(docVersion)
+	h.Write(binary.AppendVarint(buf[:0], int64(maxBytes)))
+	if v := Sum(h.Sum64()); v != 0 {
+		return v
+	}
+	return 1
 }
 
 // planRemove queues the deletion of every document of session.

@@ -47,6 +47,9 @@ type sessionState struct {
 	// order (see sum); a file written before sums has none, and its
 	// sessions are indexed whole the next time they change.
 	Sums []Sum `json:"sums,omitempty"`
+	// Store says the sums are a SumSource's (mixed by storeSum), not
+	// sums of the documents: the two never compare equal.
+	Store bool `json:"store,omitempty"`
 }
 
 // sumOf returns the sum recorded for id, or 0 when there is none.

@@ -27,6 +27,7 @@ type Progress struct {
 	Memory    int    // sessions whose memory was derived
 	Artifacts int    // artifacts written (new or changed)
 	Skipped   int    // resent messages recognized and not decoded again
+	Resent    int    // requests whose resent part was found by hash, not scanned
 	Applied   uint64 // WAL offset the derived state now covers
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"hash/maphash"
 
 	"github.com/bbengine/bbengine/codec/jsonscan"
@@ -33,6 +34,13 @@ type msgMemo struct {
 	// hashes and lens identify each message of the request.
 	hashes []uint64
 	lens   []int
+	// open is the offset of the conversation's '[' in the request body,
+	// head the hash of the body up to it, starts where each element
+	// starts: with them the next request's resent part is found at
+	// memory speed (splitResent).
+	open   int
+	head   uint64
+	starts []int
 	// items[i] and keys[i] count the items and keys that messages[:i+1]
 	// flatten into; cut[i] is set when the conversation may be cut after
 	// message i: its last item is keyed, and no later text merges into
@@ -80,6 +88,133 @@ func splitConversation(api llm.API, body []byte) (open int, spans [][2]int, ok b
 		return 0, nil, false
 	}
 	return open, spans, true
+}
+
+// splitResent does what splitConversation does, for a body that resends
+// the start of the last request of one of the session's threads: it
+// checks the bytes before the conversation and the resent elements by
+// their hashes, at memory speed, and scans as JSON only what follows
+// them. ok is false when no thread's last request starts the body the
+// same way, or what follows is not what splitConversation accepts (a
+// second conversation member, an escaped member name): the caller then
+// scans the whole body.
+func (st *sessState) splitResent(api llm.API, body []byte) (open int, spans [][2]int, ok bool) {
+	var best *msgMemo
+	bestN := -1
+	for _, mm := range st.memo {
+		if mm.starts == nil || mm.open >= len(body) || body[mm.open] != '[' || maphash.Bytes(msgSeed, body[:mm.open+1]) != mm.head {
+			continue
+		}
+		n, at := 0, mm.open+1
+		for n < len(mm.starts) {
+			s, e := mm.starts[n], mm.starts[n]+mm.lens[n]
+			if s < at || e > len(body) || !separator(body[at:s], n > 0) || maphash.Bytes(msgSeed, body[s:e]) != mm.hashes[n] {
+				break
+			}
+			n, at = n+1, e
+		}
+		if n > bestN {
+			best, bestN = mm, n
+		}
+	}
+	if best == nil {
+		return 0, nil, false
+	}
+	open = best.open
+	spans = make([][2]int, bestN, bestN+8)
+	for i := range bestN {
+		spans[i] = [2]int{best.starts[i], best.starts[i] + best.lens[i]}
+	}
+	pos := open + 1
+	if bestN > 0 {
+		pos = spans[bestN-1][1]
+	}
+	// The rest of the array.
+	for {
+		pos = skipSpace(body, pos)
+		if pos >= len(body) {
+			return 0, nil, false
+		}
+		if body[pos] == ']' {
+			pos++
+			break
+		}
+		if len(spans) > 0 {
+			if body[pos] != ',' {
+				return 0, nil, false
+			}
+			pos = skipSpace(body, pos+1)
+		}
+		n, err := jsonscan.Value(body[pos:])
+		if err != nil {
+			return 0, nil, false
+		}
+		spans = append(spans, [2]int{pos, pos + n})
+		pos += n
+	}
+	// The rest of the object: members, none of them the conversation.
+	field := llm.ConversationField(api)
+	for {
+		pos = skipSpace(body, pos)
+		if pos >= len(body) {
+			return 0, nil, false
+		}
+		if body[pos] == '}' {
+			pos++
+			break
+		}
+		if body[pos] != ',' {
+			return 0, nil, false
+		}
+		pos = skipSpace(body, pos+1)
+		n, err := jsonscan.Value(body[pos:])
+		if err != nil || body[pos] != '"' {
+			return 0, nil, false
+		}
+		if name := body[pos+1 : pos+n-1]; bytes.IndexByte(name, '\\') >= 0 || string(name) == field {
+			return 0, nil, false
+		}
+		pos = skipSpace(body, pos+n)
+		if pos >= len(body) || body[pos] != ':' {
+			return 0, nil, false
+		}
+		pos = skipSpace(body, pos+1)
+		if n, err = jsonscan.Value(body[pos:]); err != nil {
+			return 0, nil, false
+		}
+		pos += n
+	}
+	if skipSpace(body, pos) != len(body) {
+		return 0, nil, false
+	}
+	return open, spans, true
+}
+
+// separator reports whether b is what may stand between two elements of
+// an array (white space and one comma) or, for the first, before it
+// (white space).
+func separator(b []byte, comma bool) bool {
+	seen := false
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case ',':
+			if seen || !comma {
+				return false
+			}
+			seen = true
+		default:
+			return false
+		}
+	}
+	return seen == comma
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // memoFor returns what a request's messages are in terms of the memo of
@@ -215,6 +350,9 @@ type request struct {
 	// ends.
 	hashes  []uint64
 	lens    []int
+	open    int
+	head    uint64
+	starts  []int
 	lead    int
 	prev    *msgMemo
 	from    int
@@ -317,12 +455,23 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 		spans  [][2]int
 		open   int
 		ok     bool
+		head   uint64
+		starts []int
 	)
 	if prefixSkip {
-		open, spans, ok = splitConversation(d.api, body)
+		if open, spans, ok = d.st.splitResent(d.api, body); ok {
+			d.c.progress.Resent++
+		} else {
+			open, spans, ok = splitConversation(d.api, body)
+		}
 	}
 	if ok {
 		hashes, lens = hashMessages(body, spans)
+		head = maphash.Bytes(msgSeed, body[:open+1])
+		starts = make([]int, len(spans))
+		for i, sp := range spans {
+			starts[i] = sp[0]
+		}
 		if t, mm, b := d.st.memoFor(hashes, lens); b > mm.leadOf() {
 			req, err := llm.DecodeRequestWith(d.api, reduceBody(body, open, spans, mm.lead, b), opts)
 			if err == nil && req.PreviousResponseID == "" {
@@ -344,7 +493,7 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 						msgs += ec.msgs[len(ec.msgs)-1]
 					}
 					return &request{req: req, msgs: msgs, items: items, base: base, keys: keys, at: at,
-						hashes: hashes, lens: lens, lead: mm.lead, prev: mm, from: b, ends: ends, counts: ec, preKeys: k}, nil
+						hashes: hashes, lens: lens, open: open, head: head, starts: starts, lead: mm.lead, prev: mm, from: b, ends: ends, counts: ec, preKeys: k}, nil
 				}
 			}
 			// Anything odd decodes whole, for the error it gives.
@@ -360,6 +509,7 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 	if ok && req.PreviousResponseID == "" {
 		if ends, ec, lead, good := elementEnds(d.api, body, spans, items, msgEnds, true, false); good && ec.last() == len(req.Messages) {
 			r.hashes, r.lens, r.lead, r.ends, r.counts = hashes, lens, lead, ends, ec
+			r.open, r.head, r.starts = open, head, starts
 		}
 	}
 	return r, nil
@@ -379,4 +529,6 @@ func (r *request) remember(st *sessState, thread int) {
 		return
 	}
 	st.remember(thread, r.hashes, r.lens, r.lead, r.prev, r.from, r.ends, r.counts, r.items, r.base, r.preKeys)
+	mm := st.memo[thread]
+	mm.open, mm.head, mm.starts = r.open, r.head, r.starts
 }

@@ -3,7 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/bbengine/bbengine/codec/llm"
+	"hash/maphash"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -104,7 +107,7 @@ func TestPrefixSkipMatchesFullDecode(t *testing.T) {
 	e := open(t, dir, log, &Options{TextLimit: 400})
 	id := uint64(0)
 	a, b := wildSession("wa", 80, 1), wildSession("wb", 60, 2)
-	skipped := 0
+	skipped, resent := 0, 0
 	for i := 0; i < len(a) || i < len(b); i++ {
 		var round [][]fx
 		if i < len(a) {
@@ -114,10 +117,12 @@ func TestPrefixSkipMatchesFullDecode(t *testing.T) {
 			round = append(round, b[i:i+1])
 		}
 		id = interleaveWAL(t, log, &c, id, round...)
-		skipped += catchUp(t, e).Skipped
+		p := catchUp(t, e)
+		skipped += p.Skipped
+		resent += p.Resent
 	}
-	if skipped == 0 {
-		t.Fatal("no resent message was skipped")
+	if skipped == 0 || resent == 0 {
+		t.Fatalf("%d resent messages skipped, %d requests split by hash", skipped, resent)
 	}
 	incremental := dump(t, e)
 	prefixSkip = false
@@ -200,7 +205,7 @@ func TestPrefixSkipOpenAI(t *testing.T) {
 	e := open(t, dir, log, nil)
 	id := uint64(0)
 	a, b := chatSession("oc", 50, 3), responsesSession("or", 50, 4)
-	skipped := 0
+	skipped, resent := 0, 0
 	for i := 0; i < len(a) || i < len(b); i++ {
 		var round [][]fx
 		if i < len(a) {
@@ -210,10 +215,12 @@ func TestPrefixSkipOpenAI(t *testing.T) {
 			round = append(round, b[i:i+1])
 		}
 		id = interleaveWAL(t, log, &c, id, round...)
-		skipped += catchUp(t, e).Skipped
+		p := catchUp(t, e)
+		skipped += p.Skipped
+		resent += p.Resent
 	}
-	if skipped == 0 {
-		t.Fatal("no resent message was skipped")
+	if skipped == 0 || resent == 0 {
+		t.Fatalf("%d resent messages skipped, %d requests split by hash", skipped, resent)
 	}
 	incremental := dump(t, e)
 	prefixSkip = false
@@ -229,4 +236,44 @@ func TestPrefixSkipOpenAI(t *testing.T) {
 		}
 	}
 	t.Logf("%d resent messages skipped", skipped)
+}
+
+// memoOf is the memo splitResent reads, made from a body as a request
+// placed on thread 1 leaves it.
+func memoOf(api llm.API, body []byte) *sessState {
+	st := &sessState{memo: map[int]*msgMemo{}}
+	open, spans, ok := splitConversation(api, body)
+	if !ok {
+		return st
+	}
+	hashes, lens := hashMessages(body, spans)
+	starts := make([]int, len(spans))
+	for i, sp := range spans {
+		starts[i] = sp[0]
+	}
+	st.memo[1] = &msgMemo{hashes: hashes, lens: lens, open: open, head: maphash.Bytes(msgSeed, body[:open+1]), starts: starts}
+	return st
+}
+
+// FuzzSplitResent: whenever the hash-checked split of a body that
+// follows another accepts it, it finds what scanning the whole body
+// finds; it never panics.
+func FuzzSplitResent(f *testing.F) {
+	xs := wildSession("fz", 6, 5)
+	for i := 1; i < len(xs); i++ {
+		f.Add(xs[i-1].req, xs[i].req)
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a"}]}`), []byte(`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"messages":[]}`))
+	f.Add([]byte(`{"model":"m","messages":[1,2]}`), []byte(`{"model":"m","messages":[1,23]}`))
+	f.Fuzz(func(t *testing.T, prev, next []byte) {
+		st := memoOf(llm.AnthropicMessages, prev)
+		open, spans, ok := st.splitResent(llm.AnthropicMessages, next)
+		if !ok {
+			return
+		}
+		wOpen, wSpans, wOK := splitConversation(llm.AnthropicMessages, next)
+		if !wOK || open != wOpen || !slices.Equal(spans, wSpans) {
+			t.Fatalf("splitResent(%q after %q) = %d %v; scanning finds %d %v %v", next, prev, open, spans, wOpen, wSpans, wOK)
+		}
+	})
 }

@@ -180,3 +180,18 @@ func Elements(b []byte, fn func(i int, value []byte) bool) error {
 	}
 	return finish(d)
 }
+
+// Value returns the length of the JSON value at the start of b (white
+// space before it is part of it), validated as Valid would; what follows
+// the value is not read, so b may go on with anything (a comma and the
+// next element of an array, say). It is how a reader that knows where an
+// array's new elements start reads them without the rest of the
+// document.
+func Value(b []byte) (int, error) {
+	s := decoder(b)
+	defer s.release()
+	if _, err := s.d.ReadValue(); err != nil {
+		return 0, wrap(&s.d, err)
+	}
+	return int(s.d.InputOffset()), nil
+}

@@ -139,6 +139,20 @@ func FuzzValid(f *testing.F) {
 		}
 		checkFields(t, b)
 		checkElements(t, b)
+		// Value reads a valid prefix, and all of a valid document but
+		// the white space after it.
+		if n, err := Value(b); err == nil {
+			if n < 0 || n > len(b) || !json.Valid(b[:n]) {
+				t.Fatalf("Value(%q) = %d: not a valid value", b, n)
+			}
+		} else if json.Valid(b) {
+			t.Fatalf("Value(%q): %v, but it is valid JSON", b, err)
+		}
+		if json.Valid(b) {
+			if n, _ := Value(b); len(bytes.TrimRight(b[n:], " \t\r\n")) != 0 {
+				t.Fatalf("Value(%q) = %d, short of the whole document", b, n)
+			}
+		}
 	})
 }
 
@@ -194,4 +208,25 @@ func BenchmarkElements(b *testing.B) {
 			json.Unmarshal(top["messages"], &items)
 		}
 	})
+}
+
+func TestValue(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int // -1: an error
+	}{
+		{`{"a":1},{"b":2}`, 7}, {`123,4`, 3}, {`"x\"y"]`, 6}, {` [1, 2] ,`, 7}, {`true}`, 4},
+		{`null`, 4}, {`-1.5e3]`, 6}, {`tru`, -1}, {`{"a":}`, -1}, {``, -1}, {`]`, -1}, {`"abc`, -1},
+	} {
+		n, err := Value([]byte(c.in))
+		if c.want < 0 {
+			if err == nil {
+				t.Errorf("Value(%q) = %d, want an error", c.in, n)
+			}
+			continue
+		}
+		if err != nil || n != c.want {
+			t.Errorf("Value(%q) = %d, %v; want %d", c.in, n, err, c.want)
+		}
+	}
 }

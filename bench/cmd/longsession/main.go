@@ -233,6 +233,7 @@ func run(ctx context.Context, cfg config) error {
 	catchUp := time.Since(t0)
 	mark()
 	final := marks[len(marks)-1]
+	added := scrapeAdded(bb.base)
 	bb.cmd.Process.Signal(os.Interrupt)
 	bb.cmd.Wait()
 	stopped = true
@@ -257,6 +258,9 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Printf("| p50 total | %s | %s | %.2f |\n", ms(a.p50), ms(b.p50), ratio(b.p50, a.p50))
 	fmt.Printf("| failed streams | %d (+%d retried) | %d | |\n", a.failed, bareRetries, b.failed)
 	fmt.Printf("| derivation caught up after the last turn | | %s | |\n", catchUp.Round(time.Millisecond))
+	if added != "" {
+		fmt.Printf("| latency the proxy adds, by its own /_bb/metrics (mean over the session) | | %s | |\n", added)
+	}
 	fmt.Printf("| data directory / WAL | | %s / %s | %.2f |\n", mb(dataSize), mb(walSize), float64(dataSize)/float64(max(walSize, 1)))
 	fmt.Printf("| derived state (data directory less WAL) / WAL | | %s | %.2f |\n", mb(dataSize-walSize), float64(dataSize-walSize)/float64(max(walSize, 1)))
 	if b.failed > 0 {
@@ -526,4 +530,37 @@ func waitDerived(ctx context.Context, dir, session string, want int) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// scrapeAdded reads the proxy's own account of the latency it adds
+// (bbengine_proxy_overhead_seconds, mean to first byte and total), or ""
+// when it cannot.
+func scrapeAdded(base string) string {
+	resp, err := http.Get(base + "/_bb/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return ""
+	}
+	v := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "bbengine_proxy_overhead_seconds_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if f, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			v[line[:i]] = f
+		}
+	}
+	mean := func(stage string) string {
+		n := v[`bbengine_proxy_overhead_seconds_count{stage="`+stage+`"}`]
+		if n == 0 {
+			return "-"
+		}
+		return ms(time.Duration(v[`bbengine_proxy_overhead_seconds_sum{stage="`+stage+`"}`] / n * float64(time.Second)))
+	}
+	return mean("first_byte") + " to first byte, " + mean("total") + " total"
 }

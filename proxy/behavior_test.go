@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/httpbody"
 )
 
 func TestGzipPassesThroughCompressed(t *testing.T) {
@@ -569,4 +570,77 @@ func TestPathModel(t *testing.T) {
 			t.Errorf("pathModel(%q) = %q %v %v, want %q %v %v", tt.path, m, s, ok, tt.model, tt.stream, tt.ok)
 		}
 	}
+}
+
+// TestBigCompressedSecretRedacted: a compressed response too large to
+// hold (over maxHeld compressed, lowered here to 1 MiB) is decoded as it
+// streams and recorded decoded and redacted, a secret past the held part
+// included; the client still gets the compressed bytes as sent.
+func TestBigCompressedSecretRedacted(t *testing.T) {
+	defer func(n int) { maxHeld = n }(maxHeld)
+	maxHeld = 1 << 20
+	for _, enc := range []string{"gzip", "zstd"} {
+		t.Run(enc, func(t *testing.T) {
+			rg := newRig(t, nil)
+			req, _ := http.NewRequest("POST", rg.srv.URL+"/anthropic/big-secret-"+enc, strings.NewReader(`{}`))
+			req.Header.Set("Accept-Encoding", enc)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			plain, err := httpbody.Decode(enc, raw)
+			if err != nil || resp.Header.Get("Content-Encoding") != enc || len(raw) <= maxHeld || string(plain) != string(bigSecretBody()) {
+				t.Fatalf("client got %d %s bytes that decode to %d bytes (%v)", len(raw), resp.Header.Get("Content-Encoding"), len(plain), err)
+			}
+			x := only(t, rg.readWAL(t))
+			if !x.End.Decoded || x.End.Unscanned != "" || !x.End.Complete {
+				t.Fatalf("end: decoded %v unscanned %q complete %v", x.End.Decoded, x.End.Unscanned, x.End.Complete)
+			}
+			body := string(x.ResponseBody)
+			for _, k := range bigSecretKeys {
+				if strings.Contains(body, k) {
+					t.Errorf("secret %s recorded", k)
+				}
+			}
+			if n := strings.Count(body, "[redacted:anthropic_key]"); n != len(bigSecretKeys) {
+				t.Errorf("%d keys redacted, want %d", n, len(bigSecretKeys))
+			}
+			want := string(bigSecretBody())
+			for _, k := range bigSecretKeys {
+				want = strings.Replace(want, k, "[redacted:anthropic_key]", 1)
+			}
+			if body != want {
+				t.Errorf("recorded body (%d bytes) is not the decoded body redacted (%d bytes)", len(body), len(want))
+			}
+		})
+	}
+}
+
+// TestBigCompressedBroken: a large compressed response damaged past the
+// held part is recorded decoded and redacted up to the damage, and the
+// end says where decoding stopped and what was not recorded; the client
+// still gets every byte as sent.
+func TestBigCompressedBroken(t *testing.T) {
+	defer func(n int) { maxHeld = n }(maxHeld)
+	maxHeld = 1 << 20
+	rg := newRig(t, nil)
+	req, _ := http.NewRequest("POST", rg.srv.URL+"/anthropic/big-broken-gzip", strings.NewReader(`{}`))
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	x := only(t, rg.readWAL(t))
+	if !x.End.Decoded || !strings.Contains(x.End.Unscanned, "not recorded") || x.End.ResponseBytes != int64(len(raw)) {
+		t.Fatalf("end: decoded %v unscanned %q, %d response bytes (client got %d)", x.End.Decoded, x.End.Unscanned, x.End.ResponseBytes, len(raw))
+	}
+	body := string(x.ResponseBody)
+	if strings.Contains(body, bigSecretKeys[0]) || !strings.HasPrefix(body, `{"id":"msg_big","content":[{"type":"text","text":"key [redacted:anthropic_key] then `) {
+		t.Errorf("recorded body starts %.120q", body)
+	}
+	t.Logf("unscanned: %s", x.End.Unscanned)
 }

@@ -393,7 +393,9 @@ type exch struct {
 	sniff   sniffer
 	held    []heldChunk // compressed response chunks awaiting the end
 	heldN   int
-	spilled string // why held chunks were written early, unscanned
+	// inflate decodes a compressed response too large to hold, as it
+	// streams (inflate.go).
+	inflate *inflater
 }
 
 type mark struct {

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"compress/gzip"
+	"encoding/base64"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/wal"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Synthetic provider streams; the shared recordings are replayed too when
@@ -102,6 +105,30 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(gz, `{"id":"msg_gz","usage":{"input_tokens":1,"output_tokens":2}}`)
 		}
 		gz.Close()
+	case r.URL.Path == "/big-secret-gzip", r.URL.Path == "/big-secret-zstd":
+		w.Header().Set("Content-Type", "application/json")
+		var zw io.WriteCloser
+		if strings.HasSuffix(r.URL.Path, "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw = gzip.NewWriter(w)
+		} else {
+			w.Header().Set("Content-Encoding", "zstd")
+			zw, _ = zstd.NewWriter(w)
+		}
+		zw.Write(bigSecretBody())
+		zw.Close()
+	case r.URL.Path == "/big-broken-gzip":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		var b strings.Builder
+		zw := gzip.NewWriter(&b)
+		zw.Write(bigSecretBody())
+		zw.Close()
+		broken := []byte(b.String())
+		for i := len(broken) * 3 / 4; i < len(broken)*3/4+64; i++ {
+			broken[i] ^= 0x55
+		}
+		w.Write(broken)
 	case r.URL.Path == "/v1/json-tool":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"content":[{"type":"tool_use","id":"t","name":"x","input":{"usage":{"input_tokens":999999,"output_tokens":888888}}}],"usage":{"input_tokens":10,"output_tokens":5}}`)
@@ -325,4 +352,22 @@ func TestStreamsPassThrough(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bigSecretKeys are in bigSecretBody: at its start, 90% into it (past
+// the compressed bytes the test lets the proxy hold), and at its end.
+var bigSecretKeys = []string{"sk-ant-api03-BIGFIRSTSECRET0000000000", "sk-ant-api03-BIGMIDDLESECRET000000000", "sk-ant-api03-BIGLASTSECRET00000000000"}
+
+// bigSecretBody is a JSON response of about 4 MB of base64 text (it
+// compresses to about 3 MB) with bigSecretKeys in it.
+func bigSecretBody() []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, 3<<20)
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	text := base64.StdEncoding.EncodeToString(raw)
+	mid := len(text) * 9 / 10
+	text = "key " + bigSecretKeys[0] + " then " + text[:mid] + " and " + bigSecretKeys[1] + " more " + text[mid:] + " last " + bigSecretKeys[2]
+	return []byte(`{"id":"msg_big","content":[{"type":"text","text":"` + text + `"}],"usage":{"input_tokens":1,"output_tokens":2}}`)
 }

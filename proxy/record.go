@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -549,23 +548,37 @@ type heldChunk struct {
 }
 
 // maxHeld bounds the compressed bytes held for one response; past it the
-// held chunks are written as sent, unscanned.
-const maxHeld = 16 << 20
+// body is decoded as it streams (inflate.go). Tests lower it.
+var maxHeld = 16 << 20
 
 // hold keeps a chunk of a compressed response: it can only be scanned
 // for secrets and usage once whole, and is recorded at its end.
 func (r *recorder) hold(x *exch, t int64, b []byte) {
-	if x.spilled != "" {
-		if r.p.opts.Mode != Passthrough {
-			r.body(frame.KindResponseBody, x, t, b, false)
-		}
+	if x.inflate != nil {
+		x.inflate.write(b)
+		r.inflated(x, t)
 		return
 	}
 	x.held = append(x.held, heldChunk{t, append([]byte(nil), b...)})
 	x.heldN += len(b)
 	if x.heldN > maxHeld {
-		x.spilled = fmt.Sprintf("compressed body exceeds %d bytes", maxHeld)
-		r.writeHeld(x, false)
+		x.inflate = newInflater(x.encoding, r.p.red)
+		for _, c := range x.held {
+			x.inflate.write(c.b)
+		}
+		x.held, x.heldN = nil, 0
+		r.inflated(x, t)
+	}
+}
+
+// inflated records what the inflater of x has decoded and redacted so
+// far.
+func (r *recorder) inflated(x *exch, t int64) {
+	if out := x.inflate.take(); len(out) > 0 {
+		x.sniff.feed(out)
+		if r.p.opts.Mode != Passthrough {
+			r.body(frame.KindResponseBody, x, t, out, false)
+		}
 	}
 }
 
@@ -582,11 +595,18 @@ func (r *recorder) writeHeld(x *exch, last bool) {
 // decoded form holds no secret, else decoded and redacted. It also reads
 // the usage from the decoded body.
 func (r *recorder) flushHeld(x *exch, t int64) (decoded bool, unscanned string) {
-	if x.spilled != "" {
-		if r.p.opts.Mode != Passthrough {
-			r.body(frame.KindResponseBody, x, t, nil, true)
+	if x.inflate != nil {
+		out, err := x.inflate.close()
+		x.inflate = nil
+		x.sniff.feed(out)
+		if r.p.opts.Mode == Passthrough {
+			return false, ""
 		}
-		return false, x.spilled
+		r.body(frame.KindResponseBody, x, t, out, true)
+		if err != nil {
+			return true, err.Error()
+		}
+		return true, ""
 	}
 	var whole []byte
 	for _, c := range x.held {

@@ -2,6 +2,7 @@
 package httpbody
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
@@ -18,39 +19,47 @@ import (
 // bomb) is an error.
 const MaxDecoded = 64 << 20
 
+// NewReader returns a reader of the body r decompressed by
+// Content-Encoding enc (gzip, x-gzip, deflate, br or zstd). It reads no
+// more of r than it needs; the caller bounds what it reads from it.
+func NewReader(enc string, r io.Reader) (io.ReadCloser, error) {
+	switch strings.ToLower(strings.TrimSpace(enc)) {
+	case "gzip", "x-gzip":
+		return gzip.NewReader(r)
+	case "deflate":
+		// HTTP's deflate is zlib; some servers send raw deflate. Peek
+		// at the zlib header to choose.
+		br := bufio.NewReader(r)
+		if h, err := br.Peek(2); err == nil && h[0]&0x0f == 8 && h[1]&0x20 == 0 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 {
+			return zlib.NewReader(br)
+		}
+		return flate.NewReader(br), nil
+	case "br":
+		return io.NopCloser(brotli.NewReader(r)), nil
+	case "zstd":
+		d, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(MaxDecoded), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	default:
+		return nil, fmt.Errorf("content encoding %q is not decoded", enc)
+	}
+}
+
 // Decode decompresses a whole body sent with
 // Content-Encoding enc (gzip, x-gzip, deflate, br or zstd; "" and
 // identity return b as it is).
 func Decode(enc string, b []byte) ([]byte, error) {
-	var r io.Reader
 	switch strings.ToLower(strings.TrimSpace(enc)) {
 	case "", "identity":
 		return b, nil
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
-	case "deflate":
-		// HTTP's deflate is zlib; some servers send raw deflate.
-		if zr, err := zlib.NewReader(bytes.NewReader(b)); err == nil {
-			r = zr
-		} else {
-			r = flate.NewReader(bytes.NewReader(b))
-		}
-	case "br":
-		r = brotli.NewReader(bytes.NewReader(b))
-	case "zstd":
-		d, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(MaxDecoded), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		r = d
-	default:
-		return nil, fmt.Errorf("content encoding %q is not decoded", enc)
 	}
+	r, err := NewReader(enc, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	out, err := io.ReadAll(io.LimitReader(r, MaxDecoded+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", enc, err)

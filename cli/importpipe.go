@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
@@ -23,7 +24,8 @@ import (
 // with the input. With a local sink the workers redact and encode the
 // records (engine.EncodeImports) and a deriver catches the engine up
 // after every pipeDerive bytes appended, so derivation runs beside the
-// reading instead of after it; with a running proxy, the proxy derives.
+// reading instead of after it, and the appender waits while the deriver
+// is more than pipeLag behind; with a running proxy, the proxy derives.
 // A pipe is used by one goroutine; close waits for everything sent.
 type importPipe struct {
 	ctx   context.Context
@@ -31,10 +33,13 @@ type importPipe struct {
 	log   *wal.Log // the local sink's WAL, nil for a running proxy
 	jobs  chan *pipeJob
 	order chan *pipeJob
-	// derive wakes the deriver; it holds at most one wake-up.
-	derive chan struct{}
-	wg     sync.WaitGroup // workers, appender, deriver
-	closed bool
+	// derive wakes the deriver; it holds at most one wake-up. caught
+	// tells the appender a pass ended. appended counts the bytes of
+	// records appended, derived those a finished pass covered.
+	derive, caught    chan struct{}
+	appended, derived atomic.Int64
+	wg                sync.WaitGroup // workers, appender, deriver
+	closed            bool
 
 	mu       sync.Mutex
 	firstErr error
@@ -51,8 +56,10 @@ type pipeJob struct {
 
 const (
 	// pipeDerive is how many bytes of records are appended between two
-	// derivation passes.
+	// derivation passes; pipeLag how far the appender may get ahead of
+	// the last finished pass.
 	pipeDerive = 16 << 20
+	pipeLag    = 24 << 20
 	// appendGroup is how many frames go to the WAL in one AppendBatch:
 	// the WAL keeps a frame buffer per frame of a batch for reuse, so
 	// large batches would leave it holding tens of MiB.
@@ -73,7 +80,8 @@ func appendFrames(log *wal.Log, frames []wal.Record) error {
 
 func newImportPipe(ctx context.Context, sink importSink) *importPipe {
 	workers := runtime.GOMAXPROCS(0)
-	p := &importPipe{ctx: ctx, sink: sink, jobs: make(chan *pipeJob, 2*workers), order: make(chan *pipeJob, 2*workers), derive: make(chan struct{}, 1)}
+	p := &importPipe{ctx: ctx, sink: sink, jobs: make(chan *pipeJob, 2*workers), order: make(chan *pipeJob, 2*workers),
+		derive: make(chan struct{}, 1), caught: make(chan struct{}, 1)}
 	if ls, ok := sink.(*localSink); ok {
 		p.log = ls.log
 	}
@@ -141,12 +149,36 @@ func (p *importPipe) appendAll() {
 			p.fail(err)
 			continue
 		}
+		p.appended.Add(int64(j.bytes))
 		if appended += j.bytes; appended >= pipeDerive {
 			appended = 0
-			select {
-			case p.derive <- struct{}{}:
-			default: // a pass is due already
-			}
+			p.wake()
+		}
+		p.keepUp()
+	}
+}
+
+func (p *importPipe) wake() {
+	select {
+	case p.derive <- struct{}{}:
+	default: // a pass is due already
+	}
+}
+
+// keepUp waits while the deriver is more than pipeLag bytes behind the
+// appender. A pass derives everything appended before it, so a deriver
+// left far behind makes passes, and the memory they hold (sessions and
+// their memory), grow with the input.
+func (p *importPipe) keepUp() {
+	if p.log == nil {
+		return // the running proxy derives at its own pace
+	}
+	for p.appended.Load()-p.derived.Load() > pipeLag && p.err() == nil {
+		p.wake()
+		select {
+		case <-p.caught:
+		case <-p.ctx.Done():
+			p.fail(p.ctx.Err())
 		}
 	}
 }
@@ -154,11 +186,16 @@ func (p *importPipe) appendAll() {
 // deriveAll catches the engine up whenever the appender says so.
 func (p *importPipe) deriveAll() {
 	for range p.derive {
-		if p.err() != nil {
-			continue
+		mark := p.appended.Load()
+		if p.err() == nil {
+			if err := p.sink.Wait(p.ctx); err != nil {
+				p.fail(err)
+			}
 		}
-		if err := p.sink.Wait(p.ctx); err != nil {
-			p.fail(err)
+		p.derived.Store(mark)
+		select {
+		case p.caught <- struct{}{}:
+		default:
 		}
 	}
 }

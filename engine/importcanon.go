@@ -241,6 +241,7 @@ func (c *canonicalizer) deriveImports() error {
 	if err := c.writeImportFiles(); err != nil {
 		return err
 	}
+	c.dropImportFolds()
 	ids := make([]string, 0, len(c.pendingImports))
 	for id := range c.pendingImports {
 		ids = append(ids, id)
@@ -405,9 +406,24 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 	s.Import.Files = j.paths
 	st.s = s
 	st.dirty = true
+	// The timeline was replaced, not extended: a memory fold of the old
+	// one would take the new events after its count as an extension.
+	delete(c.folds, id)
 	c.batch.Delete(importPendingKey(id), nil)
 	delete(c.pendingImports, id)
 	return nil
+}
+
+// dropImportFolds forgets the memory folds of imported sessions. An
+// imported session's timeline is derived again whole whenever its files
+// change, so a fold of it is never extended; keeping one per session
+// would hold memory that grows with the sessions imported.
+func (c *canonicalizer) dropImportFolds() {
+	for id, f := range c.folds {
+		if f.s.Import != nil {
+			delete(c.folds, id)
+		}
+	}
 }
 
 // readImportRecords reads the records of a file's current generation

@@ -170,3 +170,38 @@ func TestImportPendingSurvivesReopen(t *testing.T) {
 		t.Fatalf("reopen changed the state:\n%s", diffLines(before, got))
 	}
 }
+
+// A session whose files are imported in two passes is derived again
+// whole in the second, its subagent's lines merged into the middle of
+// its timeline: its memory must be derived from the new timeline, as a
+// rebuild derives it, not by folding the events after the old count
+// into the memory of the old one.
+func TestImportSecondPassMemory(t *testing.T) {
+	root := filepath.Join("..", "..", "shared", "agentlogs-golden", "claude", "daaain-claude-code-log", "-experiments-worktrees")
+	main := filepath.Join(root, "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl")
+	if _, err := os.Stat(main); err != nil {
+		t.Skipf("golden agent logs not present: %v", err)
+	}
+	subs, err := filepath.Glob(filepath.Join(root, "ef958aa1-0e93-49f0-bb71-150f63befcd1", "subagents", "*.jsonl"))
+	if err != nil || len(subs) == 0 {
+		t.Fatalf("no subagent logs: %v", err)
+	}
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	importPath(t, e, "claude", main)
+	first, err := e.Session("claude:ef958aa1-0e93-49f0-bb71-150f63befcd1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range subs {
+		importPath(t, e, "claude", p)
+	}
+	s, err := e.Session(first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Events <= first.Events || s.Threads <= 1 {
+		t.Fatalf("the subagents added nothing: %d events, %d threads (was %d events)", s.Events, s.Threads, first.Events)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild after a session imported in two passes")
+}

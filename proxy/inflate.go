@@ -29,11 +29,11 @@ type inflater struct {
 	pw   *io.PipeWriter
 	done chan struct{}
 
-	mu  sync.Mutex
-	out []byte // decoded, redacted, not yet taken
-	n       int64 // decoded bytes
-	err     error // why decoding stopped early
-	dropped int64 // compressed bytes read after it stopped
+	mu      sync.Mutex
+	out     []byte // decoded, redacted, not yet taken
+	n       int64  // decoded bytes
+	err     error  // why decoding stopped early
+	dropped int64  // compressed bytes read after it stopped
 }
 
 func newInflater(enc string, red *Redactor) *inflater {

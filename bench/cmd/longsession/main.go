@@ -208,7 +208,7 @@ func run(ctx context.Context, cfg config) error {
 			order = []*proc{bb, bp}
 		}
 		for _, p := range order {
-			s := send(ctx, client, p.base, sess.id, body)
+			s := send(ctx, client, p.base, sess.id, turn, body)
 			if s.failed {
 				fmt.Fprintf(os.Stderr, "turn %d through %s failed: %s\n", turn, p.name, s.why)
 				if p == bp {
@@ -216,7 +216,7 @@ func run(ctx context.Context, cfg config) error {
 					// connection on loopback (golang/go#40747): count it,
 					// and measure the turn again.
 					bareRetries++
-					s = send(ctx, client, p.base, sess.id, body)
+					s = send(ctx, client, p.base, sess.id, turn, body)
 				}
 			}
 			p.lat = append(p.lat, s)
@@ -308,7 +308,7 @@ func ratio(a, b time.Duration) float64 {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
 func mb(n int64) string         { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
-func send(ctx context.Context, client *http.Client, base, session string, body []byte) sample {
+func send(ctx context.Context, client *http.Client, base, session string, turn int, body []byte) sample {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", bytes.NewReader(body))
 	if err != nil {
 		return sample{failed: true}
@@ -317,6 +317,7 @@ func send(ctx context.Context, client *http.Client, base, session string, body [
 	req.Header.Set("Anthropic-Version", "2023-06-01")
 	req.Header.Set("User-Agent", "claude-cli/2.1.90 (external, cli)")
 	req.Header.Set("X-Claude-Code-Session-Id", session)
+	req.Header.Set(turnHeader, strconv.Itoa(turn))
 	req.Header.Set("X-Api-Key", "sk-ant-api03-bench-not-a-real-key-000000000000000000000000")
 	t0 := time.Now()
 	resp, err := client.Do(req)
@@ -384,11 +385,12 @@ func newSession(turns, historyKB int) *session {
 // message carrying the cache marker, as Claude Code sends it.
 func (s *session) request(n int) []byte {
 	for len(s.msgs) < 2*n-1 {
-		t := len(s.msgs) / 2 // turn whose reply this is
-		text, _ := json.Marshal(fmt.Sprintf("Step %d: I read the module and will now change the function that writes frames so that it reports short writes. Next I run the tests for package %d.", t, t%7))
-		call := fmt.Sprintf("toolu_%024d", t)
-		s.msgs = append(s.msgs, []byte(fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%s},{"type":"tool_use","id":"%s","name":"Tool%d","input":{"path":"pkg/mod%d/file.go","limit":200}}]}`,
-			text, call, t%16, t)))
+		t := len(s.msgs) / 2 // the reply to request t+1
+		r := replyOf(t)
+		text, _ := json.Marshal(r.text)
+		call := r.call
+		s.msgs = append(s.msgs, []byte(fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%s},{"type":"tool_use","id":"%s","name":"%s","input":%s}]}`,
+			text, call, r.name, r.input)))
 		var out strings.Builder
 		for i := 0; out.Len() < s.perAdd-len(s.msgs[len(s.msgs)-1])-120; i++ {
 			fmt.Fprintf(&out, "%4d\tfunc step%d_%d(w io.Writer) error { return write(w, %d) }\n", i+1, t, i, i*t)
@@ -416,12 +418,32 @@ func (s *session) request(n int) []byte {
 	return b.Bytes()
 }
 
-// upstream is a fake Anthropic Messages API: every request gets a stream
-// of text (10 deltas) and a tool call.
+// reply is what the model answers to request t+1: a text and a tool
+// call. The upstream streams it and the client puts it in the history it
+// sends next, as a real client does.
+type reply struct{ text, call, name, input string }
+
+func replyOf(t int) reply {
+	return reply{
+		text:  fmt.Sprintf("Step %d: I read the module and will now change the function that writes frames so that it reports short writes. Next I run the tests for package %d.", t, t%7),
+		call:  fmt.Sprintf("toolu_%024d", t),
+		name:  fmt.Sprintf("Tool%d", t%16),
+		input: fmt.Sprintf(`{"path":"pkg/mod%d/file.go","limit":200}`, t),
+	}
+}
+
+// turnHeader tells the fake upstream which turn a request is, so that it
+// streams the reply the client will resend.
+const turnHeader = "X-Longsession-Turn"
+
+// upstream is a fake Anthropic Messages API: every request gets its
+// turn's reply, streamed as text (10 deltas) and a tool call.
 type upstream struct{}
 
 func (upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n, _ := io.Copy(io.Discard, r.Body)
+	turn, _ := strconv.Atoi(r.Header.Get(turnHeader))
+	rep := replyOf(max(turn-1, 0))
 	w.Header().Set("Content-Type", "text/event-stream")
 	f := w.(http.Flusher)
 	ev := func(name, data string) {
@@ -430,13 +452,15 @@ func (upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}}}`, time.Now().UnixNano(), 12, n/4))
 	f.Flush()
 	ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-	for i := 0; i < 10; i++ {
-		ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word%d of the answer, "}}`, i))
+	for i, step := 0, (len(rep.text)+9)/10; i < len(rep.text); i += step {
+		piece, _ := json.Marshal(rep.text[i:min(i+step, len(rep.text))])
+		ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`, piece))
 		f.Flush()
 	}
 	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
-	ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_x","name":"Tool1","input":{}}}`)
-	ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\"pkg/x.go\"}"}}`)
+	ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"%s","name":"%s","input":{}}}`, rep.call, rep.name))
+	partial, _ := json.Marshal(rep.input)
+	ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":%s}}`, partial))
 	ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
 	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":64}}`)
 	ev("message_stop", `{"type":"message_stop"}`)

@@ -187,6 +187,13 @@ func FuzzMemoryFold(f *testing.F) {
 	f.Add([]byte{1, 0, 7, 2, 2, 0, 3, 2, 0, 4, 2, 1, 0, 0, 6, 2, 0, 0, 3, 0, 2, 4, 0, 1, 1, 0, 0}, []byte{1, 1, 1, 1})
 	f.Add([]byte{0, 0, 0x87, 2, 0, 0x81, 1, 1, 0x80, 0, 0, 0x81, 1, 0, 0xc0, 3, 1, 0x82, 4, 1, 0x82}, []byte{1, 2, 1, 1})
 	f.Add([]byte{0, 2, 7, 2, 1, 0, 3, 1, 2, 1, 1, 1, 4, 1, 2, 2, 1, 0}, []byte{0x82, 0x81, 1})
+	// A call whose result comes only after more than maxStall events.
+	long := []byte{0, 0, 7, 3, 0, 0}
+	for i := range 30 {
+		long = append(long, 1, 0, byte(i))
+	}
+	long = append(long, 4, 0, 1, 1, 0, 3)
+	f.Add(long, bytes.Repeat([]byte{1}, 40))
 	f.Fuzz(func(t *testing.T, data, splits []byte) {
 		s, evs := fuzzEvents(data)
 		red, _ := redact.New(nil)

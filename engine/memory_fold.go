@@ -84,10 +84,12 @@ type miner struct {
 
 	// queue are the events assigned and not folded yet; results the
 	// tool results read whose call was not folded yet; consumed the ids
-	// of the tool calls folded.
-	queue    []qitem
-	results  map[string]*Event
-	consumed map[string]bool
+	// of the tool calls folded with their result, abandoned those of the
+	// calls folded without one (see drain).
+	queue     []qitem
+	results   map[string]*Event
+	consumed  map[string]bool
+	abandoned map[string]bool
 
 	decisions, constraints, threads map[string]*Artifact
 
@@ -166,7 +168,7 @@ type encoded struct {
 
 func newMiner(s *Session, red *redact.Redactor) *miner {
 	return &miner{s: s, red: red, calls: map[int]int{}, tools: map[int]bool{}, threadSet: map[int]bool{}, taskCalls: map[string]map[int]int{},
-		byID: map[string]*mtask{}, results: map[string]*Event{}, consumed: map[string]bool{},
+		byID: map[string]*mtask{}, results: map[string]*Event{}, consumed: map[string]bool{}, abandoned: map[string]bool{},
 		decisions: map[string]*Artifact{}, constraints: map[string]*Artifact{}, threads: map[string]*Artifact{}}
 }
 
@@ -338,8 +340,14 @@ func (m *miner) add(events []Event) bool {
 	}
 	for i := range events {
 		ev := &events[i]
-		if ev.Tool != nil && ev.Tool.ID != "" && m.consumed[ev.Tool.ID] && (ev.Kind == KindToolCall || ev.Kind == KindToolResult) {
-			return false
+		if ev.Tool != nil && ev.Tool.ID != "" {
+			id := ev.Tool.ID
+			switch {
+			case ev.Kind == KindToolCall && m.consumed[id]:
+				return false
+			case ev.Kind == KindToolResult && (m.consumed[id] || m.abandoned[id]):
+				return false
+			}
 		}
 		if ev.Kind == KindToolResult && ev.Tool != nil && ev.Tool.ID != "" {
 			m.results[ev.Tool.ID] = ev
@@ -358,7 +366,10 @@ func (m *miner) add(events []Event) bool {
 }
 
 // drain folds the queued events up to the first tool call whose result
-// has not been read.
+// has not been read. A call that more than maxStall events wait behind
+// is folded without its result (a client that never sends it, or an id
+// the history does not repeat): as a derivation from the events read so
+// far does; should its result come after all, add reports false.
 //
 // A result whose call was folded is not needed again: a second call or
 // result with its id makes add report false. It is dropped after the
@@ -376,17 +387,24 @@ func (m *miner) drain() {
 		ev := q.ev
 		var res *Event
 		if ev.Kind == KindToolCall && ev.Tool != nil && ev.Tool.ID != "" {
-			if res = m.results[ev.Tool.ID]; res == nil {
+			if res = m.results[ev.Tool.ID]; res != nil {
+				m.consumed[ev.Tool.ID] = true
+				used = append(used, ev.Tool.ID)
+			} else if len(m.queue)-n > maxStall {
+				m.abandoned[ev.Tool.ID] = true
+			} else {
 				break
 			}
-			m.consumed[ev.Tool.ID] = true
-			used = append(used, ev.Tool.ID)
 		}
 		m.fold(q.t, ev, res)
 		n++
 	}
 	m.queue = append(m.queue[:0], m.queue[n:]...)
 }
+
+// maxStall is how many events may wait behind a tool call whose result
+// has not been read before the call is folded without it.
+const maxStall = 16
 
 // fold takes one event into its task's outcome and the session's
 // findings; res is a tool call's result, if read.
@@ -476,7 +494,7 @@ func (m *miner) tentative() *miner {
 			}
 		}
 	}
-	w.consumed = nil
+	w.consumed, w.abandoned = nil, nil
 	w.queue = nil
 	for _, q := range m.queue {
 		var res *Event

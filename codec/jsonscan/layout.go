@@ -86,9 +86,42 @@ func Split(body []byte, field string, member func(name, value []byte)) (open int
 // Whenever Resplit accepts a body, it returns what Split returns
 // (FuzzResplit).
 func Resplit(seed maphash.Seed, body []byte, field string, member func(name, value []byte), layouts ...*Layout) (open int, spans [][2]int, ok bool) {
+	open, spans, _, _, ok = resplit(seed, body, field, member, layouts)
+	return open, spans, ok
+}
+
+// ResplitLayout is Resplit that returns the layout of body, as NewLayout
+// would make it, hashing only the elements that follow the resent ones,
+// and the index in layouts of the layout body resends.
+func ResplitLayout(seed maphash.Seed, body []byte, field string, member func(name, value []byte), layouts ...*Layout) (next *Layout, from int, ok bool) {
+	open, spans, from, n, ok := resplit(seed, body, field, member, layouts)
+	if !ok {
+		return nil, -1, false
+	}
+	best := layouts[from]
+	next = &Layout{
+		Open:   open,
+		Head:   best.Head,
+		Starts: make([]int, len(spans)),
+		Lens:   make([]int, len(spans)),
+		Hashes: make([]uint64, len(spans)),
+	}
+	copy(next.Hashes, best.Hashes[:n])
+	for i, s := range spans {
+		next.Starts[i], next.Lens[i] = s[0], s[1]-s[0]
+		if i >= n {
+			next.Hashes[i] = maphash.Bytes(seed, body[s[0]:s[1]])
+		}
+	}
+	return next, from, true
+}
+
+// resplit is Resplit, also returning the index of the layout used and
+// the number of its elements body resends.
+func resplit(seed maphash.Seed, body []byte, field string, member func(name, value []byte), layouts []*Layout) (open int, spans [][2]int, from, resent int, ok bool) {
 	var best *Layout
 	bestN := -1
-	for _, l := range layouts {
+	for i, l := range layouts {
 		if l == nil || l.Open >= len(body) || body[l.Open] != '[' || maphash.Bytes(seed, body[:l.Open+1]) != l.Head {
 			continue
 		}
@@ -101,11 +134,11 @@ func Resplit(seed maphash.Seed, body []byte, field string, member func(name, val
 			n, at = n+1, e
 		}
 		if n > bestN {
-			best, bestN = l, n
+			best, bestN, from = l, n, i
 		}
 	}
 	if best == nil {
-		return 0, nil, false
+		return 0, nil, -1, 0, false
 	}
 	open = best.Open
 	spans = make([][2]int, bestN, bestN+8)
@@ -120,7 +153,7 @@ func Resplit(seed maphash.Seed, body []byte, field string, member func(name, val
 	for {
 		pos = skipSpace(body, pos)
 		if pos >= len(body) {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		if body[pos] == ']' {
 			pos++
@@ -128,13 +161,13 @@ func Resplit(seed maphash.Seed, body []byte, field string, member func(name, val
 		}
 		if len(spans) > 0 {
 			if body[pos] != ',' {
-				return 0, nil, false
+				return 0, nil, -1, 0, false
 			}
 			pos = skipSpace(body, pos+1)
 		}
 		n, err := Value(body[pos:])
 		if err != nil {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		spans = append(spans, [2]int{pos, pos + n})
 		pos += n
@@ -143,31 +176,31 @@ func Resplit(seed maphash.Seed, body []byte, field string, member func(name, val
 	for {
 		pos = skipSpace(body, pos)
 		if pos >= len(body) {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		if body[pos] == '}' {
 			pos++
 			break
 		}
 		if body[pos] != ',' {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		pos = skipSpace(body, pos+1)
 		n, err := Value(body[pos:])
 		if err != nil || body[pos] != '"' {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		name := body[pos+1 : pos+n-1]
 		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) || string(name) == field {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		pos = skipSpace(body, pos+n)
 		if pos >= len(body) || body[pos] != ':' {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		pos = skipSpace(body, pos+1)
 		if n, err = Value(body[pos:]); err != nil {
-			return 0, nil, false
+			return 0, nil, -1, 0, false
 		}
 		if member != nil {
 			member(name, body[pos:pos+n])
@@ -175,9 +208,9 @@ func Resplit(seed maphash.Seed, body []byte, field string, member func(name, val
 		pos += n
 	}
 	if skipSpace(body, pos) != len(body) {
-		return 0, nil, false
+		return 0, nil, -1, 0, false
 	}
-	return open, spans, true
+	return open, spans, from, bestN, true
 }
 
 // separator reports whether b is what may stand between two elements of

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +40,10 @@ func resplitAgrees(t *testing.T, prev, next []byte, field string) bool {
 	})
 	if !wOK || open != wOpen || !slices.Equal(spans, wSpans) || !slices.Equal(got, want) {
 		t.Fatalf("Resplit(%q after %q) = %d %v %v; Split finds %d %v %v %v", next, prev, open, spans, got, wOpen, wSpans, want, wOK)
+	}
+	l, from, ok := ResplitLayout(testSeed, next, field, nil, nil, layouts[0])
+	if w := NewLayout(testSeed, next, wOpen, wSpans); !ok || from != 1 || !reflect.DeepEqual(l, w) {
+		t.Fatalf("ResplitLayout(%q after %q) = %+v %d %v; NewLayout makes %+v", next, prev, l, from, ok, w)
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/json"
 	"hash/maphash"
 	"unicode/utf8"
 )
@@ -44,28 +45,63 @@ func NewLayout(seed maphash.Seed, body []byte, open int, spans [][2]int) *Layout
 // when body is not a valid object, or has no such array member, or has
 // the member more than once.
 func Split(body []byte, field string, member func(name, value []byte)) (open int, spans [][2]int, ok bool) {
+	s := decoder(body)
+	defer s.release()
+	d := &s.d
+	if d.PeekKind() != '{' {
+		return 0, nil, false
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return 0, nil, false
+	}
 	open, found := -1, 0
-	err := Fields(body, func(k, v []byte) bool {
-		if string(k) != field {
-			if member != nil {
-				member(k, v)
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil {
+			return 0, nil, false
+		}
+		key := body[d.InputOffset()-int64(len(k))+1 : d.InputOffset()-1]
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			var s string
+			if err := json.Unmarshal(k, &s); err != nil {
+				return 0, nil, false
 			}
-			return true
+			key = []byte(s)
 		}
-		found++
-		if len(v) == 0 || v[0] != '[' {
-			return true
+		if string(key) == field {
+			if found++; found > 1 {
+				return 0, nil, false
+			}
+			if d.PeekKind() == '[' {
+				// The elements, in the same pass.
+				if _, err := d.ReadToken(); err != nil {
+					return 0, nil, false
+				}
+				open = int(d.InputOffset()) - 1
+				for d.PeekKind() != ']' {
+					v, err := d.ReadValue()
+					if err != nil {
+						return 0, nil, false
+					}
+					end := int(d.InputOffset())
+					spans = append(spans, [2]int{end - len(v), end})
+				}
+				if _, err := d.ReadToken(); err != nil {
+					return 0, nil, false
+				}
+				continue
+			}
 		}
-		open = cap(body) - cap(v) // v is a slice of body
-		spans = spans[:0]
-		Elements(v, func(_ int, e []byte) bool {
-			at := cap(body) - cap(e)
-			spans = append(spans, [2]int{at, at + len(e)})
-			return true
-		})
-		return true
-	})
-	if err != nil || found != 1 || open < 0 {
+		v, err := d.ReadValue()
+		if err != nil {
+			return 0, nil, false
+		}
+		if string(key) != field && member != nil {
+			end := d.InputOffset()
+			member(key, body[end-int64(len(v)):end])
+		}
+	}
+	if _, err := d.ReadToken(); err != nil || finish(d) != nil || open < 0 {
 		return 0, nil, false
 	}
 	return open, spans, true

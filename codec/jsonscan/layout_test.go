@@ -105,3 +105,54 @@ func FuzzResplit(f *testing.F) {
 		resplitAgrees(t, prev, next, "messages")
 	})
 }
+
+// splitFields is Split made of Fields and Elements: the reference Split
+// must agree with.
+func splitFields(body []byte, field string, member func(name, value []byte)) (open int, spans [][2]int, ok bool) {
+	open, found := -1, 0
+	err := Fields(body, func(k, v []byte) bool {
+		if string(k) != field {
+			if member != nil {
+				member(k, v)
+			}
+			return true
+		}
+		found++
+		if len(v) == 0 || v[0] != '[' {
+			return true
+		}
+		open = cap(body) - cap(v)
+		spans = spans[:0]
+		Elements(v, func(_ int, e []byte) bool {
+			at := cap(body) - cap(e)
+			spans = append(spans, [2]int{at, at + len(e)})
+			return true
+		})
+		return true
+	})
+	if err != nil || found != 1 || open < 0 {
+		return 0, nil, false
+	}
+	return open, spans, true
+}
+
+// FuzzSplit: Split finds what Fields and Elements find.
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{`{"a":1,"messages":[1,{"b":[2]}, "x"],"c":{}}`, `{"messages":[]}`, `{"messages":1}`, `{"messages":[],"messages":[]}`, `{"mess\u0061ges":[1]}`, `{"messages":[1]} x`, ` { "messages" : [ 1 , 2 ] } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got, want []string
+		open, spans, ok := Split(body, "messages", members(body, &got))
+		wOpen, wSpans, wOK := splitFields(body, "messages", members(body, &want))
+		if ok != wOK || !ok {
+			if ok != wOK {
+				t.Fatalf("Split(%q): ok %v, Fields and Elements say %v", body, ok, wOK)
+			}
+			return
+		}
+		if open != wOpen || !slices.Equal(spans, wSpans) || !slices.Equal(got, want) {
+			t.Fatalf("Split(%q) = %d %v %v; Fields and Elements find %d %v %v", body, open, spans, got, wOpen, wSpans, want)
+		}
+	})
+}

@@ -109,3 +109,39 @@ func FuzzBodyMemo(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadBody measures reading model, stream and session from a
+// long resent body (about 700 KB) with the memory of the last one,
+// against readBody's full scan.
+func BenchmarkReadBody(b *testing.B) {
+	var msgs []string
+	for i := range 300 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","content":%q}]}`, strings.Repeat(fmt.Sprintf("line %d of output\n", i), 130)))
+	}
+	mk := func(n int) []byte {
+		return []byte(`{"model":"claude-sonnet-4-5","messages":[` + strings.Join(msgs[:n], ",") + `],"system":"` + strings.Repeat("You are Claude Code. ", 1000) + `","metadata":{"user_id":"{\"session_id\":\"11111111-2222-3333-4444-555555555555\"}"},"stream":true}`)
+	}
+	prev, body := mk(299), mk(300)
+	b.Run("memo", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for range b.N {
+			b.StopTimer()
+			var m bodyMemo
+			m.read(prev)
+			b.StartTimer()
+			if _, _, s := m.read(body); s == "" {
+				b.Fatal("no session")
+			}
+		}
+	})
+	b.Run("baseline=readBody", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, _, s := readBody(body); s == "" {
+				b.Fatal("no session")
+			}
+		}
+	})
+}

@@ -144,8 +144,12 @@ type Breaker struct {
 }
 
 // maxScans is the number of bodies remembered per session: a session's
-// threads (main agent, subagents, side calls) alternate.
-const maxScans = 4
+// threads (main agent, subagents, side calls) alternate. maxScanSessions
+// bounds the sessions remembered (a layout holds 24 bytes per message).
+const (
+	maxScans        = 4
+	maxScanSessions = 256
+)
 
 // recall returns what is remembered of the session's last bodies.
 func (b *Breaker) recall(session string) []*scanned {
@@ -162,7 +166,7 @@ func (b *Breaker) remember(session string, next, before *scanned) {
 		b.scans = map[string][]*scanned{}
 	}
 	old, known := b.scans[session]
-	if !known && len(b.scans) >= maxSessions {
+	if !known && len(b.scans) >= maxScanSessions {
 		for id := range b.scans { // forget any one
 			delete(b.scans, id)
 			break

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"hash/maphash"
 
 	"github.com/bbengine/bbengine/codec/jsonscan"
@@ -66,155 +65,28 @@ func splitConversation(api llm.API, body []byte) (open int, spans [][2]int, ok b
 	if field == "" {
 		return 0, nil, false
 	}
-	open, found := -1, 0
-	err := jsonscan.Fields(body, func(k, v []byte) bool {
-		if string(k) != field {
-			return true
-		}
-		found++
-		if len(v) == 0 || v[0] != '[' {
-			return true
-		}
-		open = cap(body) - cap(v) // v is a slice of body
-		spans = spans[:0]
-		jsonscan.Elements(v, func(_ int, e []byte) bool {
-			at := cap(body) - cap(e)
-			spans = append(spans, [2]int{at, at + len(e)})
-			return true
-		})
-		return true
-	})
-	if err != nil || found != 1 || open < 0 {
-		return 0, nil, false
-	}
-	return open, spans, true
+	return jsonscan.Split(body, field, nil)
 }
 
 // splitResent does what splitConversation does, for a body that resends
-// the start of the last request of one of the session's threads: it
-// checks the bytes before the conversation and the resent elements by
-// their hashes, at memory speed, and scans as JSON only what follows
-// them. ok is false when no thread's last request starts the body the
-// same way, or what follows is not what splitConversation accepts (a
-// second conversation member, an escaped member name): the caller then
-// scans the whole body.
+// the start of the last request of one of the session's threads
+// (jsonscan.Resplit): it checks the bytes before the conversation and the
+// resent elements by their hashes, at memory speed, and scans as JSON
+// only what follows them. ok is false when no thread's last request
+// starts the body the same way, or what follows is not what
+// splitConversation accepts: the caller then scans the whole body.
 func (st *sessState) splitResent(api llm.API, body []byte) (open int, spans [][2]int, ok bool) {
-	var best *msgMemo
-	bestN := -1
-	for _, mm := range st.memo {
-		if mm.starts == nil || mm.open >= len(body) || body[mm.open] != '[' || maphash.Bytes(msgSeed, body[:mm.open+1]) != mm.head {
-			continue
-		}
-		n, at := 0, mm.open+1
-		for n < len(mm.starts) {
-			s, e := mm.starts[n], mm.starts[n]+mm.lens[n]
-			if s < at || e > len(body) || !separator(body[at:s], n > 0) || maphash.Bytes(msgSeed, body[s:e]) != mm.hashes[n] {
-				break
-			}
-			n, at = n+1, e
-		}
-		if n > bestN {
-			best, bestN = mm, n
-		}
-	}
-	if best == nil {
-		return 0, nil, false
-	}
-	open = best.open
-	spans = make([][2]int, bestN, bestN+8)
-	for i := range bestN {
-		spans[i] = [2]int{best.starts[i], best.starts[i] + best.lens[i]}
-	}
-	pos := open + 1
-	if bestN > 0 {
-		pos = spans[bestN-1][1]
-	}
-	// The rest of the array.
-	for {
-		pos = skipSpace(body, pos)
-		if pos >= len(body) {
-			return 0, nil, false
-		}
-		if body[pos] == ']' {
-			pos++
-			break
-		}
-		if len(spans) > 0 {
-			if body[pos] != ',' {
-				return 0, nil, false
-			}
-			pos = skipSpace(body, pos+1)
-		}
-		n, err := jsonscan.Value(body[pos:])
-		if err != nil {
-			return 0, nil, false
-		}
-		spans = append(spans, [2]int{pos, pos + n})
-		pos += n
-	}
-	// The rest of the object: members, none of them the conversation.
 	field := llm.ConversationField(api)
-	for {
-		pos = skipSpace(body, pos)
-		if pos >= len(body) {
-			return 0, nil, false
-		}
-		if body[pos] == '}' {
-			pos++
-			break
-		}
-		if body[pos] != ',' {
-			return 0, nil, false
-		}
-		pos = skipSpace(body, pos+1)
-		n, err := jsonscan.Value(body[pos:])
-		if err != nil || body[pos] != '"' {
-			return 0, nil, false
-		}
-		if name := body[pos+1 : pos+n-1]; bytes.IndexByte(name, '\\') >= 0 || string(name) == field {
-			return 0, nil, false
-		}
-		pos = skipSpace(body, pos+n)
-		if pos >= len(body) || body[pos] != ':' {
-			return 0, nil, false
-		}
-		pos = skipSpace(body, pos+1)
-		if n, err = jsonscan.Value(body[pos:]); err != nil {
-			return 0, nil, false
-		}
-		pos += n
-	}
-	if skipSpace(body, pos) != len(body) {
+	if field == "" {
 		return 0, nil, false
 	}
-	return open, spans, true
-}
-
-// separator reports whether b is what may stand between two elements of
-// an array (white space and one comma) or, for the first, before it
-// (white space).
-func separator(b []byte, comma bool) bool {
-	seen := false
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-		case ',':
-			if seen || !comma {
-				return false
-			}
-			seen = true
-		default:
-			return false
+	layouts := make([]*jsonscan.Layout, 0, len(st.memo))
+	for _, mm := range st.memo {
+		if mm.starts != nil {
+			layouts = append(layouts, &jsonscan.Layout{Open: mm.open, Head: mm.head, Starts: mm.starts, Lens: mm.lens, Hashes: mm.hashes})
 		}
 	}
-	return seen == comma
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
+	return jsonscan.Resplit(msgSeed, body, field, nil, layouts...)
 }
 
 // memoFor returns what a request's messages are in terms of the memo of

@@ -62,7 +62,7 @@ func (p *Proxy) admit(x *exch) breaker.Verdict {
 		return breaker.Verdict{}
 	}
 	if x.start.SessionID == "" && bytes.Contains(x.body, []byte(`"user_id"`)) {
-		if _, _, s := readBody(x.body); s != "" {
+		if _, _, s := p.bodies.read(x.body); s != "" {
 			x.start.SessionID, x.start.SessionSource = s, "body"
 		}
 	}

@@ -5,10 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"hash/maphash"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -97,33 +101,32 @@ func readBody(body []byte) (model string, stream bool, session string) {
 	// (validating it as json.Unmarshal would) and decode only the three
 	// members read here, matched as encoding/json matches field names.
 	var bi bodyInfo
-	var bad error
+	good := true
 	err := jsonscan.Fields(body, func(k, v []byte) bool {
-		switch {
-		case bytes.EqualFold(k, []byte("model")):
-			bad = json.Unmarshal(v, &bi.Model)
-		case bytes.EqualFold(k, []byte("stream")):
-			bad = json.Unmarshal(v, &bi.Stream)
-		case bytes.EqualFold(k, []byte("metadata")):
-			bad = json.Unmarshal(v, &bi.Metadata)
-		}
-		return bad == nil
+		good = applyMember(&bi, k, v)
+		return good
 	})
-	if err != nil || bad != nil {
+	if err != nil || !good {
 		return "", false, ""
 	}
-	uid := bi.Metadata.UserID
-	if uid != "" {
-		var inner struct {
-			SessionID string `json:"session_id"`
-		}
-		if json.Unmarshal([]byte(uid), &inner) == nil && exchange.ValidID(inner.SessionID) {
-			session = inner.SessionID
-		} else if m := legacySession.FindStringSubmatch(uid); m != nil {
-			session = m[1]
-		}
+	return bi.Model, bi.Stream, userSession(bi.Metadata.UserID)
+}
+
+// userSession returns the session id a metadata.user_id states, or "".
+func userSession(uid string) string {
+	if uid == "" {
+		return ""
 	}
-	return bi.Model, bi.Stream, session
+	var inner struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(uid), &inner) == nil && exchange.ValidID(inner.SessionID) {
+		return inner.SessionID
+	}
+	if m := legacySession.FindStringSubmatch(uid); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // newID returns a random id with a prefix, e.g. "req_3f9a…" (16 random
@@ -156,4 +159,158 @@ func pathModel(path string) (model string, stream, ok bool) {
 		return m, false, true
 	}
 	return "", false, false
+}
+
+// bodyMemo remembers the layout of the last few request bodies and what
+// their members before the conversation say, so that read reads a body
+// that resends one of them at memory speed: the resent history is
+// checked by hash (jsonscan.ResplitLayout) and only the members after it
+// are decoded. It is safe for concurrent use; the zero value is ready.
+type bodyMemo struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	last []*bodyLayout // most recent first, at most maxBodies
+	// resent counts the bodies read with the memory.
+	resent atomic.Int64
+}
+
+// maxBodies is the number of bodies remembered, across sessions.
+const maxBodies = 16
+
+// bodyLayout is what bodyMemo remembers of a body. It is not changed
+// once made.
+type bodyLayout struct {
+	field  string
+	layout *jsonscan.Layout
+	// head is what the members before the conversation set, and bad is
+	// set when one of them did not decode.
+	head bodyInfo
+	bad  bool
+}
+
+// conversationFields are the names of the member that holds the
+// conversation, by protocol.
+var conversationFields = []string{"messages", "input", "contents"}
+
+// bodyMember is a member of a body readBody decodes.
+type bodyMember struct {
+	at    int
+	name  []byte
+	value []byte
+}
+
+// applyMember decodes a member into bi as readBody does; it reports
+// false when it does not decode.
+func applyMember(bi *bodyInfo, k, v []byte) bool {
+	var bad error
+	switch {
+	case bytes.EqualFold(k, []byte("model")):
+		bad = json.Unmarshal(v, &bi.Model)
+	case bytes.EqualFold(k, []byte("stream")):
+		bad = json.Unmarshal(v, &bi.Stream)
+	case bytes.EqualFold(k, []byte("metadata")):
+		bad = json.Unmarshal(v, &bi.Metadata)
+	}
+	return bad == nil
+}
+
+func readsMember(k []byte) bool {
+	return bytes.EqualFold(k, []byte("model")) || bytes.EqualFold(k, []byte("stream")) || bytes.EqualFold(k, []byte("metadata"))
+}
+
+// read is readBody, with the memory of earlier bodies: the result is the
+// same.
+func (m *bodyMemo) read(body []byte) (model string, stream bool, session string) {
+	if len(body) == 0 || body[0] != '{' && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return "", false, ""
+	}
+	m.mu.Lock()
+	if m.last == nil {
+		m.seed = maphash.MakeSeed()
+	}
+	seed, last := m.seed, m.last
+	m.mu.Unlock()
+	var after []bodyMember
+	collect := func(k, v []byte) {
+		if readsMember(k) {
+			after = append(after, bodyMember{at: cap(body) - cap(v), name: k, value: v})
+		}
+	}
+	var (
+		next, before *bodyLayout
+		bi           bodyInfo
+		bad          bool
+	)
+	for i := 0; i < len(last) && before == nil; i++ {
+		field := last[i].field
+		if i > 0 && slices.ContainsFunc(last[:i], func(b *bodyLayout) bool { return b.field == field }) {
+			continue // tried
+		}
+		layouts := make([]*jsonscan.Layout, len(last))
+		for j, b := range last {
+			if b.field == field {
+				layouts[j] = b.layout
+			}
+		}
+		after = after[:0]
+		if l, from, ok := jsonscan.ResplitLayout(seed, body, field, collect, layouts...); ok {
+			before = last[from]
+			bi, bad = before.head, before.bad
+			m.resent.Add(1)
+			next = &bodyLayout{field: field, layout: l, head: before.head, bad: before.bad}
+		}
+	}
+	if next == nil {
+		// A full scan, on the conversation member that comes first.
+		field, first := "", -1
+		for _, f := range conversationFields {
+			if i := bytes.Index(body, []byte(`"`+f+`"`)); i >= 0 && (first < 0 || i < first) {
+				field, first = f, i
+			}
+		}
+		if field == "" {
+			return readBody(body)
+		}
+		after = after[:0]
+		open, spans, ok := jsonscan.Split(body, field, func(k, v []byte) {
+			if readsMember(k) {
+				// Keep the name: Split may have unescaped it.
+				after = append(after, bodyMember{at: cap(body) - cap(v), name: append([]byte(nil), k...), value: v})
+			}
+		})
+		if !ok {
+			return readBody(body)
+		}
+		for len(after) > 0 && after[0].at < open {
+			if !bad && !applyMember(&bi, after[0].name, after[0].value) {
+				bad = true
+			}
+			after = after[1:]
+		}
+		next = &bodyLayout{field: field, layout: jsonscan.NewLayout(seed, body, open, spans), head: bi, bad: bad}
+	}
+	for _, a := range after {
+		if !bad && !applyMember(&bi, a.name, a.value) {
+			bad = true
+		}
+	}
+	m.remember(next, before)
+	if bad {
+		return "", false, ""
+	}
+	return bi.Model, bi.Stream, userSession(bi.Metadata.UserID)
+}
+
+// remember keeps next, in place of the body it resends (before, or nil).
+func (m *bodyMemo) remember(next, before *bodyLayout) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := make([]*bodyLayout, 0, maxBodies)
+	l = append(l, next)
+	for _, b := range m.last {
+		if b != before && len(l) < maxBodies {
+			l = append(l, b)
+		}
+	}
+	m.last = l
 }

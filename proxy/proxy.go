@@ -146,8 +146,12 @@ type Proxy struct {
 	rec       *recorder
 	metrics   *metrics
 	breaker   *breaker.Breaker
-	guard     *guard.Policy
-	nextEx    atomic.Uint64
+	// bodies remembers recent request bodies' layouts, so that reading
+	// the model, stream flag and session of a body that resends one
+	// costs memory speed (bodyMemo).
+	bodies bodyMemo
+	guard  *guard.Policy
+	nextEx atomic.Uint64
 	// active counts the exchanges in progress (see Active).
 	active atomic.Int64
 	// unrecorded counts requests that came while the WAL failed:

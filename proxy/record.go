@@ -434,7 +434,7 @@ func (r *recorder) r(it item) {
 	}
 	switch it.kind {
 	case itRequest:
-		model, streaming, bodySession := readBody(x.body)
+		model, streaming, bodySession := r.p.bodies.read(x.body)
 		if m, st, ok := pathModel(x.start.Path); ok {
 			if model == "" {
 				model = m

@@ -134,6 +134,52 @@ type Breaker struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	projects map[string]*project // by file
+
+	// scans remembers, per session, the layout of its last few bodies
+	// (one per thread), so that readStep checks the resent history by
+	// hash instead of scanning it. It has its own lock: bodies are read
+	// before mu is taken, concurrently.
+	scanMu sync.Mutex
+	scans  map[string][]*scanned
+}
+
+// maxScans is the number of bodies remembered per session: a session's
+// threads (main agent, subagents, side calls) alternate. maxScanSessions
+// bounds the sessions remembered (a layout holds 24 bytes per message).
+const (
+	maxScans        = 4
+	maxScanSessions = 256
+)
+
+// recall returns what is remembered of the session's last bodies.
+func (b *Breaker) recall(session string) []*scanned {
+	b.scanMu.Lock()
+	defer b.scanMu.Unlock()
+	return b.scans[session] // never changed in place
+}
+
+// remember keeps next, in place of the body it resends (before, or nil).
+func (b *Breaker) remember(session string, next, before *scanned) {
+	b.scanMu.Lock()
+	defer b.scanMu.Unlock()
+	if b.scans == nil {
+		b.scans = map[string][]*scanned{}
+	}
+	old, known := b.scans[session]
+	if !known && len(b.scans) >= maxScanSessions {
+		for id := range b.scans { // forget any one
+			delete(b.scans, id)
+			break
+		}
+	}
+	l := make([]*scanned, 0, maxScans)
+	l = append(l, next)
+	for _, s := range old {
+		if s != before && len(l) < maxScans {
+			l = append(l, s)
+		}
+	}
+	b.scans[session] = l
 }
 
 type session struct {
@@ -203,7 +249,10 @@ func (b *Breaker) Admit(c Call) Verdict {
 	if c.Session == "" {
 		return Verdict{}
 	}
-	st, readable := readStep(c.API, c.Body)
+	st, readable, next, before := readStepFrom(c.API, c.Body, b.recall(c.Session))
+	if next != nil {
+		b.remember(c.Session, next, before)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.o.Now()

@@ -566,6 +566,35 @@ func BenchmarkAdmit(b *testing.B) {
 			br.Admit(Call{Session: "s", API: llm.AnthropicMessages, Body: body})
 		}
 	})
+	// A growing conversation admitted turn by turn, as an agent sends it:
+	// each body resends the last one and adds a step (60 turns, the last
+	// one the body above); ns/op is per body.
+	turns := make([][]byte, 0, 60)
+	g := newConvo("build the project")
+	g.system = c.system
+	for i := range 60 {
+		g.step("Bash", map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", i)}, strings.Repeat("ok  \tgithub.com/x/y\t0.1s\n", 150), false)
+		turns = append(turns, g.body())
+	}
+	var total int64
+	for _, t := range turns {
+		total += int64(len(t))
+	}
+	growing := func(b *testing.B, fresh bool) {
+		b.ReportAllocs()
+		b.SetBytes(total / int64(len(turns)))
+		var br *Breaker
+		i := 0
+		for b.Loop() {
+			if i%len(turns) == 0 || fresh {
+				br = New(Options{Config: Defaults()}) // a new session, or no memory at all
+			}
+			br.Admit(Call{Session: "s", API: llm.AnthropicMessages, Body: turns[i%len(turns)]})
+			i++
+		}
+	}
+	b.Run("admit-growing", func(b *testing.B) { growing(b, false) })
+	b.Run("baseline=admit-growing-no-memory", func(b *testing.B) { growing(b, true) })
 	b.Run("baseline=decode-whole", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bbengine/bbengine/codec/jsonscan"
 	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -50,55 +51,97 @@ func conversation(api llm.API) (msgs, system string) {
 	return "", ""
 }
 
+// scanned is what readStep remembers of a body it read, so that the
+// session's next body, which resends it, is split at memory speed
+// (jsonscan.Resplit). It is not changed once made.
+type scanned struct {
+	api    llm.API
+	layout *jsonscan.Layout
+	// system is the span of the system prompt member when it comes
+	// before the conversation (then the next body that matches the
+	// layout's head has it at the same place), or {0, 0}.
+	system [2]int
+	// thread is the hash of the first message, when decoded from the
+	// first element alone (hasThread).
+	thread    uint64
+	hasThread bool
+}
+
 // readStep reads the step of a request body; ok is false when the body is
 // not a conversation this package reads (the call is then only counted).
 func readStep(api llm.API, body []byte) (st step, ok bool) {
+	st, ok, _, _ = readStepFrom(api, body, nil)
+	return st, ok
+}
+
+// readStepFrom is readStep for a body that may resend one of prev, what
+// it remembered of earlier bodies of the session: the resent elements
+// are checked by hash, not scanned (the result is the same). next is
+// what to remember of body, or nil; before is the one of prev that body
+// resends, or nil.
+func readStepFrom(api llm.API, body []byte, prev []*scanned) (st step, ok bool, next, before *scanned) {
 	msgsKey, sysKey := conversation(api)
 	if msgsKey == "" {
-		return st, false
+		return st, false, nil, nil
 	}
-	d := jsontext.NewDecoder(bytes.NewBuffer(body))
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return st, false
-	}
-	var elems [][2]int64 // offsets of each element of the conversation
 	var system []byte
-	for d.PeekKind() != '}' {
-		k, err := d.ReadToken()
-		if err != nil {
-			return st, false
-		}
-		switch name := k.String(); {
-		case name == msgsKey && d.PeekKind() == '[':
-			d.ReadToken()
-			for d.PeekKind() != ']' {
-				start := d.InputOffset()
-				if err := d.SkipValue(); err != nil {
-					return st, false
-				}
-				// The offset before a value includes the comma before it.
-				for start < int64(len(body)) && strings.IndexByte(", \t\r\n", body[start]) >= 0 {
-					start++
-				}
-				elems = append(elems, [2]int64{start, d.InputOffset()})
-			}
-			if _, err := d.ReadToken(); err != nil {
-				return st, false
-			}
-		case name == sysKey && sysKey != "":
-			v, err := d.ReadValue()
-			if err != nil {
-				return st, false
-			}
-			system = v
-		default:
-			if err := d.SkipValue(); err != nil {
-				return st, false
-			}
+	sysAfter := false // a system member follows the conversation
+	member := func(name, value []byte) {
+		if sysKey != "" && string(name) == sysKey {
+			system, sysAfter = value, true
 		}
 	}
+	var (
+		open  int
+		spans [][2]int
+	)
+	if len(prev) > 0 {
+		layouts := make([]*jsonscan.Layout, len(prev))
+		for i, p := range prev {
+			if p.api == api {
+				layouts[i] = p.layout
+			}
+		}
+		if l, from, ok := jsonscan.ResplitLayout(seed, body, msgsKey, member, layouts...); ok {
+			// The members before the conversation are those of the
+			// body it resends (Resplit checked their hash).
+			before = prev[from]
+			if !sysAfter && before.system[1] > 0 {
+				system = body[before.system[0]:before.system[1]]
+			}
+			open = l.Open
+			spans = make([][2]int, len(l.Starts))
+			for i, s := range l.Starts {
+				spans[i] = [2]int{s, s + l.Lens[i]}
+			}
+			next = &scanned{api: api, layout: l, system: before.system}
+		}
+	}
+	if next == nil {
+		system = nil
+		var found bool
+		var sysBefore [2]int // the last system member's span before the conversation
+		var sysSpans [][2]int
+		open, spans, found = jsonscan.Split(body, msgsKey, func(name, value []byte) {
+			if sysKey != "" && string(name) == sysKey {
+				system = value
+				at := cap(body) - cap(value)
+				sysSpans = append(sysSpans, [2]int{at, at + len(value)})
+			}
+		})
+		if !found {
+			return st, false, nil, nil
+		}
+		for _, sp := range sysSpans {
+			if sp[1] <= open {
+				sysBefore = sp
+			}
+		}
+		next = &scanned{api: api, layout: jsonscan.NewLayout(seed, body, open, spans), system: sysBefore}
+	}
+	elems := spans
 	if len(elems) == 0 {
-		return st, false
+		return st, false, nil, nil
 	}
 	raw := func(i int) []byte { return body[elems[i][0]:elems[i][1]] }
 	// The tail: the last run of assistant-side elements and what follows.
@@ -116,16 +159,26 @@ func readStep(api llm.API, body []byte) (st step, ok bool) {
 	}
 	tail, err := decode(api, msgsKey, body, elems[start:])
 	if err != nil {
-		return st, false
+		return st, false, nil, nil
 	}
-	var first []llm.Message
 	if start == 0 {
-		first = tail
-	} else if first, err = decode(api, msgsKey, body, elems[:1]); err != nil {
-		return st, false
+		if len(tail) > 0 {
+			st.thread = hashMessage(&tail[0])
+		}
+	} else if before != nil && before.hasThread && len(before.layout.Starts) > 0 && before.layout.Starts[0] == elems[0][0] &&
+		before.layout.Lens[0] == elems[0][1]-elems[0][0] && before.layout.Hashes[0] == next.layout.Hashes[0] {
+		st.thread = before.thread // the same first element
+	} else {
+		first, err := decode(api, msgsKey, body, elems[:1])
+		if err != nil {
+			return st, false, nil, nil
+		}
+		if len(first) > 0 {
+			st.thread = hashMessage(&first[0])
+		}
 	}
-	if len(first) > 0 {
-		st.thread = hashMessage(&first[0])
+	if start > 0 {
+		next.thread, next.hasThread = st.thread, true
 	}
 	// The key covers the tail and the conversation's length: a retry
 	// repeats both; a new call that repeats the last one word for word
@@ -156,11 +209,11 @@ func readStep(api llm.API, body []byte) (st step, ok bool) {
 		st.after = tail
 	}
 	st.cwd = workingDir(system, body)
-	return st, true
+	return st, true, next, before
 }
 
 // decode decodes the elements at offsets as a conversation of api.
-func decode(api llm.API, key string, body []byte, offs [][2]int64) ([]llm.Message, error) {
+func decode(api llm.API, key string, body []byte, offs [][2]int) ([]llm.Message, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"` + key + `":[`)
 	for i, o := range offs {

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -165,50 +164,22 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	}
 	b := c.e.db.NewBatch()
 	defer func() { b.Close() }()
-	// Sessions are derived concurrently, a chunk at a time: each into a
-	// batch of its own, applied in id order, so the stored result is the
-	// same as one derived session by session.
-	workers := runtime.GOMAXPROCS(0)
-	chunk := 2 * workers
 	n := 0
-	for lo := 0; lo < len(ids); lo += chunk {
-		if err := ctx.Err(); err != nil && n > 0 {
-			for _, id := range ids[lo:] {
-				c.memPending[id] = true // the next pass's
-			}
-			break
-		}
-		jobs := make([]memJob, min(chunk, len(ids)-lo))
-		// A lone session (a live pass) writes into b itself.
-		own := len(jobs) > 1
-		for i := range jobs {
-			id := ids[lo+i]
-			jobs[i] = memJob{id: id, kept: c.folds[id], b: b}
-			if own {
-				jobs[i].b = c.e.db.NewBatch()
-			}
-		}
-		c.runMemJobs(jobs, workers)
-		for i := range jobs {
-			j := &jobs[i]
-			err := j.err
-			if own {
-				if err == nil {
-					err = b.Apply(j.b, nil)
-				}
-				j.b.Close()
-			}
+	// applied takes the result of deriving a session, in id order: the
+	// writes in its own batch, if it has one, go into b.
+	applied := func(j *memJob) error {
+		if j.b != nil {
+			err := b.Apply(j.b, nil)
+			j.b.Close()
 			if err != nil {
-				for k := i + 1; own && k < len(jobs); k++ {
-					jobs[k].b.Close()
-				}
+				delete(c.folds, j.id)
 				return err
 			}
-			c.keepFold(j.id, j.kept, j.f)
-			c.progress.Artifacts += j.written
-			b.Delete(memPendingKey(j.id), nil)
-			n++
 		}
+		c.keepFold(j.id, j.kept, j.f)
+		c.progress.Artifacts += j.written
+		b.Delete(memPendingKey(j.id), nil)
+		n++
 		if b.Len() > 8<<20 {
 			if err := b.Commit(pebble.NoSync); err != nil {
 				return fmt.Errorf("engine: commit memory: %w", err)
@@ -216,6 +187,30 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 			b.Close()
 			b = c.e.db.NewBatch()
 		}
+		return nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(ids) == 1 || workers <= 1 {
+		// A live pass: derive into b itself.
+		for i, id := range ids {
+			if err := ctx.Err(); err != nil && n > 0 {
+				for _, id := range ids[i:] {
+					c.memPending[id] = true // the next pass's
+				}
+				break
+			}
+			j := memJob{id: id, kept: c.folds[id]}
+			var err error
+			if j.f, j.written, err = c.deriveSessionMemory(b, id, j.kept); err != nil {
+				delete(c.folds, id)
+				return err
+			}
+			if err := applied(&j); err != nil {
+				return err
+			}
+		}
+	} else if err := c.deriveMemoryConcurrently(ctx, ids, workers, applied); err != nil {
+		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("engine: commit memory: %w", err)
@@ -230,7 +225,8 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 
 // memJob is the memory derivation of one session: its fold as the
 // canonicalizer keeps it (kept, or nil), and what deriving it gave: the
-// writes in b, the fold to keep (f) and the artifacts written.
+// writes in b (nil: the pass's batch), the fold to keep (f) and the
+// artifacts written.
 type memJob struct {
 	id      string
 	kept    *memFold
@@ -238,37 +234,66 @@ type memJob struct {
 	f       *memFold
 	written int
 	err     error
+	done    chan struct{} // closed when derived
 }
 
-// runMemJobs derives the sessions of jobs on up to workers goroutines. A
-// job touches only its own fold and batch, and reads the store, which
-// none of them writes.
-func (c *canonicalizer) runMemJobs(jobs []memJob, workers int) {
-	run := func(j *memJob) {
-		j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept)
-	}
-	if workers <= 1 || len(jobs) == 1 {
-		for i := range jobs {
-			run(&jobs[i])
-		}
-		return
-	}
-	var next atomic.Int64
+// deriveMemoryConcurrently derives the sessions ids on workers
+// goroutines, each into a batch of its own, and hands the results to
+// applied in id order, so that what is stored is what deriving them one
+// by one stores. At most 2 x workers sessions are in flight. A job
+// touches only its own fold and batch, and reads only keys of its own
+// session, which no other job's writes touch. Sessions left when ctx is
+// done are marked pending again.
+func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []string, workers int, applied func(*memJob) error) error {
+	window := 2 * workers
+	queue := make(chan *memJob, window)
 	var wg sync.WaitGroup
-	for range min(workers, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(jobs) {
-					return
-				}
-				run(&jobs[i])
+	for range min(workers, len(ids)) {
+		wg.Go(func() {
+			for j := range queue {
+				j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept)
+				close(j.done)
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	var inflight []*memJob // queued, not applied, in id order
+	defer func() {
+		close(queue)
+		wg.Wait()
+		// A job not applied may have moved its kept fold past what is
+		// stored: the session's next derivation loads it again.
+		for _, j := range inflight {
+			j.b.Close()
+			delete(c.folds, j.id)
+		}
+	}()
+	next := 0
+	for i := range ids {
+		if err := ctx.Err(); err != nil && i > 0 {
+			for _, id := range ids[i:] {
+				c.memPending[id] = true // the next pass's
+			}
+			return nil
+		}
+		for ; next < len(ids) && next < i+window; next++ {
+			id := ids[next]
+			j := &memJob{id: id, kept: c.folds[id], b: c.e.db.NewBatch(), done: make(chan struct{})}
+			inflight = append(inflight, j)
+			queue <- j
+		}
+		j := inflight[0]
+		<-j.done
+		inflight = inflight[1:]
+		if j.err != nil {
+			j.b.Close()
+			delete(c.folds, j.id)
+			return j.err
+		}
+		if err := applied(j); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepFold keeps the fold f of session id, derived from kept, the one

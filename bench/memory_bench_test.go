@@ -362,3 +362,34 @@ func BenchmarkDeriveMemory(b *testing.B) {
 	}
 	b.ReportMetric(float64(arts), "artifacts/op")
 }
+
+// BenchmarkRebuildMemory measures Engine.RebuildMemory over every golden
+// Claude Code session imported once into a data directory: the memory
+// derivation an import runs after deriving the imported sessions, with
+// the events read back from the store. It reports sessions/op.
+func BenchmarkRebuildMemory(b *testing.B) {
+	src := filepath.Join("..", "..", "shared", "agentlogs-golden", "claude")
+	if _, err := os.Stat(src); err != nil {
+		b.Skipf("golden agent logs not present: %v", err)
+	}
+	dir := b.TempDir()
+	var out, errb bytes.Buffer
+	if code := cli.Main([]string{"bbengine", "--dir", dir, "import", "claude", src, "--quiet"}, &out, &errb); code != 0 {
+		b.Fatalf("import: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	e, err := engine.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	sessions := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := e.RebuildMemory(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions = p.Sessions
+	}
+	b.ReportMetric(float64(sessions), "sessions/op")
+}

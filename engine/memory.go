@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -163,17 +165,20 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	b := c.e.db.NewBatch()
 	defer func() { b.Close() }()
 	n := 0
-	for i, id := range ids {
-		if err := ctx.Err(); err != nil && n > 0 {
-			for _, id := range ids[i:] {
-				c.memPending[id] = true // the next pass's
+	// applied takes the result of deriving a session, in id order: the
+	// writes in its own batch, if it has one, go into b.
+	applied := func(j *memJob) error {
+		if j.b != nil {
+			err := b.Apply(j.b, nil)
+			j.b.Close()
+			if err != nil {
+				delete(c.folds, j.id)
+				return err
 			}
-			break
 		}
-		if err := c.deriveSessionMemory(b, id); err != nil {
-			return err
-		}
-		b.Delete(memPendingKey(id), nil)
+		c.keepFold(j.id, j.kept, j.f)
+		c.progress.Artifacts += j.written
+		b.Delete(memPendingKey(j.id), nil)
 		n++
 		if b.Len() > 8<<20 {
 			if err := b.Commit(pebble.NoSync); err != nil {
@@ -182,6 +187,30 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 			b.Close()
 			b = c.e.db.NewBatch()
 		}
+		return nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(ids) == 1 || workers <= 1 {
+		// A live pass: derive into b itself.
+		for i, id := range ids {
+			if err := ctx.Err(); err != nil && n > 0 {
+				for _, id := range ids[i:] {
+					c.memPending[id] = true // the next pass's
+				}
+				break
+			}
+			j := memJob{id: id, kept: c.folds[id]}
+			var err error
+			if j.f, j.written, err = c.deriveSessionMemory(b, id, j.kept); err != nil {
+				delete(c.folds, id)
+				return err
+			}
+			if err := applied(&j); err != nil {
+				return err
+			}
+		}
+	} else if err := c.deriveMemoryConcurrently(ctx, ids, workers, applied); err != nil {
+		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("engine: commit memory: %w", err)
@@ -192,6 +221,100 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 		f()
 	}
 	return c.e.pinRetention()
+}
+
+// memJob is the memory derivation of one session: its fold as the
+// canonicalizer keeps it (kept, or nil), and what deriving it gave: the
+// writes in b (nil: the pass's batch), the fold to keep (f) and the
+// artifacts written.
+type memJob struct {
+	id      string
+	kept    *memFold
+	b       *pebble.Batch
+	f       *memFold
+	written int
+	err     error
+	done    chan struct{} // closed when derived
+}
+
+// deriveMemoryConcurrently derives the sessions ids on workers
+// goroutines, each into a batch of its own, and hands the results to
+// applied in id order, so that what is stored is what deriving them one
+// by one stores. At most 2 x workers sessions are in flight. A job
+// touches only its own fold and batch, and reads only keys of its own
+// session, which no other job's writes touch. Sessions left when ctx is
+// done are marked pending again.
+func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []string, workers int, applied func(*memJob) error) error {
+	window := 2 * workers
+	queue := make(chan *memJob, window)
+	var wg sync.WaitGroup
+	for range min(workers, len(ids)) {
+		wg.Go(func() {
+			for j := range queue {
+				j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept)
+				close(j.done)
+			}
+		})
+	}
+	var inflight []*memJob // queued, not applied, in id order
+	defer func() {
+		close(queue)
+		wg.Wait()
+		// A job not applied may have moved its kept fold past what is
+		// stored: the session's next derivation loads it again.
+		for _, j := range inflight {
+			j.b.Close()
+			delete(c.folds, j.id)
+		}
+	}()
+	next := 0
+	for i := range ids {
+		if err := ctx.Err(); err != nil && i > 0 {
+			for _, id := range ids[i:] {
+				c.memPending[id] = true // the next pass's
+			}
+			return nil
+		}
+		for ; next < len(ids) && next < i+window; next++ {
+			id := ids[next]
+			j := &memJob{id: id, kept: c.folds[id], b: c.e.db.NewBatch(), done: make(chan struct{})}
+			inflight = append(inflight, j)
+			queue <- j
+		}
+		j := inflight[0]
+		<-j.done
+		inflight = inflight[1:]
+		if j.err != nil {
+			j.b.Close()
+			delete(c.folds, j.id)
+			return j.err
+		}
+		if err := applied(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepFold keeps the fold f of session id, derived from kept, the one
+// kept before (either may be nil): an imported session's is not kept.
+func (c *canonicalizer) keepFold(id string, kept, f *memFold) {
+	if f == nil || f == kept {
+		return
+	}
+	if f.s.Import != nil {
+		if kept != nil {
+			delete(c.folds, id)
+		}
+		return
+	}
+	if _, ok := c.folds[id]; !ok && len(c.folds) >= maxFolds {
+		for id := range c.folds {
+			delete(c.folds, id)
+			break
+		}
+	}
+	c.folds[id] = f
 }
 
 // memFold is the canonicalizer's memory derivation of one session: a
@@ -246,11 +369,12 @@ func (c *canonicalizer) dropCorrections(session string) {
 }
 
 // fold returns the memory fold of session s with every event of s folded
-// in: the kept one with the new events added when they extend what it
-// read, or a new one loaded from all the events and what is stored.
-func (c *canonicalizer) fold(s *Session) (*memFold, error) {
+// in: kept (the canonicalizer's, or nil) with the new events added when
+// they extend what it read, or a new one loaded from all the events and
+// what is stored. It reads the store only; keepFold keeps the result.
+func (c *canonicalizer) fold(s *Session, kept *memFold) (*memFold, error) {
 	e := c.e
-	f := c.folds[s.ID]
+	f := kept
 	if f != nil && s.Events < f.seen {
 		f = nil
 	}
@@ -308,16 +432,6 @@ func (c *canonicalizer) fold(s *Session) (*memFold, error) {
 			f.keys[id] = projectKeys(f.project, &a)
 		}
 	}
-	if s.Import != nil {
-		return f, nil
-	}
-	if len(c.folds) >= maxFolds {
-		for id := range c.folds {
-			delete(c.folds, id)
-			break
-		}
-	}
-	c.folds[s.ID] = f
 	return f, nil
 }
 
@@ -348,26 +462,31 @@ func lastSeq(evs []Event, seq uint64) uint64 {
 }
 
 // deriveSessionMemory derives the artifacts of session id from the
-// events not folded yet, and puts in b those whose bytes changed, the
-// deletion of those it no longer has, and its MemoryState if changed.
-func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
+// events not folded yet into kept (nil: none kept), and puts in b those
+// whose bytes changed, the deletion of those it no longer has, and its
+// MemoryState if changed. It returns the session's fold (nil for a
+// session not recorded) and the number of artifacts written. It reads
+// the store and writes only b and the fold, so sessions may be derived
+// concurrently.
+func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *memFold) (*memFold, int, error) {
 	e := c.e
 	var s Session
 	ok, err := e.getJSON(sessionKey(nil, id), &s)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if !ok {
-		return nil // a correction of a session not (yet) recorded
+		return nil, 0, nil // a correction of a session not (yet) recorded
 	}
-	f, err := c.fold(&s)
+	f, err := c.fold(&s, kept)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
+	written := 0
 	arts, encs, tasks := f.m.snapshotEncoded(true)
 	reports, err := e.Reports(s.ID)
 	if err != nil {
-		return err
+		return f, written, err
 	}
 	arts, tasks = foldReports(s.ID, arts, tasks, reports, e.opts.Redactor)
 	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion,
@@ -387,7 +506,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 		} else {
 			v, err = json.Marshal(a)
 			if err != nil {
-				return fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
+				return f, written, fmt.Errorf("engine: encode artifact %s: %w", a.ID, err)
 			}
 			v = e.opts.Redactor.JSON(v)
 			sum = sha256.Sum256(v)
@@ -395,27 +514,27 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 		old, ok := f.stored[a.ID]
 		if !ok || old != sum {
 			if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
-				return err
+				return f, written, err
 			}
-			c.progress.Artifacts++
+			written++
 		}
 		if (!ok || old != sum || moved) && indexed(a.ID) {
 			keys := projectKeys(st.Project, a)
 			if err := putProjectKeys(b, f.keys[a.ID], keys, s.Ordinal); err != nil {
-				return err
+				return f, written, err
 			}
 			f.keys[a.ID] = keys
 		}
 		stored[a.ID] = sum
 		cs, err := f.correction(e, correctionKey("artifact", a.ID))
 		if err != nil {
-			return err
+			return f, written, err
 		}
 		digestArtifact(h, a.ID, &sum, cs)
 	}
 	cs, err := f.correction(e, correctionKey("session", s.ID))
 	if err != nil {
-		return err
+		return f, written, err
 	}
 	fmt.Fprintf(h, "session\x00%t\x00%t", cs.Forgotten, cs.Pinned)
 	slices.Sort(st.Artifacts)
@@ -423,7 +542,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 		if _, ok := stored[id]; !ok {
 			b.Delete(artifactKey(id), nil)
 			if err := putProjectKeys(b, f.keys[id], nil, s.Ordinal); err != nil {
-				return err
+				return f, written, err
 			}
 			delete(f.keys, id)
 		}
@@ -432,13 +551,13 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string) error {
 	st.Digest = hex.EncodeToString(h.Sum(nil))
 	v, err := json.Marshal(&st)
 	if err != nil {
-		return err
+		return f, written, err
 	}
 	if sum := sha256.Sum256(v); sum != f.state {
 		f.state = sum
-		return b.Set(memStateKey(s.Ordinal), v, nil)
+		return f, written, b.Set(memStateKey(s.Ordinal), v, nil)
 	}
-	return nil
+	return f, written, nil
 }
 
 // MemoryStates returns the memory state of every session with memory,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -503,5 +504,35 @@ func TestMemoryManyPasses(t *testing.T) {
 	}
 	if after := dump(t, e); after != before {
 		t.Errorf("RebuildMemory differs:\n%s", firstDiff(before, after))
+	}
+}
+
+// TestMemoryConcurrentSerial derives the memory of many sessions at once
+// on one worker and on several: the stored state is the same bytes.
+func TestMemoryConcurrentSerial(t *testing.T) {
+	dir, log := newData(t)
+	var c clock
+	e := open(t, dir, log, nil)
+	id := uint64(0)
+	for i := 0; i < 5; i++ {
+		id = interleaveWAL(t, log, &c, id, toolLoop(fmt.Sprintf("a%d", i), 3+i), toolLoop(fmt.Sprintf("b%d", i), 2))
+	}
+	catchUp(t, e)
+	rebuild := func(procs int) string {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		p, err := e.RebuildMemory(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Sessions != 10 || p.Artifacts == 0 {
+			t.Fatalf("rebuilt the memory of %d sessions, %d artifacts; want 10 sessions and artifacts", p.Sessions, p.Artifacts)
+		}
+		return dump(t, e)
+	}
+	serial := rebuild(1)
+	for _, procs := range []int{2, 4, 16} {
+		if got := rebuild(procs); got != serial {
+			t.Fatalf("memory derived on %d workers differs from one worker's:\n%s", procs, diffLines(serial, got))
+		}
 	}
 }

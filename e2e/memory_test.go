@@ -407,14 +407,23 @@ func TestClaudeCodeMemory(t *testing.T) {
 	if h, held, _ := engine.ReadHolder(dir); held {
 		t.Fatalf("the stopped proxy still holds %s: %+v", dir, h)
 	}
-	if stopped := search(); !mapsEqual(stopped, before) {
+	// (A merge in between purges replaced documents from the collection
+	// statistics: see after the rebuild below.)
+	if stopped := search(); !sameFinds(stopped, before) {
 		t.Errorf("search differs once the proxy stopped:\nrunning %v\nstopped %v", before, stopped)
 	}
 	if out := bb(t, dir, "rebuild"); !strings.Contains(out, "indexed") {
 		t.Errorf("bbengine rebuild: %q", out)
 	}
-	if after := search(); !mapsEqual(after, before) {
+	// A rebuilt index finds the same artifacts with the same status and
+	// ranks the same first. Bluge's collection statistics (document
+	// count, field lengths) count replaced documents until a merge
+	// purges them, so the BM25 scores of a live index drift from a
+	// rebuilt one's and close results may swap places.
+	if after := search(); !sameFinds(after, before) {
 		t.Errorf("search differs after rebuild:\nbefore %v\nafter  %v", before, after)
+	} else if !mapsEqual(after, before) {
+		t.Logf("after rebuild, close results ranked differently:\nbefore %v\nafter  %v", before, after)
 	}
 	for _, q := range queries {
 		if len(before[q]) == 0 {
@@ -433,6 +442,24 @@ func mapsEqual(a, b map[string][]string) bool {
 	}
 	for k, v := range a {
 		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameFinds reports whether a and b found the same results for each
+// query, the first the same, the rest in any order.
+func sameFinds(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w := b[k]
+		if len(v) != len(w) || len(v) > 0 && v[0] != w[0] {
+			return false
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(v)), slices.Sorted(slices.Values(w))) {
 			return false
 		}
 	}

@@ -24,9 +24,9 @@ import (
 //     (last-wins: output_tokens grows over a response's lines), summed;
 //     TokensIn is input_tokens (it excludes the cache).
 //   - UUIDs: distinct uuid.
-//   - Subagents: distinct agentId, plus the roots (isSidechain, no
-//     parentUuid or one not seen before in the file) of inline sidechains
-//     without an agentId.
+//   - Subagents: distinct agentId, plus the distinct roots (isSidechain,
+//     no parentUuid or one not seen before in the file; by uuid) of
+//     inline sidechains without an agentId.
 //   - Kept: lines of a known type with no timeline meaning of their own:
 //     every known type but user and assistant, except
 //     system/compact_boundary (a compaction), and user lines without
@@ -38,6 +38,7 @@ func Count(lines [][]byte) census.Counts {
 	resps := map[string]*resp{}
 	var order []*resp
 	calls, results, uuids, agents, seen := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	roots := map[string]bool{}
 	for _, l := range lines {
 		c.Records++
 		r, err := ParseLine(l)
@@ -56,7 +57,13 @@ func Count(lines [][]byte) census.Counts {
 		case r.AgentID != "":
 			agents[r.AgentID] = true
 		case r.IsSidechain && (r.ParentUUID == "" || !seen[r.ParentUUID]) && (r.Type == "user" || r.Type == "assistant"):
-			c.Subagents++
+			// A root written twice (the same uuid) is one subagent.
+			if r.UUID == "" || !roots[r.UUID] {
+				c.Subagents++
+			}
+			if r.UUID != "" {
+				roots[r.UUID] = true
+			}
 		}
 		if r.UUID != "" {
 			seen[r.UUID] = true

@@ -383,6 +383,8 @@ type proxyEngine struct {
 	status atomic.Pointer[string]
 	// wedged: the engine panicked and must not be used again (see run).
 	wedged bool
+	// filled is set once the WAL could not be written this run (hold).
+	filled atomic.Bool
 	// busy reports the proxy's exchanges in progress; runUntil is when
 	// derivation may yield to them again (see yield).
 	busy     atomic.Pointer[func() int64]
@@ -505,7 +507,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	for warned := false; ; {
 		var err error
 		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs,
-			Hold: func() bool { return log.Failed() != nil }, Yield: pe.yield, OnDerived: pe.metrics.onDerived})
+			Hold: func() bool { return pe.hold(log, logf) }, Yield: pe.yield, OnDerived: pe.metrics.onDerived})
 		if err == nil {
 			break
 		}
@@ -685,6 +687,22 @@ func (pe *proxyEngine) waitIdle(ctx context.Context, max time.Duration) bool {
 
 // close stops following, derives and indexes what is left and closes the
 // engine and the index.
+// hold tells derivation not to write derived state: from the first time
+// the WAL cannot be written until the proxy stops. A full disk is shared
+// with Pebble, whose own log may have failed meanwhile, and a Pebble
+// whose log failed crashes the process at its next rotation (a fatal
+// error, past any recover), even after space returns; so derivation
+// stops for this run, and the next start (or bbengine rebuild) derives
+// what it missed from the WAL, where everything is recorded.
+func (pe *proxyEngine) hold(log *wal.Log, logf func(string, ...any)) bool {
+	if log.Failed() != nil && pe.filled.CompareAndSwap(false, true) {
+		msg := "the disk filled while recording; the next proxy start (or bbengine rebuild) derives the rest from the WAL"
+		pe.setStatus("stopped: " + msg)
+		logf("canonicalizer stopped: %s", msg)
+	}
+	return pe.filled.Load()
+}
+
 func (pe *proxyEngine) close() error {
 	pe.cancel()
 	<-pe.done
@@ -697,12 +715,13 @@ func (pe *proxyEngine) close() error {
 	if pe.qs != nil {
 		pe.qs.Close()
 	}
-	if pe.wedged {
-		// The engine panicked and cannot be used, not even to close.
+	if pe.wedged || pe.filled.Load() {
+		// The engine panicked, or its store met a full disk: it cannot
+		// be used, not even to close.
 		if pe.mem != nil {
 			pe.mem.ix.Close()
 		}
-		return errors.New("derivation stopped after a panic this run; the next start (or bbengine rebuild) derives what it missed from the WAL, where everything is recorded")
+		return errors.New("derivation stopped after a panic or a full disk this run; the next start (or bbengine rebuild) derives what it missed from the WAL, where everything is recorded")
 	}
 	_, err := pe.e.CatchUp(context.Background())
 	if pe.mem != nil {

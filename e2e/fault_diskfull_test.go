@@ -53,7 +53,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	health := func() map[string]any {
 		resp, err := http.Get("http://" + p.addr + "/_bb/health")
 		if err != nil {
-			t.Fatalf("the proxy is gone: %v", err)
+			t.Fatalf("the proxy is gone: %v (%v); its log:\n%s", err, p.cmd.ProcessState, p.stderr.String())
 		}
 		defer resp.Body.Close()
 		var h map[string]any

@@ -372,6 +372,23 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 // holdPoll is how often a held engine looks whether it may write again.
 const holdPoll = 100 * time.Millisecond
 
+// errHeld is returned instead of writing derived state while
+// Options.Hold says the store must not be written: Pebble shares the
+// disk with the WAL, and a Pebble write that meets a full disk in its
+// own log panics, at times fatally (a mutex unlocked twice on the way
+// out), which no recover catches.
+var errHeld = errors.New("engine: not writing derived state while the WAL cannot be written (they share the disk)")
+
+// held is errHeld while Options.Hold says the store must not be written;
+// it is asked right before each commit, since the WAL may fail while a
+// pass runs.
+func (e *Engine) held() error {
+	if e.opts.Hold != nil && e.opts.Hold() {
+		return errHeld
+	}
+	return nil
+}
+
 // hold waits while Options.Hold says the store must not be written (the
 // disk the WAL is on is full), or until ctx is done.
 func (e *Engine) hold(ctx context.Context) error {
@@ -581,7 +598,10 @@ func (c *canonicalizer) commit() error {
 	}
 	b.Set(keyApplied, binary.BigEndian.AppendUint64(nil, c.applied), nil)
 	b.Set(keySessions, binary.BigEndian.AppendUint64(nil, c.ordinals), nil)
-	err := b.Commit(pebble.NoSync)
+	err := c.e.held()
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
 	b.Close()
 	c.batch = nil
 	if err != nil {

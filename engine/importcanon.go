@@ -254,7 +254,12 @@ func (c *canonicalizer) deriveImports() error {
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				j.res <- c.e.deriveImportJob(j)
+				func() {
+					var r importResult
+					defer func() { j.res <- r }()
+					defer catch(&r.err)
+					r = c.e.deriveImportJob(j)
+				}()
 			}
 		})
 	}
@@ -276,6 +281,7 @@ func (c *canonicalizer) deriveImports() error {
 		j := queued[i]
 		queued[i] = nil
 		r := <-j.res
+		rethrow(r.err)
 		if r.err != nil {
 			return r.err
 		}

@@ -212,6 +212,10 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	} else if err := c.deriveMemoryConcurrently(ctx, ids, workers, applied); err != nil {
 		return err
 	}
+	if err := c.e.held(); err != nil {
+		c.e.canon = nil // reload from what is durable
+		return err
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("engine: commit memory: %w", err)
 	}
@@ -251,8 +255,11 @@ func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []stri
 	for range min(workers, len(ids)) {
 		wg.Go(func() {
 			for j := range queue {
-				j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept)
-				close(j.done)
+				func() {
+					defer close(j.done)
+					defer catch(&j.err)
+					j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept)
+				}()
 			}
 		})
 	}
@@ -284,6 +291,7 @@ func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []stri
 		j := inflight[0]
 		<-j.done
 		inflight = inflight[1:]
+		rethrow(j.err)
 		if j.err != nil {
 			j.b.Close()
 			delete(c.folds, j.id)

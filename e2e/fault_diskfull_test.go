@@ -17,8 +17,8 @@ import (
 
 // TestDiskFullTmpfs runs the real `bbengine proxy` (recorder, engine,
 // memory index) on a small tmpfs and fills it: the proxy must stay up,
-// answer 503 naming the data directory in lossless mode and forward
-// nothing, report it on /_bb/health, and once the tmpfs grows record
+// answer 503 naming the data directory in lossless mode (a request
+// already on its way upstream included, its response dropped), report it on /_bb/health, and once the tmpfs grows record
 // again by itself. It needs root to mount; it skips otherwise.
 func TestDiskFullTmpfs(t *testing.T) {
 	if os.Geteuid() != 0 {

@@ -92,8 +92,9 @@ func waitHealthy(t *testing.T, p *Proxy) {
 }
 
 // TestDiskFullLossless: once the WAL cannot be written, lossless mode
-// cuts the response whose frames failed, answers new requests 503 naming
-// the data directory, forwards nothing, and never crashes; when space
+// withholds the response of the request whose frames failed, answers new
+// requests 503 naming the data directory without forwarding them, and
+// never crashes; when space
 // returns it records again by itself, and the log holds no junk.
 func TestDiskFullLossless(t *testing.T) {
 	for _, sync := range []wal.SyncPolicy{wal.SyncInterval, wal.SyncAlways} {
@@ -104,12 +105,16 @@ func TestDiskFullLossless(t *testing.T) {
 			}
 			before := rg.upstreamRequests()
 			rg.full.Store(true)
-			// The first request after the disk fills: its frames fail,
-			// so it is not forwarded (and a response whose frames fail
-			// is cut, never handed over complete).
-			if code, body, err := rg.post("/v1/messages"); err == nil && code == 200 && body == anthropicSSE {
-				t.Fatal("a response whose frames could not be written reached the client complete")
+			// The first request after the disk fills goes upstream
+			// while its frames are written; they fail, so its response
+			// is withheld: 503, naming the data directory.
+			if code, body, err := rg.post("/v1/messages"); err != nil || code != 503 || !strings.Contains(body, rg.log.Dir()) || !strings.Contains(body, "not answered") {
+				t.Fatalf("the request whose frames failed: %d %q %v, want 503 naming %s", code, body, err, rg.log.Dir())
 			}
+			if n := rg.upstreamRequests(); n > before+1 {
+				t.Fatalf("%d requests forwarded for one", n-before)
+			}
+			before = rg.upstreamRequests()
 			for i := 0; i < 3; i++ {
 				code, body, err := rg.post("/v1/messages")
 				if err != nil || code != 503 || !strings.Contains(body, rg.log.Dir()) || !strings.Contains(body, "no space left") {
@@ -222,5 +227,48 @@ func TestEndReleasedAfterWrite(t *testing.T) {
 				t.Errorf("%s %v: a client had the whole response before its frames were written", path, mode)
 			}
 		}
+	}
+}
+
+// TestRequestForwardedWhileRecorded: in lossless mode a request goes
+// upstream while its frames are written, and nothing of its response
+// reaches the client before they are.
+func TestRequestForwardedWhileRecorded(t *testing.T) {
+	rg := newFaultyRig(t, Lossless, wal.SyncInterval)
+	release := make(chan struct{})
+	var armed atomic.Bool
+	hold := func() {
+		if armed.CompareAndSwap(true, false) {
+			<-release
+		}
+	}
+	rg.beforeWrite.Store(&hold)
+	before := rg.upstreamRequests()
+	armed.Store(true)
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		code, body, err := rg.post("/v1/messages")
+		got <- result{code, body, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); rg.upstreamRequests() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("the request did not go upstream while its frames were being written")
+		}
+	}
+	select {
+	case r := <-got:
+		close(release)
+		t.Fatalf("the client had its response (%d) before the request's frames were written", r.code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if r := <-got; r.err != nil || r.code != 200 || r.body != anthropicSSE {
+		t.Fatalf("after the write: %d %v", r.code, r.err)
 	}
 }

@@ -1,7 +1,10 @@
 // Package proxy is the recording reverse proxy: agents point their base
 // URL at it, it forwards each request to the provider's upstream and
 // streams the response back untouched and unbuffered, while a recorder
-// tees every chunk, redacted, into the WAL (record.go).
+// tees every chunk, redacted, into the WAL (record.go). In lossless mode
+// a request goes upstream while its frames are written, and nothing of
+// its response reaches the client before they are; the end of a response
+// only after every frame of the exchange is.
 //
 // Before a model call is forwarded, the circuit breaker (package
 // proxy/breaker) judges it: a session stuck in a loop that makes no

@@ -49,7 +49,7 @@ func newMetrics() *metrics {
 	buckets := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bbengine_proxy_ttfb_seconds", Help: "Request arrival to upstream response headers.", Buckets: buckets}, []string{"provider"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bbengine_proxy_duration_seconds", Help: "Request arrival to the end of the response.", Buckets: buckets}, []string{"provider"})
-	m.forwardWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbengine_proxy_forward_wait_seconds", Help: "Request arrival to the request being handed to the upstream transport: reading the body and, in lossless mode, writing its frames.", Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .1}})
+	m.forwardWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbengine_proxy_forward_wait_seconds", Help: "Request arrival to the request being handed to the upstream transport: reading the body and asking the circuit breaker (its frames are written meanwhile).", Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .1}})
 	m.added = metric.NewVec("bbengine_proxy_overhead_seconds", addedHelp, AddedBuckets, "stage")
 	m.addedFirst, m.addedTotal = m.added.With("first_byte"), m.added.With("total")
 	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbengine_wal_append_seconds", Help: "WAL append latency seen by the recorder (includes sync under sync=always).", Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .01, .05, .1}})

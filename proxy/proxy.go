@@ -385,6 +385,11 @@ type exch struct {
 	recorded chan error
 	ackOnce  sync.Once
 	ackErr   error
+	// reqAck is answered once the request's frames are written (lossless
+	// mode); see requestRecorded.
+	reqAck    chan error
+	reqWaited bool
+	reqErr    error
 	// ctx is the upstream request's context: a timeout cancels it with a
 	// *TimeoutError as its cause. headerTimer and idle watch it.
 	ctx         context.Context
@@ -463,7 +468,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// client sees the end of the response) only after its frames are
 	// written.
 	defer func() {
-		if p.released(x) != nil {
+		if x.reqErr != nil {
+			// Answered 503: its request was not recorded, and nothing of
+			// the upstream's response was passed on.
+			x.waitRecorded()
+		} else if p.released(x) != nil {
 			panic(http.ErrAbortHandler)
 		}
 		p.metrics.observeAdded(x, time.Since(x.arrived))
@@ -513,17 +522,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.opts.Mode == Lossless {
-		// Never forward what is not recorded: the request goes upstream
-		// once its frames are written.
-		ack := make(chan error, 1)
-		p.rec.request(x, ack)
-		if err := <-ack; err != nil {
-			p.metrics.unrecorded.WithLabelValues("refused").Inc()
-			p.refusedUnrecorded.Add(1)
-			writeError(w, route.Provider, http.StatusServiceUnavailable, fmt.Sprintf(
-				"bbengine proxy: not recording, so not forwarding (lossless mode): the WAL in %s cannot be written: %v", p.log.Dir(), err))
-			return
-		}
+		// The request goes upstream while its frames are written; its
+		// response reaches the client only once they are
+		// (requestRecorded), so nothing unrecorded is answered. Against
+		// a model that takes a second to its first byte the write is
+		// hidden.
+		x.reqAck = make(chan error, 1)
+		p.rec.request(x, x.reqAck)
 	} else {
 		p.rec.request(x, nil)
 	}
@@ -706,6 +711,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if x.headerTimer != nil {
 		x.headerTimer.Stop()
 	}
+	if err := x.requestRecorded(); err != nil {
+		return &unrecordedError{err: err}
+	}
 	x.ttfb = time.Since(x.arrived)
 	x.status = resp.StatusCode
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
@@ -816,6 +824,20 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, "", http.StatusBadGateway, "bbengine proxy: "+err.Error())
 		return
 	}
+	if rerr := x.requestRecorded(); rerr != nil {
+		err = &unrecordedError{err: rerr}
+	}
+	if ue, ok := err.(*unrecordedError); ok {
+		// The request went upstream while its frames were written, and
+		// the write failed: its response is not passed on.
+		p.metrics.aborted.Inc()
+		x.status = http.StatusServiceUnavailable
+		msg := fmt.Sprintf("bbengine proxy: not recorded, so not answered (lossless mode): the WAL in %s cannot be written: %v", p.log.Dir(), ue.err)
+		p.opts.Logf("%s: response withheld: the request could not be recorded: %v", x.requestID, ue.err)
+		writeError(w, x.route.Provider, x.status, msg)
+		p.end(x, msg, false)
+		return
+	}
 	var te *TimeoutError
 	if errors.As(context.Cause(r.Context()), &te) {
 		x.status = http.StatusGatewayTimeout
@@ -874,6 +896,23 @@ func (x *exch) waitRecorded() error {
 	x.ackOnce.Do(func() { x.ackErr = <-x.recorded })
 	return x.ackErr
 }
+
+// requestRecorded waits until the request's frames are written (lossless
+// mode; nil at once otherwise) and returns the write error if that
+// failed. Nothing of the response reaches the client before it.
+func (x *exch) requestRecorded() error {
+	if x.reqAck != nil && !x.reqWaited {
+		x.reqErr, x.reqWaited = <-x.reqAck, true
+	}
+	return x.reqErr
+}
+
+// unrecordedError is why a response is withheld: its request's frames
+// could not be written.
+type unrecordedError struct{ err error }
+
+func (e *unrecordedError) Error() string { return "the request was not recorded: " + e.err.Error() }
+func (e *unrecordedError) Unwrap() error { return e.err }
 
 // released is what the client may be given once the exchange's end is
 // known: in lossless mode nothing unrecorded, so a failed write aborts

@@ -110,7 +110,7 @@ func putChunk(b *[]byte) {
 }
 
 func newRecorder(p *Proxy, n int) *recorder {
-	r := &recorder{p: p, log: p.log, resent: newResent(), q: make(chan item, n), done: make(chan struct{}),
+	r := &recorder{p: p, log: p.log, resent: newResent(p.log.Compresses()), q: make(chan item, n), done: make(chan struct{}),
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	go r.run()
 	go r.resumeLoop()
@@ -327,6 +327,9 @@ type pendingFrame struct {
 	t          int64
 	last       bool
 	start, end int
+	// snappy: the payload is already the snappy block of raw bytes.
+	snappy bool
+	raw    int
 }
 
 // append adds one frame to the batch; payload is copied, so the caller
@@ -335,6 +338,14 @@ func (r *recorder) append(k frame.Kind, x *exch, t int64, last bool, payload []b
 	start := len(r.arena)
 	r.arena = append(r.arena, payload...)
 	r.pending = append(r.pending, pendingFrame{kind: k, ex: x.id, t: t, last: last, start: start, end: len(r.arena)})
+}
+
+// appendStored adds one frame whose payload is stored as the WAL stores
+// it: a snappy block of raw bytes when snappy is set.
+func (r *recorder) appendStored(k frame.Kind, x *exch, t int64, last bool, stored []byte, snappy bool, raw int) {
+	start := len(r.arena)
+	r.arena = append(r.arena, stored...)
+	r.pending = append(r.pending, pendingFrame{kind: k, ex: x.id, t: t, last: last, start: start, end: len(r.arena), snappy: snappy, raw: raw})
 }
 
 // flushFull flushes the batch when it holds maxBatchFrames frames or
@@ -355,7 +366,7 @@ func (r *recorder) flush() {
 	}
 	recs := r.recs[:0]
 	for _, f := range r.pending {
-		recs = append(recs, wal.Record{Kind: f.kind, Exchange: f.ex, Time: f.t, Last: f.last, Payload: r.arena[f.start:f.end:f.end]})
+		recs = append(recs, wal.Record{Kind: f.kind, Exchange: f.ex, Time: f.t, Last: f.last, Payload: r.arena[f.start:f.end:f.end], Snappy: f.snappy, RawLen: f.raw})
 	}
 	start := time.Now()
 	_, err := r.log.AppendBatch(recs)
@@ -468,8 +479,9 @@ func (r *recorder) r(it item) {
 			r.body(frame.KindRequestBody, x, x.marks[len(x.marks)-1].t, decoded, true)
 			return
 		}
-		r.resent.redact(x.session, x.body, x.marks, r.p.red, func(t int64, b []byte, last bool) {
-			r.body(frame.KindRequestBody, x, t, b, last)
+		r.resent.redact(x.session, x.body, x.marks, r.p.red, func(t int64, stored []byte, snappy bool, raw int, last bool) {
+			r.flushFull()
+			r.appendStored(frame.KindRequestBody, x, t, last, stored, snappy, raw)
 		})
 	case itResponseStart:
 		if mode == Passthrough {

@@ -4,9 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/wal"
+	"github.com/golang/snappy"
 )
 
 // resentSecrets are placed in bodies; each must never be recorded.
@@ -80,10 +90,23 @@ func randomMarks(r *rand.Rand, n int) []mark {
 	return ms
 }
 
-func recordBody(rs *resent, red *Redactor, session string, body []byte, marks []mark) []byte {
-	var out []byte
-	rs.redact(session, body, marks, red, func(_ int64, b []byte, _ bool) { out = append(out, b...) })
-	return out
+// recordBody returns what rs has the WAL store of body, decompressed,
+// and how many of its frames were stored compressed.
+func recordBody(t *testing.T, rs *resent, red *Redactor, session string, body []byte, marks []mark) (out []byte, compressed int) {
+	rs.redact(session, body, marks, red, func(_ int64, b []byte, isSnappy bool, raw int, _ bool) {
+		if isSnappy {
+			compressed++
+			d, err := snappy.Decode(nil, b)
+			if err != nil || len(d) != raw || len(b) >= raw {
+				t.Fatalf("a stored block of %d bytes for %d: %d decoded, %v", len(b), raw, len(d), err)
+			}
+			b = d
+		} else if len(b) != raw {
+			t.Fatalf("a stored segment of %d bytes says %d", len(b), raw)
+		}
+		out = append(out, b...)
+	})
+	return out, compressed
 }
 
 // TestResentSameAsScanning: remembering the clean segments of a
@@ -99,19 +122,25 @@ func TestResentSameAsScanning(t *testing.T) {
 	for seed := range uint64(4) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		bodies, secrets := growingBodies(r, 30)
-		on, off := newResent(), newResent()
+		on, off := newResent(true), newResent(false)
 		off.off = true
-		skipped := 0
+		skipped, reused := 0, 0
 		for i, body := range bodies {
 			marks := randomMarks(r, len(body))
 			prev := on.sessions["s"]
-			got := recordBody(on, red, "s", body, marks)
+			got, compressed := recordBody(t, on, red, "s", body, marks)
+			if compressed == 0 {
+				t.Fatalf("seed %d turn %d: no segment stored compressed", seed, i)
+			}
 			for j, s := range on.sessions["s"] {
-				if j < len(prev) && prev[j] == s && !s.dirty {
+				if j < len(prev) && prev[j].end == s.end && prev[j].sum == s.sum {
 					skipped++
+					if len(s.stored) > 0 && &s.stored[0] == &prev[j].stored[0] {
+						reused++
+					}
 				}
 			}
-			want := recordBody(off, red, "s", body, marks)
+			want, _ := recordBody(t, off, red, "s", body, marks)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("seed %d turn %d: recorded with the memory differs from without it", seed, i)
 			}
@@ -124,20 +153,159 @@ func TestResentSameAsScanning(t *testing.T) {
 				t.Fatalf("seed %d turn %d: a body without a secret was changed", seed, i)
 			}
 		}
-		if skipped == 0 {
-			t.Fatalf("seed %d: no resent segment was remembered", seed)
+		if skipped == 0 || reused == 0 {
+			t.Fatalf("seed %d: %d resent segments remembered, %d written as they were stored", seed, skipped, reused)
+		}
+		if on.kept != storedLen(on.sessions["s"]) {
+			t.Fatalf("seed %d: %d bytes counted as kept, %d are", seed, on.kept, storedLen(on.sessions["s"]))
 		}
 	}
 }
 
-// TestResentBounded: the memory forgets sessions past maxResent.
+// TestResentBounded: the memory forgets sessions past maxResent, and
+// past maxKept bytes of stored segments.
 func TestResentBounded(t *testing.T) {
 	red, _ := NewRedactor(nil)
-	rs := newResent()
+	rs := newResent(true)
+	small := []byte(`{"messages":[]}`)
 	for i := range maxResent + 10 {
-		rs.segments(fmt.Sprint("s", i), []byte(`{"messages":[]}`), red)
+		recordBody(t, rs, red, fmt.Sprint("small", i), small, []mark{{end: len(small)}})
 	}
 	if len(rs.sessions) > maxResent {
 		t.Fatalf("%d sessions remembered, want at most %d", len(rs.sessions), maxResent)
+	}
+	// 500 KB that compress about 3 times: past 2 MiB in 20 sessions.
+	rs.maxKept = 2 << 20
+	bodies, _ := growingBodies(rand.New(rand.NewPCG(1, 2)), 40)
+	body := bodies[len(bodies)-1]
+	counted := func() (n int) {
+		for _, segs := range rs.sessions {
+			n += storedLen(segs)
+		}
+		return n
+	}
+	for i := range 20 {
+		recordBody(t, rs, red, fmt.Sprint("big", i), body, []mark{{end: len(body)}})
+		if rs.kept > rs.maxKept || rs.kept != counted() {
+			t.Fatalf("after %d sessions: %d bytes counted as kept, %d are, at most %d allowed", i+1, rs.kept, counted(), rs.maxKept)
+		}
+	}
+	if rs.kept < rs.maxKept/2 || len(rs.sessions) >= maxResent {
+		t.Fatalf("%d sessions remembered keeping %d bytes, want about %d bytes", len(rs.sessions), rs.kept, rs.maxKept)
+	}
+}
+
+// TestGrowingSessionRecorded: a growing session through the proxy, on a
+// WAL that compresses: the upstream gets every body unchanged; the WAL
+// holds each body redacted segment by segment, with no secret in any
+// frame (decoded) or file; and a resent segment is written as the frame
+// the last request stored.
+func TestGrowingSessionRecorded(t *testing.T) {
+	dir := t.TempDir()
+	log, err := wal.Open(dir, &wal.Options{Sync: wal.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	up := newUpstream(t)
+	p, err := New(log, &Options{Upstreams: map[string]string{"anthropic": up.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	bodies, secrets := growingBodies(rand.New(rand.NewPCG(3, 5)), 24)
+	if len(secrets) == 0 {
+		t.Fatal("the session holds no secret")
+	}
+	for i, body := range bodies {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", bytes.NewReader(body))
+		req.Header.Set("X-Bb-Session-Id", "ses_growing")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != anthropicSSE {
+			t.Fatalf("turn %d: %d", i, resp.StatusCode)
+		}
+	}
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	up.mu.Lock()
+	for i, got := range up.bodies {
+		if !bytes.Equal(got, bodies[i]) {
+			t.Fatalf("turn %d: the upstream got another body", i)
+		}
+	}
+	up.mu.Unlock()
+
+	red, _ := NewRedactor(nil)
+	r := log.NewReader()
+	defer r.Close()
+	var a exchange.Assembler
+	stored := map[uint64][][]byte{} // request body frames as stored, by exchange
+	compressed, reused := 0, 0
+	var prev [][]byte
+	for r.Next() {
+		h := r.Header()
+		pl, err := r.Payload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			if bytes.Contains(pl, []byte(s)) {
+				t.Fatalf("frame at %d holds secret %s", r.Offset(), s)
+			}
+		}
+		if h.Kind == frame.KindRequestBody {
+			if h.Compressed() {
+				compressed++
+			}
+			if _, ok := stored[h.Exchange]; !ok {
+				prev = nil
+				for _, v := range stored {
+					prev = v // the exchanges come one after another
+				}
+				clear(stored)
+				stored[h.Exchange] = nil
+			}
+			st := bytes.Clone(r.Stored())
+			for _, q := range prev {
+				if bytes.Equal(q, st) {
+					reused++
+					break
+				}
+			}
+			stored[h.Exchange] = append(stored[h.Exchange], st)
+		}
+		a.Add(h, pl)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	xs := a.Exchanges()
+	if len(xs) != len(bodies) {
+		t.Fatalf("%d exchanges recorded, want %d", len(xs), len(bodies))
+	}
+	for i, x := range xs {
+		want, _ := recordBody(t, newResent(false), red, "", bodies[i], []mark{{end: len(bodies[i])}})
+		if !bytes.Equal(x.RequestBody, want) {
+			t.Fatalf("turn %d: the recorded body is not the sent one redacted", i)
+		}
+	}
+	if compressed == 0 || reused < len(bodies) {
+		t.Fatalf("%d request body frames compressed, %d written as the last request stored them", compressed, reused)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Fatalf("%s holds secret %s", filepath.Base(f), s)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/golang/snappy"
 )
 
 func TestAppendBatch(t *testing.T) {
@@ -80,5 +81,73 @@ func TestAppendBatchAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("AppendBatch allocates %v times", n)
+	}
+}
+
+// TestAppendSnappy: a record the caller compressed is stored as the log
+// would have stored it, reads back as its bytes, and a block that does
+// not match its length is refused without writing anything or failing
+// the log.
+func TestAppendSnappy(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, &Options{Sync: SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	raw := bytes.Repeat([]byte(`{"role":"user","content":"go vet ./... passes"},`), 200)
+	block := snappy.Encode(nil, raw)
+	off1, err := l.Append(Record{Kind: frame.KindRequestBody, Exchange: 7, Time: 1, Payload: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off2, err := l.AppendBatch([]Record{{Kind: frame.KindRequestBody, Exchange: 7, Time: 1, Payload: block, Snappy: true, RawLen: len(raw)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := l.End()
+	for _, bad := range []Record{
+		{Kind: frame.KindRequestBody, Payload: block, Snappy: true, RawLen: len(raw) - 1},
+		{Kind: frame.KindRequestBody, Payload: []byte("not snappy"), Snappy: true, RawLen: 400},
+		{Kind: frame.KindRequestBody, Payload: snappy.Encode(nil, []byte("abc")), Snappy: true, RawLen: 3},
+	} {
+		if _, err := l.AppendBatch([]Record{bad}); err == nil {
+			t.Fatalf("a bad compressed record (%d bytes for %d) was taken", len(bad.Payload), bad.RawLen)
+		}
+	}
+	if now, _ := l.End(); now != end || l.Failed() != nil {
+		t.Fatalf("a refused record moved the log to %d (from %d) or failed it: %v", now, end, l.Failed())
+	}
+	r := l.NewReader()
+	defer r.Close()
+	var stored [][]byte
+	var heads []frame.Header
+	for _, off := range []uint64{off1, off2} {
+		if err := r.Seek(off); err != nil || !r.Next() {
+			t.Fatalf("seek %d: %v %v", off, err, r.Err())
+		}
+		p, err := r.Payload()
+		h := r.Header()
+		if err != nil || !bytes.Equal(p, raw) || !h.Compressed() {
+			t.Fatalf("frame at %d: %d bytes, compressed %v, %v", off, len(p), h.Compressed(), err)
+		}
+		stored = append(stored, bytes.Clone(r.Stored()))
+		h.Offset = 0
+		heads = append(heads, h)
+	}
+	if !bytes.Equal(stored[0], stored[1]) || heads[0] != heads[1] {
+		t.Fatalf("a record compressed by the caller is stored unlike one the log compressed: %+v, %+v", heads[0], heads[1])
+	}
+
+	nc, err := Open(t.TempDir(), &Options{NoCompression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if nc.Compresses() || !l.Compresses() {
+		t.Fatal("Compresses says otherwise")
+	}
+	if _, err := nc.Append(Record{Kind: frame.KindRequestBody, Payload: block, Snappy: true, RawLen: len(raw)}); err == nil {
+		t.Fatal("a log that does not compress took a compressed record")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/internal/private"
+	"github.com/golang/snappy"
 )
 
 // Record is one frame to append. Payload is only read during Append; the
@@ -24,6 +25,12 @@ type Record struct {
 	Time     int64      // unix nanoseconds; 0 means the time of the Append call
 	Last     bool       // sets frame.FlagLast: the last chunk of a body
 	Payload  []byte     // at most frame.MaxPayload bytes
+	// Snappy says Payload is already the snappy block of the record's
+	// RawLen bytes, shorter than them, to be stored as it is: a caller
+	// that writes the same bytes again keeps their compressed form. Only
+	// for a log that compresses (Compresses).
+	Snappy bool
+	RawLen int
 }
 
 // Recovery reports what Open did to the last segment: a torn tail (invalid
@@ -460,6 +467,10 @@ func (l *Log) path(base uint64) string { return filepath.Join(l.dir, segName(bas
 // Dir returns the directory of the log.
 func (l *Log) Dir() string { return l.dir }
 
+// Compresses reports whether the log stores payloads as snappy blocks
+// where that is shorter (the default), and so takes Snappy records.
+func (l *Log) Compresses() bool { return !l.opts.NoCompression }
+
 // Recovery returns what Open truncated, or nil if the log was clean.
 func (l *Log) Recovery() *Recovery { return l.recovery }
 
@@ -590,8 +601,16 @@ func (l *Log) encode(r Record, hint uint64) (*request, error) {
 	if l.readOnly {
 		return nil, ErrReadOnly
 	}
-	if len(r.Payload) > frame.MaxPayload {
-		return nil, fmt.Errorf("%w: %d bytes (the limit is %d; split bodies into chunk frames)", ErrTooLarge, len(r.Payload), frame.MaxPayload)
+	if len(r.Payload) > frame.MaxPayload || r.Snappy && r.RawLen > frame.MaxPayload {
+		return nil, fmt.Errorf("%w: %d bytes (the limit is %d; split bodies into chunk frames)", ErrTooLarge, max(len(r.Payload), r.RawLen), frame.MaxPayload)
+	}
+	if r.Snappy {
+		if l.opts.NoCompression {
+			return nil, errors.New("wal: a compressed record for a log that stores frames uncompressed")
+		}
+		if n, err := snappy.DecodedLen(r.Payload); err != nil || n != r.RawLen || len(r.Payload) == 0 || len(r.Payload) >= r.RawLen {
+			return nil, fmt.Errorf("wal: a compressed record of %d bytes is not a snappy block of %d shorter than them", len(r.Payload), r.RawLen)
+		}
 	}
 	if !r.Kind.Valid() || r.Kind == frame.KindSegmentHeader {
 		return nil, fmt.Errorf("wal: cannot append a frame of kind %v", r.Kind)
@@ -607,7 +626,11 @@ func (l *Log) encode(r Record, hint uint64) (*request, error) {
 		h.Flags = frame.FlagLast
 	}
 	req := l.get()
-	req.frame = frame.AppendFrame(req.frame[:0], h, r.Payload, !l.opts.NoCompression)
+	if r.Snappy {
+		req.frame = frame.AppendSnappy(req.frame[:0], h, r.RawLen, r.Payload)
+	} else {
+		req.frame = frame.AppendFrame(req.frame[:0], h, r.Payload, !l.opts.NoCompression)
+	}
 	return req, nil
 }
 

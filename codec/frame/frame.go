@@ -201,6 +201,31 @@ func AppendFrame(dst []byte, h Header, payload []byte, compress bool) []byte {
 	return dst
 }
 
+// AppendSnappy appends the frame described by h whose payload, rawLen
+// bytes, the caller has already compressed into block, a snappy block no
+// longer than rawLen (as AppendFrame would store it). It is for a caller
+// that writes the same payload again and keeps its compressed form; it
+// panics as AppendFrame does, and if block is not shorter than rawLen.
+func AppendSnappy(dst []byte, h Header, rawLen int, block []byte) []byte {
+	if rawLen > MaxPayload {
+		panic("frame: payload exceeds MaxPayload")
+	}
+	if !h.Kind.Valid() {
+		panic("frame: invalid kind " + h.Kind.String())
+	}
+	if len(block) == 0 || len(block) >= rawLen {
+		panic("frame: a snappy block must be shorter than its payload")
+	}
+	start := len(dst)
+	h.Flags = h.Flags&FlagLast | FlagSnappy
+	h.RawLen = uint32(rawLen)
+	h.Len = uint32(len(block))
+	dst = grow(dst, HeaderLen)
+	dst = append(dst, block...)
+	putHeader(dst[start:], &h)
+	return dst
+}
+
 // grow returns dst with room for n more bytes, its length extended by n.
 func grow(dst []byte, n int) []byte {
 	if cap(dst)-len(dst) < n {

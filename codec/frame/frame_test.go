@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/golang/snappy"
 )
 
 var text = []byte(strings.Repeat(`{"type":"content_block_delta","delta":{"text":"hello world"}}`+"\n", 64))
@@ -209,6 +211,13 @@ func FuzzDecodeFrame(f *testing.F) {
 		p, err := fr.AppendPayload(nil)
 		if err != nil || !bytes.Equal(p, data) {
 			t.Fatalf("payload round trip failed: %v", err)
+		}
+		// A payload compressed by the caller makes the same frame.
+		if fr.Compressed() {
+			block := snappy.Encode(nil, data)
+			if got := AppendSnappy(nil, h, len(data), block); !bytes.Equal(got, b) {
+				t.Fatal("AppendSnappy made another frame than AppendFrame")
+			}
 		}
 	})
 }

@@ -55,6 +55,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole bbengine proxy run to this file (BBENGINE_CPUPROFILE)")
 	bare := flag.String("bare", "", "internal: serve a bare reverse proxy to this upstream URL and print its address")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
+	metricsOut := flag.String("metrics", "", "write the proxy's /_bb/metrics after the session to this file")
 	extra := flag.String("proxy-args", "", "more arguments for bbengine proxy, space-separated (e.g. \"--mode degrade\")")
 	flag.Parse()
 	if *bare != "" {
@@ -63,7 +64,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cfg := config{extra: strings.Fields(*extra), turns: *turns, historyKB: *historyKB, bucket: max(*bucket, 1), bin: *bin, dir: *dir, cpuprofile: *cpuprofile}
+	cfg := config{extra: strings.Fields(*extra), turns: *turns, historyKB: *historyKB, bucket: max(*bucket, 1), bin: *bin, dir: *dir, cpuprofile: *cpuprofile, metrics: *metricsOut}
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "longsession:", err)
 		os.Exit(1)
@@ -74,6 +75,7 @@ type config struct {
 	extra                    []string
 	turns, historyKB, bucket int
 	bin, dir, cpuprofile     string
+	metrics                  string
 }
 
 // serveBare runs the baseline: httputil.ReverseProxy, flushing every
@@ -233,7 +235,7 @@ func run(ctx context.Context, cfg config) error {
 	catchUp := time.Since(t0)
 	mark()
 	final := marks[len(marks)-1]
-	added := scrapeAdded(bb.base)
+	added := scrapeAdded(bb.base, cfg.metrics)
 	bb.cmd.Process.Signal(os.Interrupt)
 	bb.cmd.Wait()
 	stopped = true
@@ -558,8 +560,8 @@ func waitDerived(ctx context.Context, dir, session string, want int) error {
 
 // scrapeAdded reads the proxy's own account of the latency it adds
 // (bbengine_proxy_overhead_seconds, mean to first byte and total), or ""
-// when it cannot.
-func scrapeAdded(base string) string {
+// when it cannot; with out set, it writes the whole scrape there.
+func scrapeAdded(base, out string) string {
 	resp, err := http.Get(base + "/_bb/metrics")
 	if err != nil {
 		return ""
@@ -568,6 +570,11 @@ func scrapeAdded(base string) string {
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return ""
+	}
+	if out != "" {
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "longsession:", err)
+		}
 	}
 	v := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {

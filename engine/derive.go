@@ -185,8 +185,10 @@ func (d *deriver) run() (int, error) {
 		if rq != nil {
 			req = rq.req
 		}
-		// The request holds what it keeps: let the body go before the
-		// events are built.
+		// The request holds what it keeps (strings and offsets, never a
+		// part of the body): the buffer goes back before the events are
+		// built.
+		freeRequestBody(x.RequestBody)
 		x.RequestBody, body = nil, nil
 	}
 	var m match

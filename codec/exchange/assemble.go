@@ -64,8 +64,13 @@ type Assembler struct {
 	// canonicalizer), so that a large request is not held in memory
 	// all the while its response streams, next to the proxy's copy.
 	DeferRequestBodies int64
-	byID               map[uint64]*Exchange
-	order              []*Exchange
+	// NewRequestBody, when set, makes the buffer a request body of n
+	// bytes is gathered in (length 0, capacity at least n): a reader
+	// that is done with a body once it decoded it lends them from a
+	// pool.
+	NewRequestBody func(n int) []byte
+	byID           map[uint64]*Exchange
+	order          []*Exchange
 }
 
 // Add takes one frame: its header and its uncompressed payload, which is
@@ -106,7 +111,11 @@ func (a *Assembler) Add(h frame.Header, payload []byte) error {
 			// The body's size is known: grow it once. A request is
 			// bounded by the proxy's --max-request-bytes; a bad size
 			// claims no more than maxPrealloc.
-			x.RequestBody = make([]byte, 0, min(s.BodyBytes, maxPrealloc))
+			if n := int(min(s.BodyBytes, maxPrealloc)); a.NewRequestBody != nil {
+				x.RequestBody = a.NewRequestBody(n)[:0]
+			} else {
+				x.RequestBody = make([]byte, 0, n)
+			}
 		}
 	case frame.KindRequestBody:
 		switch {

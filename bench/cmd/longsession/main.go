@@ -236,6 +236,7 @@ func run(ctx context.Context, cfg config) error {
 	mark()
 	final := marks[len(marks)-1]
 	added := scrapeAdded(bb.base, cfg.metrics)
+	bareHWM, bbHWM := peakRSS(bp.cmd.Process.Pid), peakRSS(bb.cmd.Process.Pid)
 	bb.cmd.Process.Signal(os.Interrupt)
 	bb.cmd.Wait()
 	stopped = true
@@ -263,12 +264,30 @@ func run(ctx context.Context, cfg config) error {
 	if added != "" {
 		fmt.Printf("| latency the proxy adds, by its own /_bb/metrics (mean over the session) | | %s | |\n", added)
 	}
+	if bareHWM > 0 && bbHWM > 0 {
+		fmt.Printf("| peak RSS (VmHWM) | %s | %s | %.1f |\n", mb(bareHWM), mb(bbHWM), float64(bbHWM)/float64(bareHWM))
+	}
 	fmt.Printf("| data directory / WAL | | %s / %s | %.2f |\n", mb(dataSize), mb(walSize), float64(dataSize)/float64(max(walSize, 1)))
 	fmt.Printf("| derived state (data directory less WAL) / WAL | | %s | %.2f |\n", mb(dataSize-walSize), float64(dataSize-walSize)/float64(max(walSize, 1)))
 	if b.failed > 0 {
 		return fmt.Errorf("%d streams through bbengine failed; its log:\n%s", b.failed, bb.out.String())
 	}
 	return nil
+}
+
+// peakRSS is a process's VmHWM in bytes, or 0 when it cannot be read.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 type stats struct {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -360,6 +359,10 @@ type exch struct {
 	header    http.Header // the client's request headers, redacted by the recorder
 	start     exchange.RequestStart
 	body      []byte // the whole request body, as forwarded
+	// bodyRefs counts the readers of body's bytes, and pooled is the
+	// buffer to give back when the last is done (bodybuf.go).
+	bodyRefs atomic.Int32
+	pooled   []byte
 	marks     []mark // where each request chunk ended, and when it arrived
 	ttfb      time.Duration
 	status    int
@@ -464,6 +467,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.forwardedUnrecorded.Add(1)
 	}
 	x := &exch{id: p.nextEx.Add(1), requestID: newID("req_"), route: route, arrived: time.Now(), req: r, header: r.Header.Clone()}
+	// The handler's reference to the body: dropped last of its defers.
+	x.holdBody()
+	defer x.dropBody()
 	// Whatever path the exchange takes, the handler returns (and the
 	// client sees the end of the response) only after its frames are
 	// written.
@@ -566,7 +572,8 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 	if r.ContentLength > 0 {
 		size = int(r.ContentLength) + 1
 	}
-	buf := make([]byte, 0, size)
+	buf := getBody(size)
+	defer func() { x.pooled = buf }()
 	// A client that stops sending its body is given up on after
 	// BodyTimeout without a byte: a read deadline on its connection,
 	// renewed before each read and cleared after the body (a deadline
@@ -700,8 +707,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.GetBody = nil
 		return
 	}
-	pr.Out.Body = io.NopCloser(bytes.NewReader(body))
-	pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	pr.Out.Body = newUpstreamBody(x)
+	pr.Out.GetBody = func() (io.ReadCloser, error) { return newUpstreamBody(x), nil }
 	pr.Out.TransferEncoding = nil
 }
 

@@ -148,29 +148,36 @@ func (r *recorder) resumeLoop() {
 // recorder stopped.
 var errClosed = errors.New("the recorder is closed")
 
-func (r *recorder) put(it item) {
+// put queues it, and reports false when the recorder is closed.
+func (r *recorder) put(it item) bool {
 	r.qmu.RLock()
 	defer r.qmu.RUnlock()
 	if r.closed {
 		if it.ack != nil {
 			it.ack <- errClosed
 		}
-		return
+		return false
 	}
 	select {
 	case r.q <- it:
-		return
+		return true
 	default:
 	}
 	start := time.Now()
 	r.q <- it
 	r.p.metrics.backpressure.Add(time.Since(start).Seconds())
+	return true
 }
 
 // request queues x's request frames. With ack set it is answered once
 // they are written, and the recorder is woken for it.
 func (r *recorder) request(x *exch, ack chan error) {
-	r.put(item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack})
+	// The recorder's reference to the body, dropped once its frames
+	// are made.
+	x.holdBody()
+	if !r.put(item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack}) {
+		x.dropBody()
+	}
 	if ack != nil {
 		r.wakeUp()
 	}
@@ -445,6 +452,7 @@ func (r *recorder) r(it item) {
 	}
 	switch it.kind {
 	case itRequest:
+		defer x.dropBody()
 		model, streaming, bodySession := r.p.bodies.read(x.body)
 		if m, st, ok := pathModel(x.start.Path); ok {
 			if model == "" {

@@ -361,8 +361,8 @@ type exch struct {
 	body      []byte // the whole request body, as forwarded
 	// bodyRefs counts the readers of body's bytes, and pooled is the
 	// buffer to give back when the last is done (bodybuf.go).
-	bodyRefs atomic.Int32
-	pooled   []byte
+	bodyRefs  atomic.Int32
+	pooled    []byte
 	marks     []mark // where each request chunk ended, and when it arrived
 	ttfb      time.Duration
 	status    int

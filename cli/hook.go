@@ -167,7 +167,7 @@ func runHook(c *ucli.Context, agent string) (err error) {
 		say("silent: event %q (only SessionStart and UserPromptSubmit carry the pack)", in.Event)
 		return nil
 	}
-	req := ContextRequest{Session: c.String("session"), TaskID: c.String("task-id"), Task: c.String("task"), Budget: c.Int("budget")}
+	req := ContextRequest{Session: c.String("session"), TaskID: c.String("task-id"), Task: c.String("task"), Budget: c.Int("budget"), Project: in.Cwd}
 	if req.Session == "" {
 		req.Session = in.SessionID
 	}

@@ -195,6 +195,23 @@ func memGet(c *ucli.Context) error {
 		flags += " pinned"
 	}
 	fmt.Fprintf(w, "%s  %s  %s%s\n%s\n\n", a.ID, a.Type, a.Status, flags, a.Title)
+	if d := a.Decision; d != nil {
+		if d.Subject != "" {
+			fmt.Fprintf(w, "subject: %s\n", d.Subject)
+		}
+		if d.SupersededBy != "" {
+			fmt.Fprintf(w, "superseded by %s, later in the same session\n", d.SupersededBy)
+		}
+		if len(d.Supersedes) > 0 {
+			fmt.Fprintf(w, "supersedes %s\n", strings.Join(d.Supersedes, ", "))
+		}
+	}
+	if r := a.Resolved; r != nil {
+		fmt.Fprintf(w, "%s by %s in session %s: %s\n", r.Status, r.By, r.Session, r.Reason)
+	}
+	if a.Decision != nil && (a.Decision.Subject != "" || a.Decision.SupersededBy != "" || len(a.Decision.Supersedes) > 0) || a.Resolved != nil {
+		fmt.Fprintln(w)
+	}
 	fmt.Fprint(w, a.Text)
 	if !strings.HasSuffix(a.Text, "\n") {
 		fmt.Fprintln(w)

@@ -93,6 +93,9 @@ type localMemory struct {
 	// unchanged has nothing to do, and skips reading every session's
 	// memory state, which at 100k artifacts cost more than the search.
 	changes    *atomic.Uint64
+	// pms keeps project memory by project while changes stays put.
+	pmMu sync.Mutex
+	pms  map[string]genProject
 	synced     uint64
 	syncedOnce bool
 	// packs caches context packs.
@@ -151,6 +154,18 @@ func (m *localMemory) lift(cards []engine.Card, q index.Query) []engine.Card {
 	if k <= 0 {
 		k = index.DefaultK
 	}
+	// What a later session of the project replaced or closed says so.
+	for i := range cards {
+		c := &cards[i]
+		if c.Status != "active" && c.Status != "open" || c.Type != engine.ArtifactDecision && c.Type != engine.ArtifactConstraint && c.Type != engine.ArtifactThread {
+			continue
+		}
+		if a, err := m.e.Artifact(c.ID); err == nil {
+			if r, err := m.e.Resolve(a); err == nil && r != nil {
+				c.Status = r.Status
+			}
+		}
+	}
 	for i := 0; i < len(cards); i++ {
 		if cards[i].Status != "superseded" {
 			continue
@@ -194,6 +209,12 @@ func (m *localMemory) successor(id string) (engine.Artifact, bool) {
 		} else if a.Constraint != nil {
 			next = a.Constraint.SupersededBy
 		}
+		if next == "" && a.Status == "active" {
+			// Replaced in a later session of the project.
+			if r, err := m.e.Resolve(a); err == nil && r != nil && r.Status == "superseded" {
+				next = r.By
+			}
+		}
 		if found = a.ID != "" && len(seen) > 1; found {
 			out = a
 		}
@@ -205,9 +226,25 @@ func (m *localMemory) successor(id string) (engine.Artifact, bool) {
 	return out, found
 }
 
+// Get returns an artifact with its corrections and, when a later session
+// of its project replaced or closed it, the resolution and the status it
+// gives.
 func (m *localMemory) Get(id string) (engine.Artifact, error) {
 	defer m.timings.observe(opGet, time.Now())
-	return m.e.Artifact(id)
+	a, err := m.e.Artifact(id)
+	if err != nil {
+		return a, err
+	}
+	if a.Status == "active" || a.Status == "open" {
+		r, err := m.e.Resolve(a)
+		if err != nil {
+			return a, err
+		}
+		if r != nil {
+			a.Status, a.Resolved = r.Status, r
+		}
+	}
+	return a, nil
 }
 
 func (m *localMemory) Related(id string, k int) (*Related, error) {
@@ -561,6 +598,9 @@ func contextQuery(req ContextRequest) url.Values {
 	if req.Budget != 0 {
 		v.Set("budget", strconv.Itoa(req.Budget))
 	}
+	if req.Project != "" {
+		v.Set("project", req.Project)
+	}
 	return v
 }
 
@@ -606,7 +646,7 @@ func (q *queryServer) serveMemory(w http.ResponseWriter, r *http.Request, path s
 				return
 			}
 		}
-		reply(m.Context(ContextRequest{Session: qv.Get("session"), TaskID: qv.Get("task_id"), Task: qv.Get("task"), Budget: budget}))
+		reply(m.Context(ContextRequest{Session: qv.Get("session"), TaskID: qv.Get("task_id"), Task: qv.Get("task"), Budget: budget, Project: qv.Get("project")}))
 	case path == "memory/artifacts":
 		ts, err := types()
 		if err != nil {

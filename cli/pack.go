@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,10 @@ type ContextRequest struct {
 	// Budget is the total in tokens; 0 means the default (1,200), with
 	// the sections scaled to it.
 	Budget int `json:"budget,omitempty"`
+	// Project is the working directory of a session not recorded yet
+	// (a hook's cwd), whose project's memory the pack carries; a
+	// recorded session's own project wins.
+	Project string `json:"project,omitempty"`
 }
 
 // packTypes are the artifact types a pack is built from: transcript
@@ -132,6 +138,24 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	}
 	in := &pack.Input{Session: id, Goal: brief.Goal, GoalSource: brief.GoalSource, Checkpoint: brief.Checkpoint,
 		Task: req.Task, TaskID: req.TaskID, State: digest, Budget: b}
+	project := ""
+	if req.Project != "" {
+		project = filepath.Clean(req.Project)
+	}
+	if known {
+		st, err := m.e.MemoryState(id)
+		if err != nil {
+			return nil, err
+		}
+		if st.Project != "" {
+			project = st.Project
+		}
+	}
+	pm, err := m.projectMemory(project)
+	if err != nil {
+		return nil, err
+	}
+	in.Project, in.ProjectState = pm.InForce, pm.State
 	key := pack.Key(in)
 	if p, ok := m.packs.get(key); ok {
 		return p, nil
@@ -151,7 +175,7 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 			}
 			m.packs.keepArtifacts(id, in.State, arts)
 		}
-		in.Artifacts = arts
+		in.Artifacts = resolved(arts, pm)
 		if in.Goal == "" {
 			in.Goal, in.GoalSource = firstPrompt(arts)
 		}
@@ -162,6 +186,58 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	}
 	m.packs.put(key, p)
 	return p, nil
+}
+
+// projectMemory is what the sessions of project leave in force, kept
+// while the engine's memory does not change (in the proxy).
+func (m *localMemory) projectMemory(project string) (*engine.ProjectMemory, error) {
+	if project == "" {
+		return &engine.ProjectMemory{}, nil
+	}
+	var gen uint64
+	if m.changes != nil {
+		gen = m.changes.Load()
+		m.pmMu.Lock()
+		pm, ok := m.pms[project]
+		m.pmMu.Unlock()
+		if ok && pm.gen == gen {
+			return pm.pm, nil
+		}
+	}
+	pm, err := m.e.ProjectMemory(project)
+	if err != nil || m.changes == nil {
+		return pm, err
+	}
+	m.pmMu.Lock()
+	defer m.pmMu.Unlock()
+	if m.pms == nil || len(m.pms) >= maxSessionArts {
+		m.pms = map[string]genProject{}
+	}
+	m.pms[project] = genProject{gen, pm}
+	return pm, nil
+}
+
+type genProject struct {
+	gen uint64
+	pm  *engine.ProjectMemory
+}
+
+// resolved is arts with the status a later session of the project gave
+// them (copied when one changes).
+func resolved(arts []engine.Artifact, pm *engine.ProjectMemory) []engine.Artifact {
+	out := arts
+	for i, a := range arts {
+		r, ok := pm.Resolved[a.ID]
+		if !ok {
+			continue
+		}
+		if &out[0] == &arts[0] {
+			out = slices.Clone(arts)
+		}
+		out[i].Status = r.Status
+		out[i].Resolved = &r
+	}
+	return out
 }
 
 // firstPrompt is the goal of a session nobody stated one for: the prompt

@@ -4,7 +4,7 @@ package engine
 // (Artifact.Builder); Open derives every session's artifacts again when
 // the stored version differs, so a change to what the extractors produce
 // must change it.
-const MemoryVersion = "memory/2"
+const MemoryVersion = "memory/3"
 
 // ArtifactType is what a memory artifact is.
 type ArtifactType string
@@ -89,6 +89,11 @@ type Artifact struct {
 	// frames in the WAL and are merged in when the artifact is read.
 	Forgotten bool `json:"forgotten,omitempty"`
 	Pinned    bool `json:"pinned,omitempty"`
+	// Resolved says why a later session of the project took the
+	// artifact out of force (Engine.Resolve); Status then says what it
+	// is now. Not derived either: set when memory is read for a search,
+	// a get or a pack.
+	Resolved *Resolution `json:"resolved,omitempty"`
 }
 
 // Evidence is one event an artifact came from.

@@ -459,6 +459,12 @@ func digestArtifact(h hash.Hash, id string, sum *[32]byte, cs CorrectionState) {
 
 // indexed reports whether artifact id may have project index entries.
 func indexed(id string) bool {
+	return inForceKind(id) || strings.HasPrefix(id, "out-")
+}
+
+// inForceKind reports whether id is a decision, a constraint or a thread:
+// the artifacts a project keeps in force for its next sessions.
+func inForceKind(id string) bool {
 	return strings.HasPrefix(id, "dec-") || strings.HasPrefix(id, "con-") || strings.HasPrefix(id, "thr-")
 }
 

@@ -25,6 +25,7 @@ type claudeLog struct {
 	n       int
 	lines   []string
 	parent  string
+	cwd     string // "/repo" when empty
 }
 
 func newClaudeLog(session string) *claudeLog {
@@ -35,7 +36,11 @@ func (l *claudeLog) add(m map[string]any) {
 	l.n++
 	l.t = l.t.Add(3 * time.Second)
 	uuid := fmt.Sprintf("00000000-0000-4000-8000-%012d", l.n)
-	m["uuid"], m["sessionId"], m["timestamp"], m["cwd"], m["version"] = uuid, l.session, l.t.Format(time.RFC3339Nano), "/repo", "2.1.39"
+	cwd := l.cwd
+	if cwd == "" {
+		cwd = "/repo"
+	}
+	m["uuid"], m["sessionId"], m["timestamp"], m["cwd"], m["version"] = uuid, l.session, l.t.Format(time.RFC3339Nano), cwd, "2.1.39"
 	if l.parent != "" {
 		m["parentUuid"] = l.parent
 	}

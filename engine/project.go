@@ -23,6 +23,8 @@ import (
 //	'i' 'p' project 0x00 'X' command 0x00 artifact id     open failing test, by the command's first two words
 //	'i' 'p' project 0x00 'F' path 0x00 artifact id        open TODO or FIXME, by file
 //	'i' 'p' project 0x00 'W' term 0x00 artifact id        open prose thread (TODO, blocker said), by term
+//	'i' 'p' project 0x00 'R' option 0x00 artifact id      active decision, by an option it replaces
+//	'i' 'p' project 0x00 'P' command 0x00 artifact id     outcome with a passing test run, by the command's first two words
 //
 // Each value is the session's ordinal (8 bytes, big-endian). The entries
 // of an artifact change only when the artifact does, so keeping the index
@@ -45,6 +47,8 @@ const (
 	ProjectTest       = 'X'
 	ProjectFile       = 'F'
 	ProjectProse      = 'W'
+	ProjectReplaced   = 'R'
+	ProjectPassed     = 'P'
 )
 
 // ProjectOf returns the project of a session: its working directory,
@@ -81,6 +85,9 @@ func projectKeys(project string, a *Artifact) []string {
 		add(ProjectSubject, d.Subject)
 		add(ProjectTerm, d.Chooses...)
 		add(ProjectTerm, memtext.Terms(d.Statement)...)
+		add(ProjectReplaced, d.Replaces...)
+	case a.Outcome != nil:
+		add(ProjectPassed, passedKeys(a.Outcome)...)
 	case a.Constraint != nil && a.Status == "active":
 		add(ProjectConstraint, constraintCore(a.Constraint.Statement)...)
 	case a.Thread != nil && a.Status == "open":

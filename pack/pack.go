@@ -8,13 +8,14 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bbengine/bbengine/engine"
 )
 
 // Version names the builder. It is part of the cache key: a change to
 // what Build produces for the same input changes it.
-const Version = "pack/1"
+const Version = "pack/2"
 
 // Budget bounds a pack, in tokens (cl100k_base). A section budget of 0
 // leaves that section out.
@@ -91,6 +92,12 @@ type Input struct {
 	// memory digest); it is echoed in the pack.
 	State  string
 	Budget Budget
+	// Project is what the other sessions of the session's project left
+	// in force (engine.ProjectMemory): decisions, constraints and open
+	// threads, in any order; their items say which session they come
+	// from. ProjectState identifies it (ProjectMemory.State).
+	Project      []engine.Artifact
+	ProjectState string
 }
 
 // Pack is a built context pack.
@@ -129,6 +136,9 @@ type Item struct {
 	// scope, a thread's file.
 	Note   string  `json:"note,omitempty"`
 	Task   string  `json:"task,omitempty"`
+	// From names the earlier session of the project an item comes from,
+	// with the day of its latest evidence; empty for the session's own.
+	From   string  `json:"from,omitempty"`
 	Score  float64 `json:"score"`
 	Tokens int     `json:"tokens"`
 }
@@ -153,7 +163,7 @@ func (p *Pack) Empty() bool {
 // and session state.
 func Key(in *Input) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%+v\x00%s\x00%s\x00%s\x00%s", Version, in.Session, in.TaskID, in.Task, in.Budget, in.State, in.Goal, in.GoalSource, in.Checkpoint)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%+v\x00%s\x00%s\x00%s\x00%s\x00%s", Version, in.Session, in.TaskID, in.Task, in.Budget, in.State, in.Goal, in.GoalSource, in.Checkpoint, in.ProjectState)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -192,12 +202,21 @@ func Build(in *Input) (*Pack, error) {
 		lastN = max(lastN, in.Artifacts[i].TaskN)
 	}
 	var decisions, constraints, threads, outcomes []cand
-	for i := range in.Artifacts {
-		a := &in.Artifacts[i]
-		if a.Forgotten {
+	own := len(in.Artifacts)
+	all := in.Artifacts
+	if len(in.Project) > 0 {
+		all = append(slices.Clip(in.Artifacts), in.Project...)
+	}
+	for i := range all {
+		a := &all[i]
+		if a.Forgotten || i >= own && (a.Session == in.Session || a.Type == engine.ArtifactOutcome) {
 			continue
 		}
-		c := cand{a: a}
+		c := cand{a: a, from: i >= own}
+		lastN := lastN
+		if c.from {
+			lastN = 0 // its tasks are not this session's
+		}
 		switch {
 		case a.Type == engine.ArtifactDecision && a.Status == "active":
 			c.score = score(q, a, 1.0, lastN)
@@ -215,6 +234,11 @@ func Build(in *Input) (*Pack, error) {
 		case a.Type == engine.ArtifactOutcome && a.Outcome != nil:
 			c.score = score(q, a, 0.8, lastN)
 			outcomes = append(outcomes, c)
+		}
+		if c.from {
+			// An earlier session's: in force, but behind the session's
+			// own at equal relevance.
+			c.score = round(c.score * 0.9)
 		}
 	}
 	for _, cs := range [][]cand{decisions, constraints, threads, outcomes} {
@@ -328,6 +352,7 @@ func nonNil[T any](s []T) []T {
 type cand struct {
 	a     *engine.Artifact
 	score float64
+	from  bool // an earlier session's of the project (Input.Project)
 }
 
 func byScore(x, y cand) int {
@@ -360,6 +385,9 @@ func fill(cs []cand, budget int, item func(*engine.Artifact) Item, spare []cand,
 			continue
 		}
 		it := item(c.a)
+		if c.from {
+			it.From = origin(c.a)
+		}
 		it.Score = round(c.score)
 		it.Tokens = count(renderItem(it))
 		if used+it.Tokens > budget {
@@ -372,6 +400,16 @@ func fill(cs []cand, budget int, item func(*engine.Artifact) Item, spare []cand,
 		out = append(out, it)
 	}
 	return out, spare
+}
+
+// origin says which earlier session an item comes from, and when it was
+// last stated there.
+func origin(a *engine.Artifact) string {
+	s := "session " + a.Session
+	if a.Last != 0 {
+		s += ", " + time.Unix(0, a.Last).UTC().Format("2006-01-02")
+	}
+	return s
 }
 
 func decisionItem(a *engine.Artifact) Item {

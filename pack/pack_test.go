@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -290,5 +291,61 @@ func TestGolden(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("%s differs (go test ./pack -update rewrites it):\n%s", file, got)
 		}
+	}
+}
+
+// TestBuildProject: what earlier sessions of the project left in force
+// joins the pack, each item saying where it comes from; the project's
+// outcomes, and anything of the session itself, come from the session.
+// A new session (no artifacts of its own) gets the project's alone.
+func TestBuildProject(t *testing.T) {
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixNano()
+	earlier := func(id string, typ engine.ArtifactType, status, text string) engine.Artifact {
+		return engine.Artifact{ID: id, Type: typ, Status: status, Session: "s0", Task: "turn-1", TaskN: 1, Title: text, Text: text, First: day, Last: day}
+	}
+	atlas := earlier("dec-0000000000a1", engine.ArtifactDecision, "active", "Use Atlas for the schema migrations.")
+	atlas.Decision = &engine.Decision{Statement: atlas.Text}
+	prod := earlier("con-0000000000a1", engine.ArtifactConstraint, "active", "Nobody runs migrations against prod by hand.")
+	prod.Constraint = &engine.Constraint{Statement: prod.Text, Modal: "never", Scope: "session"}
+	flaky := earlier("thr-0000000000a1", engine.ArtifactThread, "open", "failing test: go test ./store")
+	flaky.Thread = &engine.Thread{Kind: "failing_test", Text: "go test ./store fails", Test: "go test ./store"}
+	done := earlier("out-0000000000a1", engine.ArtifactOutcome, "success", "turn-1")
+	done.Outcome = &engine.Outcome{Status: "success", Prompt: "Add the users table.", Summary: []string{"Added it."}}
+	self := earlier("dec-0000000000a2", engine.ArtifactDecision, "active", "A decision of the session itself, from the project index.")
+	self.Session = "s1"
+	self.Decision = &engine.Decision{Statement: self.Text}
+	project := []engine.Artifact{atlas, prod, flaky, done, self}
+
+	p, err := Build(&Input{Session: "s1", Task: "add a column to users", Artifacts: small(), Project: project, ProjectState: "p1", Budget: DefaultBudget()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := p.Markdown()
+	for _, want := range []string{
+		"Use Atlas for the schema migrations. (from session s0, 2026-11-20) [dec-0000000000a1]",
+		"Nobody runs migrations against prod by hand. (session-wide; from session s0, 2026-11-20) [con-0000000000a1]",
+		"failing_test: go test ./store fails (go test ./store; from session s0, 2026-11-20) [thr-0000000000a1]",
+		"Use BoltDB for the job queue instead of SQLite.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("pack lacks %q:\n%s", want, md)
+		}
+	}
+	for _, not := range []string{"out-0000000000a1", "dec-0000000000a2"} {
+		if strings.Contains(md, not) {
+			t.Errorf("pack holds %s:\n%s", not, md)
+		}
+	}
+	if Key(&Input{Session: "s1", ProjectState: "p1"}) == Key(&Input{Session: "s1", ProjectState: "p2"}) {
+		t.Error("the pack key does not change with the project's state")
+	}
+
+	fresh, err := Build(&Input{Session: "s2", Project: project, ProjectState: "p1", Budget: DefaultBudget()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fresh.Decisions) != 2 || len(fresh.Constraints) != 1 || len(fresh.Threads) != 1 || len(fresh.Implemented) != 0 {
+		t.Errorf("a new session's pack: %d decisions, %d constraints, %d threads, %d tasks; want the project's 2, 1, 1 and none",
+			len(fresh.Decisions), len(fresh.Constraints), len(fresh.Threads), len(fresh.Implemented))
 	}
 }

@@ -61,8 +61,13 @@ func (p *Pack) Markdown() string {
 // renderItem is an item's Markdown line.
 func renderItem(it Item) string {
 	s := "- " + it.Text
-	if it.Note != "" {
+	switch {
+	case it.Note != "" && it.From != "":
+		s += " (" + it.Note + "; from " + it.From + ")"
+	case it.Note != "":
 		s += " (" + it.Note + ")"
+	case it.From != "":
+		s += " (from " + it.From + ")"
 	}
 	return s + " [" + it.ID + "]\n"
 }

@@ -18,7 +18,7 @@ import (
 var bodyBufs sync.Pool // of *[]byte
 
 // maxPooledBody is the largest buffer kept for another body.
-var maxPooledBody = 8 << 20 // a variable for tests
+const maxPooledBody = 8 << 20
 
 // scribbleBodies overwrites a buffer given back, so that tests find any
 // reader that kept a part of a body.

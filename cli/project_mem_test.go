@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/pack"
+)
+
+// projectTranscript is a Claude Code session of the project /repo/app
+// (cwd), starting at start, with the prompts and replies given in turn.
+func projectTranscript(session string, start time.Time, cwd string, turns ...string) string {
+	var lines []string
+	t := start
+	for i, text := range turns {
+		t = t.Add(5 * time.Second)
+		m := map[string]any{"uuid": fmt.Sprintf("%s-%04d", session[:23], i), "sessionId": session, "timestamp": t.Format(time.RFC3339Nano),
+			"cwd": cwd, "version": "2.1.39"}
+		if i%2 == 0 {
+			m["type"], m["message"] = "user", map[string]any{"role": "user", "content": text}
+		} else {
+			m["type"], m["requestId"] = "assistant", fmt.Sprintf("req_%s_%d", session[:8], i)
+			m["message"] = map[string]any{"id": fmt.Sprintf("msg_%s_%d", session[:8], i), "type": "message", "role": "assistant",
+				"model": "claude-sonnet-4-5-20250929", "content": []any{map[string]any{"type": "text", "text": text}}, "stop_reason": "end_turn",
+				"usage": map[string]any{"input_tokens": 900, "output_tokens": 90}}
+		}
+		b, _ := json.Marshal(m)
+		lines = append(lines, string(b))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestProjectMemory: a decision replaced in a later session of the same
+// project is found as superseded, below what replaced it, says why in
+// mem get, and stays out of the pack of a new session of the project,
+// which carries the decision in force, its origin, and the project's
+// rules; another project's pack has none of it.
+func TestProjectMemory(t *testing.T) {
+	dir := t.TempDir()
+	src := t.TempDir()
+	day := time.Date(2026, 11, 10, 9, 0, 0, 0, time.UTC)
+	one := "55555555-0000-4000-8000-000000000001"
+	two := "55555555-0000-4000-8000-000000000002"
+	writeFile(t, src, one+".jsonl", projectTranscript(one, day, "/repo/app",
+		"Set up the schema migrations. For the migrations, use goose. Never run migrations against prod by hand.",
+		"Done: goose runs the migrations from db/migrations."))
+	writeFile(t, src, two+".jsonl", projectTranscript(two, day.Add(48*time.Hour), "/repo/app",
+		"The migrations need checksums. For the migrations, use Atlas.",
+		"Done: Atlas runs the migrations now."))
+	other := "55555555-0000-4000-8000-000000000003"
+	writeFile(t, src, other+".jsonl", projectTranscript(other, day, "/elsewhere",
+		"For the migrations, use Flyway.", "Done."))
+	if out, errs, code := run(t, "--dir", dir, "import", "claude", src, "--quiet"); code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errs)
+	}
+
+	cards := memJSON[[]engine.Card](t, "--dir", dir, "mem", "search", "which tool runs the migrations", "--type", "decision", "-k", "10")
+	pos := map[string]int{}
+	var goose, atlas engine.Card
+	for i, c := range cards {
+		switch {
+		case strings.Contains(c.Title, "goose"):
+			goose, pos["goose"] = c, i
+		case strings.Contains(c.Title, "Atlas"):
+			atlas, pos["atlas"] = c, i
+		}
+	}
+	if goose.ID == "" || atlas.ID == "" {
+		t.Fatalf("search: %+v", cards)
+	}
+	if goose.Status != "superseded" || atlas.Status != "active" || pos["atlas"] > pos["goose"] {
+		t.Fatalf("search: goose %s at %d, Atlas %s at %d; want goose superseded below Atlas", goose.Status, pos["goose"], atlas.Status, pos["atlas"])
+	}
+	out, errs, code := run(t, "--dir", dir, "mem", "get", goose.ID)
+	if code != 0 || !strings.Contains(out, "superseded by "+atlas.ID+" in session claude:"+two) || !strings.Contains(out, "subject: migrations") {
+		t.Fatalf("mem get: %d\n%s%s", code, out, errs)
+	}
+	a := memJSON[engine.Artifact](t, "--dir", dir, "mem", "get", goose.ID)
+	if a.Status != "superseded" || a.Resolved == nil || a.Resolved.By != atlas.ID {
+		t.Fatalf("mem get --json: status %s, resolved %+v", a.Status, a.Resolved)
+	}
+
+	// A new session of the project (not recorded yet).
+	p := memJSON[pack.Pack](t, "--dir", dir, "mem", "context", "--session", "brand-new", "--project", "/repo/app")
+	md := strings.Join(func() (s []string) {
+		for _, it := range append(p.Decisions, p.Constraints...) {
+			s = append(s, it.Text+" | "+it.From)
+		}
+		return s
+	}(), "\n")
+	if !strings.Contains(md, "use Atlas") || strings.Contains(md, "goose") || !strings.Contains(md, "Never run migrations against prod by hand") ||
+		!strings.Contains(md, "from session claude:"+two) && !strings.Contains(md, "session claude:"+two) {
+		t.Fatalf("a new session's pack:\n%s", md)
+	}
+	elsewhere := memJSON[pack.Pack](t, "--dir", dir, "mem", "context", "--session", "another-new", "--project", "/elsewhere")
+	for _, it := range append(elsewhere.Decisions, elsewhere.Constraints...) {
+		if strings.Contains(it.Text, "Atlas") || strings.Contains(it.Text, "prod") {
+			t.Fatalf("another project's pack has %q", it.Text)
+		}
+	}
+	if len(elsewhere.Decisions) != 1 || !strings.Contains(elsewhere.Decisions[0].Text, "Flyway") {
+		t.Fatalf("another project's pack: %+v", elsewhere.Decisions)
+	}
+}

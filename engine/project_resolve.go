@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bbengine/bbengine/internal/memtext"
+)
+
+// A session's miner decides what is in force within the session. What a
+// later session of the same project says can take an earlier session's
+// decision, constraint or thread out of force: "switch to Atlas" two
+// sessions after "use goose for the migrations", a test that failed
+// yesterday passing today. That is resolved when memory is read, from
+// the project index (project.go), never written into the earlier
+// session's artifacts: a session's derived state depends on its own
+// events alone, so derivation stays incremental and rebuild identical.
+//
+// The rules are the miner's own, applied across sessions, and the later
+// statement wins (the latest evidence, then the later session):
+//   - a decision is superseded by a later one on the same subject, or one
+//     that replaces an option it chose (conflicts);
+//   - a constraint by a later one saying the opposite about the same
+//     thing (similar cores, one negative);
+//   - an open failing test is closed by a later session's passing run of
+//     the same command, and a failing test open again in a later session
+//     is the same thread: the earlier one is superseded by it.
+
+// Resolution says why an artifact is no longer in force: a later session
+// of its project replaced or closed it.
+type Resolution struct {
+	// Status is what the artifact now is: superseded or closed.
+	Status string `json:"status"`
+	// By is the artifact that replaced or closed it, and Session its
+	// session.
+	By      string `json:"by"`
+	Session string `json:"session"`
+	// Reason says which rule applied, in words.
+	Reason string `json:"reason"`
+}
+
+// projectView is what the project index says about some of a project's
+// artifacts, loaded: the candidates that may take another out of force.
+type projectView struct {
+	e       *Engine
+	project string
+	arts    map[string]*Artifact // loaded, by id; nil for a forgotten or missing one
+	ords    map[string]uint64    // session ordinal, by artifact id
+	// By the index's kinds and terms.
+	subject  map[string][]string // ProjectSubject
+	replaced map[string][]string // ProjectReplaced
+	cores    map[string][]string // ProjectConstraint
+	tests    map[string][]string // ProjectTest
+	passed   map[string][]string // ProjectPassed
+}
+
+func newProjectView(e *Engine, project string) *projectView {
+	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{},
+		subject: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{},
+		tests: map[string][]string{}, passed: map[string][]string{}}
+}
+
+// add takes one entry of the project index.
+func (v *projectView) add(kind byte, term, id string, ord uint64) {
+	v.ords[id] = ord
+	var m map[string][]string
+	switch kind {
+	case ProjectSubject:
+		m = v.subject
+	case ProjectReplaced:
+		m = v.replaced
+	case ProjectConstraint:
+		m = v.cores
+	case ProjectTest:
+		m = v.tests
+	case ProjectPassed:
+		m = v.passed
+	default:
+		return
+	}
+	if !slices.Contains(m[term], id) {
+		m[term] = append(m[term], id)
+	}
+}
+
+// scan adds the entries under kind and term (every term when term is
+// "", and every kind when kind is 0).
+func (v *projectView) scan(kind byte, term string) error {
+	var p []byte
+	switch {
+	case kind == 0:
+		p = append(append([]byte{prefixIndex, memProject}, v.project...), 0)
+	case term == "":
+		p = append(append(append([]byte{prefixIndex, memProject}, v.project...), 0), kind)
+	default:
+		p = projectPrefix(v.project, kind, term)
+	}
+	return v.e.scan(p, func(k, val []byte) error {
+		if len(val) != 8 {
+			return nil
+		}
+		rest := k[len(v.project)+3:] // after 'i' 'p' project 0x00
+		kd, rest := rest[0], rest[1:]
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 {
+			return nil
+		}
+		v.add(kd, string(rest[:i]), string(rest[i+1:]), binary.BigEndian.Uint64(val))
+		return nil
+	})
+}
+
+// get loads an artifact of the view, nil when it is gone or forgotten.
+func (v *projectView) get(id string) (*Artifact, error) {
+	if a, ok := v.arts[id]; ok {
+		return a, nil
+	}
+	a, err := v.e.artifact(id)
+	if errors.Is(err, ErrNotFound) || err == nil && a.Forgotten {
+		v.arts[id] = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	v.arts[id] = &a
+	return &a, nil
+}
+
+// later reports whether b was stated after a: its latest evidence, then
+// its session, then its id.
+func (v *projectView) later(b, a *Artifact) bool {
+	if c := cmp.Compare(b.Last, a.Last); c != 0 {
+		return c > 0
+	}
+	if c := cmp.Compare(v.ords[b.ID], v.ords[a.ID]); c != 0 {
+		return c > 0
+	}
+	return b.ID > a.ID
+}
+
+// resolve says whether a later session took a out of force, and why.
+func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
+	var best *Artifact
+	var why string
+	consider := func(ids []string, ok func(b *Artifact) (string, bool)) error {
+		for _, id := range ids {
+			if id == a.ID {
+				continue
+			}
+			b, err := v.get(id)
+			if err != nil {
+				return err
+			}
+			if b == nil || b.Session == a.Session || !v.later(b, a) {
+				continue
+			}
+			reason, yes := ok(b)
+			if yes && (best == nil || v.later(b, best)) {
+				best, why = b, reason
+			}
+		}
+		return nil
+	}
+	status := "superseded"
+	switch {
+	case a.Decision != nil && a.Status == "active":
+		d := a.Decision
+		ok := func(b *Artifact) (string, bool) {
+			if b.Decision == nil || b.Status != "active" || !conflicts(b.Decision, d) {
+				return "", false
+			}
+			if d.Subject != "" && b.Decision.Subject == d.Subject {
+				return fmt.Sprintf("a later decision on the same subject (%s)", d.Subject), true
+			}
+			return fmt.Sprintf("a later decision replaces %q", strings.Join(b.Decision.Replaces, ", ")), true
+		}
+		if d.Subject != "" {
+			if err := consider(v.subject[d.Subject], ok); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range decisionOptions(d) {
+			if err := consider(v.replaced[c], ok); err != nil {
+				return nil, err
+			}
+		}
+	case a.Constraint != nil && a.Status == "active":
+		c := a.Constraint
+		core := constraintCore(c.Statement)
+		ok := func(b *Artifact) (string, bool) {
+			if b.Constraint == nil || b.Status != "active" || negative(b.Constraint.Modal) == negative(c.Modal) ||
+				!similar(core, constraintCore(b.Constraint.Statement)) {
+				return "", false
+			}
+			return "a later constraint says the opposite", true
+		}
+		for _, t := range core {
+			if err := consider(v.cores[t], ok); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "failing_test":
+		key := testKey(a)
+		if key == "" {
+			break
+		}
+		if err := consider(v.passed[key], func(b *Artifact) (string, bool) {
+			return fmt.Sprintf("a later session ran %q and it passed", key), b.Type == ArtifactOutcome
+		}); err != nil {
+			return nil, err
+		}
+		if best != nil {
+			status = "closed"
+			break
+		}
+		if err := consider(v.tests[key], func(b *Artifact) (string, bool) {
+			return fmt.Sprintf("the same failing test (%s) is open in a later session", key), b.Thread != nil && b.Status == "open"
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return &Resolution{Status: status, By: best.ID, Session: best.Session, Reason: why}, nil
+}
+
+// decisionOptions are the words a later decision may replace: the
+// options a decision chose and the terms of its statement.
+func decisionOptions(d *Decision) []string {
+	out := slices.Clone(d.Chooses)
+	out = append(out, memtext.Terms(d.Statement)...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// testKey is what the project index files a failing test thread under:
+// its command's first two words.
+func testKey(a *Artifact) string {
+	if len(a.Commands) == 0 {
+		return ""
+	}
+	f := strings.Fields(a.Commands[0])
+	return strings.Join(f[:min(2, len(f))], " ")
+}
+
+// passedKeys are the first two words of the passing test runs of an
+// outcome.
+func passedKeys(o *Outcome) []string {
+	var out []string
+	for _, c := range o.Commands {
+		if c.Test != "passed" {
+			continue
+		}
+		f := strings.Fields(c.Command)
+		if len(f) > 0 {
+			out = append(out, strings.Join(f[:min(2, len(f))], " "))
+		}
+	}
+	return out
+}
+
+// Resolve says whether a later session of a's project took a out of force
+// (nil when it did not, or a has no project): a decision or constraint
+// replaced, a failing test that passed. It reads only the project index
+// entries that could apply.
+func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
+	if a.Decision == nil && a.Constraint == nil && a.Thread == nil {
+		return nil, nil
+	}
+	st, err := e.MemoryState(a.Session)
+	if err != nil || st.Project == "" {
+		return nil, err
+	}
+	v := newProjectView(e, st.Project)
+	v.ords[a.ID] = st.Ordinal
+	switch {
+	case a.Decision != nil:
+		if s := a.Decision.Subject; s != "" {
+			if err := v.scan(ProjectSubject, s); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range decisionOptions(a.Decision) {
+			if err := v.scan(ProjectReplaced, c); err != nil {
+				return nil, err
+			}
+		}
+	case a.Constraint != nil:
+		for _, t := range constraintCore(a.Constraint.Statement) {
+			if err := v.scan(ProjectConstraint, t); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil:
+		if k := testKey(&a); k != "" {
+			if err := v.scan(ProjectPassed, k); err != nil {
+				return nil, err
+			}
+			if err := v.scan(ProjectTest, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	v.arts[a.ID] = &a
+	return v.resolve(&a)
+}
+
+// ProjectMemory is what the sessions of one project leave in force for
+// the next: its active decisions and constraints and its open threads,
+// less those a later session replaced or closed.
+type ProjectMemory struct {
+	Project string
+	// InForce are the artifacts in force, sorted by id.
+	InForce []Artifact
+	// Resolved are the artifacts a later session took out of force, by
+	// id.
+	Resolved map[string]Resolution
+	// Sessions maps each session of InForce to its ordinal.
+	Sessions map[string]uint64
+	// State is a digest of what InForce and Resolved were built from: it
+	// changes when any of them does.
+	State string
+}
+
+// ProjectMemory returns the memory in force of project (a working
+// directory, as ProjectOf gives it), from every session of it.
+func (e *Engine) ProjectMemory(project string) (*ProjectMemory, error) {
+	pm := &ProjectMemory{Project: project, Resolved: map[string]Resolution{}, Sessions: map[string]uint64{}}
+	if project == "" {
+		return pm, nil
+	}
+	v := newProjectView(e, project)
+	if err := v.scan(0, ""); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(v.ords))
+	for id := range v.ords {
+		if inForceKind(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	h := sha256.New()
+	for _, id := range ids {
+		a, err := v.get(id)
+		if err != nil {
+			return nil, err
+		}
+		if a == nil {
+			continue
+		}
+		if a.Status != "active" && a.Status != "open" {
+			continue // the index is behind the artifact: it is not in force
+		}
+		fmt.Fprintf(h, "%s %s %d\n", a.ID, a.Status, a.Last)
+		r, err := v.resolve(a)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			pm.Resolved[a.ID] = *r
+			fmt.Fprintf(h, "- %s %s\n", r.Status, r.By)
+			continue
+		}
+		pm.InForce = append(pm.InForce, *a)
+		pm.Sessions[a.Session] = v.ords[a.ID]
+	}
+	pm.State = hex.EncodeToString(h.Sum(nil))[:16]
+	return pm, nil
+}

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeSession writes l to dir and imports it.
+func writeSession(t *testing.T, e *Engine, dir string, l *claudeLog) string {
+	t.Helper()
+	p := filepath.Join(dir, l.session+".jsonl")
+	if err := os.WriteFile(p, l.data(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	importPath(t, e, "claude", p)
+	return "claude:" + l.session
+}
+
+func onlyOne(t *testing.T, arts []Artifact, typ ArtifactType, has string) Artifact {
+	t.Helper()
+	var out []Artifact
+	for _, a := range byType(arts, typ) {
+		if strings.Contains(a.Title+" "+a.Text, has) {
+			out = append(out, a)
+		}
+	}
+	if len(out) != 1 {
+		var titles []string
+		for _, a := range byType(arts, typ) {
+			titles = append(titles, a.Status+": "+a.Title)
+		}
+		t.Fatalf("%d %s artifacts with %q, want 1; have %q", len(out), typ, has, titles)
+	}
+	return out[0]
+}
+
+// TestProjectResolve: a later session of a project takes an earlier
+// session's decision, constraint and failing test out of force (by
+// subject, by a replaced option, by the opposite rule, by a passing
+// run); another project is untouched; ProjectMemory keeps what is in
+// force; and a rebuild gives the same.
+func TestProjectResolve(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	defer log.Close()
+	defer e.Close()
+
+	one := newClaudeLog("44444444-0000-4000-8000-000000000001")
+	one.user("Set up the schema migrations. For the migrations, use goose.")
+	one.reply(textBlock("We decided to use a ring buffer for the event queue because it never allocates."))
+	one.user("Always squash commits before merging. Run the store tests.")
+	one.reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./store/..."}))
+	one.result("toolu_1", "--- FAIL: TestMigrate (0.01s)\n    store_test.go:40: no such table: users\nFAIL\nFAIL\tgithub.com/acme/app/store\t0.02s", true)
+	one.reply(textBlock("TestMigrate fails: the users table is missing."))
+	s1 := writeSession(t, e, dir, one)
+
+	two := newClaudeLog("44444444-0000-4000-8000-000000000002")
+	two.t = one.t.Add(24 * time.Hour)
+	two.user("The migrations again. For the migrations, use Atlas.")
+	two.reply(textBlock("We decided to use a slice instead of a ring buffer, since the queue is tiny."))
+	two.user("Never squash commits before merging. Run the store tests again.")
+	two.reply(use("toolu_2", "Bash", map[string]any{"command": "go test ./store/... -run Migrate"}))
+	two.result("toolu_2", "ok  \tgithub.com/acme/app/store\t0.03s", false)
+	two.reply(textBlock("The store tests pass now."))
+	s2 := writeSession(t, e, dir, two)
+
+	other := newClaudeLog("44444444-0000-4000-8000-000000000003")
+	other.cwd = "/elsewhere"
+	other.t = two.t.Add(time.Hour)
+	other.user("For the migrations, use Flyway.")
+	other.reply(textBlock("Done."))
+	writeSession(t, e, dir, other)
+
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := e.Artifacts(s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goose, atlas := onlyOne(t, a1, ArtifactDecision, "goose"), onlyOne(t, a2, ArtifactDecision, "Atlas")
+	ring, slice := onlyOne(t, a1, ArtifactDecision, "ring buffer for"), onlyOne(t, a2, ArtifactDecision, "slice")
+	squash, nosquash := onlyOne(t, a1, ArtifactConstraint, "Always squash"), onlyOne(t, a2, ArtifactConstraint, "Never squash")
+	failing := onlyOne(t, a1, ArtifactThread, "TestMigrate")
+	for _, a := range []Artifact{goose, ring, squash} {
+		if a.Status != "active" {
+			t.Fatalf("%s is %s in its own session, want active", a.Title, a.Status)
+		}
+	}
+	if failing.Status != "open" {
+		t.Fatalf("the failing test is %s in its own session", failing.Status)
+	}
+
+	want := map[string]struct {
+		by     Artifact
+		status string
+	}{
+		goose.ID:   {atlas, "superseded"},
+		ring.ID:    {slice, "superseded"},
+		squash.ID:  {nosquash, "superseded"},
+		failing.ID: {Artifact{Session: s2}, "closed"},
+	}
+	for id, w := range want {
+		a, err := e.Artifact(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Resolve(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil || r.Status != w.status || r.Session != s2 || w.by.ID != "" && r.By != w.by.ID || r.Reason == "" {
+			t.Errorf("%s: resolved %+v, want %s by %s of %s", a.Title, r, w.status, w.by.Title, s2)
+		}
+	}
+	for _, a := range []Artifact{atlas, slice, nosquash} {
+		if r, err := e.Resolve(a); err != nil || r != nil {
+			t.Errorf("%s, the later one, resolved %+v, %v", a.Title, r, err)
+		}
+	}
+
+	pm, err := e.ProjectMemory("/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inForce []string
+	for _, a := range pm.InForce {
+		inForce = append(inForce, a.ID)
+	}
+	for _, a := range []Artifact{atlas, slice, nosquash} {
+		if !slices.Contains(inForce, a.ID) {
+			t.Errorf("ProjectMemory lacks %q, in force", a.Title)
+		}
+	}
+	for id := range want {
+		if slices.Contains(inForce, id) {
+			t.Errorf("ProjectMemory has %s, taken out of force", id)
+		}
+		if _, ok := pm.Resolved[id]; !ok {
+			t.Errorf("ProjectMemory does not say why %s is out of force", id)
+		}
+	}
+	elsewhere, err := e.ProjectMemory("/elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(elsewhere.InForce) != 1 || !strings.Contains(elsewhere.InForce[0].Title, "Flyway") || len(elsewhere.Resolved) != 0 {
+		t.Errorf("another project: %d in force, %d resolved", len(elsewhere.InForce), len(elsewhere.Resolved))
+	}
+
+	state := pm.State
+	if _, err := e.RebuildMemory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.ProjectMemory("/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.State != state || len(again.InForce) != len(pm.InForce) {
+		t.Errorf("after a rebuild: state %s (was %s), %d in force (was %d)", again.State, state, len(again.InForce), len(pm.InForce))
+	}
+}

@@ -92,10 +92,10 @@ type localMemory struct {
 	// sync began (valid once syncedOnce): a sync that would find it
 	// unchanged has nothing to do, and skips reading every session's
 	// memory state, which at 100k artifacts cost more than the search.
-	changes    *atomic.Uint64
+	changes *atomic.Uint64
 	// pms keeps project memory by project while changes stays put.
-	pmMu sync.Mutex
-	pms  map[string]genProject
+	pmMu       sync.Mutex
+	pms        map[string]genProject
 	synced     uint64
 	syncedOnce bool
 	// packs caches context packs.

@@ -134,8 +134,8 @@ type Item struct {
 	Text string `json:"text"`
 	// Note qualifies the text: a decision's rationale, a constraint's
 	// scope, a thread's file.
-	Note   string  `json:"note,omitempty"`
-	Task   string  `json:"task,omitempty"`
+	Note string `json:"note,omitempty"`
+	Task string `json:"task,omitempty"`
 	// From names the earlier session of the project an item comes from,
 	// with the day of its latest evidence; empty for the session's own.
 	From   string  `json:"from,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -156,10 +157,13 @@ func runAgent(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		wd, _ := os.Getwd()
+		before := snapshotRepo(c.Context, wd)
 		code, why, err := pl.exec(c, r)
 		if err != nil {
 			return err
 		}
+		changes := withoutDir(repoChanges(c.Context, before, snapshotRepo(c.Context, wd)), before, dir)
 		status := "success"
 		if code != 0 {
 			status = "fail"
@@ -168,7 +172,7 @@ func runAgent(c *ucli.Context) error {
 		if code == 0 {
 			summary = ""
 		}
-		if err := recordOutcome(m, pl.session, pl.task, status, summary, code); err != nil {
+		if err := recordOutcome(m, pl.session, pl.task, status, summary, code, changes); err != nil {
 			fmt.Fprintf(c.App.ErrWriter, "bbengine run: the agent exited (%s) but its outcome was not recorded: %v\n", why, err)
 		}
 		if code != 0 {
@@ -405,7 +409,24 @@ func recordGoal(m memory, session, goal string) error {
 }
 
 // recordOutcome records how the task ended, from the agent's exit.
-func recordOutcome(m memory, session, task, status, why string, code int) error {
-	_, err := m.Note(exchange.Note{Op: "outcome", Session: session, TaskID: task, Status: status, Text: why, Exit: &code, Source: "run"})
+func recordOutcome(m memory, session, task, status, why string, code int, changes []exchange.FileStat) error {
+	_, err := m.Note(exchange.Note{Op: "outcome", Session: session, TaskID: task, Status: status, Text: why, Exit: &code, Changes: changes, Source: "run"})
 	return err
+}
+
+// withoutDir drops the changes under the data directory dir (a data
+// directory kept inside the repository changes while the agent runs).
+func withoutDir(changes []exchange.FileStat, st *repoState, dir string) []exchange.FileStat {
+	if st == nil {
+		return changes
+	}
+	rel, err := filepath.Rel(st.root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return changes
+	}
+	if rel == "." {
+		return nil
+	}
+	rel = filepath.ToSlash(rel) + "/"
+	return slices.DeleteFunc(changes, func(c exchange.FileStat) bool { return strings.HasPrefix(c.Path+"/", rel) })
 }

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +116,70 @@ func TestRunPlainCommand(t *testing.T) {
 	}
 	if _, errs, code := run(t, "--dir", dir, "run", "--", "no-such-agent-e2e"); code != 1 || !strings.Contains(errs, "no-such-agent-e2e") {
 		t.Errorf("unknown agent: exit %d, %s", code, errs)
+	}
+}
+
+// TestRunRepoChanges: a task under bbengine run reports what it changed
+// in the repository, by git's diff before and after it: an edited file
+// with its line counts and new content's hash, a new file, a deleted
+// one; a file already changed before the task and left alone is not the
+// task's.
+func TestRunRepoChanges(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	gitIn := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitIn("init", "-q")
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.go", "package a\n\nfunc A() {}\n")
+	write("old.go", "package a\n// old\n")
+	gitIn("add", ".")
+	gitIn("commit", "-q", "-m", "start")
+	write("pre.txt", "changed before the task\n")
+
+	dir := t.TempDir()
+	t.Chdir(repo)
+	script := `printf 'package a\n\nfunc A() { B() }\nfunc B() {}\n' > a.go; printf '1\n2\n3\n4\n' > new.go; rm old.go`
+	if out, errs, code := run(t, "--dir", dir, "run", "--session", "ses-diff", "--", "sh", "-c", script); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errs)
+	}
+	var outcome engine.Artifact
+	for _, c := range memJSON[[]engine.Card](t, "--dir", dir, "mem", "list", "ses-diff", "--type", "outcome") {
+		outcome = memJSON[engine.Artifact](t, "--dir", dir, "mem", "get", c.ID)
+	}
+	if outcome.Outcome == nil {
+		t.Fatal("no outcome recorded")
+	}
+	got := map[string]engine.FileChange{}
+	for _, f := range outcome.Outcome.Files {
+		got[f.Path] = f
+	}
+	sum := sha256.Sum256([]byte("package a\n\nfunc A() { B() }\nfunc B() {}\n"))
+	if a := got["a.go"]; a.Op != "diff" || a.Added != 2 || a.Deleted != 1 || a.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("a.go: %+v", a)
+	}
+	if n := got["new.go"]; n.Op != "diff" || n.Added != 4 || n.Deleted != 0 || n.SHA256 == "" {
+		t.Errorf("new.go: %+v", n)
+	}
+	if o := got["old.go"]; o.Op != "delete" || o.Deleted != 2 || o.SHA256 != "" {
+		t.Errorf("old.go: %+v", o)
+	}
+	if _, ok := got["pre.txt"]; ok || len(got) != 3 {
+		t.Errorf("changes: %+v, want a.go, new.go and old.go only", outcome.Outcome.Files)
+	}
+	if !strings.Contains(outcome.Text, "a.go (+2 -1)") {
+		t.Errorf("outcome text lacks the change:\n%s", outcome.Text)
 	}
 }

@@ -140,10 +140,17 @@ type Outcome struct {
 type FileChange struct {
 	Path string `json:"path"`
 	// Op is edit, write, create, delete, move, shell (a shell command
-	// that writes the file) or reported (named by an outcome report).
+	// that writes the file), reported (named by an outcome report) or
+	// diff (changed by the repository's diff around a bbengine run task).
 	Op string `json:"op"`
 	// Tool is the tool that changed it (Edit, apply_patch, Bash, …).
 	Tool string `json:"tool,omitempty"`
+	// Added and Deleted are the lines the repository's diff counts and
+	// SHA256 the content after the task, when bbengine run reported the
+	// change (Op diff, or delete).
+	Added   int    `json:"added,omitempty"`
+	Deleted int    `json:"deleted,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
 }
 
 // Command is a shell command a task ran.

@@ -85,6 +85,9 @@ type Report struct {
 	Status  string   `json:"status"`
 	Summary string   `json:"summary,omitempty"`
 	Files   []string `json:"files,omitempty"`
+	// Changes are the files the repository's diff says the task changed
+	// (bbengine run).
+	Changes []exchange.FileStat `json:"changes,omitempty"`
 	// Exit is the agent's exit code, when the reporter ran it.
 	Exit *int `json:"exit_code,omitempty"`
 	// Source is run or harness.
@@ -183,7 +186,7 @@ func (c *canonicalizer) note(off uint64, t int64, n *exchange.Note) error {
 	// memory again. A session no request has reached yet is created, so
 	// the reported task has an artifact to hold it.
 	r := Report{Session: n.Session, Task: n.TaskID, Status: n.Status, Summary: strings.TrimSpace(n.Text), Files: n.Files,
-		Exit: n.Exit, Source: n.Source, Time: t, Offset: off}
+		Changes: n.Changes, Exit: n.Exit, Source: n.Source, Time: t, Offset: off}
 	if err := c.setJSON(reportKey(r.Session, r.Task), &r); err != nil {
 		return err
 	}
@@ -258,6 +261,20 @@ func foldReports(session string, arts []Artifact, tasks int, reports []Report, r
 		for _, f := range r.Files {
 			a.Files = addUnique(a.Files, f)
 			o.Files = addChange(o.Files, FileChange{Path: f, Op: "reported"})
+		}
+		for _, c := range r.Changes {
+			path := text(c.Path)
+			a.Files = addUnique(a.Files, path)
+			op := "diff"
+			if c.SHA256 == "" {
+				op = "delete"
+			}
+			o.Files = addChange(o.Files, FileChange{Path: path, Op: op})
+			for j := range o.Files {
+				if o.Files[j].Path == path {
+					o.Files[j].Added, o.Files[j].Deleted, o.Files[j].SHA256 = c.Added, c.Deleted, c.SHA256
+				}
+			}
 		}
 		a.Symbols = addUnique(a.Symbols, memtext.Identifiers(r.Summary)...)
 		a.Status = o.Status

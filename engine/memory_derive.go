@@ -352,6 +352,18 @@ func outcomeText(a *Artifact) string {
 	if r := o.Report; r != nil && len(r.Files) > 0 {
 		fmt.Fprintf(&b, "Reported files: %s\n", strings.Join(r.Files, ", "))
 	}
+	var changed []string
+	for _, f := range o.Files {
+		switch {
+		case f.Op == "diff":
+			changed = append(changed, fmt.Sprintf("%s (+%d -%d)", f.Path, f.Added, f.Deleted))
+		case f.Op == "delete" && f.Deleted > 0:
+			changed = append(changed, fmt.Sprintf("%s (deleted, -%d)", f.Path, f.Deleted))
+		}
+	}
+	if len(changed) > 0 {
+		fmt.Fprintf(&b, "Changed in the repository: %s\n", strings.Join(changed, ", "))
+	}
 	return b.String()
 }
 

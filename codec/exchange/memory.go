@@ -99,8 +99,22 @@ type Note struct {
 	Status  string   `json:"status,omitempty"`
 	Text    string   `json:"text,omitempty"`
 	Files   []string `json:"files,omitempty"`
-	Exit    *int     `json:"exit_code,omitempty"`
-	Source  string   `json:"source"`
+	// Changes are the files the task changed as the repository's diff
+	// before and after it says (bbengine run), at most MaxNoteFiles.
+	Changes []FileStat `json:"changes,omitempty"`
+	Exit    *int       `json:"exit_code,omitempty"`
+	Source  string     `json:"source"`
+}
+
+// FileStat is one file a task changed, by the repository's diff: the
+// lines added and deleted against the commit the task started from, and
+// the SHA-256 (hex) of its content after the task, "" when it was
+// deleted. Never the diff itself.
+type FileStat struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+	SHA256  string `json:"sha256,omitempty"`
 }
 
 // Limits of a note's fields, in bytes. Every note that validates
@@ -111,7 +125,7 @@ const (
 	MaxNoteText  = 16 << 10 // a checkpoint or an outcome summary
 	MaxNoteFile  = 256      // one file path
 	MaxNoteFiles = 64       // files of an outcome
-	MaxNote      = 256 << 10
+	MaxNote      = 512 << 10
 )
 
 // AppendNote appends n's encoding to dst.
@@ -166,6 +180,8 @@ func (n Note) Validate() error {
 			return bad("status belongs to an outcome")
 		case len(n.Files) > 0:
 			return bad("files belong to an outcome")
+		case len(n.Changes) > 0:
+			return bad("changes belong to an outcome")
 		case n.Exit != nil:
 			return bad("exit_code belongs to an outcome")
 		}
@@ -187,7 +203,32 @@ func (n Note) Validate() error {
 			return bad("files[%d] %q: want a path of 1 to %d bytes of UTF-8 without control characters", i, f, MaxNoteFile)
 		}
 	}
+	if len(n.Changes) > MaxNoteFiles {
+		return bad("%d changes (at most %d)", len(n.Changes), MaxNoteFiles)
+	}
+	for i, c := range n.Changes {
+		switch {
+		case c.Path == "" || len(c.Path) > MaxNoteFile || !utf8.ValidString(c.Path) || hasControl(c.Path):
+			return bad("changes[%d] path %q: want 1 to %d bytes of UTF-8 without control characters", i, c.Path, MaxNoteFile)
+		case c.Added < 0 || c.Deleted < 0:
+			return bad("changes[%d] %s: negative line counts %d, %d", i, c.Path, c.Added, c.Deleted)
+		case c.SHA256 != "" && !isHex64(c.SHA256):
+			return bad("changes[%d] %s: sha256 %q is not 64 hex digits", i, c.Path, c.SHA256)
+		}
+	}
 	return nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidID reports whether id is usable as a session, task or run id: 1

@@ -81,6 +81,10 @@ func TestNoteInvalid(t *testing.T) {
 		{`{"op":"checkpoint","session":"s","text":"x","status":"fail","source":"run"}`, "checkpoint note: status belongs to an outcome"},
 		{`{"op":"goal","session":"s","text":"x","task_id":"t","source":"run"}`, "goal note: task_id belongs to an outcome"},
 		{`{"op":"goal","session":"s","text":"x","files":["a"],"source":"run"}`, "goal note: files belong to an outcome"},
+		{`{"op":"checkpoint","session":"s","text":"x","changes":[{"path":"a","added":1,"deleted":0}],"source":"run"}`, "checkpoint note: changes belong to an outcome"},
+		{`{"op":"outcome","session":"s","task_id":"t","status":"success","changes":[{"path":"a","added":-1,"deleted":0}],"source":"run"}`, "negative line counts"},
+		{`{"op":"outcome","session":"s","task_id":"t","status":"success","changes":[{"path":"a","added":1,"deleted":0,"sha256":"abc"}],"source":"run"}`, "is not 64 hex digits"},
+		{`{"op":"outcome","session":"s","task_id":"t","status":"success","changes":[{"path":"","added":1,"deleted":0}],"source":"run"}`, "changes[0] path"},
 		{`{"op":"goal","session":"s","text":"x","exit_code":0,"source":"run"}`, "goal note: exit_code belongs to an outcome"},
 		{`{"op":"outcome","session":"s","status":"success","source":"run"}`, "outcome note: task_id: empty"},
 		{`{"op":"outcome","session":"s","task_id":"t","status":"done","source":"run"}`, `outcome note: status "done" (want success, fail or blocked)`},
@@ -88,7 +92,7 @@ func TestNoteInvalid(t *testing.T) {
 		{`{"op":"outcome","session":"s","task_id":"t","status":"fail","files":["` + long(MaxNoteFile+1) + `"],"source":"run"}`, "outcome note: files[0]"},
 		{`{"op":"outcome","session":"s","task_id":"t","status":"fail","files":[` + strings.Repeat(`"a",`, MaxNoteFiles) + `"a"],"source":"run"}`, "outcome note: 65 files (at most 64)"},
 		{`{"op":"outcome","session":"s","task_id":"t","status":"fail","exit_code":"one","source":"run"}`, "note: json: cannot unmarshal string"},
-		{`{"op":"outcome","pad":"` + long(MaxNote) + `"}`, "memory frame of 262"},
+		{`{"op":"outcome","pad":"` + long(MaxNote) + `"}`, "memory frame of 524"},
 		{`{"op":"pin","target":"session","id":"` + long(MaxCorrection) + `"}`, "correction of 4"},
 	} {
 		_, err := DecodeMemory([]byte(tc.payload))
@@ -113,8 +117,12 @@ func TestNoteSize(t *testing.T) {
 	for i := range files {
 		files[i] = strings.Repeat("<", MaxNoteFile)
 	}
+	changes := make([]FileStat, MaxNoteFiles)
+	for i := range changes {
+		changes[i] = FileStat{Path: strings.Repeat("<", MaxNoteFile), Added: 1 << 62, Deleted: 1 << 62, SHA256: strings.Repeat("f", 64)}
+	}
 	id := strings.Repeat("<", MaxNoteID)
-	b, err := AppendNote(nil, Note{Op: "outcome", Session: id, TaskID: id, Status: "blocked", Text: worst, Files: files, Exit: intp(-2147483648), Source: "harness"})
+	b, err := AppendNote(nil, Note{Op: "outcome", Session: id, TaskID: id, Status: "blocked", Text: worst, Files: files, Changes: changes, Exit: intp(-2147483648), Source: "harness"})
 	if err != nil {
 		t.Fatal(err)
 	}

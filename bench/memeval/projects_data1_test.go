@@ -195,8 +195,8 @@ func projInfra() *proj {
 func projRcli() *proj {
 	p := newProj(5, "logslice")
 	l := p.session(day(9, 12, 20, 0))
-	l.user("Start the logslice CLI. For the flags and subcommands, use clap with the derive API.")
-	p.decision("clap", "active", "crate used to read command-line options", "use clap with the derive API")
+	l.user("Start the logslice CLI. It needs flags and two subcommands, slice and stats. Use clap with the derive API.")
+	p.decision("clap", "active", "crate used to read command-line options", "Use clap with the derive API")
 	l.bash("", "cargo add clap --features derive && cargo add anyhow", "    Updating crates.io index\n      Adding clap v4.5.4 to dependencies\n      Adding anyhow v1.0.82 to dependencies", false)
 	l.say("For errors I'll use anyhow everywhere, including the parsing library crate; context strings make the messages readable.")
 	p.decision("anyhow", "superseded", "first choice of error type for all crates of the tool", "I'll use anyhow everywhere")
@@ -314,7 +314,7 @@ func projEtl() *proj {
 	l.bash("", "airflow tasks test orders_nightly load_orders 2026-09-17", "[2026-09-18 08:02:11] ERROR - Task failed with exception\npsycopg2.errors.UniqueViolation: duplicate key value violates unique constraint \"orders_pkey\"\nDETAIL:  Key (order_id)=(88121) already exists.\nExit code 1", true)
 	p.thread("dup-key", "closed", "nightly order load crashes on a repeated primary key", "duplicate key value violates unique constraint")
 	l.say("load_orders fails with a UniqueViolation on order_id 88121: the task inserts instead of upserting, so a retried run collides. I'll switch it to INSERT ... ON CONFLICT DO UPDATE.")
-	p.decision("upsert", "active", "assistant's choice of write strategy for the order load", "INSERT ... ON CONFLICT DO UPDATE")
+	p.decision("upsert", "active", "assistant's choice of write strategy for the order load", "ON CONFLICT DO UPDATE")
 	l.edit("", "/home/dev/pipelines/dags/orders_nightly.py", "INSERT INTO orders", "INSERT INTO orders ... ON CONFLICT (order_id) DO UPDATE SET")
 	l.bash("", "airflow tasks test orders_nightly load_orders 2026-09-17", "[2026-09-18 08:09:40] ERROR - Task failed with exception\nKeyError: 'shipping_country'\nExit code 1", true)
 	p.thread("shipping-key", "closed", "order load now crashes on a missing field for the destination nation", "KeyError: 'shipping_country'")
@@ -436,6 +436,8 @@ func projGateway() *proj {
 	p.closes("replay-ok", "replay")
 	l.user("Keys older than 24h: purge them with a nightly job, batch size 5000. And card numbers must never appear in the idempotency table, store a hash of the request body only.")
 	p.decision("purge", "active", "how expired duplicate-request keys are cleaned up", "purge them with a nightly job, batch size 5000")
+	l.user("While you're in there: throttle captures at 100 requests per second per merchant API key, return 429 with Retry-After.")
+	p.decision("rl", "active", "request throttling level and what it is counted against for charge calls", "100 requests per second per merchant API key")
 	p.rule("no-pan", "active", "what sensitive payment data may not be stored with duplicate-request keys", "card numbers must never appear in the idempotency table")
 	return p
 }

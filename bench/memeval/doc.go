@@ -13,4 +13,23 @@
 //
 //	go test -v -run TestMemEval ./bench/memeval      # the table, the misses; fails below recall@5 0.9
 //	go test -run '^$' -bench MemEval ./bench/memeval # recall@5, recall@1 and MRR as benchmark metrics
+//
+// The projects set is harder and written in the style of real work: 20
+// projects, each its own working directory with two or three sessions
+// over days, where decisions are reversed in the same or a later
+// session, rules come as negatives and asides, questions are closed
+// later, and system reminders, subagent prompts, pasted documents and
+// tool output say "must" without being the user's. Each fact a next
+// task needs is a card in testdata/projects/facts.json, generated from
+// the declarations beside the sessions (projects_data*_test.go). The
+// queries, testdata/projects/queries.json, are written by someone else
+// from the cards' about lines alone. TestProjectsEval asks them as a new
+// task in each project would and scores them strictly (the card's
+// artifact type and status in the top 5) and leniently (its text in a
+// top-5 card), with MRR, per kind, the cross-session subset, outdated
+// facts presented as current, and each project's pack for a new
+// session; it logs the figures against the goals of issue 19:
+//
+//	go test -count=1 -run TestProjectsEval -v ./bench/memeval
+//	go test -run TestProjectsFacts ./bench/memeval -update  # rewrite facts.json
 package memeval

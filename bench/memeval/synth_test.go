@@ -17,6 +17,9 @@ type claudeLog struct {
 	lines   []string
 	parent  string
 	tool    int
+	// cwd is the working directory written on every line; empty means
+	// /repo.
+	cwd string
 }
 
 func newClaudeLog(session string, start time.Time) *claudeLog {
@@ -27,7 +30,11 @@ func (l *claudeLog) add(m map[string]any) {
 	l.n++
 	l.t = l.t.Add(7 * time.Second)
 	uuid := fmt.Sprintf("%s-0000-4000-8000-%012d", l.session[:8], l.n)
-	m["uuid"], m["sessionId"], m["timestamp"], m["cwd"], m["version"] = uuid, l.session, l.t.Format(time.RFC3339Nano), "/repo", "2.1.39"
+	cwd := l.cwd
+	if cwd == "" {
+		cwd = "/repo"
+	}
+	m["uuid"], m["sessionId"], m["timestamp"], m["cwd"], m["version"] = uuid, l.session, l.t.Format(time.RFC3339Nano), cwd, "2.1.39"
 	if l.parent != "" {
 		m["parentUuid"] = l.parent
 	}

@@ -339,7 +339,17 @@ func (m *localMemory) List(session string, types []engine.ArtifactType) ([]engin
 		}
 		for _, a := range arts {
 			if len(types) == 0 || slices.Contains(types, a.Type) {
-				out = append(out, a.Card())
+				c := a.Card()
+				if a.Status == "active" || a.Status == "open" {
+					r, err := m.e.Resolve(a)
+					if err != nil {
+						return nil, err
+					}
+					if r != nil {
+						c.Status = r.Status
+					}
+				}
+				out = append(out, c)
 			}
 		}
 	}

@@ -47,6 +47,9 @@ type factCard struct {
 	// CrossSession is set when the fact's status depends on a later
 	// session of the project.
 	CrossSession bool `json:"cross_session,omitempty"`
+	// Tags say how the fact was stated (see cardTags) and how it
+	// changed: reversal, closed-later, cross-session.
+	Tags []string `json:"tags,omitempty"`
 	// InPack is set when the pack of a new session of the project must
 	// carry the fact: decisions and constraints in force, open threads.
 	InPack bool `json:"in_pack"`

@@ -59,6 +59,26 @@ func buildFacts() (map[string]string, factsFile) {
 		}
 		f.Distractors = append(f.Distractors, p.not...)
 	}
+	tags := map[string][]string{}
+	for tag, ids := range cardTags {
+		for _, id := range ids {
+			tags[id] = append(tags[id], tag)
+		}
+	}
+	for i := range f.Cards {
+		c := &f.Cards[i]
+		c.Tags = append(c.Tags, tags[c.ID]...)
+		if len(c.Supersedes)+len(c.SupersededBy) > 0 {
+			c.Tags = append(c.Tags, "reversal")
+		}
+		if len(c.ClosedBy) > 0 {
+			c.Tags = append(c.Tags, "closed-later")
+		}
+		if c.CrossSession {
+			c.Tags = append(c.Tags, "cross-session")
+		}
+		sort.Strings(c.Tags)
+	}
 	return logs, f
 }
 
@@ -143,6 +163,13 @@ func TestProjectsFacts(t *testing.T) {
 		for _, id := range slices.Concat(c.Supersedes, c.SupersededBy, c.Closes, c.ClosedBy) {
 			if byID[id] == nil || byID[id].Project != c.Project {
 				t.Errorf("card %s: links to %s, not a card of the project", c.ID, id)
+			}
+		}
+	}
+	for tag, ids := range cardTags {
+		for _, id := range ids {
+			if byID[id] == nil {
+				t.Errorf("tag %s: no card %s", tag, id)
 			}
 		}
 	}
@@ -510,8 +537,8 @@ func projTable(rs []projResult) string {
 	for _, r := range rs {
 		groups["kind="+r.c.Kind] = append(groups["kind="+r.c.Kind], r)
 		groups["status="+r.c.Status] = append(groups["status="+r.c.Status], r)
-		if r.c.CrossSession {
-			groups["cross-session"] = append(groups["cross-session"], r)
+		for _, tag := range r.c.Tags {
+			groups["tag="+tag] = append(groups["tag="+tag], r)
 		}
 	}
 	keys := make([]string, 0, len(groups))

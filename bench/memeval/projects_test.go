@@ -384,7 +384,7 @@ func TestProjectsEval(t *testing.T) {
 
 	// Store level: is each card's artifact there with the right status,
 	// whatever the query? Supersession across sessions is read here.
-	var crossN, crossRight int
+	var crossN, crossRight, nThreads, dupThreads int
 	storeHit := map[string][2]int{}
 	for i := range facts.Cards {
 		c := &facts.Cards[i]
@@ -393,6 +393,18 @@ func TestProjectsEval(t *testing.T) {
 			if answers(a, c, projectSessions[c.Project]) {
 				found = true
 				break
+			}
+		}
+		if c.Kind == kindThread {
+			nThreads++
+			n := 0
+			for _, a := range all {
+				if a.Type == engine.ArtifactThread && projectSessions[c.Project][a.Session] && holds(a, c.Contains) {
+					n++
+				}
+			}
+			if n > 1 {
+				dupThreads++
 			}
 		}
 		h := storeHit[c.Kind]
@@ -410,7 +422,8 @@ func TestProjectsEval(t *testing.T) {
 	}
 
 	// Packs: mem context for each project's new session.
-	var packN, packHit, crossPackN, crossPackHit, leakDecided, leakPack, oldN, oldPack int
+	var packN, packHit, crossPackN, crossPackHit, leakPack, oldN, oldPack int
+	leak := map[string]int{}
 	packMiss := map[string]int{}
 	var perProject strings.Builder
 	for _, p := range facts.Projects {
@@ -454,8 +467,12 @@ func TestProjectsEval(t *testing.T) {
 				leakPack++
 			}
 			for _, a := range all {
-				if (a.Type == engine.ArtifactDecision || a.Type == engine.ArtifactConstraint) && projectSessions[p.Cwd][a.Session] && holds(a, d.Contains) {
-					leakDecided++
+				wrong := a.Type == engine.ArtifactDecision || a.Type == engine.ArtifactConstraint
+				if d.Not == "thread" {
+					wrong = a.Type == engine.ArtifactThread && a.Status == "open"
+				}
+				if wrong && projectSessions[p.Cwd][a.Session] && holds(a, d.Contains) {
+					leak[d.Not]++
 					break
 				}
 			}
@@ -475,7 +492,13 @@ func TestProjectsEval(t *testing.T) {
 		packHit, packN, pack, goalPack, crossPackHit, crossPackN, packMiss)
 	fmt.Fprintf(&b, "outdated facts whose text is in the pack: %d of %d\n", oldPack, oldN)
 	fmt.Fprintf(&b, "pack coverage by project:\n%s", perProject.String())
-	fmt.Fprintf(&b, "distractors (%d): filed as a decision or constraint %d, in a pack %d\n", len(facts.Distractors), leakDecided, leakPack)
+	nots := map[string]int{}
+	for _, d := range facts.Distractors {
+		nots[d.Not]++
+	}
+	fmt.Fprintf(&b, "distractors: %d of %d filed as a decision or constraint, %d of %d left as an open thread, %d in a pack\n",
+		leak["rule"], nots["rule"], leak["thread"], nots["thread"], leakPack)
+	fmt.Fprintf(&b, "thread cards extracted more than once: %d of %d\n", dupThreads, nThreads)
 	var s5, old, stale, xn, x5 int
 	for _, r := range results {
 		hit := r.rank >= 1 && r.rank <= 5

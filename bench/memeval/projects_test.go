@@ -234,10 +234,19 @@ func holds(a *engine.Artifact, s string) bool {
 		slices.ContainsFunc(a.Files, func(f string) bool { return strings.Contains(strings.ToLower(f), s) })
 }
 
-// answers reports whether a is the card's artifact with the card's
-// type and status (a change's outcome may have any status).
-func answers(a *engine.Artifact, c *factCard, project map[string]bool) bool {
-	return a.Type == kindType[c.Kind] && (c.Kind == kindChange || a.Status == c.Status) && project[a.Session] && holds(a, c.Contains)
+// matches reports whether a is of the card's type, in its project, and
+// holds its text.
+func matches(a *engine.Artifact, c *factCard, project map[string]bool) bool {
+	return a.Type == kindType[c.Kind] && project[a.Session] && holds(a, c.Contains)
+}
+
+// answers reports whether a, read with status, is the card's artifact
+// with the card's type and status (a change's outcome may have any
+// status). The status is the one memory reports now (a search card's,
+// or mem get's), which may differ from the stored artifact's when a
+// later session of the project replaced or closed it.
+func answers(a *engine.Artifact, status string, c *factCard, project map[string]bool) bool {
+	return matches(a, c, project) && (c.Kind == kindChange || status == c.Status)
 }
 
 // holdsAny reports whether a holds the text of any of the cards named:
@@ -344,8 +353,9 @@ func TestProjectsEval(t *testing.T) {
 	help := helpOf("mem", "search")
 	projectFlag := strings.Contains(help, "--project")
 	if !projectFlag {
-		t.Logf("mem search has no --project flag: queries are scoped only by --session (the project's new, empty session)")
+		t.Logf("mem search has no --project flag: queries are scoped only by --session (the project's new session, whose working directory is the project's)")
 	}
+	contextProject := strings.Contains(helpOf("mem", "context"), "--project")
 
 	var results []projResult
 	for _, q := range queries {
@@ -368,12 +378,12 @@ func TestProjectsEval(t *testing.T) {
 			if a == nil {
 				continue
 			}
-			if r.rank == 0 && answers(a, c, projectSessions[c.Project]) {
+			if r.rank == 0 && answers(a, cd.Status, c, projectSessions[c.Project]) {
 				r.rank = i + 1
 			}
 			if i < 5 && holds(a, c.Contains) {
 				r.len5 = true
-				if outdated(c.Status) && current(a.Status) && projectSessions[c.Project][a.Session] && !holdsAny(a, cards, slices.Concat(c.SupersededBy, c.ClosedBy)) {
+				if outdated(c.Status) && current(cd.Status) && projectSessions[c.Project][a.Session] && !holdsAny(a, cards, slices.Concat(c.SupersededBy, c.ClosedBy)) {
 					r.stale = true
 				}
 			}
@@ -383,14 +393,30 @@ func TestProjectsEval(t *testing.T) {
 	t.Log(projTable(results))
 
 	// Store level: is each card's artifact there with the right status,
-	// whatever the query? Supersession across sessions is read here.
+	// whatever the query? Supersession across sessions is read here, with
+	// the status mem get reports (resolved across the project's sessions
+	// where memory does that).
+	statuses := map[string]string{}
+	statusOf := func(a *engine.Artifact) string {
+		if s, ok := statuses[a.ID]; ok {
+			return s
+		}
+		var got struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(bbengine(t, "--dir", dir, "mem", "get", a.ID, "--json")), &got); err != nil {
+			t.Fatalf("mem get %s: %v", a.ID, err)
+		}
+		statuses[a.ID] = got.Status
+		return got.Status
+	}
 	var crossN, crossRight, nThreads, dupThreads int
 	storeHit := map[string][2]int{}
 	for i := range facts.Cards {
 		c := &facts.Cards[i]
 		found := false
 		for _, a := range all {
-			if answers(a, c, projectSessions[c.Project]) {
+			if matches(a, c, projectSessions[c.Project]) && (c.Kind == kindChange || statusOf(a) == c.Status) {
 				found = true
 				break
 			}
@@ -427,7 +453,11 @@ func TestProjectsEval(t *testing.T) {
 	packMiss := map[string]int{}
 	var perProject strings.Builder
 	for _, p := range facts.Projects {
-		pack := strings.ToLower(bbengine(t, "--dir", dir, "mem", "context", "--session", p.Next))
+		args := []string{"--dir", dir, "mem", "context", "--session", p.Next}
+		if contextProject {
+			args = append(args, "--project", p.Cwd)
+		}
+		pack := strings.ToLower(bbengine(t, args...))
 		var n, hit int
 		for _, c := range facts.Cards {
 			if c.Project != p.Cwd {
@@ -652,7 +682,7 @@ func TestProjectsScoring(t *testing.T) {
 		{"change by file, any status", engine.Artifact{Type: engine.ArtifactOutcome, Status: "fail", Session: "claude:s2", Files: []string{"/home/dev/p/db/schema.hcl"}}, change, true, false},
 		{"change needs an outcome", engine.Artifact{Type: engine.ArtifactThread, Status: "open", Session: "claude:s2", Files: []string{"db/schema.hcl"}}, change, false, false},
 	} {
-		if got := answers(&tt.a, tt.c, project); got != tt.answers {
+		if got := answers(&tt.a, tt.a.Status, tt.c, project); got != tt.answers {
 			t.Errorf("%s: answers = %v, want %v", tt.name, got, tt.answers)
 		}
 		if got := holdsAny(&tt.a, cards, tt.c.SupersededBy); got != tt.held {

@@ -14,7 +14,7 @@ var cardTags = map[string][]string{
 	"plan": {"fieldapp/nav-plan", "handbook/docusaurus", "handbook/redirects", "billing/prorate"},
 	// in-request: a setting stated inside a task request.
 	"in-request": {"trainer/lr-1", "trainer/precision", "trainer/ckpt-dir", "trainer/lr-2", "trainer/accum", "thumbs/lambda-mem",
-		"thumbs/arch", "thumbs/mem-512", "notify/conc-10", "billing/schedule-1", "catalog-search/refresh-30", "storefront/dedupe",
+		"thumbs/arch", "thumbs/mem-512", "trainer/batch-1", "trainer/batch-2", "notify/conc-10", "billing/schedule-1", "catalog-search/refresh-30", "storefront/dedupe",
 		"storefront/stale", "chat-backend/rl-rate", "authsvc/ttl", "fieldapp/quality", "pipelines/refunds-backfill", "paygate/rl"},
 	// compaction: an item of a compaction summary's to-do list.
 	"compaction": {"ledger/rename-files", "ledger/old-table", "ledger/runbook", "notify/snooze", "notify/grafana", "notify/txn-queue"},
@@ -35,6 +35,10 @@ var cardTags = map[string][]string{
 		"arena-server/uaf", "warehouse/unique-fail", "authsvc/roundtrip", "notify/smtp-4xx", "pgoperator/finalizer", "billing/cancelled",
 		"fieldapp/sync-e2e", "storefront/variants-type", "trainer/oom", "pipelines/dup-key", "pipelines/shipping-key", "infra/classiclink",
 		"otel-config/pipeline-ref", "analytics-sdk/oversize", "handbook/broken-links", "pipelines/dst", "thumbs/slow-p99", "warehouse/undocumented"},
+	// survives: stays in force although a decision on a related subject
+	// changed around it (same session or later).
+	"survives": {"ledger/prod-schema", "ledger/runner-binary", "otel-config/keep-errors", "chat-backend/rl-rate", "trainer/precision",
+		"arena-server/snapshot", "authsvc/ttl", "logslice/clap", "thumbs/arch", "notify/oban", "trainer/ckpt-dir", "trainer/metric"},
 	// scope: a subject another project also decides (a rate limit, the
 	// migration tool), so an unscoped answer may come from the wrong one.
 	"scope": {"paygate/rl", "chat-backend/rl-key-2", "chat-backend/rl-rate", "authsvc/dbmate", "ledger/migrate-tool-2"},

@@ -39,6 +39,11 @@ var cardTags = map[string][]string{
 	// changed around it (same session or later).
 	"survives": {"ledger/prod-schema", "ledger/runner-binary", "otel-config/keep-errors", "chat-backend/rl-rate", "trainer/precision",
 		"arena-server/snapshot", "authsvc/ttl", "logslice/clap", "thumbs/arch", "notify/oban", "trainer/ckpt-dir", "trainer/metric"},
+	// shared-sentence: one sentence states this and another fact whose
+	// status differs now, so only an artifact per setting or clause can
+	// answer both.
+	"shared-sentence": {"trainer/lr-1", "trainer/batch-1", "trainer/precision", "chat-backend/rl-key-1", "chat-backend/rl-rate",
+		"otel-config/sample-10", "otel-config/keep-errors", "thumbs/lambda-mem", "thumbs/arch", "billing/sidekiq-cron", "billing/schedule-1"},
 	// scope: a subject another project also decides (a rate limit, the
 	// migration tool), so an unscoped answer may come from the wrong one.
 	"scope": {"paygate/rl", "chat-backend/rl-key-2", "chat-backend/rl-rate", "authsvc/dbmate", "ledger/migrate-tool-2"},

@@ -47,21 +47,29 @@ type factCard struct {
 	// CrossSession is set when the fact's status depends on a later
 	// session of the project.
 	CrossSession bool `json:"cross_session,omitempty"`
+	// Tags say how the fact was stated (see cardTags) and how it
+	// changed: reversal, closed-later, cross-session.
+	Tags []string `json:"tags,omitempty"`
 	// InPack is set when the pack of a new session of the project must
 	// carry the fact: decisions and constraints in force, open threads.
 	InPack bool `json:"in_pack"`
 }
 
-// distractor is text a session holds that the user never stated as
-// theirs: a system reminder, a subagent prompt, pasted documentation,
-// tool output, a plain description. It must not become a decision or a
-// constraint, nor reach the pack as one.
+// distractor is text a session holds that must not become memory of a
+// kind: what the user never stated as theirs (a system reminder, a
+// subagent prompt, pasted documentation, tool output, a plain
+// description) must not become a decision or a constraint; assistant
+// narration of a step it then took, or a lesson learned, must not stay
+// an open thread. Neither may reach the pack.
 type distractor struct {
 	ID       string `json:"id"`
 	Project  string `json:"project"`
 	Session  string `json:"session"`
 	About    string `json:"about"`
 	Contains string `json:"contains"`
+	// Not is what the text must not become: "rule" (a decision or a
+	// constraint) or "thread" (an open thread still open).
+	Not string `json:"not"`
 }
 
 // projectInfo names a project's sessions, oldest first, and the id of
@@ -140,7 +148,13 @@ func (p *proj) change(id, about, file string) *factCard {
 
 // distract declares text of the current session that is not the user's.
 func (p *proj) distract(id, about, contains string) {
-	p.not = append(p.not, distractor{ID: p.name + "/" + id, Project: p.cwd, Session: p.cur(), About: about, Contains: contains})
+	p.not = append(p.not, distractor{ID: p.name + "/" + id, Project: p.cwd, Session: p.cur(), About: about, Contains: contains, Not: "rule"})
+}
+
+// distractThread declares text of the current session that must not
+// stay an open thread.
+func (p *proj) distractThread(id, about, contains string) {
+	p.not = append(p.not, distractor{ID: p.name + "/" + id, Project: p.cwd, Session: p.cur(), About: about, Contains: contains, Not: "thread"})
 }
 
 func (p *proj) card(id string) *factCard {

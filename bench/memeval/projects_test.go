@@ -59,6 +59,26 @@ func buildFacts() (map[string]string, factsFile) {
 		}
 		f.Distractors = append(f.Distractors, p.not...)
 	}
+	tags := map[string][]string{}
+	for tag, ids := range cardTags {
+		for _, id := range ids {
+			tags[id] = append(tags[id], tag)
+		}
+	}
+	for i := range f.Cards {
+		c := &f.Cards[i]
+		c.Tags = append(c.Tags, tags[c.ID]...)
+		if len(c.Supersedes)+len(c.SupersededBy) > 0 {
+			c.Tags = append(c.Tags, "reversal")
+		}
+		if len(c.ClosedBy) > 0 {
+			c.Tags = append(c.Tags, "closed-later")
+		}
+		if c.CrossSession {
+			c.Tags = append(c.Tags, "cross-session")
+		}
+		sort.Strings(c.Tags)
+	}
 	return logs, f
 }
 
@@ -146,6 +166,13 @@ func TestProjectsFacts(t *testing.T) {
 			}
 		}
 	}
+	for tag, ids := range cardTags {
+		for _, id := range ids {
+			if byID[id] == nil {
+				t.Errorf("tag %s: no card %s", tag, id)
+			}
+		}
+	}
 	for _, d := range f.Distractors {
 		if !inSession(d.Session, d.Contains) {
 			t.Errorf("distractor %s: %q is not in session %s", d.ID, d.Contains, d.Session)
@@ -207,10 +234,19 @@ func holds(a *engine.Artifact, s string) bool {
 		slices.ContainsFunc(a.Files, func(f string) bool { return strings.Contains(strings.ToLower(f), s) })
 }
 
-// answers reports whether a is the card's artifact with the card's
-// type and status (a change's outcome may have any status).
-func answers(a *engine.Artifact, c *factCard, project map[string]bool) bool {
-	return a.Type == kindType[c.Kind] && (c.Kind == kindChange || a.Status == c.Status) && project[a.Session] && holds(a, c.Contains)
+// matches reports whether a is of the card's type, in its project, and
+// holds its text.
+func matches(a *engine.Artifact, c *factCard, project map[string]bool) bool {
+	return a.Type == kindType[c.Kind] && project[a.Session] && holds(a, c.Contains)
+}
+
+// answers reports whether a, read with status, is the card's artifact
+// with the card's type and status (a change's outcome may have any
+// status). The status is the one memory reports now (a search card's,
+// or mem get's), which may differ from the stored artifact's when a
+// later session of the project replaced or closed it.
+func answers(a *engine.Artifact, status string, c *factCard, project map[string]bool) bool {
+	return matches(a, c, project) && (c.Kind == kindChange || status == c.Status)
 }
 
 // holdsAny reports whether a holds the text of any of the cards named:
@@ -317,8 +353,9 @@ func TestProjectsEval(t *testing.T) {
 	help := helpOf("mem", "search")
 	projectFlag := strings.Contains(help, "--project")
 	if !projectFlag {
-		t.Logf("mem search has no --project flag: queries are scoped only by --session (the project's new, empty session)")
+		t.Logf("mem search has no --project flag: queries are scoped only by --session (the project's new session, whose working directory is the project's)")
 	}
+	contextProject := strings.Contains(helpOf("mem", "context"), "--project")
 
 	var results []projResult
 	for _, q := range queries {
@@ -341,12 +378,12 @@ func TestProjectsEval(t *testing.T) {
 			if a == nil {
 				continue
 			}
-			if r.rank == 0 && answers(a, c, projectSessions[c.Project]) {
+			if r.rank == 0 && answers(a, cd.Status, c, projectSessions[c.Project]) {
 				r.rank = i + 1
 			}
 			if i < 5 && holds(a, c.Contains) {
 				r.len5 = true
-				if outdated(c.Status) && current(a.Status) && projectSessions[c.Project][a.Session] && !holdsAny(a, cards, slices.Concat(c.SupersededBy, c.ClosedBy)) {
+				if outdated(c.Status) && current(cd.Status) && projectSessions[c.Project][a.Session] && !holdsAny(a, cards, slices.Concat(c.SupersededBy, c.ClosedBy)) {
 					r.stale = true
 				}
 			}
@@ -356,16 +393,44 @@ func TestProjectsEval(t *testing.T) {
 	t.Log(projTable(results))
 
 	// Store level: is each card's artifact there with the right status,
-	// whatever the query? Supersession across sessions is read here.
-	var crossN, crossRight int
+	// whatever the query? Supersession across sessions is read here, with
+	// the status mem get reports (resolved across the project's sessions
+	// where memory does that).
+	statuses := map[string]string{}
+	statusOf := func(a *engine.Artifact) string {
+		if s, ok := statuses[a.ID]; ok {
+			return s
+		}
+		var got struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(bbengine(t, "--dir", dir, "mem", "get", a.ID, "--json")), &got); err != nil {
+			t.Fatalf("mem get %s: %v", a.ID, err)
+		}
+		statuses[a.ID] = got.Status
+		return got.Status
+	}
+	var crossN, crossRight, nThreads, dupThreads int
 	storeHit := map[string][2]int{}
 	for i := range facts.Cards {
 		c := &facts.Cards[i]
 		found := false
 		for _, a := range all {
-			if answers(a, c, projectSessions[c.Project]) {
+			if matches(a, c, projectSessions[c.Project]) && (c.Kind == kindChange || statusOf(a) == c.Status) {
 				found = true
 				break
+			}
+		}
+		if c.Kind == kindThread {
+			nThreads++
+			n := 0
+			for _, a := range all {
+				if a.Type == engine.ArtifactThread && projectSessions[c.Project][a.Session] && holds(a, c.Contains) {
+					n++
+				}
+			}
+			if n > 1 {
+				dupThreads++
 			}
 		}
 		h := storeHit[c.Kind]
@@ -383,11 +448,16 @@ func TestProjectsEval(t *testing.T) {
 	}
 
 	// Packs: mem context for each project's new session.
-	var packN, packHit, crossPackN, crossPackHit, leakDecided, leakPack, oldN, oldPack int
+	var packN, packHit, crossPackN, crossPackHit, leakPack, oldN, oldPack int
+	leak := map[string]int{}
 	packMiss := map[string]int{}
 	var perProject strings.Builder
 	for _, p := range facts.Projects {
-		pack := strings.ToLower(bbengine(t, "--dir", dir, "mem", "context", "--session", p.Next))
+		args := []string{"--dir", dir, "mem", "context", "--session", p.Next}
+		if contextProject {
+			args = append(args, "--project", p.Cwd)
+		}
+		pack := strings.ToLower(bbengine(t, args...))
 		var n, hit int
 		for _, c := range facts.Cards {
 			if c.Project != p.Cwd {
@@ -427,8 +497,12 @@ func TestProjectsEval(t *testing.T) {
 				leakPack++
 			}
 			for _, a := range all {
-				if (a.Type == engine.ArtifactDecision || a.Type == engine.ArtifactConstraint) && projectSessions[p.Cwd][a.Session] && holds(a, d.Contains) {
-					leakDecided++
+				wrong := a.Type == engine.ArtifactDecision || a.Type == engine.ArtifactConstraint
+				if d.Not == "thread" {
+					wrong = a.Type == engine.ArtifactThread && a.Status == "open"
+				}
+				if wrong && projectSessions[p.Cwd][a.Session] && holds(a, d.Contains) {
+					leak[d.Not]++
 					break
 				}
 			}
@@ -448,7 +522,13 @@ func TestProjectsEval(t *testing.T) {
 		packHit, packN, pack, goalPack, crossPackHit, crossPackN, packMiss)
 	fmt.Fprintf(&b, "outdated facts whose text is in the pack: %d of %d\n", oldPack, oldN)
 	fmt.Fprintf(&b, "pack coverage by project:\n%s", perProject.String())
-	fmt.Fprintf(&b, "distractors (%d): filed as a decision or constraint %d, in a pack %d\n", len(facts.Distractors), leakDecided, leakPack)
+	nots := map[string]int{}
+	for _, d := range facts.Distractors {
+		nots[d.Not]++
+	}
+	fmt.Fprintf(&b, "distractors: %d of %d filed as a decision or constraint, %d of %d left as an open thread, %d in a pack\n",
+		leak["rule"], nots["rule"], leak["thread"], nots["thread"], leakPack)
+	fmt.Fprintf(&b, "thread cards extracted more than once: %d of %d\n", dupThreads, nThreads)
 	var s5, old, stale, xn, x5 int
 	for _, r := range results {
 		hit := r.rank >= 1 && r.rank <= 5
@@ -510,8 +590,8 @@ func projTable(rs []projResult) string {
 	for _, r := range rs {
 		groups["kind="+r.c.Kind] = append(groups["kind="+r.c.Kind], r)
 		groups["status="+r.c.Status] = append(groups["status="+r.c.Status], r)
-		if r.c.CrossSession {
-			groups["cross-session"] = append(groups["cross-session"], r)
+		for _, tag := range r.c.Tags {
+			groups["tag="+tag] = append(groups["tag="+tag], r)
 		}
 	}
 	keys := make([]string, 0, len(groups))
@@ -602,7 +682,7 @@ func TestProjectsScoring(t *testing.T) {
 		{"change by file, any status", engine.Artifact{Type: engine.ArtifactOutcome, Status: "fail", Session: "claude:s2", Files: []string{"/home/dev/p/db/schema.hcl"}}, change, true, false},
 		{"change needs an outcome", engine.Artifact{Type: engine.ArtifactThread, Status: "open", Session: "claude:s2", Files: []string{"db/schema.hcl"}}, change, false, false},
 	} {
-		if got := answers(&tt.a, tt.c, project); got != tt.answers {
+		if got := answers(&tt.a, tt.a.Status, tt.c, project); got != tt.answers {
 			t.Errorf("%s: answers = %v, want %v", tt.name, got, tt.answers)
 		}
 		if got := holdsAny(&tt.a, cards, tt.c.SupersededBy); got != tt.held {

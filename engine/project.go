@@ -25,6 +25,7 @@ import (
 //	'i' 'p' project 0x00 'W' term 0x00 artifact id        open prose thread (TODO, blocker said), by term
 //	'i' 'p' project 0x00 'R' option 0x00 artifact id      active decision, by an option it replaces
 //	'i' 'p' project 0x00 'P' command 0x00 artifact id     outcome with a passing test run, by the command's first two words
+//	'i' 'p' project 0x00 'Q' term 0x00 artifact id        open question, by term
 //
 // Each value is the session's ordinal (8 bytes, big-endian). The entries
 // of an artifact change only when the artifact does, so keeping the index
@@ -49,6 +50,7 @@ const (
 	ProjectProse      = 'W'
 	ProjectReplaced   = 'R'
 	ProjectPassed     = 'P'
+	ProjectQuestion   = 'Q'
 )
 
 // ProjectOf returns the project of a session: its working directory,
@@ -98,7 +100,9 @@ func projectKeys(project string, a *Artifact) []string {
 			add(ProjectTest, strings.Join(f[:min(2, len(f))], " "))
 		case th.File != "":
 			add(ProjectFile, th.File)
-		case th.Kind != "question":
+		case th.Kind == "question":
+			add(ProjectQuestion, memtext.Terms(th.Text)...)
+		default:
 			add(ProjectProse, memtext.Terms(th.Text)...)
 		}
 	}

@@ -31,7 +31,9 @@ import (
 //     thing (similar cores, one negative);
 //   - an open failing test is closed by a later session's passing run of
 //     the same command, and a failing test open again in a later session
-//     is the same thread: the earlier one is superseded by it.
+//     is the same thread: the earlier one is superseded by it;
+//   - an open question is closed by a later decision about the same
+//     things (most of the question's terms).
 
 // Resolution says why an artifact is no longer in force: a later session
 // of its project replaced or closed it.
@@ -55,6 +57,7 @@ type projectView struct {
 	ords    map[string]uint64    // session ordinal, by artifact id
 	// By the index's kinds and terms.
 	subject  map[string][]string // ProjectSubject
+	terms    map[string][]string // ProjectTerm
 	replaced map[string][]string // ProjectReplaced
 	cores    map[string][]string // ProjectConstraint
 	tests    map[string][]string // ProjectTest
@@ -63,7 +66,7 @@ type projectView struct {
 
 func newProjectView(e *Engine, project string) *projectView {
 	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{},
-		subject: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{},
+		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{},
 		tests: map[string][]string{}, passed: map[string][]string{}}
 }
 
@@ -74,6 +77,8 @@ func (v *projectView) add(kind byte, term, id string, ord uint64) {
 	switch kind {
 	case ProjectSubject:
 		m = v.subject
+	case ProjectTerm:
+		m = v.terms
 	case ProjectReplaced:
 		m = v.replaced
 	case ProjectConstraint:
@@ -207,6 +212,19 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 				return nil, err
 			}
 		}
+	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "question":
+		status = "closed"
+		q := memtext.Terms(a.Thread.Text)
+		for _, t := range q {
+			if err := consider(v.terms[t], func(b *Artifact) (string, bool) {
+				if b.Decision == nil || b.Status != "active" || !similar(q, memtext.Terms(b.Decision.Statement)) {
+					return "", false
+				}
+				return "a later decision answers it", true
+			}); err != nil {
+				return nil, err
+			}
+		}
 	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "failing_test":
 		key := testKey(a)
 		if key == "" {
@@ -297,6 +315,12 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 	case a.Constraint != nil:
 		for _, t := range constraintCore(a.Constraint.Statement) {
 			if err := v.scan(ProjectConstraint, t); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil && a.Thread.Kind == "question":
+		for _, t := range memtext.Terms(a.Thread.Text) {
+			if err := v.scan(ProjectTerm, t); err != nil {
 				return nil, err
 			}
 		}

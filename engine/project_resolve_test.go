@@ -57,6 +57,8 @@ func TestProjectResolve(t *testing.T) {
 	one.reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./store/..."}))
 	one.result("toolu_1", "--- FAIL: TestMigrate (0.01s)\n    store_test.go:40: no such table: users\nFAIL\nFAIL\tgithub.com/acme/app/store\t0.02s", true)
 	one.reply(textBlock("TestMigrate fails: the users table is missing."))
+	one.user("Add an audit log.")
+	one.reply(textBlock("I have a draft. Should the audit log live in its own table or in the events table?"))
 	s1 := writeSession(t, e, dir, one)
 
 	two := newClaudeLog("44444444-0000-4000-8000-000000000002")
@@ -67,6 +69,8 @@ func TestProjectResolve(t *testing.T) {
 	two.reply(use("toolu_2", "Bash", map[string]any{"command": "go test ./store/... -run Migrate"}))
 	two.result("toolu_2", "ok  \tgithub.com/acme/app/store\t0.03s", false)
 	two.reply(textBlock("The store tests pass now."))
+	two.user("About the audit log: we decided it lives in its own table, apart from the events.")
+	two.reply(textBlock("Done."))
 	s2 := writeSession(t, e, dir, two)
 
 	other := newClaudeLog("44444444-0000-4000-8000-000000000003")
@@ -88,6 +92,7 @@ func TestProjectResolve(t *testing.T) {
 	ring, slice := onlyOne(t, a1, ArtifactDecision, "ring buffer for"), onlyOne(t, a2, ArtifactDecision, "slice")
 	squash, nosquash := onlyOne(t, a1, ArtifactConstraint, "Always squash"), onlyOne(t, a2, ArtifactConstraint, "Never squash")
 	failing := onlyOne(t, a1, ArtifactThread, "TestMigrate")
+	question := onlyOne(t, a1, ArtifactThread, "audit log live")
 	for _, a := range []Artifact{goose, ring, squash} {
 		if a.Status != "active" {
 			t.Fatalf("%s is %s in its own session, want active", a.Title, a.Status)
@@ -101,10 +106,11 @@ func TestProjectResolve(t *testing.T) {
 		by     Artifact
 		status string
 	}{
-		goose.ID:   {atlas, "superseded"},
-		ring.ID:    {slice, "superseded"},
-		squash.ID:  {nosquash, "superseded"},
-		failing.ID: {Artifact{Session: s2}, "closed"},
+		goose.ID:    {atlas, "superseded"},
+		ring.ID:     {slice, "superseded"},
+		squash.ID:   {nosquash, "superseded"},
+		failing.ID:  {Artifact{Session: s2}, "closed"},
+		question.ID: {onlyOne(t, a2, ArtifactDecision, "audit log"), "closed"},
 	}
 	for id, w := range want {
 		a, err := e.Artifact(id)

@@ -156,11 +156,17 @@ func TestHookProxy(t *testing.T) {
 		t.Errorf("second UserPromptSubmit injected again: %q", out)
 	}
 
-	// A session unknown at SessionStart: its memory that appears later
-	// is this conversation's own, and later prompts do not bring it in.
+	// A session unknown at SessionStart, of the same project (cwd): it
+	// starts with what the project's earlier session left in force,
+	// each item saying where it comes from.
 	fresh := "88888888-2222-4333-8444-555555555555"
-	if out, errs := hook(hookEvent("SessionStart", fresh, "")); out != "" || !strings.Contains(errs, "is empty") {
-		t.Fatalf("SessionStart of a new session: %q %q", out, errs)
+	if out, errs := hook(hookEvent("SessionStart", fresh, "")); !strings.Contains(out, "ARC cache") || !strings.Contains(out, "from session claude:"+memSession) {
+		t.Fatalf("SessionStart of a new session of the project: %q %q", out, errs)
+	}
+	// One of another project starts empty.
+	elsewhere := strings.ReplaceAll(hookEvent("SessionStart", "99999999-2222-4333-8444-555555555555", ""), `"cwd":"/repo"`, `"cwd":"/elsewhere"`)
+	if out, errs := hook(elsewhere); out != "" || !strings.Contains(errs, "is empty") {
+		t.Fatalf("SessionStart of a new session of another project: %q %q", out, errs)
 	}
 	src := writeFile(t, t.TempDir(), fresh+".jsonl", strings.ReplaceAll(memoryTranscript(), memSession, fresh))
 	if out, errs, code := run(t, "--dir", dir, "import", "claude", src, "--quiet"); code != 0 {
@@ -169,8 +175,8 @@ func TestHookProxy(t *testing.T) {
 	if out, _, _ := run(t, "--dir", dir, "mem", "context", "--session", fresh); !strings.Contains(out, "ARC cache") {
 		t.Fatalf("the new session has no memory yet:\n%s", out)
 	}
-	if out, errs := hook(hookEvent("UserPromptSubmit", fresh, "Tune the ARC cache")); out != "" || !strings.Contains(errs, "was empty at SessionStart") {
-		t.Errorf("UserPromptSubmit after an empty SessionStart: %q %q", out, errs)
+	if out, errs := hook(hookEvent("UserPromptSubmit", fresh, "Tune the ARC cache")); out != "" || !strings.Contains(errs, "was injected at SessionStart") {
+		t.Errorf("UserPromptSubmit after SessionStart: %q %q", out, errs)
 	}
 
 	// bbengine run: BBENGINE_SESSION and BBENGINE_TASK_TEXT name the session
@@ -206,7 +212,7 @@ func TestHookProxy(t *testing.T) {
 	for _, c := range []struct {
 		name, stdin, why string
 	}{
-		{"unknown session", hookEvent("SessionStart", "66666666-2222-4333-8444-555555555555", ""), "is empty"},
+		{"unknown session of an unknown project", strings.ReplaceAll(hookEvent("SessionStart", "66666666-2222-4333-8444-555555555555", ""), `"cwd":"/repo"`, `"cwd":"/nowhere"`), "is empty"},
 		{"other event", `{"session_id":"` + memSession + `","hook_event_name":"PreToolUse","tool_name":"Bash"}`, `event "PreToolUse"`},
 		{"no session", `{"hook_event_name":"SessionStart","source":"startup"}`, "no session"},
 		{"not JSON", `{"session_id":`, "not a JSON object"},

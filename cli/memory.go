@@ -93,9 +93,11 @@ type localMemory struct {
 	// unchanged has nothing to do, and skips reading every session's
 	// memory state, which at 100k artifacts cost more than the search.
 	changes *atomic.Uint64
-	// pms keeps project memory by project while changes stays put.
+	// pms keeps project memory by project and session skipped, while
+	// the project's state stays put.
 	pmMu       sync.Mutex
-	pms        map[string]genProject
+	pms        map[string]*engine.ProjectMemory
+	pmGen      map[string]uint64 // the changes count each was last checked at
 	synced     uint64
 	syncedOnce bool
 	// packs caches context packs.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,7 +139,7 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	}
 	in := &pack.Input{Session: id, Goal: brief.Goal, GoalSource: brief.GoalSource, Checkpoint: brief.Checkpoint,
 		Task: req.Task, TaskID: req.TaskID, State: digest, Budget: b}
-	project := ""
+	project, skip := "", uint64(0)
 	if req.Project != "" {
 		project = filepath.Clean(req.Project)
 	}
@@ -150,8 +151,9 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 		if st.Project != "" {
 			project = st.Project
 		}
+		skip = st.Ordinal
 	}
-	pm, err := m.projectMemory(project)
+	pm, err := m.projectMemory(project, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -188,38 +190,48 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	return p, nil
 }
 
-// projectMemory is what the sessions of project leave in force, kept
-// while the engine's memory does not change (in the proxy).
-func (m *localMemory) projectMemory(project string) (*engine.ProjectMemory, error) {
+// projectMemory is what the sessions of project other than the one with
+// ordinal skip leave in force. It is kept while the project's state
+// (engine.ProjectState: its index entries and its sessions' memory
+// digests) stays put.
+func (m *localMemory) projectMemory(project string, skip uint64) (*engine.ProjectMemory, error) {
 	if project == "" {
 		return &engine.ProjectMemory{}, nil
 	}
+	key := project + "\x00" + strconv.FormatUint(skip, 10)
 	var gen uint64
+	m.pmMu.Lock()
+	pm, ok := m.pms[key]
 	if m.changes != nil {
+		// In the proxy: nothing derived since the last look, nothing to
+		// read.
 		gen = m.changes.Load()
-		m.pmMu.Lock()
-		pm, ok := m.pms[project]
-		m.pmMu.Unlock()
-		if ok && pm.gen == gen {
-			return pm.pm, nil
+		if ok && m.pmGen[key] == gen {
+			m.pmMu.Unlock()
+			return pm, nil
 		}
 	}
-	pm, err := m.e.ProjectMemory(project)
-	if err != nil || m.changes == nil {
-		return pm, err
+	m.pmMu.Unlock()
+	state, err := m.e.ProjectState(project)
+	if err != nil {
+		return nil, err
+	}
+	if ok && pm.State == state {
+		m.pmMu.Lock()
+		m.pmGen[key] = gen
+		m.pmMu.Unlock()
+		return pm, nil
+	}
+	if pm, err = m.e.ProjectMemory(project, skip); err != nil {
+		return nil, err
 	}
 	m.pmMu.Lock()
 	defer m.pmMu.Unlock()
 	if m.pms == nil || len(m.pms) >= maxSessionArts {
-		m.pms = map[string]genProject{}
+		m.pms, m.pmGen = map[string]*engine.ProjectMemory{}, map[string]uint64{}
 	}
-	m.pms[project] = genProject{gen, pm}
+	m.pms[key], m.pmGen[key] = pm, gen
 	return pm, nil
-}
-
-type genProject struct {
-	gen uint64
-	pm  *engine.ProjectMemory
 }
 
 // resolved is arts with the status a later session of the project gave

@@ -56,17 +56,18 @@ type projectView struct {
 	arts    map[string]*Artifact // loaded, by id; nil for a forgotten or missing one
 	ords    map[string]uint64    // session ordinal, by artifact id
 	// By the index's kinds and terms.
-	subject  map[string][]string // ProjectSubject
-	terms    map[string][]string // ProjectTerm
-	replaced map[string][]string // ProjectReplaced
-	cores    map[string][]string // ProjectConstraint
-	tests    map[string][]string // ProjectTest
-	passed   map[string][]string // ProjectPassed
+	subject   map[string][]string // ProjectSubject
+	terms     map[string][]string // ProjectTerm
+	replaced  map[string][]string // ProjectReplaced
+	cores     map[string][]string // ProjectConstraint
+	questions map[string][]string // ProjectQuestion
+	tests     map[string][]string // ProjectTest
+	passed    map[string][]string // ProjectPassed
 }
 
 func newProjectView(e *Engine, project string) *projectView {
 	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{},
-		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{},
+		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{}, questions: map[string][]string{},
 		tests: map[string][]string{}, passed: map[string][]string{}}
 }
 
@@ -83,6 +84,8 @@ func (v *projectView) add(kind byte, term, id string, ord uint64) {
 		m = v.replaced
 	case ProjectConstraint:
 		m = v.cores
+	case ProjectQuestion:
+		m = v.questions
 	case ProjectTest:
 		m = v.tests
 	case ProjectPassed:
@@ -343,61 +346,144 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 // less those a later session replaced or closed.
 type ProjectMemory struct {
 	Project string
-	// InForce are the artifacts in force, sorted by id.
+	// InForce are the artifacts in force, sorted by id (without those of
+	// the session skipped).
 	InForce []Artifact
 	// Resolved are the artifacts a later session took out of force, by
 	// id.
 	Resolved map[string]Resolution
-	// Sessions maps each session of InForce to its ordinal.
-	Sessions map[string]uint64
-	// State is a digest of what InForce and Resolved were built from: it
-	// changes when any of them does.
+	// State identifies what InForce and Resolved were built from
+	// (ProjectState).
 	State string
 }
 
+// scanProject reads the whole project index of v's project into v, and
+// returns its state: a digest of the entries and of the memory digests
+// (artifacts and corrections) of the sessions they belong to.
+func (e *Engine) scanProject(v *projectView) (string, error) {
+	h := sha256.New()
+	p := append(append([]byte{prefixIndex, memProject}, v.project...), 0)
+	err := e.scan(p, func(k, val []byte) error {
+		h.Write(k)
+		h.Write(val)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := v.scan(0, ""); err != nil {
+		return "", err
+	}
+	ords := map[uint64]bool{}
+	for _, o := range v.ords {
+		ords[o] = true
+	}
+	sorted := make([]uint64, 0, len(ords))
+	for o := range ords {
+		sorted = append(sorted, o)
+	}
+	slices.Sort(sorted)
+	for _, o := range sorted {
+		var st MemoryState
+		if _, err := e.getJSON(memStateKey(o), &st); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%d %s\n", o, st.Digest)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// ProjectState returns a digest that changes whenever ProjectMemory of
+// the project would: it reads the project index and the memory state of
+// its sessions, not their artifacts.
+func (e *Engine) ProjectState(project string) (string, error) {
+	if project == "" {
+		return "", nil
+	}
+	return e.scanProject(newProjectView(e, project))
+}
+
 // ProjectMemory returns the memory in force of project (a working
-// directory, as ProjectOf gives it), from every session of it.
-func (e *Engine) ProjectMemory(project string) (*ProjectMemory, error) {
-	pm := &ProjectMemory{Project: project, Resolved: map[string]Resolution{}, Sessions: map[string]uint64{}}
+// directory, as ProjectOf gives it), from every session of it but the
+// one whose ordinal is skip (0: none): a session's own pack has its own
+// artifacts. Resolved still says which of the skipped session's
+// artifacts a later session took out of force; of those, only the ones
+// some other session's entry could apply to are read.
+func (e *Engine) ProjectMemory(project string, skip uint64) (*ProjectMemory, error) {
+	pm := &ProjectMemory{Project: project, Resolved: map[string]Resolution{}}
 	if project == "" {
 		return pm, nil
 	}
 	v := newProjectView(e, project)
-	if err := v.scan(0, ""); err != nil {
+	state, err := e.scanProject(v)
+	if err != nil {
 		return nil, err
 	}
+	pm.State = state
+	var own map[string]bool
+	if skip != 0 {
+		own = v.reachable(skip)
+	}
 	ids := make([]string, 0, len(v.ords))
-	for id := range v.ords {
-		if inForceKind(id) {
+	for id, o := range v.ords {
+		if inForceKind(id) && (o != skip || own[id]) {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
-	h := sha256.New()
 	for _, id := range ids {
 		a, err := v.get(id)
 		if err != nil {
 			return nil, err
 		}
-		if a == nil {
-			continue
+		if a == nil || a.Status != "active" && a.Status != "open" {
+			continue // gone, forgotten, or the index is behind it
 		}
-		if a.Status != "active" && a.Status != "open" {
-			continue // the index is behind the artifact: it is not in force
-		}
-		fmt.Fprintf(h, "%s %s %d\n", a.ID, a.Status, a.Last)
 		r, err := v.resolve(a)
 		if err != nil {
 			return nil, err
 		}
 		if r != nil {
 			pm.Resolved[a.ID] = *r
-			fmt.Fprintf(h, "- %s %s\n", r.Status, r.By)
 			continue
 		}
-		pm.InForce = append(pm.InForce, *a)
-		pm.Sessions[a.Session] = v.ords[a.ID]
+		if v.ords[id] != skip {
+			pm.InForce = append(pm.InForce, *a)
+		}
 	}
-	pm.State = hex.EncodeToString(h.Sum(nil))[:16]
 	return pm, nil
+}
+
+// reachable returns the artifacts of the session with ordinal skip that
+// another session's entry could take out of force: one of the
+// artifact's terms sits, for another session, under the kind that could
+// replace or close it (resolve's candidates).
+func (v *projectView) reachable(skip uint64) map[string]bool {
+	other := func(m map[string][]string, term string) bool {
+		for _, id := range m[term] {
+			if v.ords[id] != skip {
+				return true
+			}
+		}
+		return false
+	}
+	out := map[string]bool{}
+	mark := func(m map[string][]string, match func(term string) bool) {
+		for term, ids := range m {
+			if !match(term) {
+				continue
+			}
+			for _, id := range ids {
+				if v.ords[id] == skip {
+					out[id] = true
+				}
+			}
+		}
+	}
+	mark(v.subject, func(t string) bool { return other(v.subject, t) })
+	mark(v.terms, func(t string) bool { return other(v.replaced, t) })
+	mark(v.cores, func(t string) bool { return other(v.cores, t) })
+	mark(v.tests, func(t string) bool { return other(v.passed, t) || other(v.tests, t) })
+	mark(v.questions, func(t string) bool { return other(v.terms, t) })
+	return out
 }

@@ -131,7 +131,7 @@ func TestProjectResolve(t *testing.T) {
 		}
 	}
 
-	pm, err := e.ProjectMemory("/repo")
+	pm, err := e.ProjectMemory("/repo", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestProjectResolve(t *testing.T) {
 			t.Errorf("ProjectMemory does not say why %s is out of force", id)
 		}
 	}
-	elsewhere, err := e.ProjectMemory("/elsewhere")
+	elsewhere, err := e.ProjectMemory("/elsewhere", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestProjectResolve(t *testing.T) {
 	if _, err := e.RebuildMemory(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.ProjectMemory("/repo")
+	again, err := e.ProjectMemory("/repo", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,32 +213,30 @@ func Build(in *Input) (*Pack, error) {
 			continue
 		}
 		c := cand{a: a, from: i >= own}
-		lastN := lastN
+		lastN, from := lastN, 1.0
 		if c.from {
-			lastN = 0 // its tasks are not this session's
+			// An earlier session's: in force, but behind the session's
+			// own, even its oldest, at equal relevance; its tasks are
+			// not this session's.
+			lastN, from = 0, 0.5
 		}
 		switch {
 		case a.Type == engine.ArtifactDecision && a.Status == "active":
-			c.score = score(q, a, 1.0, lastN)
+			c.score = score(q, a, from, lastN)
 			decisions = append(decisions, c)
 		case a.Type == engine.ArtifactConstraint && a.Status == "active":
 			w := 1.0
 			if a.Constraint != nil && a.Constraint.Scope == "session" {
 				w = 1.3
 			}
-			c.score = score(q, a, w, lastN)
+			c.score = score(q, a, w*from, lastN)
 			constraints = append(constraints, c)
 		case a.Type == engine.ArtifactThread && a.Status == "open":
-			c.score = score(q, a, 0.9, lastN)
+			c.score = score(q, a, 0.9*from, lastN)
 			threads = append(threads, c)
 		case a.Type == engine.ArtifactOutcome && a.Outcome != nil:
 			c.score = score(q, a, 0.8, lastN)
 			outcomes = append(outcomes, c)
-		}
-		if c.from {
-			// An earlier session's: in force, but behind the session's
-			// own at equal relevance.
-			c.score = round(c.score * 0.9)
 		}
 	}
 	for _, cs := range [][]cand{decisions, constraints, threads, outcomes} {
@@ -377,7 +375,15 @@ const (
 func fill(cs []cand, budget int, item func(*engine.Artifact) Item, spare []cand, omitted map[string]int, section string) ([]Item, []cand) {
 	var out []Item
 	used, misses := 0, 0
+	seen := map[string]bool{}
 	for _, c := range cs {
+		// The same statement made in several sessions is one item: the
+		// best ranked (the session's own, else the latest).
+		if t := oneLine(strings.ToLower(item(c.a).Text)); seen[t] {
+			continue
+		} else {
+			seen[t] = true
+		}
 		if budget-used < minItem || misses >= maxMisses {
 			// Full: the rest are pointers, not worth tokenizing.
 			spare = append(spare, c)

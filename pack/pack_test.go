@@ -314,7 +314,9 @@ func TestBuildProject(t *testing.T) {
 	self := earlier("dec-0000000000a2", engine.ArtifactDecision, "active", "A decision of the session itself, from the project index.")
 	self.Session = "s1"
 	self.Decision = &engine.Decision{Statement: self.Text}
-	project := []engine.Artifact{atlas, prod, flaky, done, self}
+	again := earlier("dec-0000000000a3", engine.ArtifactDecision, "active", "Use BoltDB for the job queue instead of SQLite.")
+	again.Decision = &engine.Decision{Statement: again.Text}
+	project := []engine.Artifact{atlas, prod, flaky, done, self, again}
 
 	p, err := Build(&Input{Session: "s1", Task: "add a column to users", Artifacts: small(), Project: project, ProjectState: "p1", Budget: DefaultBudget()})
 	if err != nil {
@@ -331,6 +333,9 @@ func TestBuildProject(t *testing.T) {
 			t.Errorf("pack lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Count(md, "Use BoltDB for the job queue") != 1 || strings.Contains(md, "dec-0000000000a3") {
+		t.Errorf("a statement made in two sessions is not one item, the session's own:\n%s", md)
+	}
 	for _, not := range []string{"out-0000000000a1", "dec-0000000000a2"} {
 		if strings.Contains(md, not) {
 			t.Errorf("pack holds %s:\n%s", not, md)
@@ -344,8 +349,8 @@ func TestBuildProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fresh.Decisions) != 2 || len(fresh.Constraints) != 1 || len(fresh.Threads) != 1 || len(fresh.Implemented) != 0 {
-		t.Errorf("a new session's pack: %d decisions, %d constraints, %d threads, %d tasks; want the project's 2, 1, 1 and none",
+	if len(fresh.Decisions) != 3 || len(fresh.Constraints) != 1 || len(fresh.Threads) != 1 || len(fresh.Implemented) != 0 {
+		t.Errorf("a new session's pack: %d decisions, %d constraints, %d threads, %d tasks; want the project's 3, 1, 1 and none",
 			len(fresh.Decisions), len(fresh.Constraints), len(fresh.Threads), len(fresh.Implemented))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blugelabs/bluge/analysis"
+	"github.com/blugelabs/bluge/analysis/lang/en"
 )
 
 // maxTokenBytes is the longest term the analyzer emits. A longer whole
@@ -20,8 +21,9 @@ const maxTokenBytes = 255
 var codeAnalyzer = &analysis.Analyzer{Tokenizer: codeTokenizer{}}
 
 // Tokens returns the terms the index makes of text, in order: for each
-// token its whole lowercased form, then its parts. Search analyzes query
-// text the same way.
+// token its whole lowercased form, then its parts, each English word
+// followed by its stem when that differs. Search analyzes query text the
+// same way.
 func Tokens(text string) []string {
 	ts := codeTokenizer{}.Tokenize([]byte(text))
 	out := make([]string, len(ts))
@@ -156,6 +158,7 @@ func nextToken(in []byte, i int) (start, end, next int) {
 // appendToken appends the whole token in[start:end] and its parts.
 func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.TokenStream {
 	incr := 1
+	whole := len(ts)
 	if end-start <= maxTokenBytes {
 		ts = append(ts, newToken(in, start, end, incr))
 		incr = 0
@@ -178,14 +181,44 @@ func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.To
 	if seg >= 0 {
 		parts = appendCamel(parts, in, seg, end)
 	}
+	if len(ts) > whole && (len(parts) == 0 || len(parts) == 1 && parts[0] == [2]int{start, end}) {
+		ts = appendStem(ts, ts[whole])
+	}
 	for _, p := range parts {
 		if p == [2]int{start, end} || p[1]-p[0] > maxTokenBytes {
 			continue
 		}
-		ts = append(ts, newToken(in, p[0], p[1], incr))
+		t := newToken(in, p[0], p[1], incr)
+		ts = appendStem(append(ts, t), t)
 		incr = 0
 	}
 	return ts
+}
+
+// minStemBytes is the shortest word that is stemmed: the Snowball
+// English stemmer leaves shorter ones alone.
+const minStemBytes = 3
+
+// stemmer is the English Snowball stemmer of Bluge's analysis/lang/en.
+var stemmer = en.StemmerFilter()
+
+// appendStem appends the stem of t's term after it when the term is a
+// word of lower-case ASCII letters and its stem differs.
+func appendStem(ts analysis.TokenStream, t *analysis.Token) analysis.TokenStream {
+	if len(t.Term) < minStemBytes {
+		return ts
+	}
+	for _, c := range t.Term {
+		if c < 'a' || c > 'z' {
+			return ts
+		}
+	}
+	s := &analysis.Token{Start: t.Start, End: t.End, Term: t.Term, Type: analysis.AlphaNumeric}
+	stemmer.Filter(analysis.TokenStream{s}) // replaces s.Term, t.Term is not changed
+	if string(s.Term) == string(t.Term) {
+		return ts
+	}
+	return append(ts, s)
 }
 
 // appendCamel appends the piece in[s:e] (letters and digits only) and,

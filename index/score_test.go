@@ -84,13 +84,13 @@ func TestScoreEquivalence(t *testing.T) {
 		// One reader for the three: a merge between them would change
 		// the collection statistics, and so the scores.
 		err := x.withReader("test", func(r *bluge.Reader) (err error) {
-			if got, err = textHits(r, sortedTerms, q, n, x.minCutoff); err != nil {
+			if got, _, err = textHits(r, sortedTerms, q, n, x.minCutoff, "", false); err != nil {
 				return err
 			}
 			if want, err = bruteCandidates(r, sortedTerms, q, n, x.minCutoff); err != nil {
 				return err
 			}
-			old, err = matches(r, bluge.NewTopNSearch(n, textSearch(sortedTerms, q, x.minCutoff)))
+			old, err = matches(r, bluge.NewTopNSearch(n, textSearch(sortedTerms, q, x.minCutoff, "", false, true)))
 			return err
 		})
 		if err != nil {

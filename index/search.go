@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blugelabs/bluge"
+	segment "github.com/blugelabs/bluge_segment_api"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -166,7 +167,6 @@ func (x *Index) find(q Query, viaBluge bool) ([]Result, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, ErrEmptyQuery
 	}
-	k := clampK(q.K)
 	for _, t := range q.Types {
 		if !t.Valid() {
 			return nil, fmt.Errorf("%w: search: unknown type %q", ErrInvalid, t)
@@ -191,37 +191,48 @@ func (x *Index) find(q Query, viaBluge bool) ([]Result, error) {
 		recentFrom = max(1, st.Tasks-x.opts.RecentTasks+1)
 	}
 	scope, scoped := x.scope(q)
-	n := max(50, 5*k)
 	var out []Result
 	err := x.withReader("search", func(r *bluge.Reader) error {
-		var hits []hit
-		var pairs []termPair
 		var err error
-		if viaBluge {
-			hits, err = blugeHits(r, terms, q, n, x.minCutoff, scope, scoped)
-		} else {
-			hits, pairs, err = textHits(r, terms, q, n, x.minCutoff, scope, scoped)
-		}
-		if err != nil {
-			return err
-		}
-		rerank(hits, q, recentFrom)
-		hits = arrange(hits, q.AllProjects)
-		if hits, err = x.lift(r, hits, q, k, scope, scoped); err != nil {
-			return err
-		}
-		hits = hits[:min(k, len(hits))]
-		out = make([]Result, len(hits))
-		for i := range hits {
-			out[i] = Result{Card: hits[i].card(), Project: hits[i].project, Other: hits[i].other}
-		}
-		if q.Explain {
-			return explain(r, hits, pairs, out, scoped)
-		}
-		return nil
+		out, err = results(r, q, terms, x.minCutoff, recentFrom, scope, scoped, viaBluge)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("index: search %q: %w", q.Text, err)
+	}
+	return out, nil
+}
+
+// results is find on r, once the query is checked and analyzed (terms
+// sorted, distinct) and its scope known.
+func results(r *bluge.Reader, q Query, terms []string, floor uint64, recentFrom int, scope string, scoped, viaBluge bool) ([]Result, error) {
+	k := clampK(q.K)
+	n := max(50, 5*k)
+	var hits []hit
+	var pairs []termPair
+	var err error
+	if viaBluge {
+		hits, err = blugeHits(r, terms, q, n, floor, scope, scoped)
+	} else {
+		hits, pairs, err = textHits(r, terms, q, n, floor, scope, scoped)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rerank(hits, q, recentFrom)
+	hits = arrange(hits, q.AllProjects)
+	if hits, err = lift(r, hits, q, k, scope, scoped); err != nil {
+		return nil, err
+	}
+	hits = hits[:min(k, len(hits))]
+	out := make([]Result, len(hits))
+	for i := range hits {
+		out[i] = Result{Card: hits[i].card(), Project: hits[i].project, Other: hits[i].other}
+	}
+	if q.Explain {
+		if err := explain(r, hits, pairs, out, scoped); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -368,7 +379,7 @@ func order(hits []hit) []hit {
 // is not a hit, the artifact at the end of its supersession chain (or
 // the first one along it that is a hit, which order then uses), read
 // from r, scored as the superseded hit; then orders again.
-func (x *Index) lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, scoped bool) ([]hit, error) {
+func lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, scoped bool) ([]hit, error) {
 	byID := make(map[string]bool, len(hits))
 	for i := range hits {
 		byID[hits[i].id] = true
@@ -408,6 +419,7 @@ func (x *Index) lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, 
 		if end.other != h.other {
 			continue
 		}
+		h.replacedBy = end.id // order places h below it
 		end.score = h.score
 		end.lifted = h.id
 		end.factors = []Factor{{Name: "replaces " + h.id, Value: 1}}
@@ -453,11 +465,16 @@ func explain(r *bluge.Reader, hits []hit, pairs []termPair, out []Result, scoped
 		if err != nil {
 			return err
 		}
+		var pst segment.Posting
 		for _, i := range order {
-			pst, err := it.Advance(hits[i].doc)
-			if err != nil {
-				_ = it.Close()
-				return err
+			// Advance only forwards: Bluge's Advance to a document at or
+			// before the current one recycles the iterator while it is
+			// still in use, which corrupts later searches.
+			if pst == nil || pst.Number() < hits[i].doc {
+				if pst, err = it.Advance(hits[i].doc); err != nil {
+					_ = it.Close()
+					return err
+				}
 			}
 			if pst == nil {
 				break

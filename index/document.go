@@ -325,15 +325,19 @@ type hit struct {
 	seqLo, seqHi, closedSeq                             uint64
 	flags                                               uint8
 	bm25, score                                         float64
+	// inForce is score without the superseded and closed factors.
+	inForce float64
 
 	// doc is the document number in the reader Search used.
 	doc uint64
-	// other says the hit is outside the query's project; lifted that it
-	// did not match and was added because it replaced a hit; below the
-	// id of the hit it was placed below (its replacement or closer).
-	other  bool
-	lifted string
-	below  string
+	// other says the hit is outside the query's project; lifted is the
+	// id of the hit it replaced, when it did not match and was added for
+	// that; raised the id of the superseded hit whose higher score it
+	// took; below the id of the hit it was placed below (its replacement
+	// or closer).
+	other          bool
+	lifted, raised string
+	below          string
 	// factors are the ranking factors applied to bm25, for Explain.
 	factors []Factor
 }

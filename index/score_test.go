@@ -170,7 +170,7 @@ func TestScoreEquivalence(t *testing.T) {
 			for _, f := range e.Factors {
 				s *= f.Value
 			}
-			if e.Below == "" && !near(s, r.Score) {
+			if e.Below == "" && e.Raised == "" && !near(s, r.Score) {
 				t.Fatalf("%+v: %s: BM25 times factors %v, score %v", q, r.ID, s, r.Score)
 			}
 		}

@@ -70,8 +70,12 @@ type Explanation struct {
 	// Lifted is the id of the matching result that this artifact
 	// replaced: it did not match, and ranks right above that result.
 	Lifted string `json:"lifted,omitempty"`
-	// Below is the id of the result this one was placed below: the one
-	// that replaced it, or holds the event that closed it.
+	// Raised is the id of the result this artifact replaced whose
+	// higher score it took: it ranks right above that result.
+	Raised string `json:"raised,omitempty"`
+	// Below is the id of a result this one ranks below by rule: the one
+	// that replaced it, or one that holds the event that closed it. Its
+	// score is lowered under that result's when it was not already.
 	Below string `json:"below,omitempty"`
 	// Scope says where the project put it: "project" (the query's),
 	// "other project", or "" for a search without a scope.
@@ -285,14 +289,15 @@ func rerank(hits []hit, q Query, recentFrom int) {
 				f("recent task", boostRecent)
 			}
 		}
+		if h.flags&bitPinned != 0 {
+			f("pinned", boostPinned)
+		}
+		h.inForce = s
 		if h.flags&bitSuperseded != 0 {
 			f("superseded", factorSupersede)
 		}
 		if h.flags&bitClosed != 0 {
 			f("closed", factorClosed)
-		}
-		if h.flags&bitPinned != 0 {
-			f("pinned", boostPinned)
 		}
 		h.score = s
 	}
@@ -326,13 +331,18 @@ func compareHits(a, b *hit) int {
 	return cmp.Compare(a.id, b.id)
 }
 
-// order sorts hits, then places each superseded hit right below the
-// first hit along its supersession chain (the hit's replacedBy, as far as
-// known) and each closed thread below every hit of its session that
-// holds the event that closed it, by lowering its score under theirs.
-// Scores only go down and a hit goes below a hit of its own scope, so
-// this ends; a cycle of replacements (which derivation does not make) is
-// cut after len(hits) rounds.
+// order sorts hits after two rules. A superseded hit's replacement (the
+// first hit along its supersession chain: the hit's replacedBy, as far as
+// known) takes the score the superseded hit would have had in force
+// (without the superseded factor) when that is higher, so that what is
+// in force answers where the outdated choice matched, and the superseded
+// hit goes right below it. A closed thread goes below every
+// hit of its session that holds the event that closed it. A hit goes
+// below another by taking a score just under the other's, and only below
+// a hit of its own scope. A replacement's score only goes up to a score
+// some hit had, an outdated hit's only down, so this settles; a cycle of
+// replacements (which derivation does not make) is cut after len(hits)
+// rounds.
 func order(hits []hit) []hit {
 	byID := make(map[string]int, len(hits))
 	for i := range hits {
@@ -347,14 +357,19 @@ func order(hits []hit) []hit {
 				if j == i || c.other != h.other {
 					return
 				}
+				h.below = c.id
 				if h.score >= c.score {
 					h.score = math.Nextafter(c.score, math.Inf(-1))
-					h.below = c.id
 					changed = true
 				}
 			}
 			if h.replacedBy != "" {
-				if j, ok := byID[h.replacedBy]; ok {
+				if j, ok := byID[h.replacedBy]; ok && hits[j].other == h.other {
+					if c := &hits[j]; c.score < h.inForce {
+						c.score = h.inForce
+						c.raised = h.id
+						changed = true
+					}
 					place(j)
 				}
 			}
@@ -378,7 +393,8 @@ func order(hits []hit) []hit {
 // lift adds, for each superseded hit among the first k whose replacement
 // is not a hit, the artifact at the end of its supersession chain (or
 // the first one along it that is a hit, which order then uses), read
-// from r, scored as the superseded hit; then orders again.
+// from r, with the score the superseded hit would have had in force;
+// then orders again.
 func lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, scoped bool) ([]hit, error) {
 	byID := make(map[string]bool, len(hits))
 	for i := range hits {
@@ -420,7 +436,8 @@ func lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, scoped bool
 			continue
 		}
 		h.replacedBy = end.id // order places h below it
-		end.score = h.score
+		end.score = h.inForce
+		end.inForce = h.inForce
 		end.lifted = h.id
 		end.factors = []Factor{{Name: "replaces " + h.id, Value: 1}}
 		byID[end.id] = true
@@ -451,7 +468,7 @@ func explain(r *bluge.Reader, hits []hit, pairs []termPair, out []Result, scoped
 	order := make([]int, len(hits))
 	for i := range order {
 		order[i] = i
-		out[i].Explain = &Explanation{Factors: hits[i].factors, Lifted: hits[i].lifted, Below: hits[i].below}
+		out[i].Explain = &Explanation{Factors: hits[i].factors, Lifted: hits[i].lifted, Raised: hits[i].raised, Below: hits[i].below}
 		if scoped {
 			out[i].Explain.Scope = "project"
 			if hits[i].other {

@@ -390,10 +390,11 @@ func TestSearchFields(t *testing.T) {
 	}
 }
 
-// TestSearchOutdated checks that a superseded decision ranks right below
-// what replaced it however much better its words match, that the end of
-// its chain is added when it did not match, and that a closed thread
-// ranks below the result that holds the event that closed it.
+// TestSearchOutdated checks that a superseded decision ranks below what
+// replaced it however much better its words match, the replacement
+// taking its place, that the end of its chain is added when it did not
+// match, and that a closed thread ranks below the result that holds the
+// event that closed it.
 func TestSearchOutdated(t *testing.T) {
 	mk := func(id string, typ engine.ArtifactType, title string, edit func(a *engine.Artifact)) engine.Artifact {
 		a := art("s1", id, typ, title)
@@ -417,31 +418,33 @@ func TestSearchOutdated(t *testing.T) {
 		want []string
 		// below maps a result to the one it must be placed below.
 		below map[string]string
+		// why maps a replacement to "raised ID" or "lifted ID".
+		why map[string]string
 	}{
 		{"replacement matches less", []engine.Artifact{
 			mk("old", dec, "use goose for database migrations, goose migrations are simple migrations", superseded("new")),
 			mk("new", dec, "switch to Atlas for migrations", nil),
 			mk("seg", engine.ArtifactSegment, "migrations migrations migrations database", nil),
-		}, "database migrations", []string{"seg", "new", "old"}, map[string]string{"old": "new"}},
+		}, "database migrations", []string{"new", "seg", "old"}, map[string]string{"old": "new"}, map[string]string{"new": "raised old"}},
 		{"replacement lifted", []engine.Artifact{
 			mk("old", dec, "use goose for database migrations", superseded("new")),
 			mk("new", dec, "switch to Atlas", nil),
 			mk("seg", engine.ArtifactSegment, "unrelated words only", nil),
-		}, "goose", []string{"new", "old"}, map[string]string{"old": "new"}},
+		}, "goose", []string{"new", "old"}, map[string]string{"old": "new"}, map[string]string{"new": "lifted old"}},
 		{"chain: the end in force is lifted", []engine.Artifact{
 			mk("a", dec, "use goose for migrations", superseded("b")),
 			mk("b", dec, "use dbmate", superseded("c")),
 			mk("c", dec, "switch to Atlas", nil),
-		}, "goose", []string{"c", "a"}, map[string]string{"a": "c"}},
+		}, "goose", []string{"c", "a"}, map[string]string{"a": "c"}, map[string]string{"c": "lifted a"}},
 		{"chain: the first that matches", []engine.Artifact{
 			mk("a", dec, "use goose for migrations migrations", superseded("b")),
 			mk("b", dec, "use dbmate", superseded("c")),
 			mk("c", dec, "switch to Atlas for migrations", nil),
-		}, "migrations", []string{"c", "a"}, map[string]string{"a": "c"}},
+		}, "migrations", []string{"c", "a"}, map[string]string{"a": "c"}, nil},
 		{"lifted only if not forgotten", []engine.Artifact{
 			mk("old", dec, "use goose", superseded("new")),
 			mk("new", dec, "switch to Atlas", func(a *engine.Artifact) { a.Forgotten = true }),
-		}, "goose", []string{"old"}, nil},
+		}, "goose", []string{"old"}, nil, nil},
 		{"closed thread below its closer", []engine.Artifact{
 			mk("thr", thr, "flaky test TestCache flaky flaky", func(a *engine.Artifact) {
 				a.Status = "closed"
@@ -456,7 +459,7 @@ func TestSearchOutdated(t *testing.T) {
 				a.Status = "success"
 				a.Evidence = []engine.Evidence{{Seq: 50}, {Seq: 60}}
 			}),
-		}, "flaky TestCache", []string{"later", "out", "thr"}, map[string]string{"thr": "out"}},
+		}, "flaky TestCache", []string{"later", "out", "thr"}, map[string]string{"thr": "out"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -474,10 +477,16 @@ func TestSearchOutdated(t *testing.T) {
 				t.Errorf("ranking %v, want %v", got, tt.want)
 			}
 			for i, r := range rs {
-				if want, ok := tt.below[r.ID]; ok {
-					if r.Explain.Below != want && (i == 0 || rs[i-1].ID != want) {
-						t.Errorf("%s: below %q (after %v), want right below %s", r.ID, r.Explain.Below, got[:i], want)
+				// The explanation says why a replacement ranks where it
+				// does: it took the score of the one it replaced, or was
+				// added for it.
+				if want := tt.why[r.ID]; want != "" {
+					if got := "raised " + r.Explain.Raised + "lifted " + r.Explain.Lifted; !strings.Contains(got, want) {
+						t.Errorf("%s: explanation %+v, want %s", r.ID, r.Explain, want)
 					}
+				}
+				if want, ok := tt.below[r.ID]; ok && !slices.Contains(got[:i], want) {
+					t.Errorf("%s ranks above %s, which replaced or closed it", r.ID, want)
 				}
 				if i > 0 && r.Score > rs[i-1].Score {
 					t.Errorf("%s scores %v above %s's %v", r.ID, r.Score, rs[i-1].ID, rs[i-1].Score)

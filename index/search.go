@@ -162,8 +162,9 @@ func (x *Index) search(q Query, viaBluge bool) ([]engine.Card, error) {
 // artifact, then the smaller id. Whatever the scores, a superseded
 // decision or constraint ranks right below the artifact in force that
 // replaced it (the end of its supersession chain, added to the results
-// when it did not match), and a closed thread below every result that
-// holds the event that closed it. A result's Score is its final score.
+// when it did not match, and taking the superseded one's score when that
+// is higher), and a closed thread below the best result that holds the
+// event that closed it. A result's Score is its final score.
 // Forgotten artifacts are left out unless q.IncludeForgotten.
 func (x *Index) Find(q Query) ([]Result, error) { return x.find(q, false) }
 
@@ -336,7 +337,7 @@ func compareHits(a, b *hit) int {
 // known) takes the score the superseded hit would have had in force
 // (without the superseded factor) when that is higher, so that what is
 // in force answers where the outdated choice matched, and the superseded
-// hit goes right below it. A closed thread goes below every
+// hit goes right below it. A closed thread goes below the best
 // hit of its session that holds the event that closed it. A hit goes
 // below another by taking a score just under the other's, and only below
 // a hit of its own scope. A replacement's score only goes up to a score
@@ -374,11 +375,16 @@ func order(hits []hit) []hit {
 				}
 			}
 			if h.closedSeq != 0 {
+				best := -1
 				for j := range hits {
 					c := &hits[j]
-					if c.session == h.session && c.typ != string(engine.ArtifactThread) && c.seqLo <= h.closedSeq && h.closedSeq <= c.seqHi {
-						place(j)
+					if j != i && c.other == h.other && c.session == h.session && c.typ != string(engine.ArtifactThread) &&
+						c.seqLo <= h.closedSeq && h.closedSeq <= c.seqHi && (best < 0 || compareHits(c, &hits[best]) < 0) {
+						best = j
 					}
+				}
+				if best >= 0 {
+					place(best)
 				}
 			}
 		}

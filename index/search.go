@@ -270,7 +270,7 @@ func (x *Index) scope(q Query) (string, bool) {
 }
 
 // rerank sets each hit's score: its BM25 score times the factors Find
-// describes, and records them.
+// describes, and records them when q.Explain.
 func rerank(hits []hit, q Query, recentFrom int) {
 	for i := range hits {
 		h := &hits[i]
@@ -278,7 +278,9 @@ func rerank(hits []hit, q Query, recentFrom int) {
 		s := h.bm25
 		f := func(name string, v float64) {
 			s *= v
-			h.factors = append(h.factors, Factor{Name: name, Value: v})
+			if q.Explain {
+				h.factors = append(h.factors, Factor{Name: name, Value: v})
+			}
 		}
 		f("type "+h.typ, typeWeight[engine.ArtifactType(h.typ)])
 		if q.Session != "" && h.session == q.Session {
@@ -345,6 +347,10 @@ func compareHits(a, b *hit) int {
 // replacements (which derivation does not make) is cut after len(hits)
 // rounds.
 func order(hits []hit) []hit {
+	if !slices.ContainsFunc(hits, func(h hit) bool { return h.replacedBy != "" || h.closedSeq != 0 }) {
+		slices.SortFunc(hits, func(a, b hit) int { return compareHits(&a, &b) })
+		return hits
+	}
 	byID := make(map[string]int, len(hits))
 	for i := range hits {
 		byID[hits[i].id] = i
@@ -402,6 +408,10 @@ func order(hits []hit) []hit {
 // from r, with the score the superseded hit would have had in force;
 // then orders again.
 func lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, scoped bool) ([]hit, error) {
+	top := hits[:min(k, len(hits))]
+	if !slices.ContainsFunc(top, func(h hit) bool { return h.replacedBy != "" }) {
+		return hits, nil
+	}
 	byID := make(map[string]bool, len(hits))
 	for i := range hits {
 		byID[hits[i].id] = true

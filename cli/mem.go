@@ -34,7 +34,7 @@ func memCommand() *ucli.Command {
 					"then marked. A superseded decision ranks right below what replaced it, a closed thread\n" +
 					"below what closed it. --explain shows how each score came about.",
 				Flags: []ucli.Flag{
-					&ucli.StringFlag{Name: "session", Usage: "rank this session's artifacts first"},
+					&ucli.StringFlag{Name: "session", Usage: "rank this session's artifacts first, and search its project (unless --project)"},
 					&ucli.StringFlag{Name: "task", Usage: "rank this task's artifacts first"},
 					&ucli.StringFlag{Name: "project", Usage: "search this project first: a directory in it (default: the current directory's project, when it has sessions)"},
 					&ucli.BoolFlag{Name: "all-projects", Usage: "after the project's results, other projects' too"},

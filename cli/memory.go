@@ -502,24 +502,8 @@ func correctHere(ctx context.Context, m *localMemory, cr exchange.Correction) (*
 type remoteMemory struct{ r *remote }
 
 func (m *remoteMemory) Search(q index.Query) ([]engine.Card, error) {
-	v := url.Values{"q": {q.Text}, "fresh": {"1"}}
-	if q.Session != "" {
-		v.Set("session", q.Session)
-	}
-	if q.Task != "" {
-		v.Set("task", q.Task)
-	}
-	if q.K != 0 {
-		v.Set("k", strconv.Itoa(q.K))
-	}
-	for _, t := range q.Types {
-		v.Add("type", string(t))
-	}
-	if q.IncludeForgotten {
-		v.Set("all", "1")
-	}
 	var out []engine.Card
-	return out, m.r.get("/v1/memory/search", v, &out)
+	return out, m.r.get("/v1/memory/search", searchQuery(q), &out)
 }
 
 func (m *remoteMemory) Find(q index.Query) ([]index.Result, error) {

@@ -28,11 +28,11 @@ type Query struct {
 	// project of the index's sessions that holds it (the longest such
 	// directory), else the directory itself. Artifacts of the scope come
 	// first; others only with AllProjects, or when nothing in the scope
-	// matches, and then marked Other.
+	// matches, and then marked Other. When Project is empty, the scope
+	// is Session's project, else the project of the index's sessions
+	// that holds Dir; when there is none, the search has no scope.
 	Project string
-	// Dir is where the caller runs, used when Project is empty: the
-	// project of the index's sessions that holds Dir is the scope; when
-	// none does, the search has no scope.
+	// Dir is where the caller runs (see Project).
 	Dir string
 	// AllProjects returns the other projects' artifacts after the
 	// scope's.
@@ -245,6 +245,11 @@ func results(r *bluge.Reader, q Query, terms []string, floor uint64, recentFrom 
 // scope returns the project q searches first, and whether it has one.
 // The caller holds mu.
 func (x *Index) scope(q Query) (string, bool) {
+	if q.Project == "" && q.Session != "" {
+		if st := x.states[q.Session]; st != nil && st.Project != "" {
+			return st.Project, true
+		}
+	}
 	dir := q.Project
 	if dir == "" {
 		dir = q.Dir

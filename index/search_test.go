@@ -498,7 +498,8 @@ func TestSearchOutdated(t *testing.T) {
 // TestSearchProject checks the project scope: the scope's results only,
 // the other projects' when nothing in the scope matches or with
 // AllProjects (after the scope's, marked), the scope found from a
-// directory inside a project, and none from a directory outside all.
+// directory inside a project or from the query's session, and none from
+// a directory outside all.
 func TestSearchProject(t *testing.T) {
 	x := openTest(t, t.TempDir(), nil)
 	apply := func(session, project string, arts ...engine.Artifact) {
@@ -533,6 +534,9 @@ func TestSearchProject(t *testing.T) {
 		{"all projects", Query{Text: "cache", Project: "/src/a", AllProjects: true},
 			[]res{{"a-dec", false}, {"a-seg", false}, {"b-dec", true}, {"n-seg", true}}},
 		{"nothing in the scope", Query{Text: "kafka", Project: "/src/a"}, []res{{"b-only", true}}},
+		{"the session's project", Query{Text: "cache", Session: "b1"}, []res{{"b-dec", false}}},
+		{"the session's project before the directory's", Query{Text: "cache", Session: "b1", Dir: "/src/a"}, []res{{"b-dec", false}}},
+		{"a session without a project", Query{Text: "cache", Session: "n1", Dir: "/src/a"}, []res{{"a-dec", false}, {"a-seg", false}}},
 		{"k cuts the scope first", Query{Text: "cache", Project: "/src/a", AllProjects: true, K: 3},
 			[]res{{"a-dec", false}, {"a-seg", false}, {"b-dec", true}}},
 	}

@@ -88,7 +88,9 @@ type Index struct {
 	// lastWrite.
 	dirty     bool
 	lastWrite time.Time
-	// mu guards w, states and closed. Search and Related hold it shared
+	// projects counts the sessions in states of each project.
+	projects map[string]int
+	// mu guards w, states, projects and closed. Search and Related hold it shared
 	// for their whole run; Reset and Close hold it exclusively to replace
 	// or close the writer, and writing methods briefly to change states.
 	mu     sync.RWMutex
@@ -151,7 +153,30 @@ func Open(dir string, opts *Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dir: dir, opts: o, w: w, states: states, verified: verified, lastWrite: time.Now(), minCutoff: minCutoff}, nil
+	x := &Index{dir: dir, opts: o, w: w, states: map[string]*sessionState{}, projects: map[string]int{}, verified: verified,
+		lastWrite: time.Now(), minCutoff: minCutoff}
+	for name, st := range states {
+		x.setState(name, st)
+	}
+	return x, nil
+}
+
+// setState records st as the state of session, or forgets the session
+// when st is nil, keeping projects. The caller holds mu, or owns x.
+func (x *Index) setState(session string, st *sessionState) {
+	if old := x.states[session]; old != nil && old.Project != "" {
+		if x.projects[old.Project]--; x.projects[old.Project] <= 0 {
+			delete(x.projects, old.Project)
+		}
+	}
+	if st == nil {
+		delete(x.states, session)
+		return
+	}
+	x.states[session] = st
+	if st.Project != "" {
+		x.projects[st.Project]++
+	}
 }
 
 // removeFiles removes the index's files from dir, leaving anything else.
@@ -271,6 +296,7 @@ func (x *Index) Reset() error {
 	}
 	x.w = nil
 	x.states = map[string]*sessionState{}
+	x.projects = map[string]int{}
 	x.verified = map[string]bool{}
 	x.dirty = false
 	if err := removeFiles(x.dir); err != nil {
@@ -765,11 +791,7 @@ func (b *batcher) flush() error {
 	if n > 0 {
 		b.x.mu.Lock()
 		for _, p := range b.waiting[:n] {
-			if p.st == nil {
-				delete(b.x.states, p.session)
-			} else {
-				b.x.states[p.session] = p.st
-			}
+			b.x.setState(p.session, p.st)
 			b.x.verified[p.session] = true
 		}
 		b.x.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -259,9 +260,8 @@ func (x *Index) scope(q Query) (string, bool) {
 	}
 	dir = filepath.Clean(dir)
 	best := ""
-	for _, st := range x.states {
-		p := st.Project
-		if p != "" && len(p) > len(best) && (dir == p || strings.HasPrefix(dir, p) && (strings.HasSuffix(p, "/") || dir[len(p)] == '/')) {
+	for p := range x.projects {
+		if len(p) > len(best) && within(dir, p) {
 			best = p
 		}
 	}
@@ -272,6 +272,17 @@ func (x *Index) scope(q Query) (string, bool) {
 		return dir, true
 	}
 	return "", false
+}
+
+// within reports whether dir is the directory p or inside it.
+func within(dir, p string) bool {
+	if !strings.HasPrefix(dir, p) {
+		return false
+	}
+	if len(dir) == len(p) || os.IsPathSeparator(p[len(p)-1]) {
+		return true
+	}
+	return os.IsPathSeparator(dir[len(p)])
 }
 
 // rerank sets each hit's score: its BM25 score times the factors Find

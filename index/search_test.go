@@ -561,7 +561,8 @@ func TestSearchProject(t *testing.T) {
 }
 
 // TestSearchProjectMoved checks that a session whose project changes
-// while its memory does not is indexed again.
+// while its memory does not is indexed again, and that the index forgets
+// a project no session has.
 func TestSearchProjectMoved(t *testing.T) {
 	x := openTest(t, t.TempDir(), nil)
 	arts := []engine.Artifact{art("s1", "a", engine.ArtifactDecision, "use redis")}
@@ -578,6 +579,16 @@ func TestSearchProjectMoved(t *testing.T) {
 	rs, err := x.Find(Query{Text: "redis", Project: "/new"})
 	if err != nil || len(rs) != 1 || rs[0].Other || rs[0].Project != "/new" {
 		t.Fatalf("find = %+v, %v", rs, err)
+	}
+	// The old project is gone: a directory in it gives no scope.
+	if rs, err := x.Find(Query{Text: "redis", Dir: "/old/cmd"}); err != nil || len(rs) != 1 || rs[0].Other {
+		t.Fatalf("find in the old project's directory = %+v, %v; want no scope", rs, err)
+	}
+	if err := x.Remove("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(x.projects) != 0 {
+		t.Errorf("projects after the last session went: %v", x.projects)
 	}
 }
 

@@ -350,10 +350,11 @@ func (h *heaps) floor() (float64, bool) {
 func topOne(p *textPair, h *heaps, offer func(scored) error) error {
 	s := p.scorer
 	bi := s.boost * s.idf
-	var ks [256]float64 // 0: not computed; k ≥ k1 · (1 − b) > 0
+	var ks [256]float64      // 0: not computed; k ≥ k1 · (1 − b) > 0
+	theta, full := h.floor() // changes only when offer does
 	for p.cur != nil {
 		freq, norm := p.cur.Frequency(), p.cur.Norm()
-		if theta, full := h.floor(); full {
+		if full {
 			f, d := float64(freq), dl(norm)
 			var k float64
 			if d < float64(len(ks)) {
@@ -376,6 +377,7 @@ func topOne(p *textPair, h *heaps, offer func(scored) error) error {
 			if err := offer(d); err != nil {
 				return err
 			}
+			theta, full = h.floor()
 		}
 		if err := p.next(); err != nil {
 			return err

@@ -326,8 +326,14 @@ func rerank(hits []hit, q Query, recentFrom int) {
 // superseded and closed ones (order applies those), and drops the other
 // projects' unless all or the scope has none.
 func arrange(hits []hit, all bool) []hit {
-	if !all && slices.ContainsFunc(hits, func(h hit) bool { return !h.other }) {
-		hits = slices.DeleteFunc(hits, func(h hit) bool { return h.other })
+	if !all && anyHit(hits, func(h *hit) bool { return !h.other }) {
+		keep := hits[:0]
+		for i := range hits {
+			if !hits[i].other {
+				keep = append(keep, hits[i])
+			}
+		}
+		hits = keep
 	}
 	return order(hits)
 }
@@ -363,9 +369,8 @@ func compareHits(a, b *hit) int {
 // replacements (which derivation does not make) is cut after len(hits)
 // rounds.
 func order(hits []hit) []hit {
-	if !slices.ContainsFunc(hits, func(h hit) bool { return h.replacedBy != "" || h.closedSeq != 0 }) {
-		slices.SortFunc(hits, func(a, b hit) int { return compareHits(&a, &b) })
-		return hits
+	if !anyHit(hits, func(h *hit) bool { return h.replacedBy != "" || h.closedSeq != 0 }) {
+		return sortHits(hits)
 	}
 	byID := make(map[string]int, len(hits))
 	for i := range hits {
@@ -414,8 +419,32 @@ func order(hits []hit) []hit {
 			break
 		}
 	}
-	slices.SortFunc(hits, func(a, b hit) int { return compareHits(&a, &b) })
-	return hits
+	return sortHits(hits)
+}
+
+// anyHit reports whether f holds for a hit (without copying hits).
+func anyHit(hits []hit, f func(*hit) bool) bool {
+	for i := range hits {
+		if f(&hits[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortHits sorts hits by compareHits. It sorts their indices, not the
+// hits, which are large to move.
+func sortHits(hits []hit) []hit {
+	idx := make([]int, len(hits))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return compareHits(&hits[a], &hits[b]) })
+	out := make([]hit, len(hits))
+	for i, j := range idx {
+		out[i] = hits[j]
+	}
+	return out
 }
 
 // lift adds, for each superseded hit among the first k whose replacement
@@ -425,7 +454,7 @@ func order(hits []hit) []hit {
 // then orders again.
 func lift(r *bluge.Reader, hits []hit, q Query, k int, scope string, scoped bool) ([]hit, error) {
 	top := hits[:min(k, len(hits))]
-	if !slices.ContainsFunc(top, func(h hit) bool { return h.replacedBy != "" }) {
+	if !anyHit(top, func(h *hit) bool { return h.replacedBy != "" }) {
 		return hits, nil
 	}
 	byID := make(map[string]bool, len(hits))
@@ -753,7 +782,7 @@ func matches(r *bluge.Reader, req bluge.SearchRequest) ([]hit, error) {
 // cards sorts hits by score, time (latest first) and id, and returns the
 // cards of the first k.
 func cards(hits []hit, k int) []engine.Card {
-	slices.SortFunc(hits, func(a, b hit) int { return compareHits(&a, &b) })
+	hits = sortHits(hits)
 	hits = hits[:min(k, len(hits))]
 	out := make([]engine.Card, len(hits))
 	for i := range hits {

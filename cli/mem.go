@@ -31,8 +31,8 @@ func memCommand() *ucli.Command {
 				Description: "Words match their other English forms (tagging finds tag) and identifiers match whole\n" +
 					"and by their parts (parseConfig: parse, config). Results of the project come first:\n" +
 					"other projects' only with --all-projects or when nothing in the project matches, and\n" +
-					"then marked. A superseded decision ranks right below what replaced it, a closed thread\n" +
-					"below what closed it. --explain shows how each score came about.",
+					"then marked. A superseded decision ranks below what replaced it, which takes its place,\n" +
+					"and a closed thread below what closed it. --explain shows how each score came about.",
 				Flags: []ucli.Flag{
 					&ucli.StringFlag{Name: "session", Usage: "rank this session's artifacts first, and search its project (unless --project)"},
 					&ucli.StringFlag{Name: "task", Usage: "rank this task's artifacts first"},
@@ -168,7 +168,7 @@ func writeExplain(w io.Writer, e *index.Explanation, score float64) {
 	}
 	fmt.Fprintf(w, "    bm25 %.3f = %s\n", e.BM25, strings.Join(terms, "\n               + "))
 	if e.Lifted != "" {
-		fmt.Fprintf(w, "    score %.3f: in force, replaces %s, which matched; ranked right above it\n", score, e.Lifted)
+		fmt.Fprintf(w, "    score %.3f: in force, added for %s, which it replaced and which matched; ranks above it\n", score, e.Lifted)
 	} else {
 		line, s := fmt.Sprintf("%.3f", e.BM25), e.BM25
 		for _, f := range e.Factors {
@@ -177,7 +177,7 @@ func writeExplain(w io.Writer, e *index.Explanation, score float64) {
 		}
 		fmt.Fprintf(w, "    score %s = %.3f\n", line, s)
 		if e.Raised != "" {
-			fmt.Fprintf(w, "    in force: replaces %s, which scored higher; takes its score %.3f and ranks right above it\n", e.Raised, score)
+			fmt.Fprintf(w, "    in force: replaces %s, which matched better; takes the score it would have in force, %.3f, and ranks above it\n", e.Raised, score)
 		}
 	}
 	if e.Below != "" {

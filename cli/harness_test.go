@@ -299,6 +299,12 @@ func TestHarnessAPI(t *testing.T) {
 	if _, err := m.Note(exchange.Note{Op: "checkpoint", Session: "h2", Source: "run"}); err == nil || !strings.Contains(err.Error(), "checkpoint note: text is empty") {
 		t.Errorf("remote Note of an empty checkpoint: %v", err)
 	}
+	// mem search's Find goes through it too, with its results'
+	// explanations.
+	if rs, err := m.Find(index.Query{Text: "ARC cache", Explain: true, AllProjects: true, Dir: rg.dir}); err != nil || len(rs) == 0 ||
+		rs[0].Explain == nil || len(rs[0].Explain.Terms) == 0 || rs[0].Explain.BM25 <= 0 {
+		t.Errorf("remote Find: %+v, %v", rs, err)
+	}
 	var qp packReply
 	if err := q.do(http.MethodPost, "/v1/pack", nil, []byte(`{"session":"h2"}`), &qp); err != nil || qp.Checkpoint != "Docs drafted." || qp.Markdown == "" {
 		t.Errorf("pack on the query endpoint: %+v, %v", qp, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,11 +26,19 @@ func memCommand() *ucli.Command {
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "search",
-				Usage:     "find artifacts by BM25, ranked with scope, recency and type",
+				Usage:     "find artifacts by BM25, ranked with project, scope, recency and type",
 				ArgsUsage: "QUERY",
+				Description: "Words match their other English forms (tagging finds tag) and identifiers match whole\n" +
+					"and by their parts (parseConfig: parse, config). Results of the project come first:\n" +
+					"other projects' only with --all-projects or when nothing in the project matches, and\n" +
+					"then marked. A superseded decision ranks below what replaced it, which takes its place,\n" +
+					"and a closed thread below what closed it. --explain shows how each score came about.",
 				Flags: []ucli.Flag{
-					&ucli.StringFlag{Name: "session", Usage: "rank this session's artifacts first"},
+					&ucli.StringFlag{Name: "session", Usage: "rank this session's artifacts first, and search its project (unless --project)"},
 					&ucli.StringFlag{Name: "task", Usage: "rank this task's artifacts first"},
+					&ucli.StringFlag{Name: "project", Usage: "search this project first: a directory in it (default: the current directory's project, when it has sessions)"},
+					&ucli.BoolFlag{Name: "all-projects", Usage: "after the project's results, other projects' too"},
+					&ucli.BoolFlag{Name: "explain", Usage: "show each result's BM25 by term and field, and the factors and rules that ranked it"},
 					&ucli.IntFlag{Name: "k", Aliases: []string{"n"}, Value: 10, Usage: "how many cards (at most 100)"},
 					&ucli.StringSliceFlag{Name: "type", Usage: "only these types: decision, constraint, outcome, open_thread, transcript (repeatable)"},
 					&ucli.BoolFlag{Name: "all", Usage: "include forgotten artifacts"},
@@ -92,37 +102,98 @@ func memSearch(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	q := index.Query{Text: strings.Join(c.Args().Slice(), " "), Session: c.String("session"), Task: c.String("task"),
+		K: k, Types: types, IncludeForgotten: c.Bool("all"), AllProjects: c.Bool("all-projects"), Explain: c.Bool("explain")}
+	if p := c.String("project"); p != "" {
+		if q.Project, err = filepath.Abs(p); err != nil {
+			return usagef("mem search: --project %q: %v", p, err)
+		}
+	} else if wd, err := os.Getwd(); err == nil {
+		q.Dir = wd
+	}
 	m, closeFn, err := openMemory(c, false)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	start := time.Now()
-	cards, err := m.Search(index.Query{Text: strings.Join(c.Args().Slice(), " "), Session: c.String("session"), Task: c.String("task"),
-		K: k, Types: types, IncludeForgotten: c.Bool("all")})
+	rs, err := m.Find(q)
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		if cards == nil {
-			cards = []engine.Card{}
+		if rs == nil {
+			rs = []index.Result{}
 		}
-		return writeJSON(c, cards)
+		return writeJSON(c, rs)
 	}
 	w := c.App.Writer
-	if len(cards) == 0 {
+	if len(rs) == 0 {
 		fmt.Fprintln(w, "no matching artifacts")
 		return nil
 	}
-	for i, cd := range cards {
-		writeCard(w, i+1, cd)
+	for i, r := range rs {
+		if r.Other && (i == 0 || !rs[i-1].Other) {
+			if i == 0 {
+				fmt.Fprintln(w, "nothing in this project matches; from other projects:")
+			} else {
+				fmt.Fprintln(w, "other projects:")
+			}
+		}
+		project := ""
+		if r.Other {
+			project = "project " + r.Project
+			if r.Project == "" {
+				project = "no project"
+			}
+		}
+		writeCardIn(w, i+1, r.Card, project)
+		if r.Explain != nil {
+			writeExplain(w, r.Explain, r.Score)
+		}
 	}
-	fmt.Fprintf(w, "%d cards in %s; bbengine mem get ID shows one\n", len(cards), time.Since(start).Round(time.Microsecond))
+	fmt.Fprintf(w, "%d cards in %s; bbengine mem get ID shows one\n", len(rs), time.Since(start).Round(time.Microsecond))
 	return closeFn()
 }
 
+// writeExplain prints how a result's score came about, under its card:
+// the BM25 sum by (term, field), the factors, and the ordering rules.
+func writeExplain(w io.Writer, e *index.Explanation, score float64) {
+	var terms []string
+	for _, t := range e.Terms {
+		terms = append(terms, fmt.Sprintf("%s@%s %.3f (boost %g × idf %.3f × tf %.3f, freq %d)", t.Term, t.Field, t.Score, t.Boost, t.IDF, t.TF, t.Freq))
+	}
+	if len(terms) == 0 {
+		terms = append(terms, "no term matched")
+	}
+	fmt.Fprintf(w, "    bm25 %.3f = %s\n", e.BM25, strings.Join(terms, "\n               + "))
+	if e.Lifted != "" {
+		fmt.Fprintf(w, "    score %.3f: in force, added for %s, which it replaced and which matched; ranks above it\n", score, e.Lifted)
+	} else {
+		line, s := fmt.Sprintf("%.3f", e.BM25), e.BM25
+		for _, f := range e.Factors {
+			line += fmt.Sprintf(" × %s %g", f.Name, f.Value)
+			s *= f.Value
+		}
+		fmt.Fprintf(w, "    score %s = %.3f\n", line, s)
+		if e.Raised != "" {
+			fmt.Fprintf(w, "    in force: replaces %s, which matched better; takes the score it would have in force, %.3f, and ranks above it\n", e.Raised, score)
+		}
+	}
+	if e.Below != "" {
+		fmt.Fprintf(w, "    outdated: ranks below %s, which replaced or closed it (score %.3f)\n", e.Below, score)
+	}
+	if e.Scope != "" {
+		fmt.Fprintf(w, "    scope: %s\n", e.Scope)
+	}
+}
+
 // writeCard prints a card in three lines.
-func writeCard(w io.Writer, n int, cd engine.Card) {
+func writeCard(w io.Writer, n int, cd engine.Card) { writeCardIn(w, n, cd, "") }
+
+// writeCardIn prints a card in three lines; project, when set, labels
+// where it comes from.
+func writeCardIn(w io.Writer, n int, cd engine.Card, project string) {
 	status := cd.Status
 	if cd.Pinned {
 		status += ", pinned"
@@ -143,6 +214,9 @@ func writeCard(w io.Writer, n int, cd engine.Card) {
 	}
 	fmt.Fprintf(w, "%s %s  %s%s%s  %s\n", prefix, cd.ID, cd.Type, status, score, cd.Title)
 	where := "session " + cd.Session
+	if project != "" {
+		where = project + ", " + where
+	}
 	if cd.Task != "" {
 		where += ", task " + cd.Task
 	}

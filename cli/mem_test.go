@@ -3,11 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
 )
 
 // memoryTranscript is a Claude Code transcript of two tasks: an LRU
@@ -155,5 +159,86 @@ func TestMem(t *testing.T) {
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d %q, want %d and %q", c.args, code, errs, c.code, c.want)
 		}
+	}
+}
+
+// TestMemSearchProject checks mem search's project scope on two projects
+// holding the same memory: --project (a directory inside one too), the
+// current directory's project by default, --all-projects with the other
+// project's results after and labelled, a project with no match falling
+// back to the others, and --explain.
+func TestMemSearchProject(t *testing.T) {
+	dir := t.TempDir()
+	projA, projB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	src := t.TempDir()
+	for _, p := range []struct{ cwd, session string }{
+		{projA, "33333333-2222-4333-8444-555555555555"},
+		{projB, "44444444-2222-4333-8444-555555555555"},
+	} {
+		tr := strings.ReplaceAll(memoryTranscript(), `"cwd":"/repo"`, `"cwd":"`+p.cwd+`"`)
+		tr = strings.ReplaceAll(tr, "33333333-2222-4333-8444-555555555555", p.session)
+		writeFile(t, src, p.session+".jsonl", tr)
+	}
+	if out, errs, code := run(t, "--dir", dir, "import", "claude", src, "--quiet"); code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errs)
+	}
+	search := func(args ...string) []index.Result {
+		t.Helper()
+		return memJSON[[]index.Result](t, append([]string{"--dir", dir, "mem", "search", "ARC cache"}, args...)...)
+	}
+	projects := func(rs []index.Result) (in, other []string) {
+		for _, r := range rs {
+			if r.Other {
+				other = append(other, r.Project)
+			} else {
+				in = append(in, r.Project)
+			}
+		}
+		return in, other
+	}
+	only := func(l []string, p string) bool {
+		return len(l) > 0 && !slices.ContainsFunc(l, func(s string) bool { return s != p })
+	}
+	for _, arg := range []string{projA, filepath.Join(projA, "internal", "x")} {
+		in, other := projects(search("--project", arg))
+		if !only(in, projA) || len(other) != 0 {
+			t.Errorf("--project %s: results of %v, others %v; want %s's only", arg, in, other, projA)
+		}
+	}
+	in, other := projects(search("--project", projB, "--all-projects", "-k", "50"))
+	if !only(in, projB) || !only(other, projA) {
+		t.Errorf("--all-projects: results of %v, then others %v; want %s's then %s's", in, other, projB, projA)
+	}
+	in, other = projects(search("--project", t.TempDir()))
+	if len(in) != 0 || len(other) == 0 {
+		t.Errorf("--project with no sessions: %v, others %v; want the others' only", in, other)
+	}
+	// The current directory's project by default; none outside every
+	// project.
+	sub := filepath.Join(projB, "cmd")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	if in, other := projects(search()); !only(in, projB) || len(other) != 0 {
+		t.Errorf("in %s: results of %v, others %v; want %s's only", sub, in, other, projB)
+	}
+	t.Chdir(t.TempDir())
+	if in, other := projects(search()); !slices.Contains(in, projA) || !slices.Contains(in, projB) || len(other) != 0 {
+		t.Errorf("outside the projects: results of %v, others %v; want both, unlabelled", in, other)
+	}
+
+	out, errs, code := run(t, "--dir", dir, "mem", "search", "lookups for the session store cache", "--project", projA, "--all-projects", "--explain")
+	if code != 0 {
+		t.Fatalf("--explain: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{"bm25 ", "@title", "idf", "× type decision 1.5", "other projects:", "project " + projB, "in force: replaces", "outdated: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--explain output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = run(t, "--dir", dir, "mem", "search", "ARC cache", "--project", t.TempDir())
+	if !strings.Contains(out, "nothing in this project matches; from other projects:") {
+		t.Errorf("no match in the project: output lacks the label:\n%s", out)
 	}
 }

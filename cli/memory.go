@@ -31,6 +31,9 @@ import (
 // or through the running proxy that owns the data directory.
 type memory interface {
 	Search(q index.Query) ([]engine.Card, error)
+	// Find is Search with each result's project and, when q.Explain,
+	// why it ranks where it does (index.Index.Find).
+	Find(q index.Query) ([]index.Result, error)
 	Get(id string) (engine.Artifact, error)
 	Related(id string, k int) (*Related, error)
 	List(session string, types []engine.ArtifactType) ([]engine.Card, error)
@@ -145,6 +148,21 @@ func (m *localMemory) Search(q index.Query) ([]engine.Card, error) {
 		return nil, err
 	}
 	return m.lift(cards, q), nil
+}
+
+func (m *localMemory) Find(q index.Query) ([]index.Result, error) {
+	defer m.timings.observe(opSearch, time.Now())
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, fmt.Errorf("%w: an empty query", errBadQuery)
+	}
+	if q.Session != "" {
+		s, err := m.e.Session(q.Session)
+		if err != nil {
+			return nil, err
+		}
+		q.Session = s.ID
+	}
+	return m.ix.Find(q)
 }
 
 // lift answers with what is in force: a superseded decision or
@@ -533,12 +551,24 @@ func correctHere(ctx context.Context, m *localMemory, cr exchange.Correction) (*
 type remoteMemory struct{ r *remote }
 
 func (m *remoteMemory) Search(q index.Query) ([]engine.Card, error) {
+	var out []engine.Card
+	return out, m.r.get("/v1/memory/search", searchQuery(q), &out)
+}
+
+func (m *remoteMemory) Find(q index.Query) ([]index.Result, error) {
+	v := searchQuery(q)
+	v.Set("find", "1")
+	var out []index.Result
+	return out, m.r.get("/v1/memory/search", v, &out)
+}
+
+// searchQuery is the query of /v1/memory/search that asks for q.
+func searchQuery(q index.Query) url.Values {
 	v := url.Values{"q": {q.Text}, "fresh": {"1"}}
-	if q.Session != "" {
-		v.Set("session", q.Session)
-	}
-	if q.Task != "" {
-		v.Set("task", q.Task)
+	for name, val := range map[string]string{"session": q.Session, "task": q.Task, "project": q.Project, "dir": q.Dir} {
+		if val != "" {
+			v.Set(name, val)
+		}
 	}
 	if q.K != 0 {
 		v.Set("k", strconv.Itoa(q.K))
@@ -546,11 +576,12 @@ func (m *remoteMemory) Search(q index.Query) ([]engine.Card, error) {
 	for _, t := range q.Types {
 		v.Add("type", string(t))
 	}
-	if q.IncludeForgotten {
-		v.Set("all", "1")
+	for name, on := range map[string]bool{"all": q.IncludeForgotten, "all_projects": q.AllProjects, "explain": q.Explain} {
+		if on {
+			v.Set(name, "1")
+		}
 	}
-	var out []engine.Card
-	return out, m.r.get("/v1/memory/search", v, &out)
+	return v
 }
 
 func (m *remoteMemory) Get(id string) (engine.Artifact, error) {
@@ -648,7 +679,14 @@ func (q *queryServer) serveMemory(w http.ResponseWriter, r *http.Request, path s
 			return
 		}
 		k, _ := strconv.Atoi(qv.Get("k"))
-		reply(m.Search(index.Query{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: ts, IncludeForgotten: qv.Get("all") != ""}))
+		sq := index.Query{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: ts, IncludeForgotten: qv.Get("all") != "",
+			Project: qv.Get("project"), Dir: qv.Get("dir"), AllProjects: qv.Get("all_projects") != "", Explain: qv.Get("explain") != ""}
+		if qv.Get("find") != "" {
+			// Results: cards with their project and explanation.
+			reply(m.Find(sq))
+			return
+		}
+		reply(m.Search(sq))
 	case path == "memory/context":
 		budget := 0
 		if v := qv.Get("budget"); v != "" {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blugelabs/bluge/analysis"
+	"github.com/blugelabs/bluge/analysis/lang/en"
 )
 
 // maxTokenBytes is the longest term the analyzer emits. A longer whole
@@ -20,8 +21,9 @@ const maxTokenBytes = 255
 var codeAnalyzer = &analysis.Analyzer{Tokenizer: codeTokenizer{}}
 
 // Tokens returns the terms the index makes of text, in order: for each
-// token its whole lowercased form, then its parts. Search analyzes query
-// text the same way.
+// token its whole lowercased form (a word's stem), then its parts, each
+// followed by its stem when that differs. Search analyzes query text the
+// same way.
 func Tokens(text string) []string {
 	ts := codeTokenizer{}.Tokenize([]byte(text))
 	out := make([]string, len(ts))
@@ -37,15 +39,22 @@ func Tokens(text string) []string {
 // command-line flag) and ends at its last letter, digit or underscore, so
 // "segment.go," is "segment.go". For each token it emits the whole token
 // and then, when the token has more than one, its parts: the pieces
-// between joiners and their camelCase words.
+// between joiners and their camelCase words. A token that is one word of
+// ASCII letters is emitted as its English (Snowball) stem, so "tagging",
+// "tags" and "tag" are one term and BM25 counts a word once; a part of
+// ASCII letters is followed by its stem when that differs, so an
+// identifier matches by its parts as written and by their stems.
 //
-//	parseHTTPRequest        parsehttprequest parse http request
-//	internal/wal/segment.go internal/wal/segment.go internal wal segment go
-//	--dry-run               --dry-run dry run
+//	parseHTTPRequest        parsehttprequest parse pars http request
+//	internal/wal/segment.go internal/wal/segment.go internal intern wal segment go
+//	--dry-run               --dry-run dry dri run
+//	tagging tests           tag test
+//	parseConfigs            parseconfigs parse pars configs config
 //
 // Terms are lowercased (strings.ToLower of the input bytes they span, which
-// Start and End give). The whole token has PositionIncr 1, its parts 0.
-// Invalid UTF-8 separates tokens.
+// Start and End give), or the stem of that. The whole token has
+// PositionIncr 1, its parts and their stems 0. Invalid UTF-8 separates
+// tokens.
 type codeTokenizer struct{}
 
 // analyzerPanics counts panics recovered in Tokenize, and lastAnalyzerPanic
@@ -156,6 +165,7 @@ func nextToken(in []byte, i int) (start, end, next int) {
 // appendToken appends the whole token in[start:end] and its parts.
 func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.TokenStream {
 	incr := 1
+	whole := len(ts)
 	if end-start <= maxTokenBytes {
 		ts = append(ts, newToken(in, start, end, incr))
 		incr = 0
@@ -178,14 +188,61 @@ func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.To
 	if seg >= 0 {
 		parts = appendCamel(parts, in, seg, end)
 	}
+	if len(ts) > whole && (len(parts) == 0 || len(parts) == 1 && parts[0] == [2]int{start, end}) {
+		stemWord(ts[whole])
+	}
 	for _, p := range parts {
 		if p == [2]int{start, end} || p[1]-p[0] > maxTokenBytes {
 			continue
 		}
-		ts = append(ts, newToken(in, p[0], p[1], incr))
+		t := newToken(in, p[0], p[1], incr)
+		ts = appendStem(append(ts, t), t)
 		incr = 0
 	}
 	return ts
+}
+
+// minStemBytes is the shortest word that is stemmed: the Snowball
+// English stemmer leaves shorter ones alone.
+const minStemBytes = 3
+
+// stemmer is the English Snowball stemmer of Bluge's analysis/lang/en.
+var stemmer = en.StemmerFilter()
+
+// stemWord replaces t's term by its stem when the term is a word of
+// lower-case ASCII letters.
+func stemWord(t *analysis.Token) {
+	if s := stem(t); s != nil {
+		t.Term = s
+	}
+}
+
+// appendStem appends the stem of t's term after it when the term is a
+// word of lower-case ASCII letters and its stem differs.
+func appendStem(ts analysis.TokenStream, t *analysis.Token) analysis.TokenStream {
+	if s := stem(t); s != nil {
+		return append(ts, &analysis.Token{Start: t.Start, End: t.End, Term: s, Type: analysis.AlphaNumeric})
+	}
+	return ts
+}
+
+// stem returns the stem of t's term when the term is a word of
+// lower-case ASCII letters and its stem differs, else nil.
+func stem(t *analysis.Token) []byte {
+	if len(t.Term) < minStemBytes {
+		return nil
+	}
+	for _, c := range t.Term {
+		if c < 'a' || c > 'z' {
+			return nil
+		}
+	}
+	s := &analysis.Token{Term: t.Term}
+	stemmer.Filter(analysis.TokenStream{s}) // replaces s.Term, t.Term is not changed
+	if string(s.Term) == string(t.Term) {
+		return nil
+	}
+	return s.Term
 }
 
 // appendCamel appends the piece in[s:e] (letters and digits only) and,

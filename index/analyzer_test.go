@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/blugelabs/bluge/analysis"
 )
 
 func TestTokens(t *testing.T) {
@@ -12,20 +14,26 @@ func TestTokens(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{"parseHTTPRequest", []string{"parsehttprequest", "parse", "http", "request"}},
+		{"parseHTTPRequest", []string{"parsehttprequest", "parse", "pars", "http", "request"}},
 		{"snake_case_name", []string{"snake_case_name", "snake", "case", "name"}},
 		{"kebab-name", []string{"kebab-name", "kebab", "name"}},
 		{"pkg.Func", []string{"pkg.func", "pkg", "func"}},
-		{"internal/wal/segment.go", []string{"internal/wal/segment.go", "internal", "wal", "segment", "go"}},
+		{"internal/wal/segment.go", []string{"internal/wal/segment.go", "internal", "intern", "wal", "segment", "go"}},
 		{"--flag", []string{"--flag", "flag"}},
-		{"--dry-run", []string{"--dry-run", "dry", "run"}},
+		{"--dry-run", []string{"--dry-run", "dry", "dri", "run"}},
 		{"-v", []string{"-v", "v"}},
-		{"pkg.ParseHTTP()", []string{"pkg.parsehttp", "pkg", "parsehttp", "parse", "http"}},
+		{"pkg.ParseHTTP()", []string{"pkg.parsehttp", "pkg", "parsehttp", "parse", "pars", "http"}},
 		{"HTTPServer", []string{"httpserver", "http", "server"}},
-		{"Base64Encode utf8 sha256", []string{"base64encode", "base64", "encode", "utf8", "sha256"}},
-		{"We decided: use SQLite.", []string{"we", "decided", "use", "sqlite", "sq", "lite"}},
+		{"Base64Encode utf8 sha256", []string{"base64encode", "base64", "encode", "encod", "utf8", "sha256"}},
+		{"We decided: use SQLite.", []string{"we", "decid", "use", "sqlite", "sq", "lite"}},
 		{"see segment.go, then", []string{"see", "segment.go", "segment", "go", "then"}},
-		{"file.go:12:3: undefined", []string{"file.go:12:3", "file", "go", "12", "3", "undefined"}},
+		{"file.go:12:3: undefined", []string{"file.go:12:3", "file", "go", "12", "3", "undefin"}},
+		// A word is its stem; an identifier's part is followed by its stem.
+		{"tagging tags tag", []string{"tag", "tag", "tag"}},
+		{"parseConfig", []string{"parseconfig", "parse", "pars", "config"}},
+		{"parse_config_files", []string{"parse_config_files", "parse", "pars", "config", "files", "file"}},
+		{"cmd/run_tests.go", []string{"cmd/run_tests.go", "cmd", "run", "tests", "test", "go"}},
+		{"Running", []string{"run"}},
 		{"__init__", []string{"__init__", "init"}},
 		{"- bullet -- x", []string{"bullet", "x"}},
 		{"Ünïcode Straße", []string{"ünïcode", "straße"}},
@@ -54,8 +62,8 @@ func TestTokensLong(t *testing.T) {
 }
 
 // checkTokens checks the invariants of a token stream of in: every term is
-// the lowercased input it spans, spans lie inside the input and are valid
-// UTF-8, and no term is empty or too long.
+// the lowercased input it spans or its stem; spans lie inside the input
+// and are valid UTF-8, and no term is empty or too long.
 func checkTokens(t *testing.T, in []byte) {
 	ts := codeTokenizer{}.Tokenize(in)
 	for _, tok := range ts {
@@ -65,7 +73,8 @@ func checkTokens(t *testing.T, in []byte) {
 		if !utf8.Valid(in[tok.Start:tok.End]) {
 			t.Fatalf("%q: span [%d,%d) is not valid UTF-8", in, tok.Start, tok.End)
 		}
-		if want := strings.ToLower(string(in[tok.Start:tok.End])); string(tok.Term) != want {
+		want := strings.ToLower(string(in[tok.Start:tok.End]))
+		if string(tok.Term) != want && string(stem(&analysis.Token{Term: []byte(want)})) != string(tok.Term) {
 			t.Fatalf("%q: term %q for span %q, want %q", in, tok.Term, in[tok.Start:tok.End], want)
 		}
 		if len(tok.Term) == 0 || tok.End-tok.Start > maxTokenBytes {

@@ -148,6 +148,17 @@ func (g *gen) artifact(s string, i int) engine.Artifact {
 		b.WriteString(g.sentence())
 	}
 	a.Text = b.String()
+	// A decision's subject, statement and context, a constraint's
+	// statement: from what is already drawn, so that the random stream,
+	// and every other artifact, stays as it was.
+	switch a.Type {
+	case engine.ArtifactDecision:
+		words := strings.Fields(a.Title)
+		ctx, _, _ := strings.Cut(a.Text, ". ")
+		a.Decision = &engine.Decision{Statement: a.Title, Subject: words[len(words)-1], Rationale: ctx}
+	case engine.ArtifactConstraint:
+		a.Constraint = &engine.Constraint{Statement: a.Title}
+	}
 	a.Files = []string{g.path()}
 	a.Symbols = []string{g.id()}
 	if g.r.IntN(3) == 0 {
@@ -201,7 +212,8 @@ func benchIndex(b *testing.B, n int) *Index {
 	}
 	var dir string
 	if keep := os.Getenv("BBENGINE_INDEX_BENCH_DIR"); keep != "" {
-		dir = filepath.Join(keep, fmt.Sprintf("gen1-n%d", n))
+		// gen2: decisions and constraints carry their fields.
+		dir = filepath.Join(keep, fmt.Sprintf("gen2-n%d", n))
 	} else {
 		var err error
 		if dir, err = os.MkdirTemp("", "bbindex-bench-"); err != nil {

@@ -1,8 +1,10 @@
 // Package index owns the Bluge full-text index of memory artifacts
 // (engine.Artifact): how an artifact becomes a document, the BM25
 // similarity and code-aware analyzer it is scored with, the state file
-// that records what the index holds, and retrieval (Search, Related),
-// which returns engine.Card values built from stored fields alone.
+// that records what the index holds, and retrieval (Find, Search,
+// Related), which returns engine.Card values built from stored fields
+// alone, with each result's project and, on request, an explanation of
+// its score.
 //
 // # Invariants
 //
@@ -23,6 +25,9 @@
 //     before anything changes). After a crash, the first Apply of a
 //     session sends it whole: its sums on disk may be older than Bluge's
 //     documents.
+//   - The state file's header names the document version (docVersion)
+//     of what the index holds; Open starts an index of another version
+//     empty, and Sync fills it again.
 //   - Scores are BM25 with the correct idf, ln(1 + (N − n + 0.5)/(n +
 //     0.5)), not Bluge v0.2.2's (see BM25). Search computes them itself
 //     over Bluge's postings (topText) rather than through Bluge's
@@ -38,8 +43,8 @@
 //
 // # Concurrency
 //
-// An Index is safe for concurrent use: Search, Related and Stats run
-// concurrently with each other and with one writing method (Apply,
+// An Index is safe for concurrent use: Find, Search, Related and Stats
+// run concurrently with each other and with one writing method (Apply,
 // Remove, Sync); writing methods run one at a time. Reset and Close wait
 // for running searches.
 //
@@ -53,8 +58,8 @@
 //	  state.jsonl.tmp   a state file being written (renamed over state.jsonl)
 //
 //	state.jsonl
-//	{"format":"bbengine-index-state","version":1,"sessions":2,"clean":true}
-//	{"session":"s1","digest":"9f86…","tasks":4,"ids":["a1","a7",…],"sums":["3c1f…","0a9e…",…]}
+//	{"format":"bbengine-index-state","version":1,"sessions":2,"doc":"doc/2","clean":true}
+//	{"session":"s1","digest":"9f86…","project":"/src/app","tasks":4,"ids":["a1","a7",…],"sums":["3c1f…","0a9e…",…]}
 //	{"session":"s2","digest":"60303…","tasks":1,"ids":["b2"],"sums":["77d0…"]}
 //
 // Sessions are sorted by name, ids within a session sorted; the header's

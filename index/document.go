@@ -22,6 +22,13 @@ const (
 	fieldRun      = "run"
 	fieldStatus   = "status"
 	fieldTitle    = "title"
+	fieldSubject  = "subject"
+	fieldState    = "statement"
+	fieldContext  = "context"
+	fieldProject  = "project"
+	fieldReplaced = "replaced_by"
+	fieldSeqs     = "seqs"
+	fieldClosedAt = "closed_seq"
 	fieldText     = "text"
 	fieldFiles    = "files"
 	fieldFile     = "file"
@@ -36,12 +43,19 @@ const (
 	fieldSnippet  = "snippet"
 )
 
-// textFields are the fields Search matches, with their boosts.
+// textFields are the fields Search matches, with their boosts. A
+// decision's subject (what it is about: "the migration tool") weighs
+// most, as a title does; the statement of a decision or constraint
+// repeats its title uncut; a decision's context (the sentences around
+// it that say why) weighs less than its own words.
 var textFields = []struct {
 	name  string
 	boost float64
 }{
 	{fieldTitle, 2},
+	{fieldSubject, 2},
+	{fieldState, 1},
+	{fieldContext, 0.5},
 	{fieldText, 1},
 	{fieldFiles, 1},
 	{fieldSymbols, 1},
@@ -101,11 +115,59 @@ func flags(a *engine.Artifact) []string {
 	return fs
 }
 
-// document makes the Bluge document of a. Analyzed text is capped at
-// maxBytes, spent in field order: title, files, symbols, commands,
-// errors, text; each value is cut at a rune boundary when the budget
-// runs out.
-func document(a *engine.Artifact, maxBytes int) *bluge.Document {
+// replacedBy returns the id of the artifact that superseded a, or "".
+func replacedBy(a *engine.Artifact) string {
+	switch {
+	case a.Decision != nil:
+		return a.Decision.SupersededBy
+	case a.Constraint != nil:
+		return a.Constraint.SupersededBy
+	}
+	return ""
+}
+
+// statement returns the statement of a decision or a constraint.
+func statement(a *engine.Artifact) string {
+	switch {
+	case a.Decision != nil:
+		return a.Decision.Statement
+	case a.Constraint != nil:
+		return a.Constraint.Statement
+	}
+	return ""
+}
+
+// seqRange returns the first and last event seq a's evidence (or, for a
+// transcript segment, its span) covers.
+func seqRange(a *engine.Artifact) (lo, hi uint64) {
+	for i, ev := range a.Evidence {
+		if i == 0 || ev.Seq < lo {
+			lo = ev.Seq
+		}
+		hi = max(hi, ev.Seq)
+	}
+	if sg := a.Segment; sg != nil && sg.LastSeq >= sg.FirstSeq && sg.LastSeq != 0 {
+		if len(a.Evidence) == 0 || sg.FirstSeq < lo {
+			lo = sg.FirstSeq
+		}
+		hi = max(hi, sg.LastSeq)
+	}
+	return lo, hi
+}
+
+// closedSeq returns the seq of the event that closed thread a, or 0.
+func closedSeq(a *engine.Artifact) uint64 {
+	if a.Thread != nil && a.Thread.ClosedBy != nil {
+		return a.Thread.ClosedBy.Seq
+	}
+	return 0
+}
+
+// document makes the Bluge document of a, an artifact of a session of
+// project. Analyzed text is capped at maxBytes, spent in field order:
+// title, subject, statement, context, files, symbols, commands, errors,
+// text; each value is cut at a rune boundary when the budget runs out.
+func document(a *engine.Artifact, project string, maxBytes int) *bluge.Document {
 	budget := maxBytes
 	take := func(s string, limit int) string {
 		s = truncate(s, min(limit, budget))
@@ -127,7 +189,32 @@ func document(a *engine.Artifact, maxBytes int) *bluge.Document {
 	if a.Status != "" {
 		d.AddField(bluge.NewKeywordField(fieldStatus, a.Status).StoreValue())
 	}
+	if project != "" {
+		d.AddField(bluge.NewKeywordField(fieldProject, project).StoreValue())
+	}
 	d.AddField(text(fieldTitle, take(a.Title, maxTitleBytes)).StoreValue())
+	if a.Decision != nil {
+		if s := take(a.Decision.Subject, maxEntryBytes); s != "" {
+			d.AddField(text(fieldSubject, s))
+		}
+	}
+	if s := take(statement(a), maxEntryBytes); s != "" {
+		d.AddField(text(fieldState, s))
+	}
+	if a.Decision != nil {
+		if s := take(a.Decision.Rationale, maxEntryBytes); s != "" {
+			d.AddField(text(fieldContext, s))
+		}
+	}
+	if id := replacedBy(a); id != "" {
+		d.AddField(bluge.NewKeywordField(fieldReplaced, id).StoreValue())
+	}
+	if lo, hi := seqRange(a); hi != 0 {
+		d.AddField(bluge.NewStoredOnlyField(fieldSeqs, binary.AppendUvarint(binary.AppendUvarint(nil, lo), hi)))
+	}
+	if c := closedSeq(a); c != 0 {
+		d.AddField(bluge.NewStoredOnlyField(fieldClosedAt, binary.AppendUvarint(nil, c)))
+	}
 	for i, f := range a.Files {
 		if i == maxEntries {
 			break
@@ -176,7 +263,10 @@ func document(a *engine.Artifact, maxBytes int) *bluge.Document {
 
 // docBytes is the number of text bytes of a, for throughput figures.
 func docBytes(a *engine.Artifact) int {
-	n := len(a.Title) + len(a.Text)
+	n := len(a.Title) + len(a.Text) + len(statement(a))
+	if a.Decision != nil {
+		n += len(a.Decision.Subject) + len(a.Decision.Rationale)
+	}
 	for _, l := range [][]string{a.Files, a.Symbols, a.Commands, a.Errors} {
 		for _, s := range l {
 			n += len(s)
@@ -224,14 +314,32 @@ func Snippet(text string) string {
 	return string(out)
 }
 
-// hit is a document as read back from its stored fields.
+// hit is a document as read back from its stored fields, and how Search
+// ranks it.
 type hit struct {
 	id, typ, session, task, run, status, title, snippet string
+	project, replacedBy                                 string
 	files, symbols                                      []string
 	time                                                int64
 	taskN                                               int
+	seqLo, seqHi, closedSeq                             uint64
 	flags                                               uint8
 	bm25, score                                         float64
+	// inForce is score without the superseded and closed factors.
+	inForce float64
+
+	// doc is the document number in the reader Search used.
+	doc uint64
+	// other says the hit is outside the query's project; lifted is the
+	// id of the hit it replaced, when it did not match and was added for
+	// that; raised the id of the superseded hit whose higher score it
+	// took; below the id of the hit it was placed below (its replacement
+	// or closer).
+	other          bool
+	lifted, raised string
+	below          string
+	// factors are the ranking factors applied to bm25, for Explain.
+	factors []Factor
 }
 
 // visit is a stored-field visitor that fills h. Values are copied: Bluge
@@ -266,6 +374,18 @@ func (h *hit) visit(field string, value []byte) bool {
 		}
 	case fieldFlag:
 		h.flags |= flagBits[string(value)]
+	case fieldProject:
+		h.project = string(value)
+	case fieldReplaced:
+		h.replacedBy = string(value)
+	case fieldSeqs:
+		var n int
+		h.seqLo, n = binary.Uvarint(value)
+		if n > 0 {
+			h.seqHi, _ = binary.Uvarint(value[n:])
+		}
+	case fieldClosedAt:
+		h.closedSeq, _ = binary.Uvarint(value)
 	}
 	return true
 }
@@ -289,15 +409,18 @@ func (h *hit) card() engine.Card {
 	}
 }
 
-// docVersion names what document makes of an artifact; sum covers it, so
-// a change to document changes every sum and the index takes every
-// artifact again.
-const docVersion = "doc/1"
+// docVersion names what document makes of an artifact, the analyzer
+// included; sum covers it, so a change to document changes every sum,
+// and the state file's header records it, so Open discards an index
+// whose documents another version made (the next Sync fills it again).
+// doc/2: stems, the subject, statement, context, project, replaced_by,
+// seqs and closed_seq fields.
+const docVersion = "doc/2"
 
-// sum returns the content sum of the document that document(a, maxBytes)
-// makes: a hash of every value it reads, each length-prefixed. Two
-// artifacts with the same sum make the same document.
-func sum(a *engine.Artifact, maxBytes int) Sum {
+// sum returns the content sum of the document that document(a, project,
+// maxBytes) makes: a hash of every value it reads, each length-prefixed.
+// Two artifacts with the same sum make the same document.
+func sum(a *engine.Artifact, project string, maxBytes int) Sum {
 	h := xxhash.New()
 	var buf [binary.MaxVarintLen64]byte
 	num := func(v int64) { h.Write(binary.AppendVarint(buf[:0], v)) }
@@ -310,9 +433,21 @@ func sum(a *engine.Artifact, maxBytes int) Sum {
 	}
 	str(docVersion)
 	num(int64(maxBytes))
-	for _, s := range []string{a.ID, string(a.Type), a.Session, a.Task, a.Run, a.Status, a.Title, a.Text} {
+	str(project)
+	for _, s := range []string{a.ID, string(a.Type), a.Session, a.Task, a.Run, a.Status, a.Title, a.Text,
+		statement(a), replacedBy(a)} {
 		str(s)
 	}
+	if d := a.Decision; d != nil {
+		str(d.Subject)
+		str(d.Rationale)
+	} else {
+		num(-1)
+	}
+	lo, hi := seqRange(a)
+	num(int64(lo))
+	num(int64(hi))
+	num(int64(closedSeq(a)))
 	list(a.Files)
 	list(a.Symbols)
 	list(a.Commands)

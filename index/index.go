@@ -88,7 +88,9 @@ type Index struct {
 	// lastWrite.
 	dirty     bool
 	lastWrite time.Time
-	// mu guards w, states and closed. Search and Related hold it shared
+	// projects counts the sessions in states of each project.
+	projects map[string]int
+	// mu guards w, states, projects and closed. Search and Related hold it shared
 	// for their whole run; Reset and Close hold it exclusively to replace
 	// or close the writer, and writing methods briefly to change states.
 	mu     sync.RWMutex
@@ -103,7 +105,10 @@ type Index struct {
 
 // Open opens the index in dir, creating it when it does not exist. nil
 // opts means the defaults. A state file that cannot be read is a
-// *CorruptionError; Options.Rebuild opens such an index empty.
+// *CorruptionError; Options.Rebuild opens such an index empty. An index
+// whose state file names another document version (docVersion, or none)
+// is opened empty too: its documents are of another schema, and the
+// next Sync makes them again.
 func Open(dir string, opts *Options) (*Index, error) {
 	o := opts.withDefaults()
 	// The index holds text from prompts and tool outputs: owner-only,
@@ -121,6 +126,14 @@ func Open(dir string, opts *Options) (*Index, error) {
 		}
 	}
 	states, clean, err := readState(filepath.Join(dir, stateName))
+	if errors.Is(err, errStaleDocs) {
+		// Documents of another docVersion: start empty, and the next
+		// Sync indexes every session again.
+		if err := removeFiles(dir); err != nil {
+			return nil, err
+		}
+		states, clean, err = map[string]*sessionState{}, false, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +153,30 @@ func Open(dir string, opts *Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dir: dir, opts: o, w: w, states: states, verified: verified, lastWrite: time.Now(), minCutoff: minCutoff}, nil
+	x := &Index{dir: dir, opts: o, w: w, states: map[string]*sessionState{}, projects: map[string]int{}, verified: verified,
+		lastWrite: time.Now(), minCutoff: minCutoff}
+	for name, st := range states {
+		x.setState(name, st)
+	}
+	return x, nil
+}
+
+// setState records st as the state of session, or forgets the session
+// when st is nil, keeping projects. The caller holds mu, or owns x.
+func (x *Index) setState(session string, st *sessionState) {
+	if old := x.states[session]; old != nil && old.Project != "" {
+		if x.projects[old.Project]--; x.projects[old.Project] <= 0 {
+			delete(x.projects, old.Project)
+		}
+	}
+	if st == nil {
+		delete(x.states, session)
+		return
+	}
+	x.states[session] = st
+	if st.Project != "" {
+		x.projects[st.Project]++
+	}
 }
 
 // removeFiles removes the index's files from dir, leaving anything else.
@@ -163,7 +199,8 @@ func config(path string) bluge.Config {
 	// at indexing time, so every field is listed.
 	for _, f := range []string{fieldID, fieldType, fieldSession, fieldTask, fieldRun, fieldStatus,
 		fieldTitle, fieldText, fieldFiles, fieldFile, fieldSymbols, fieldSymbol, fieldCommands,
-		fieldErrors, fieldTime, fieldTaskN, fieldFlag} {
+		fieldErrors, fieldTime, fieldTaskN, fieldFlag, fieldSubject, fieldState, fieldContext,
+		fieldProject, fieldReplaced} {
 		cfg.PerFieldSimilarity[f] = sim
 	}
 	cfg.DefaultSearchAnalyzer = codeAnalyzer
@@ -259,6 +296,7 @@ func (x *Index) Reset() error {
 	}
 	x.w = nil
 	x.states = map[string]*sessionState{}
+	x.projects = map[string]int{}
 	x.verified = map[string]bool{}
 	x.dirty = false
 	if err := removeFiles(x.dir); err != nil {
@@ -337,8 +375,8 @@ func (x *Index) Remove(session string) error {
 }
 
 // Sync brings the index up to date with src: it applies every session
-// whose digest differs from the one the index recorded (or that it does
-// not hold) and removes the sessions src no longer lists. Batches hold at
+// whose digest or project differs from the one the index recorded (or
+// that it does not hold) and removes the sessions src no longer lists. Batches hold at
 // most Options.MaxBatch documents; the state file is written after a
 // batch at most once a second, and at the end. An error stops Sync; what
 // was applied before it stays applied and recorded.
@@ -388,7 +426,7 @@ func (x *Index) Sync(src Source) (SyncStats, error) {
 		stats.Removed++
 	}
 	for _, st := range states {
-		if cur := x.states[st.Session]; cur != nil && st.Digest != "" && cur.Digest == st.Digest {
+		if cur := x.states[st.Session]; cur != nil && st.Digest != "" && cur.Digest == st.Digest && cur.Project == st.Project {
 			stats.Unchanged++
 			continue
 		}
@@ -459,12 +497,12 @@ func (x *Index) planSession(b *batcher, st engine.MemoryState, arts []engine.Art
 	sums := make([]Sum, len(arts))
 	for k, i := range order {
 		a := &arts[i]
-		sums[k] = sum(a, x.opts.MaxDocBytes)
+		sums[k] = sum(a, st.Project, x.opts.MaxDocBytes)
 		if prev != nil && prev.sumOf(a.ID) == sums[k] {
 			b.stats.Skipped++
 			continue
 		}
-		if err := b.add(op{doc: document(a, x.opts.MaxDocBytes)}); err != nil {
+		if err := b.add(op{doc: document(a, st.Project, x.opts.MaxDocBytes)}); err != nil {
 			return err
 		}
 		b.stats.Docs++
@@ -477,7 +515,7 @@ func (x *Index) planSession(b *batcher, st engine.MemoryState, arts []engine.Art
 			b.stats.Deleted++
 		}
 	}
-	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: sorted, Sums: sums})
+	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Project: st.Project, Tasks: tasks, IDs: sorted, Sums: sums})
 	return nil
 }
 
@@ -508,7 +546,7 @@ func (x *Index) planSums(b *batcher, st engine.MemoryState, src SumSource) error
 	sums := make([]Sum, len(ids))
 	var changed []string
 	for i, id := range ids {
-		sums[i] = storeSum(srcSums[i], x.opts.MaxDocBytes)
+		sums[i] = storeSum(srcSums[i], st.Project, x.opts.MaxDocBytes)
 		if prev != nil && prev.sumOf(id) == sums[i] {
 			b.stats.Skipped++
 			continue
@@ -539,7 +577,7 @@ func (x *Index) planSums(b *batcher, st engine.MemoryState, src SumSource) error
 		}
 		got[a.ID] = true
 		tasks = max(tasks, a.TaskN)
-		if err := b.add(op{doc: document(a, x.opts.MaxDocBytes)}); err != nil {
+		if err := b.add(op{doc: document(a, st.Project, x.opts.MaxDocBytes)}); err != nil {
 			return err
 		}
 		b.stats.Docs++
@@ -561,18 +599,21 @@ func (x *Index) planSums(b *batcher, st engine.MemoryState, src SumSource) error
 			b.stats.Deleted++
 		}
 	}
-	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Tasks: tasks, IDs: keepIDs, Sums: keepSums, Store: true})
+	b.commitAfter(st.Session, &sessionState{Session: st.Session, Digest: st.Digest, Project: st.Project, Tasks: tasks, IDs: keepIDs, Sums: keepSums, Store: true})
 	return nil
 }
 
 // storeSum is the Sum recorded for an artifact whose SumSource sum is s:
-// s mixed with what document depends on besides the artifact.
-func storeSum(s uint64, maxBytes int) Sum {
+// s mixed with what document depends on besides the artifact (the
+// session's project among it).
+func storeSum(s uint64, project string, maxBytes int) Sum {
 	h := xxhash.New()
 	var buf [binary.MaxVarintLen64 + 8]byte
 	h.Write(binary.LittleEndian.AppendUint64(buf[:0], s))
 	h.WriteString(docVersion)
 	h.Write(binary.AppendVarint(buf[:0], int64(maxBytes)))
+	h.Write(binary.AppendVarint(buf[:0], int64(len(project))))
+	h.WriteString(project)
 	if v := Sum(h.Sum64()); v != 0 {
 		return v
 	}
@@ -750,11 +791,7 @@ func (b *batcher) flush() error {
 	if n > 0 {
 		b.x.mu.Lock()
 		for _, p := range b.waiting[:n] {
-			if p.st == nil {
-				delete(b.x.states, p.session)
-			} else {
-				b.x.states[p.session] = p.st
-			}
+			b.x.setState(p.session, p.st)
 			b.x.verified[p.session] = true
 		}
 		b.x.mu.Unlock()

@@ -303,7 +303,7 @@ func TestUnrecordedDocuments(t *testing.T) {
 }
 
 func TestCorruptState(t *testing.T) {
-	good := "{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"]}\n"
+	good := "{\"format\":\"bbengine-index-state\",\"version\":1,\"doc\":\"" + docVersion + "\",\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"]}\n"
 	line2 := int64(strings.IndexByte(good, '\n') + 1)
 	tests := []struct {
 		name, data string
@@ -355,13 +355,16 @@ func TestCorruptState(t *testing.T) {
 }
 
 func FuzzState(f *testing.F) {
-	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"]}\n"))
-	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":0}\n"))
+	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"doc\":\"" + docVersion + "\",\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"]}\n"))
+	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"doc\":\"" + docVersion + "\",\"sessions\":0}\n"))
 	f.Add([]byte("{}\n{}\n"))
-	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":0,\"clean\":true}\n"))
-	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"],\"sums\":[\"00000000000000ff\",\"0123456789abcdef\"]}\n"))
+	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"doc\":\"" + docVersion + "\",\"sessions\":0,\"clean\":true}\n"))
+	f.Add([]byte("{\"format\":\"bbengine-index-state\",\"version\":1,\"doc\":\"" + docVersion + "\",\"sessions\":1}\n{\"session\":\"s1\",\"digest\":\"d\",\"tasks\":2,\"ids\":[\"a\",\"b\"],\"sums\":[\"00000000000000ff\",\"0123456789abcdef\"]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		states, clean, err := parseState("f", data)
+		if errors.Is(err, errStaleDocs) {
+			return // Open starts again
+		}
 		if err != nil {
 			var ce *CorruptionError
 			if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > int64(len(data)) {
@@ -385,6 +388,52 @@ func FuzzState(f *testing.F) {
 			t.Fatalf("encode(decode(x)) not stable:\n%s\n%s", enc, enc2)
 		}
 	})
+}
+
+// TestStaleDocs checks that an index whose state file names another
+// document version (or none: written before doc/2) opens empty, and that
+// Sync then indexes every session again.
+func TestStaleDocs(t *testing.T) {
+	dir := t.TempDir()
+	arts := []engine.Artifact{art("s1", "a", engine.ArtifactDecision, "use sqlite for the cache")}
+	x := openTest(t, dir, nil)
+	if err := x.Apply(state("s1", "d1", arts), arts); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, stateName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{`"doc":"doc/1",`, ``} {
+		stale := strings.Replace(string(data), `"doc":"`+docVersion+`",`, old, 1)
+		if stale == string(data) {
+			t.Fatalf("state header has no doc field: %s", data)
+		}
+		if err := os.WriteFile(path, []byte(stale), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		y := openTest(t, dir, nil)
+		if len(y.states) != 0 || len(held(t, y, "s1")) != 0 {
+			t.Fatalf("header %q: opened with %d sessions and documents %v, want empty", old, len(y.states), held(t, y, "s1"))
+		}
+		stats, err := y.Sync(&memSource{states: []engine.MemoryState{state("s1", "d1", arts)}, arts: map[string][]engine.Artifact{"s1": arts}})
+		if err != nil || stats.Applied != 1 {
+			t.Fatalf("sync = %+v, %v; want the session applied", stats, err)
+		}
+		if got, err := y.Search(Query{Text: "sqlite"}); err != nil || len(got) != 1 {
+			t.Fatalf("search after sync = %v, %v", got, err)
+		}
+		if err := y.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if data, err = os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestClosed(t *testing.T) {
@@ -517,7 +566,7 @@ func TestSyncSkipsUnchanged(t *testing.T) {
 
 	// Reopened after Close, the state is trusted: sums decide at once.
 	y := openTest(t, dir, nil)
-	if st := y.states["s1"]; st == nil || len(st.Sums) != 3 || st.sumOf("c") != sum(&v2[2], y.opts.MaxDocBytes) {
+	if st := y.states["s1"]; st == nil || len(st.Sums) != 3 || st.sumOf("c") != sum(&v2[2], "", y.opts.MaxDocBytes) {
 		t.Fatalf("reopened state %+v, want the sums of b, c, d", st)
 	}
 	statePath := filepath.Join(dir, stateName)
@@ -593,25 +642,41 @@ func TestSum(t *testing.T) {
 		"superseded": func(a *engine.Artifact) { a.Decision = &engine.Decision{SupersededBy: "b"} },
 		"forgotten":  func(a *engine.Artifact) { a.Forgotten = true },
 		"pinned":     func(a *engine.Artifact) { a.Pinned = true },
+		"subject":    func(a *engine.Artifact) { a.Decision = &engine.Decision{Subject: "cache"} },
+		"rationale":  func(a *engine.Artifact) { a.Decision = &engine.Decision{Rationale: "because"} },
+		"statement":  func(a *engine.Artifact) { a.Constraint = &engine.Constraint{Statement: "never"} },
+		"evidence":   func(a *engine.Artifact) { a.Evidence = []engine.Evidence{{Seq: 9}} },
+		"closed": func(a *engine.Artifact) {
+			a.Thread = &engine.Thread{ClosedBy: &engine.Evidence{Seq: 4}}
+		},
 	}
-	want := sum(&base, 1000)
-	if got := sum(&base, 2000); got == want {
+	want := sum(&base, "", 1000)
+	if got := sum(&base, "", 2000); got == want {
 		t.Errorf("sum ignores the document cap")
+	}
+	if got := sum(&base, "/p", 1000); got == want {
+		t.Errorf("sum ignores the project")
 	}
 	for name, change := range changes {
 		a := base
 		a.Files, a.Symbols, a.Commands = slices.Clone(base.Files), slices.Clone(base.Symbols), slices.Clone(base.Commands)
 		change(&a)
-		if got := sum(&a, 1000); got == want {
+		if got := sum(&a, "", 1000); got == want {
 			t.Errorf("%s: the sum did not change", name)
 		}
 	}
-	// What documents do not hold does not count.
+	// What documents do not hold does not count: First, an evidence's
+	// kind and time (only the seqs do).
 	a := base
-	a.Evidence = []engine.Evidence{{Seq: 9}}
 	a.First = 5
-	if got := sum(&a, 1000); got != want {
-		t.Errorf("evidence and first changed the sum")
+	if got := sum(&a, "", 1000); got != want {
+		t.Errorf("first changed the sum")
+	}
+	a.Evidence = []engine.Evidence{{Seq: 9}}
+	withEv := sum(&a, "", 1000)
+	a.Evidence[0].Kind, a.Evidence[0].Time = "prompt", 77
+	if got := sum(&a, "", 1000); got != withEv {
+		t.Errorf("an evidence's kind and time changed the sum")
 	}
 }
 

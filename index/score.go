@@ -79,11 +79,36 @@ func snapshot(r *bluge.Reader) (search.Reader, error) {
 	return q.r, nil
 }
 
-// topText returns the n best documents of r for the text query terms
-// (distinct), of one of types when not empty, leaving out forgotten ones
-// unless forgotten, best first. floor is the common-terms cutoff's floor
-// (minCutoff). See the comment above and textQuery.
-func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgotten bool, n int, floor uint64) ([]scored, error) {
+// textOpts are topText's options.
+type textOpts struct {
+	// types, when not empty, keeps only documents of these types.
+	types []engine.ArtifactType
+	// forgotten keeps forgotten documents too.
+	forgotten bool
+	// n is how many documents each list holds at most.
+	n int
+	// floor is the common-terms cutoff's floor (minCutoff).
+	floor uint64
+	// scoped splits the documents by project: those of project go to
+	// the first list, the others to the second.
+	scoped  bool
+	project string
+}
+
+// termPair is a (term, field) pair topText scored, with its scorer.
+type termPair struct {
+	term, field string
+	scorer      *bm25Scorer
+}
+
+// topText returns the o.n best documents of r for the text query terms
+// (distinct), of one of o.types when not empty, leaving out forgotten
+// ones unless o.forgotten, best first: in lists[0], or, when o.scoped,
+// those of o.project in lists[0] and the others in lists[1]. It also
+// returns the (term, field) pairs it scored, in the order their scores
+// were summed. See the comment above and textQuery.
+func topText(r search.Reader, terms []string, o textOpts) (lists [2][]scored, kept []termPair, err error) {
+	n := o.n
 	var pairs []textPair
 	var filters []segment.PostingsIterator
 	defer func() {
@@ -95,13 +120,14 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		}
 	}()
 	counts := make([]uint64, 0, len(textFields)*len(terms))
+	var names []termPair
 	sim := NewBM25() // as config gives every field
 	for _, f := range textFields {
 		var stats segment.CollectionStats
 		for _, t := range terms {
 			it, err := r.PostingsIterator([]byte(t), f.name, true, true, false)
 			if err != nil {
-				return nil, err
+				return lists, nil, err
 			}
 			c := it.Count()
 			if c == 0 {
@@ -111,26 +137,27 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 			if stats == nil {
 				if stats, err = r.CollectionStats(f.name); err != nil {
 					_ = it.Close()
-					return nil, err
+					return lists, nil, err
 				}
 			}
 			sc := sim.Scorer(f.boost, stats, docFreq(c)).(*bm25Scorer)
 			pairs = append(pairs, textPair{it: it, scorer: sc})
+			names = append(names, termPair{term: t, field: f.name, scorer: sc})
 			counts = append(counts, c)
 		}
 	}
 	if len(pairs) == 0 {
-		return nil, nil
+		return lists, nil, nil
 	}
 	stats, err := r.CollectionStats(fieldID)
 	if err != nil {
-		return nil, err
+		return lists, nil, err
 	}
 	var docs uint64
 	if stats != nil {
 		docs = stats.DocumentCount()
 	}
-	cutoff := max(floor, uint64(float64(docs)*commonCutoff))
+	cutoff := max(o.floor, uint64(float64(docs)*commonCutoff))
 	rarest := 0
 	for i, c := range counts {
 		if c < counts[rarest] {
@@ -142,6 +169,7 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 		// Every pair common: the rarest decides alone.
 		if counts[i] <= cutoff || (i == rarest && counts[rarest] > cutoff) {
 			keep = append(keep, p)
+			kept = append(kept, names[i])
 		} else {
 			_ = p.it.Close()
 		}
@@ -150,26 +178,36 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 	pairs = keep
 
 	var forgot *filter
-	if !forgotten {
+	if !o.forgotten {
 		it, err := r.PostingsIterator([]byte(flagForgotten), fieldFlag, false, false, false)
 		if err != nil {
-			return nil, err
+			return lists, nil, err
 		}
 		filters = append(filters, it)
 		forgot = &filter{it: it}
 	}
 	var typeFilters []filter
-	for _, t := range types {
+	for _, t := range o.types {
 		it, err := r.PostingsIterator([]byte(t), fieldType, false, false, false)
 		if err != nil {
-			return nil, err
+			return lists, nil, err
 		}
 		filters = append(filters, it)
 		typeFilters = append(typeFilters, filter{it: it})
 	}
+	var inProject *filter
+	if o.scoped {
+		it, err := r.PostingsIterator([]byte(o.project), fieldProject, false, false, false)
+		if err != nil {
+			return lists, nil, err
+		}
+		filters = append(filters, it)
+		inProject = &filter{it: it}
+	}
 
-	top := make([]scored, 0, n)
-	// offer adds d to top if it passes the filters; docs come in
+	h := heaps{n: n, scoped: o.scoped}
+	h.top[0] = make([]scored, 0, n)
+	// offer adds d to its list if it passes the filters; docs come in
 	// increasing order.
 	offer := func(d scored) error {
 		if forgot != nil {
@@ -191,17 +229,29 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 				return nil
 			}
 		}
-		top = push(top, d, n)
+		l := 0
+		if inProject != nil {
+			hit, err := inProject.has(d.doc)
+			if err != nil {
+				return err
+			}
+			if !hit {
+				l = 1
+			}
+		}
+		if t := h.top[l]; len(t) < n || worse(t[0], d) {
+			h.top[l] = push(t, d, n)
+		}
 		return nil
 	}
 	for i := range pairs {
 		if err := pairs[i].next(); err != nil {
-			return nil, err
+			return lists, nil, err
 		}
 	}
 	if len(pairs) == 1 {
-		if err := topOne(&pairs[0], n, &top, offer); err != nil {
-			return nil, err
+		if err := topOne(&pairs[0], &h, offer); err != nil {
+			return lists, nil, err
 		}
 		pairs[0].cur = nil
 	}
@@ -223,44 +273,88 @@ func topText(r search.Reader, terms []string, types []engine.ArtifactType, forgo
 			}
 			s += p.scorer.Score(p.cur.Frequency(), p.cur.Norm())
 			if err := p.next(); err != nil {
-				return nil, err
+				return lists, nil, err
 			}
 		}
 		d := scored{doc: doc, score: s}
-		if len(top) == n && !worse(top[0], d) {
+		if h.closed(d) {
 			continue // cannot enter: skip the filters
 		}
 		if err := offer(d); err != nil {
-			return nil, err
+			return lists, nil, err
 		}
 	}
 	// Best first.
-	slices.SortFunc(top, func(a, b scored) int {
-		if worse(a, b) {
-			return 1
+	for l := range h.top {
+		slices.SortFunc(h.top[l], func(a, b scored) int {
+			if worse(a, b) {
+				return 1
+			}
+			if worse(b, a) {
+				return -1
+			}
+			return 0
+		})
+	}
+	return h.top, kept, nil
+}
+
+// heaps are topText's bounded min-heaps (worst at [0]): one, or, when
+// scoped, one for the query's project and one for the others.
+type heaps struct {
+	top    [2][]scored
+	n      int
+	scoped bool
+}
+
+// closed reports whether d can enter no heap: each that takes documents
+// is full and its worst ranks above d.
+func (h *heaps) closed(d scored) bool {
+	for l := range h.top {
+		if l == 1 && !h.scoped {
+			break
 		}
-		if worse(b, a) {
-			return -1
+		if t := h.top[l]; len(t) < h.n || worse(t[0], d) {
+			return false
 		}
-		return 0
-	})
-	return top, nil
+	}
+	return true
+}
+
+// floor returns the score below which no document enters a heap, and
+// false while one has room.
+func (h *heaps) floor() (float64, bool) {
+	var f float64
+	for l := range h.top {
+		if l == 1 && !h.scoped {
+			break
+		}
+		t := h.top[l]
+		if len(t) < h.n {
+			return 0, false
+		}
+		if l == 0 || t[0].score < f {
+			f = t[0].score
+		}
+	}
+	return f, true
 }
 
 // topOne is topText's loop for a query of one pair (a common word alone:
 // tens of thousands of postings). A posting scores bi · f / (f + k(dl))
-// (bm25Scorer.Score), which can only enter a full heap whose worst is θ
+// (bm25Scorer.Score), which can only enter full heaps whose worst is θ
 // when bi · f > θ · (f + k): a test without a division once k(dl) is
 // known, and k is cached by field length. Postings that fail it by a
 // margin of 1e-9 are skipped; the others are scored exactly, so the
 // result is the general loop's.
-func topOne(p *textPair, n int, top *[]scored, offer func(scored) error) error {
+func topOne(p *textPair, h *heaps, offer func(scored) error) error {
 	s := p.scorer
 	bi := s.boost * s.idf
-	var ks [256]float64 // 0: not computed; k ≥ k1 · (1 − b) > 0
+	var ks [256]float64      // 0: not computed; k ≥ k1 · (1 − b) > 0
+	theta, full := h.floor() // changes only when offer does
 	for p.cur != nil {
 		freq, norm := p.cur.Frequency(), p.cur.Norm()
-		if t := *top; len(t) == n {
+		if full {
 			f, d := float64(freq), dl(norm)
 			var k float64
 			if d < float64(len(ks)) {
@@ -271,7 +365,7 @@ func topOne(p *textPair, n int, top *[]scored, offer func(scored) error) error {
 			} else {
 				k = s.k1 * (1 - s.b + s.b*d/s.avgdl)
 			}
-			if bi*f < t[0].score*(f+k)*(1-1e-9) {
+			if bi*f < theta*(f+k)*(1-1e-9) {
 				if err := p.next(); err != nil {
 					return err
 				}
@@ -279,10 +373,11 @@ func topOne(p *textPair, n int, top *[]scored, offer func(scored) error) error {
 			}
 		}
 		d := scored{doc: p.doc, score: s.Score(freq, norm)}
-		if t := *top; len(t) < n || worse(t[0], d) {
+		if !h.closed(d) {
 			if err := offer(d); err != nil {
 				return err
 			}
+			theta, full = h.floor()
 		}
 		if err := p.next(); err != nil {
 			return err

@@ -38,7 +38,9 @@ func TestScoreEquivalence(t *testing.T) {
 			arts[j].Forgotten = j%37 == 5
 			arts[j].Pinned = j%41 == 3
 		}
-		if err := x.Apply(state(s, "v1", arts), arts); err != nil {
+		st := state(s, "v1", arts)
+		st.Project = fmt.Sprintf("/proj/%d", i%3)
+		if err := x.Apply(st, arts); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, arts)
@@ -49,7 +51,9 @@ func TestScoreEquivalence(t *testing.T) {
 		for j := 0; j < len(arts); j += 4 {
 			arts[j].Text += " " + g.sentence()
 		}
-		if err := x.Apply(state(arts[0].Session, "v2", arts), arts); err != nil {
+		st := state(arts[0].Session, "v2", arts)
+		st.Project = fmt.Sprintf("/proj/%d", i%3)
+		if err := x.Apply(st, arts); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,6 +72,11 @@ func TestScoreEquivalence(t *testing.T) {
 		case 3:
 			q.Text = g.word()
 			q.K = 30
+		case 4:
+			q.Project = fmt.Sprintf("/proj/%d", i%3)
+			if i%2 == 0 {
+				q.Text = g.word()
+			}
 		}
 		queries = append(queries, q)
 	}
@@ -81,27 +90,89 @@ func TestScoreEquivalence(t *testing.T) {
 		sortedTerms := slices.Compact(terms)
 		n := max(50, 5*clampK(q.K))
 		var got, want, old []hit
+		scope, scoped := q.Project, q.Project != ""
 		// One reader for the three: a merge between them would change
 		// the collection statistics, and so the scores.
 		err := x.withReader("test", func(r *bluge.Reader) (err error) {
-			if got, err = textHits(r, sortedTerms, q, n, x.minCutoff); err != nil {
+			if got, _, err = textHits(r, sortedTerms, q, n, x.minCutoff, scope, scoped); err != nil {
 				return err
 			}
-			if want, err = bruteCandidates(r, sortedTerms, q, n, x.minCutoff); err != nil {
+			if want, err = bruteCandidates(r, sortedTerms, q, n, x.minCutoff, scope, scoped); err != nil {
 				return err
 			}
-			old, err = matches(r, bluge.NewTopNSearch(n, textSearch(sortedTerms, q, x.minCutoff)))
+			old, err = blugeHits(r, sortedTerms, q, n, x.minCutoff, scope, scoped)
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		hitsN += len(got)
-		if err := sameRanking(ranked(got), ranked(want), n); err != nil {
-			t.Fatalf("%+v: candidates against the reference: %v", q, err)
+		// Scoped, each list (the project's, the others') compares alone.
+		for _, other := range []bool{false, true} {
+			pick := func(hs []hit) []hit {
+				return slices.DeleteFunc(slices.Clone(hs), func(h hit) bool { return h.other != other })
+			}
+			if err := sameRanking(ranked(pick(got)), ranked(pick(want)), n); err != nil {
+				t.Fatalf("%+v (other %v): candidates against the reference: %v", q, other, err)
+			}
+			if err := sameRanking(ranked(pick(old)), ranked(pick(want)), n); err != nil {
+				t.Fatalf("%+v (other %v): Bluge's candidates against the reference: %v", q, other, err)
+			}
+			if scoped {
+				for _, h := range pick(got) {
+					if (h.project != scope) != other {
+						t.Fatalf("%+v: %s of project %s in the other=%v list", q, h.id, h.project, other)
+					}
+				}
+			}
 		}
-		if err := sameRanking(ranked(old), ranked(want), n); err != nil {
-			t.Fatalf("%+v: Bluge's candidates against the reference: %v", q, err)
+		// Explain: each result's (term, field) contributions sum to the
+		// BM25 score its candidate had, and the factors give its score
+		// (on one reader again).
+		eq := q
+		eq.Explain = true
+		var res []Result
+		var cands []hit
+		err = x.withReader("test", func(r *bluge.Reader) (err error) {
+			if cands, _, err = textHits(r, sortedTerms, q, n, x.minCutoff, scope, scoped); err != nil {
+				return err
+			}
+			res, err = results(r, eq, sortedTerms, x.minCutoff, 0, scope, scoped, false)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bm25 := map[string]float64{}
+		for _, h := range cands {
+			bm25[h.id] = h.bm25
+		}
+		for _, r := range res {
+			e := r.Explain
+			if e == nil {
+				t.Fatalf("%+v: %s has no explanation", q, r.ID)
+			}
+			if e.Lifted != "" {
+				continue
+			}
+			var sum float64
+			for _, ts := range e.Terms {
+				sum += ts.Score
+				if want := ts.Boost * ts.IDF * ts.TF; !near(ts.Score, want) {
+					t.Fatalf("%+v: %s: %+v: score is not boost·idf·tf", q, r.ID, ts)
+				}
+			}
+			want, ok := bm25[r.ID]
+			if !ok || !near(e.BM25, want) || !near(sum, want) {
+				t.Fatalf("%+v: %s: explained BM25 %v (terms sum to %v), candidate's %v", q, r.ID, e.BM25, sum, want)
+			}
+			s := e.BM25
+			for _, f := range e.Factors {
+				s *= f.Value
+			}
+			if e.Below == "" && e.Raised == "" && !near(s, r.Score) {
+				t.Fatalf("%+v: %s: BM25 times factors %v, score %v", q, r.ID, s, r.Score)
+			}
 		}
 		recentFrom := 0
 		if st := x.states[q.Session]; st != nil {
@@ -124,7 +195,7 @@ func TestScoreEquivalence(t *testing.T) {
 // term searcher (which scores with BM25), the common-terms cut applied,
 // the scores summed per document in pair order, the filters applied
 // from stored fields, then sorted by score and document number.
-func bruteCandidates(r *bluge.Reader, terms []string, q Query, n int, floor uint64) ([]hit, error) {
+func bruteCandidates(r *bluge.Reader, terms []string, q Query, n int, floor uint64, project string, scoped bool) ([]hit, error) {
 	type pairHits struct {
 		count  int
 		scores map[uint64]float64
@@ -205,10 +276,8 @@ func bruteCandidates(r *bluge.Reader, terms []string, q Query, n int, floor uint
 		return 0
 	})
 	var hits []hit
+	var counts [2]int
 	for _, d := range all {
-		if len(hits) == n {
-			break
-		}
 		h := hit{bm25: d.score}
 		if err := r.VisitStoredFields(d.doc, h.visit); err != nil {
 			return nil, err
@@ -217,6 +286,15 @@ func bruteCandidates(r *bluge.Reader, terms []string, q Query, n int, floor uint
 			len(q.Types) > 0 && !slices.Contains(q.Types, engine.ArtifactType(h.typ)) {
 			continue
 		}
+		h.other = scoped && h.project != project
+		l := 0
+		if h.other {
+			l = 1
+		}
+		if counts[l] == n {
+			continue
+		}
+		counts[l]++
 		hits = append(hits, h)
 	}
 	return hits, nil

@@ -12,6 +12,10 @@ import (
 	"strconv"
 )
 
+// errStaleDocs is readState's error for a state file of documents of
+// another docVersion: Open starts such an index again.
+var errStaleDocs = errors.New("index: documents of another version")
+
 // stateName is the state file in the index directory.
 const stateName = "state.jsonl"
 
@@ -26,6 +30,9 @@ type stateHeader struct {
 	Format   string `json:"format"`
 	Version  int    `json:"version"`
 	Sessions int    `json:"sessions"`
+	// Doc is the docVersion of the documents the index holds; a file
+	// without it is older than doc/2.
+	Doc string `json:"doc,omitempty"`
 	// Clean says Close wrote the file: the Bluge files hold exactly
 	// what it says, and its sums can be trusted. Open clears it on disk
 	// before the index changes.
@@ -38,6 +45,9 @@ type sessionState struct {
 	Session string `json:"session"`
 	// Digest is the MemoryState.Digest last applied.
 	Digest string `json:"digest"`
+	// Project is the MemoryState.Project last applied: every document of
+	// the session has it in its project field.
+	Project string `json:"project,omitempty"`
 	// Tasks is the session's number of tasks (recency counts back from
 	// it).
 	Tasks int `json:"tasks"`
@@ -137,6 +147,9 @@ func parseState(path string, data []byte) (_ map[string]*sessionState, clean boo
 			if h.Sessions < 0 {
 				return nil, false, corrupt(off, "negative session count %d", h.Sessions)
 			}
+			if h.Doc != docVersion {
+				return nil, false, fmt.Errorf("%w: %s holds documents %q, want %q", errStaleDocs, path, h.Doc, docVersion)
+			}
 		} else {
 			if n > h.Sessions {
 				return nil, false, corrupt(off, "more sessions than the header's %d", h.Sessions)
@@ -179,7 +192,7 @@ func appendState(dst []byte, states map[string]*sessionState, clean bool) ([]byt
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	b, err := json.Marshal(stateHeader{Format: stateFormat, Version: stateVersion, Sessions: len(names), Clean: clean})
+	b, err := json.Marshal(stateHeader{Format: stateFormat, Version: stateVersion, Doc: docVersion, Sessions: len(names), Clean: clean})
 	if err != nil {
 		return nil, err
 	}

@@ -132,22 +132,15 @@ func (m *localMemory) sync() error {
 }
 
 func (m *localMemory) Search(q index.Query) ([]engine.Card, error) {
-	defer m.timings.observe(opSearch, time.Now())
-	if strings.TrimSpace(q.Text) == "" {
-		return nil, fmt.Errorf("%w: an empty query", errBadQuery)
-	}
-	if q.Session != "" {
-		s, err := m.e.Session(q.Session)
-		if err != nil {
-			return nil, err
-		}
-		q.Session = s.ID
-	}
-	cards, err := m.ix.Search(q)
-	if err != nil {
+	rs, err := m.Find(q)
+	if err != nil || rs == nil {
 		return nil, err
 	}
-	return m.lift(cards, q), nil
+	cards := make([]engine.Card, len(rs))
+	for i := range rs {
+		cards[i] = rs[i].Card
+	}
+	return cards, nil
 }
 
 func (m *localMemory) Find(q index.Query) ([]index.Result, error) {
@@ -162,55 +155,66 @@ func (m *localMemory) Find(q index.Query) ([]index.Result, error) {
 		}
 		q.Session = s.ID
 	}
-	return m.ix.Find(q)
+	rs, err := m.ix.Find(q)
+	if err != nil {
+		return nil, err
+	}
+	return m.inForce(rs, q), nil
 }
 
-// lift answers with what is in force: a superseded decision or
-// constraint that matches gets the artifact that replaced it (the end of
-// its chain) placed right above it, so "which cache did we choose" finds
-// the current choice even when the old one matches the words better.
-func (m *localMemory) lift(cards []engine.Card, q index.Query) []engine.Card {
+// inForce answers with what is in force across the sessions of a
+// project. The index orders what a session replaced within itself; what
+// a later session of the project replaced or closed (engine.Resolve) it
+// cannot know: such a result gets that status, and a superseded one gets
+// the artifact in force (the end of its chain) placed right above it,
+// with its score, so "which tool runs the migrations" finds the current
+// choice even when the old one matches the words better.
+func (m *localMemory) inForce(rs []index.Result, q index.Query) []index.Result {
 	k := q.K
 	if k <= 0 {
 		k = index.DefaultK
 	}
-	// What a later session of the project replaced or closed says so.
-	for i := range cards {
-		c := &cards[i]
+	later := map[string]bool{}
+	for i := range rs {
+		c := &rs[i].Card
 		if c.Status != "active" && c.Status != "open" || c.Type != engine.ArtifactDecision && c.Type != engine.ArtifactConstraint && c.Type != engine.ArtifactThread {
 			continue
 		}
-		if a, err := m.e.Artifact(c.ID); err == nil {
-			if r, err := m.e.Resolve(a); err == nil && r != nil {
-				c.Status = r.Status
-			}
-		}
-	}
-	for i := 0; i < len(cards); i++ {
-		if cards[i].Status != "superseded" {
+		a, err := m.e.Artifact(c.ID)
+		if err != nil {
 			continue
 		}
-		succ, ok := m.successor(cards[i].ID)
+		if r, err := m.e.Resolve(a); err == nil && r != nil {
+			c.Status = r.Status
+			later[c.ID] = r.Status == "superseded"
+		}
+	}
+	for i := 0; i < len(rs); i++ {
+		if !later[rs[i].ID] {
+			continue
+		}
+		succ, ok := m.successor(rs[i].ID)
 		if !ok || succ.Forgotten && !q.IncludeForgotten {
 			continue
 		}
-		j := slices.IndexFunc(cards, func(c engine.Card) bool { return c.ID == succ.ID })
+		j := slices.IndexFunc(rs, func(r index.Result) bool { return r.ID == succ.ID })
 		if j >= 0 && j < i {
 			continue
 		}
-		card := succ.Card()
-		card.Score = cards[i].Score
+		top := index.Result{Card: succ.Card(), Project: rs[i].Project}
+		top.Score = rs[i].Score
 		if j > i {
-			card.Score = max(card.Score, cards[j].Score)
-			cards = slices.Delete(cards, j, j+1)
+			top = rs[j]
+			top.Score = max(top.Score, rs[i].Score)
+			rs = slices.Delete(rs, j, j+1)
 		}
-		cards = slices.Insert(cards, i, card)
+		rs = slices.Insert(rs, i, top)
 		i++
 	}
-	if len(cards) > k {
-		cards = cards[:k]
+	if len(rs) > k {
+		rs = rs[:k]
 	}
-	return cards
+	return rs
 }
 
 // successor follows an artifact's supersession chain to its end.

@@ -32,4 +32,16 @@
 //
 //	go test -count=1 -run TestProjectsEval -v ./bench/memeval
 //	go test -run TestProjectsFacts ./bench/memeval -update  # rewrite facts.json
+//
+// The golden set scores the same way over real sessions: the Claude
+// Code sessions of the shared golden corpus (six working directories,
+// one with two sessions), with cards labelled by hand from the
+// transcripts in testdata/golden/facts.json (same format, not
+// generated; each status judged by what happened later in the logs)
+// and next-task queries in testdata/golden/queries.json. TestGoldenFacts
+// checks the cards against the corpus; TestGoldenEval imports the corpus
+// and a new session per project and logs the same tables. Both skip
+// when ../shared is missing:
+//
+//	go test -count=1 -run TestGoldenEval -v ./bench/memeval
 package memeval

@@ -4,12 +4,15 @@ import "strings"
 
 // Decision kinds: how the options sit around the trigger.
 const (
-	dkAction  = iota // "decided to <verb> …": no named option unless the verb is "use"
-	dkOption         // the option follows: "use X", "go with X", "opted for X"
-	dkSwitch         // "switch (from Y) to X"
-	dkReplace        // "replace Y with X"
-	dkDrop           // "drop Y", "no longer use Y", "decided against Y"
-	dkColon          // "Decision: …"
+	dkAction   = iota // "decided to <verb> …": no named option unless the verb is "use"
+	dkOption          // the option follows: "use X", "go with X", "opted for X"
+	dkSwitch          // "switch (from Y) to X"
+	dkReplace         // "replace Y with X"
+	dkDrop            // "drop Y", "no longer use Y", "decided against Y"
+	dkColon           // "Decision: …"
+	dkMake            // "make the cache key the tenant id, not the user id"
+	dkSet             // "set the batch size to 64"
+	dkSettings        // "train with lr 1e-4 and bf16"
 )
 
 // decHit is where a decision was found: the trigger token, the first token
@@ -22,7 +25,7 @@ type decHit struct {
 var decisionVerbs = map[string]int{
 	"use": dkOption, "adopt": dkOption, "pick": dkOption, "choose": dkOption, "standardize": dkOption,
 	"switch": dkSwitch, "move": dkSwitch, "migrate": dkSwitch, "replace": dkReplace, "drop": dkDrop,
-	"stick": dkOption, "opt": dkOption, "settle": dkOption,
+	"stick": dkOption, "opt": dkOption, "settle": dkOption, "ditch": dkDrop,
 }
 
 // decision reports whether the sentence states a decision.
@@ -41,6 +44,9 @@ func (a *analysis) decision() (decHit, bool) {
 			}
 			return h, true
 		}
+	}
+	if _, _, ok := a.settings(); ok {
+		return decHit{trig: 0, obj: 0, kind: dkSettings}, true
 	}
 	return decHit{}, false
 }
@@ -89,8 +95,25 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if (a.at(j) == "is" || a.at(j) == "was") && a.at(j+1) == "to" {
 			return a.action(i, j+2)
 		}
-	case "go", "going", "went":
-		if a.at(i+1) != "with" {
+	case "go", "going", "went", "revert", "reverting", "roll", "rolling":
+		if a.at(i+1) == "back" && a.at(i+2) == "to" || (w == "revert" || w == "reverting") && a.at(i+1) == "to" {
+			obj := i + 3
+			if a.at(i+1) == "to" {
+				obj = i + 2
+			}
+			if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) || a.narrationObject(obj) || a.placeObject(obj) {
+				return decHit{}, false
+			}
+			return decHit{trig: i, obj: obj, kind: dkOption}, true
+		}
+		if w == "going" && a.at(i+1) == "to" && a.subjectBefore(i) {
+			// "I'm going to use X", "we're going to switch to Y".
+			if _, ok := decisionVerbs[a.at(i+2)]; ok {
+				return a.afterAux(i, i+2)
+			}
+			return decHit{}, false
+		}
+		if a.at(i+1) != "with" || w == "revert" || w == "reverting" || w == "roll" || w == "rolling" {
 			if w == "going" && a.at(i+1) == "forward" {
 				return a.forward(i)
 			}
@@ -137,7 +160,7 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if p := a.at(i - 1); p == "we" || p == "i" {
 			return a.afterAux(i, i+1)
 		}
-	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize":
+	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize", "ditch":
 		if !a.clauseStart(i) && !a.forClauseBefore(i) {
 			// "we're switching", "I'm switching", "we switched"
 			if w == "switch" || w == "move" || w == "migrate" {
@@ -150,8 +173,88 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if !a.subjectBefore(i) && !(i == 0 && a.role == "user") {
 			return decHit{}, false
 		}
+		if a.at(i+1) == "off" {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
+		if a.at(i+1) == "away" && a.at(i+2) == "from" {
+			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
+		}
 		return a.switchTo(i, i+1)
+	case "stick", "stay", "sticking", "staying":
+		if n := a.at(i + 1); (n == "with" || (w == "stay" || w == "staying") && n == "on") && (a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) {
+			if a.narrationObject(i+2) || a.placeObject(i+2) {
+				return decHit{}, false
+			}
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+	case "keep":
+		if a.at(i+1) == "using" && (a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) {
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+	case "stop":
+		if a.at(i+1) == "using" && (a.clauseStart(i) && a.role != "assistant" || a.subjectBefore(i) || a.letsBefore(i)) {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
+	case "won't", "wont":
+		if p := a.at(i - 1); (p == "we" || p == "i" && a.role == "user") && (a.at(i+1) == "use" || a.at(i+1) == "be") {
+			j := i + 2
+			if a.at(i+1) == "be" {
+				if a.at(j) != "using" {
+					return decHit{}, false
+				}
+				j++
+			}
+			return decHit{trig: i, obj: j, kind: dkDrop}, true
+		}
+	case "make":
+		if a.role == "assistant" || !a.clauseStart(i) || a.at(i+1) == "sure" {
+			return decHit{}, false
+		}
+		return a.makeSetting(i)
+	case "set":
+		if a.role == "assistant" || !a.clauseStart(i) || a.at(i+1) == "up" {
+			return decHit{}, false
+		}
+		for j := i + 2; j < len(a.toks) && j < i+7; j++ {
+			if a.toks[j].kind == tPunct {
+				break
+			}
+			if a.at(j) == "to" && (a.isWord(j+1) || j+1 < len(a.toks) && a.toks[j+1].kind == tCode) {
+				return decHit{trig: i, obj: i + 1, kind: dkSet}, true
+			}
+		}
+	case "instead":
+		// "Let's do it in Rust instead." "Do the rename in a migration
+		// instead." From the user, at the end of a clause.
+		if a.role != "user" || a.at(i+1) == "of" || !(a.at(i+1) == "" || a.toks[i+1].kind == tPunct) {
+			return decHit{}, false
+		}
+		first := a.clauseFrom(i)
+		for first < i && clauseStartFillers[a.at(first)] {
+			first++
+		}
+		if first >= i || !imperativeVerb(a.at(first)) || personal(a.at(first)) || narrationVerbs[a.at(first)] && a.at(first) != "try" {
+			return decHit{}, false
+		}
+		switch a.at(first) {
+		case "it", "this", "that", "they", "he", "she", "you", "there", "the", "a", "an", "is", "was", "are":
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: -1, kind: dkAction}, true
+	case "fix", "approach", "solution", "option", "way", "choice":
+		// "The simplest fix is to …", "the best approach is to use …"
+		switch a.at(i - 1) {
+		case "best", "simplest", "right", "cleanest", "safest", "correct", "proper", "better", "chosen", "preferred", "real":
+		default:
+			return decHit{}, false
+		}
+		if a.at(i+1) == "is" && a.at(i+2) == "to" {
+			return a.action(i, i+3)
+		}
 	case "no":
+		if a.at(i+1) == "more" && a.role == "user" && a.clauseStart(i) && a.isWord(i+2) {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
 		if a.at(i+1) == "longer" && (a.at(i+2) == "use" || a.at(i+2) == "using") && a.subjectBefore(i) {
 			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
 		}
@@ -224,6 +327,17 @@ func (a *analysis) action(trig, v int) (decHit, bool) {
 // the decision verbs count ("let's run the tests" is narration).
 func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 	if a.at(v) == "not" {
+		// "let's not use X": X is dropped.
+		if (a.at(v+1) == "use" || a.at(v+1) == "go") && a.at(trig) != "i'll" {
+			obj := v + 2
+			if a.at(v+1) == "go" {
+				if a.at(v+2) != "with" {
+					return decHit{}, false
+				}
+				obj++
+			}
+			return decHit{trig: trig, obj: obj, kind: dkDrop}, true
+		}
 		return decHit{}, false
 	}
 	// "we'll go with", "let's go with" are read at "go".
@@ -264,7 +378,108 @@ func (a *analysis) forward(i int) (decHit, bool) {
 			return a.switchTo(i, j+1)
 		}
 	}
+	// "…; CircleCI from now on." "we use pnpm from now on."
+	end := i + 3
+	if a.at(i) == "going" {
+		end = i + 2
+	}
+	if end >= len(a.toks) || a.toks[end].kind == tPunct {
+		c := a.clauseFrom(i)
+		for c < i && (personal(a.at(c)) || clauseStartFillers[a.at(c)] || a.at(c) == "use" || a.at(c) == "using" || a.at(c) == "it's" || a.at(c) == "is" || a.at(c) == "will" || a.at(c) == "go" || a.at(c) == "with") {
+			c++
+		}
+		if c < i && i-c <= 5 && !a.question {
+			return decHit{trig: i, obj: c, kind: dkOption}, true
+		}
+	}
 	return decHit{}, false
+}
+
+// makeSetting reads "make X Y, not Z" at token i ("make the cache key the
+// tenant id, not the user id"): a setting, only when an alternative is
+// named.
+func (a *analysis) makeSetting(i int) (decHit, bool) {
+	if !a.hasAlternative(i) {
+		return decHit{}, false
+	}
+	return decHit{trig: i, obj: i + 1, kind: dkMake}, true
+}
+
+// taskVerbs open a task request whose settings ("train with lr 1e-4 and
+// bf16") are decisions; the value is the subject's stem.
+var taskVerbs = map[string]string{
+	"train": "training", "retrain": "training", "fine-tune": "fine-tuning", "finetune": "fine-tuning",
+	"pretrain": "pretraining", "run": "run", "rerun": "run", "evaluate": "evaluation", "eval": "evaluation",
+	"benchmark": "benchmark", "build": "build", "deploy": "deployment", "launch": "launch", "serve": "serving",
+	"compile": "build", "fit": "training", "sample": "sampling", "generate": "generation", "quantize": "quantization",
+	"export": "export", "profile": "profiling", "test": "test", "start": "run",
+}
+
+// settings reads the settings a user's task request states: a task verb
+// opening the sentence, then "with" or "using" and a list of settings
+// with at least one value ("lr 1e-4", "bf16", "batch size 32",
+// "epochs=3"). It returns the settings and the subject.
+func (a *analysis) settings() ([]string, string, bool) {
+	if a.role != "user" || a.question || a.cond {
+		return nil, "", false
+	}
+	first := 0
+	for first < len(a.toks) && clauseStartFillers[a.at(first)] {
+		first++
+	}
+	stem, ok := taskVerbs[a.at(first)]
+	if !ok {
+		return nil, "", false
+	}
+	with := -1
+	for j := first + 1; j < len(a.toks) && j < first+8; j++ {
+		if a.at(j) == "with" || a.at(j) == "using" {
+			with = j
+			break
+		}
+		if a.toks[j].kind == tPunct && a.at(j) != "-" {
+			return nil, "", false
+		}
+	}
+	if with < 0 {
+		return nil, "", false
+	}
+	var out []string
+	var cur []string
+	valued := false
+	flush := func() {
+		for len(cur) > 0 && (cur[0] == "a" || cur[0] == "an" || cur[0] == "the") {
+			cur = cur[1:]
+		}
+		if len(cur) > 0 && len(cur) <= 5 {
+			s := strings.Join(cur, " ")
+			if hasDigit(s) {
+				valued = true
+			}
+			out = append(out, s)
+		}
+		cur = cur[:0]
+	}
+	for j := with + 1; j < len(a.toks); j++ {
+		t := a.toks[j]
+		if t.w == "and" || t.w == "," || t.w == "plus" {
+			flush()
+			continue
+		}
+		if t.kind == tPunct && t.w != "=" && t.w != "-" || t.w == "for" || t.w == "on" || t.w == "to" || t.w == "so" || t.w == "because" {
+			break
+		}
+		cur = append(cur, strings.ToLower(a.text[t.s:t.e]))
+	}
+	flush()
+	if !valued || len(out) == 0 {
+		return nil, "", false
+	}
+	return out, stem + " settings", true
+}
+
+func hasDigit(s string) bool {
+	return strings.ContainsAny(s, "0123456789")
 }
 
 // imperative reads an imperative decision verb at the start of a clause:
@@ -285,13 +500,16 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkOption}, true
 	case "switch", "move", "migrate":
+		if a.at(i+1) == "off" && a.role != "assistant" {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
 		return a.switchTo(i, i+1)
 	case "replace":
 		if !a.hasWordAfter(i, "with") {
 			return decHit{}, false
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkReplace}, true
-	case "drop":
+	case "drop", "ditch":
 		if a.role == "assistant" || !a.isWord(i+1) && a.at(i+1) != "`" {
 			return decHit{}, false
 		}
@@ -368,6 +586,9 @@ func (a *analysis) hasAlternative(i int) bool {
 // useForNarration reports "use X to <narration verb>": the agent using a
 // tool to look at something.
 func (a *analysis) useForNarration(v int) bool {
+	if r, _ := optionRole(strings.ToLower(a.at(v + 1))); r != "" && a.role != "assistant" {
+		return false
+	}
 	for j := v + 1; j < len(a.toks) && j < v+8; j++ {
 		if a.toks[j].kind == tPunct {
 			return false
@@ -490,6 +711,11 @@ func (a *analysis) decisionFinding(h decHit, ss []sent, si int) Finding {
 	if !(h.trig == 0 && h.obj == 0 && h.kind == 0) {
 		a.options(&f, h)
 	}
+	prev := ""
+	if si > 0 && !ss[si-1].heading {
+		prev = a.text[ss[si-1].s:ss[si-1].e]
+	}
+	a.subjectOf(&f, prev)
 	return f
 }
 
@@ -545,8 +771,10 @@ func (a *analysis) options(f *Finding, h decHit) {
 		// the subject.
 		for k := j; k < len(a.toks) && k < j+12; k++ {
 			if w := a.at(k); w == "from" || w == "to" {
-				if k > j && w == "from" && f.Subject == "" {
-					f.Subject, _ = a.phrase(j)
+				if k > j && f.Subject == "" && a.at(j) != "over" {
+					if s, _ := a.phrase(j); !notSubject[s] {
+						f.Subject = s
+					}
 				}
 				j = k
 				break
@@ -611,7 +839,81 @@ func (a *analysis) options(f *Finding, h decHit) {
 		}
 	case dkAction:
 		follow(h.trig + 1)
+	case dkMake:
+		// "make the cache key the tenant id, not the user id": the second
+		// article splits the setting from its value.
+		j := h.obj
+		end := j
+		for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
+			end++
+		}
+		split := -1
+		for k := j + 2; k < end; k++ {
+			if w := a.at(k); w == "the" || w == "a" || w == "an" || w == "our" || w == "its" {
+				split = k
+				break
+			}
+		}
+		if split < 0 && end-j >= 2 {
+			split = end - 1
+		}
+		if split > j {
+			f.Subject = strings.Join(articleless(words(a.raw(j, split))), " ")
+			f.SubjectFrom = "the setting the sentence makes"
+			if s, _ := a.phrase(split); s != "" {
+				add(&f.Chooses, s)
+			}
+		}
+		follow(end)
+	case dkSet:
+		j := h.obj
+		k := j
+		for k < len(a.toks) && a.at(k) != "to" {
+			k++
+		}
+		f.Subject = strings.Join(articleless(words(a.raw(j, k))), " ")
+		f.SubjectFrom = "the setting the sentence sets"
+		if k+1 < len(a.toks) {
+			end := k + 1
+			for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
+				end++
+			}
+			if end == k+1 && end < len(a.toks) {
+				end++
+			}
+			add(&f.Chooses, strings.ToLower(strings.Trim(a.raw(k+1, end), "`")))
+			follow(end)
+		}
+	case dkSettings:
+		set, subj, _ := a.settings()
+		f.Chooses = append(f.Chooses, set...)
+		f.Subject, f.SubjectFrom = subj, "the settings of a task request"
 	}
+	if len(f.Chooses) == 0 && (h.kind == dkDrop || h.kind == dkSwitch) {
+		// "we're moving off Jenkins; CircleCI from now on."
+		for i := h.trig + 1; i+2 < len(a.toks); i++ {
+			if a.at(i) == "from" && a.at(i+1) == "now" && a.at(i+2) == "on" || a.at(i) == "going" && a.at(i+1) == "forward" {
+				if hh, ok := a.forward(i); ok && hh.obj > h.trig {
+					s, _ := a.phrase(hh.obj)
+					add(&f.Chooses, s)
+				}
+				break
+			}
+		}
+	}
+}
+
+// articleless drops leading articles and possessives.
+func articleless(ws []string) []string {
+	for len(ws) > 0 {
+		switch ws[0] {
+		case "the", "a", "an", "our", "my", "its", "this", "that":
+			ws = ws[1:]
+			continue
+		}
+		break
+	}
+	return ws
 }
 
 // notSubject are "for …" phrases that say when, not what about.
@@ -619,6 +921,7 @@ var notSubject = map[string]bool{
 	"now": true, "today": true, "the time being": true, "a while": true, "later": true, "example": true,
 	"instance": true, "reference": true, "the moment": true, "good": true, "safety": true, "simplicity": true,
 	"consistency": true, "performance": true, "speed": true, "clarity": true, "readability": true, "": true,
+	"everything": true, "it": true, "this": true, "that": true, "them": true, "all": true, "back": true, "all of it": true,
 }
 
 // decisionVerbLike reports whether w reads as the verb of an action

@@ -36,9 +36,13 @@ type Finding struct {
 	// "cache" in "for the cache, use Redis" and in "use Redis for the
 	// cache". Chooses and Replaces are the options it takes and drops,
 	// lowercased ("use X instead of Y": Chooses [x], Replaces [y]).
-	Subject  string
-	Chooses  []string
-	Replaces []string
+	Subject string
+	// SubjectFrom says why Subject is what it is: "\"atlas\" is a
+	// migration tool", "the sentence says \"migrations\"", "named in the
+	// sentence".
+	SubjectFrom string
+	Chooses     []string
+	Replaces    []string
 	// Rationale is the "because …", "since …", "so that …", "to avoid …"
 	// clause of the sentence, or else the next sentence when it opens with
 	// "This is because", "The reason", "That way", "Because", "Since" and
@@ -166,6 +170,7 @@ var clauseStartFillers = map[string]bool{
 	"reminder": true, "rule": true, "rules": true, "alright": true, "yes": true, "yeah": true, "thanks": true,
 	"finally": true, "generally": true, "in": true, "general": true, "from": true, "on": true, "going": true,
 	"forward": true, "hey": true, "oh": true, "additionally": true, "instead": true, "otherwise": true,
+	"actually": true, "hmm": true, "wait": true, "no": true, "nah": true, "right": true, "correction": true,
 	"!": true, ",": true, "\"": true,
 }
 
@@ -282,7 +287,8 @@ func (a *analysis) subjectBefore(i int) bool {
 		}
 		switch w {
 		case "have", "had", "finally", "just", "already", "now", "also", "then", "all", "both", "eventually",
-			"ultimately", "together", "the", "did", "instead", "therefore", "so", "and", "will", "shall", "officially":
+			"ultimately", "together", "the", "did", "instead", "therefore", "so", "and", "will", "shall", "officially",
+			"are", "am", "were", "actually":
 			continue
 		}
 		return false

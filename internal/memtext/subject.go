@@ -1,0 +1,154 @@
+package memtext
+
+import "strings"
+
+// optionRoles maps a tool, library or service a decision may choose to the
+// job it does, which is the decision's subject: "switch to Atlas" and "use
+// goose" are both about the migration tool. Keys are lowercased names.
+var optionRoles = map[string]string{}
+
+// cueRoles maps a word that names a job to the subject it gives a
+// decision that mentions it ("for migrations", "to run the migrations").
+var cueRoles = map[string]string{}
+
+func init() {
+	add := func(m map[string]string, role, names string) {
+		for _, n := range strings.Fields(names) {
+			m[n] = role
+		}
+	}
+	add(optionRoles, "migration tool", "goose atlas flyway liquibase alembic golang-migrate migrate dbmate sqitch knex-migrate prisma-migrate tern")
+	add(optionRoles, "logging library", "zap zerolog logrus slog log15 glog klog winston pino bunyan loguru structlog log4j logback serilog tracing-subscriber")
+	add(optionRoles, "argument parser", "clap cobra urfave/cli kingpin argparse click typer docopt yargs commander pflag kong")
+	add(optionRoles, "ci system", "jenkins circleci travis buildkite drone gitlab-ci teamcity github-actions")
+	add(optionRoles, "package manager", "npm pnpm yarn bun pip pipenv poetry uv conda cargo-binstall")
+	add(optionRoles, "build backend", "hatchling hatch setuptools flit flit-core pdm pdm-backend maturin scikit-build")
+	add(optionRoles, "bundler", "webpack vite esbuild rollup parcel turbopack rspack")
+	add(optionRoles, "test framework", "pytest unittest nose jest vitest mocha jasmine ava testify ginkgo gocheck rspec minitest")
+	add(optionRoles, "linter", "eslint ruff flake8 pylint golangci-lint staticcheck revive clippy rubocop biome oxlint")
+	add(optionRoles, "formatter", "prettier black gofmt gofumpt rustfmt isort yapf autopep8 dprint")
+	add(optionRoles, "database", "postgres postgresql mysql mariadb sqlite sqlite3 mongodb mongo cockroachdb dynamodb cassandra duckdb")
+	add(optionRoles, "cache", "redis memcached valkey dragonfly")
+	add(optionRoles, "queue", "kafka rabbitmq nats sqs pubsub celery sidekiq bullmq")
+	add(optionRoles, "http client", "axios fetch requests httpx aiohttp resty reqwest got")
+	add(optionRoles, "web framework", "express fastapi flask django gin echo fiber chi gorilla/mux rails sinatra nestjs koa hono actix axum")
+	add(optionRoles, "ui framework", "react vue svelte angular solid preact htmx")
+	add(optionRoles, "styling", "tailwind tailwindcss bootstrap sass scss styled-components emotion")
+	add(optionRoles, "orm", "gorm ent sqlalchemy sequelize typeorm prisma drizzle sqlx sqlc diesel activerecord")
+	add(optionRoles, "locking", "mutex rwmutex sync.mutex sync.rwmutex spinlock semaphore")
+	add(optionRoles, "serialization format", "json protobuf msgpack cbor avro yaml toml")
+	add(optionRoles, "container runtime", "docker podman containerd")
+	add(optionRoles, "numeric precision", "bf16 fp16 fp32 fp8 int8 bfloat16 float16 float32 tf32")
+
+	add(cueRoles, "migration tool", "migration migrations migrate migrating schema-migrations")
+	add(cueRoles, "logging library", "logging logger loggers")
+	add(cueRoles, "argument parser", "argument arguments args flags cli-parsing")
+	add(cueRoles, "ci system", "ci pipeline pipelines")
+	add(cueRoles, "package manager", "package-manager")
+	add(cueRoles, "build backend", "build-backend build-system")
+	add(cueRoles, "bundler", "bundler bundling")
+	add(cueRoles, "test framework", "test-runner test-framework")
+	add(cueRoles, "linter", "linter linting lint")
+	add(cueRoles, "formatter", "formatter formatting")
+	add(cueRoles, "cache", "cache caching")
+	add(cueRoles, "orm", "orm")
+	add(cueRoles, "database", "database db datastore")
+	add(cueRoles, "queue", "queue queues queueing")
+	add(cueRoles, "http client", "http-client")
+	add(cueRoles, "styling", "styling css")
+	add(cueRoles, "locking", "lock locks locking mutex")
+	add(cueRoles, "retries", "retry retries retrying backoff")
+	add(cueRoles, "rate limit key", "rate-limit rate-limiting ratelimit")
+	add(cueRoles, "authentication", "auth authentication login")
+	add(cueRoles, "deployment", "deploy deploys deployment hosting")
+	add(cueRoles, "numeric precision", "precision")
+}
+
+// twoWordCues are cues of two words, joined by '-' before lookup.
+var twoWordCues = map[string]bool{
+	"package manager": true, "build backend": true, "build system": true, "test runner": true, "test framework": true,
+	"http client": true, "rate limit": true, "rate limiting": true, "cli parsing": true, "schema migrations": true,
+}
+
+// roleOfWords returns the subject a run of lowercased words names, and
+// the word that named it.
+func roleOfWords(ws []string, roles map[string]string) (string, string) {
+	for i, w := range ws {
+		if i+1 < len(ws) && twoWordCues[w+" "+ws[i+1]] {
+			if r, ok := cueRoles[w+"-"+ws[i+1]]; ok {
+				return r, w + " " + ws[i+1]
+			}
+		}
+		if r, ok := roles[w]; ok {
+			return r, w
+		}
+	}
+	return "", ""
+}
+
+// optionRole returns the job of an option phrase ("atlas", "the goose
+// cli"), and the name that says it.
+func optionRole(opt string) (string, string) {
+	ws := strings.Fields(opt)
+	if r, ok := optionRoles[opt]; ok {
+		return r, opt
+	}
+	for _, w := range ws {
+		if r, ok := optionRoles[strings.Trim(w, "`'\"")]; ok {
+			return r, w
+		}
+	}
+	return "", ""
+}
+
+// subjectOf fills f.Subject and f.SubjectFrom: what the decision is about
+// and why. In order: a job named by a chosen or dropped option ("atlas"
+// is a migration tool), the subject the sentence names ("for the cache,
+// …", "switch the logger …", "make the cache key …") read as a job when it
+// names one, a job word in the sentence ("to run the migrations"), then
+// one in the sentence before. Nothing found leaves them empty.
+func (a *analysis) subjectOf(f *Finding, prev string) {
+	if f.SubjectFrom != "" {
+		return
+	}
+	named := f.Subject
+	if named != "" {
+		if r, w := roleOfWords(strings.Fields(named), cueRoles); r != "" {
+			f.Subject, f.SubjectFrom = r, "names "+quote(w)
+			return
+		}
+		if r, _ := optionRole(named); r != "" {
+			f.Subject, f.SubjectFrom = r, "names "+quote(named)
+			return
+		}
+	}
+	for _, opts := range [][]string{f.Chooses, f.Replaces} {
+		for _, o := range opts {
+			if r, w := optionRole(o); r != "" {
+				f.Subject, f.SubjectFrom = r, quote(w)+" is a "+r
+				return
+			}
+		}
+	}
+	if named != "" {
+		f.Subject, f.SubjectFrom = named, "named in the sentence"
+		return
+	}
+	ws := words(a.text[a.sn.s:a.sn.e])
+	if r, w := roleOfWords(ws, cueRoles); r != "" {
+		f.Subject, f.SubjectFrom = r, "the sentence says "+quote(w)
+		return
+	}
+	if prev != "" {
+		if r, w := roleOfWords(words(prev), cueRoles); r != "" {
+			f.Subject, f.SubjectFrom = r, "the sentence before says "+quote(w)
+			return
+		}
+		if r, w := roleOfWords(words(prev), optionRoles); r != "" {
+			f.Subject, f.SubjectFrom = r, "the sentence before names "+quote(w)
+			return
+		}
+	}
+}
+
+func quote(s string) string { return "\"" + s + "\"" }

@@ -8,7 +8,8 @@ var reporters = map[string]bool{
 	"says": true, "said": true, "reads": true, "complains": true, "reports": true, "reported": true, "claims": true,
 	"warns": true, "warned": true, "mentions": true, "mentioned": true, "states": true, "stated": true,
 	"prints": true, "printed": true, "shows": true, "showed": true, "complained": true, "thought": true,
-	"assumed": true,
+	"assumed": true, "knows": true, "guarantees": true, "ensures": true, "assumes": true, "means": true,
+	"documentation": true, "docs": true, "explains": true, "describes": true,
 }
 
 // predictions after "should" make it a forecast, not a requirement: "this
@@ -58,6 +59,8 @@ var nonVerbs = map[string]bool{
 	"ever": false, "knew": true, "thought": true, "got": true, "had": true, "was": true, "is": true, "were": true,
 	"been.": true, "before": true, "after": true, "works": true, "fails": true, "passes": true, "returns": true,
 	"happens": true, "ran": true, "saw": true, "tried": true, "forget": false, "trust": false,
+	"nil": true, "null": true, "none": true, "empty": true, "zero": true, "negative": true, "blank": true,
+	"undefined": true, "exceeds": true, "changes": true, "nan": true,
 }
 
 // imperativeVerb reports whether w can be the verb of an imperative
@@ -238,6 +241,80 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			neg := n == "not" || n == "to" && a.at(i+3) == "not" || n == "that" && (a.at(i+3) == "no" || a.at(i+3) == "nothing") || n == "you" && a.at(i+3) == "don't" || n == "no" || n == "nothing"
 			return "make sure", neg, true
 		}
+	case "has", "have", "needs":
+		// "every change has to stay backwards compatible", "you have
+		// to rebase first": a rule from whoever is not the agent.
+		if next != "to" || a.role == "assistant" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		subj := a.at(i - 1)
+		switch subj {
+		case "", "i", "it", "this", "that", "which", "what", "who", "there", "one", "still", "just", "also", ",", "will", "would", "might", "may":
+			return "", false, false
+		}
+		if w == "have" && subj != "we" && subj != "you" && subj != "always" || w == "needs" && personal(subj) {
+			return "", false, false
+		}
+		v := a.at(i + 2)
+		neg := false
+		if v == "not" || v == "never" {
+			neg = true
+			v = a.at(i + 3)
+		}
+		if !a.isWord(i+2) || predictions[v] || v == "be" && (epistemicBe[a.at(i+3)] || predictedStates[a.at(i+3)]) || !imperativeVerb(v) && v != "be" {
+			return "", false, false
+		}
+		if neg {
+			return "must not", true, true
+		}
+		return "must", false, true
+	case "frozen":
+		switch a.at(i - 1) {
+		case "is", "are", "stays", "stay", "remains", "remain", "be":
+			if a.role != "assistant" && !a.hedgedModal(i) && a.at(i-2) != "not" {
+				return "must not", true, true
+			}
+		}
+	case "rule", "rules":
+		// "Rule one: …", "Hard rule: …", "Ground rules: …".
+		j := i + 1
+		for j < len(a.toks) && j < i+3 && a.at(j) != ":" {
+			j++
+		}
+		if a.at(j) != ":" || j+1 >= len(a.toks) || a.role == "assistant" {
+			return "", false, false
+		}
+		for k := i - 1; k >= 0; k-- {
+			switch a.at(k) {
+			case "hard", "ground", "golden", "one", "first", "house", "the", "a", "important", "strict", "new":
+				continue
+			}
+			return "", false, false
+		}
+		for k := j + 1; k < len(a.toks); k++ {
+			switch a.at(k) {
+			case "nobody", "never", "not", "don't", "no", "nothing", "cannot", "can't", "mustn't":
+				return "must not", true, true
+			}
+		}
+		return "must", false, true
+	case "nobody":
+		// "Nobody pushes to main directly."
+		if a.role == "assistant" || !a.clauseStart(i) || !a.isWord(i+1) {
+			return "", false, false
+		}
+		switch next {
+		case "knows", "is", "was", "cares", "uses", "has", "had", "wants", "likes", "reads", "seems", "thinks", "else", "will", "would":
+			return "", false, false
+		}
+		if strings.HasSuffix(next, "s") || next == "should" || next == "may" || next == "can" || next == "gets" {
+			return "must not", true, true
+		}
+	case "from":
+		// "From now on, run the linter first."
+		if next == "now" && a.at(i+2) == "on" && i == 0 && a.at(i+3) == "," && a.role != "assistant" && a.isWord(i+4) && imperativeVerb(a.at(i+4)) {
+			return "always", false, true
+		}
 	case "under":
 		if next == "no" && a.at(i+2) == "circumstances" {
 			return "under no circumstances", true, true
@@ -260,6 +337,17 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 	case "allowed", "permitted":
 		if a.at(i-1) == "not" && (a.at(i-2) == "is" || a.at(i-2) == "are") {
 			return "must not", true, true
+		}
+		// "No force pushes allowed."
+		if a.role != "assistant" {
+			for j := i - 1; j >= 0 && j >= i-6; j-- {
+				if a.toks[j].kind == tPunct {
+					break
+				}
+				if a.at(j) == "no" && (a.clauseStart(j) || a.afterComma(j) || a.at(j-1) == ",") {
+					return "must not", true, true
+				}
+			}
 		}
 	case "forbidden", "prohibited":
 		if p := a.at(i - 1); p == "is" || p == "are" || p == "strictly" {
@@ -373,7 +461,13 @@ func (a *analysis) isMarker(i int) bool {
 }
 
 // progressTodo reports the assistant's phrases for work not done yet.
+// Narration of the next step ("Let me fix the two errors and then the
+// remaining work", "Now I'll do the remaining tasks") is not one, nor is
+// a label that opens a list ("Still need to:"): TodoList reads its items.
 func (a *analysis) progressTodo() bool {
+	if a.narration() || a.lesson() || a.toks[len(a.toks)-1].w == ":" && len(a.toks) <= 6 {
+		return false
+	}
 	for i, t := range a.toks {
 		switch t.w {
 		case "still":
@@ -383,7 +477,7 @@ func (a *analysis) progressTodo() bool {
 					return true
 				}
 			case "to":
-				if a.at(i+2) == "do" || a.at(i+2) == "be" {
+				if a.at(i+2) == "do" || a.at(i+2) == "be" && participle(a.at(i+3)) && a.at(i+3) != "running" {
 					return true
 				}
 			}
@@ -412,6 +506,41 @@ func (a *analysis) progressTodo() bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// narration reports whether the sentence opens by saying what the agent
+// does next: "Let me …", "Now I'll …", "I'm going to …", "Next, I will …".
+func (a *analysis) narration() bool {
+	i := 0
+	for i < len(a.toks) && (clauseStartFillers[a.at(i)] || a.at(i) == "first" || a.at(i) == "next" || a.at(i) == "," || a.at(i) == "great" || a.at(i) == "perfect" || a.at(i) == "good") {
+		i++
+	}
+	switch a.at(i) {
+	case "let":
+		return a.at(i+1) == "me" || a.at(i+1) == "us"
+	case "let's", "lets", "i'll", "i'm", "we'll":
+		return a.at(i) != "i'm" || a.at(i+1) == "going" || a.at(i+1) == "now"
+	case "i":
+		return a.at(i+1) == "will" || a.at(i+1) == "am"
+	}
+	return false
+}
+
+// lesson reports whether the sentence states what was learned or how
+// something works ("Per the docs, …", "Turns out …", "Lesson: …"): no
+// work left open.
+func (a *analysis) lesson() bool {
+	i := 0
+	for i < len(a.toks) && clauseStartFillers[a.at(i)] {
+		i++
+	}
+	switch a.at(i) {
+	case "per", "according", "turns", "lesson", "lessons", "learned", "til", "apparently", "note", "gotcha":
+		return true
+	case "it":
+		return a.at(i+1) == "turns"
 	}
 	return false
 }
@@ -507,6 +636,14 @@ func (a *analysis) openQuestion(ss []sent, si int) bool {
 	first := 0
 	for first < len(a.toks) && (a.toks[first].kind != tWord || clauseStartFillers[a.toks[first].w] && a.toks[first].w != "so") {
 		first++
+	}
+	// "One question: should …", "Question for you: …", "Open question —
+	// do we …": the question follows the label.
+	for k := first; k < len(a.toks) && k < first+7; k++ {
+		if a.at(k) == ":" || a.at(k) == "—" {
+			first = k + 1
+			break
+		}
 	}
 	w0, w1 := a.at(first), a.at(first+1)
 	switch w0 {

@@ -103,7 +103,7 @@ func Find(text string, opts FindOptions) []Finding {
 		if a.blocker() {
 			out = append(out, a.finding(TypeBlocker, nil))
 		}
-		if opts.Questions && opts.Role != "user" && a.question && a.openQuestion(ss, i) {
+		if opts.Questions && opts.Role != "user" && (a.question && a.openQuestion(ss, i) || !a.question && a.askStatement()) {
 			out = append(out, a.finding(TypeQuestion, nil))
 		}
 	}
@@ -147,6 +147,31 @@ func (a *analysis) finding(t Type, set func(*Finding)) Finding {
 		set(&f)
 	}
 	return f
+}
+
+// askStatement reports a request for the reader's answer that is no
+// question by its punctuation: "Let me know whether you want …", "Please
+// confirm which one to keep."
+func (a *analysis) askStatement() bool {
+	i := 0
+	for i < len(a.toks) && (clauseStartFillers[a.at(i)] || a.at(i) == ",") {
+		i++
+	}
+	switch {
+	case a.at(i) == "let" && a.at(i+1) == "me" && a.at(i+2) == "know":
+		i += 3
+	case a.at(i) == "confirm":
+		i++
+	case a.at(i) == "tell" && a.at(i+1) == "me":
+		i += 2
+	default:
+		return false
+	}
+	switch a.at(i) {
+	case "if", "whether", "which", "what", "how", "when", "where", "who":
+		return true
+	}
+	return false
 }
 
 // endsWithQuestion reports whether s ends in '?', past closing quotes,

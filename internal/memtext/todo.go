@@ -114,3 +114,77 @@ func todoAt(s string, line int) (TODO, bool) {
 	}
 	return TODO{}, false
 }
+
+// todoLabels open a list of work not done yet.
+var todoLabels = []string{
+	"still need to", "still needs", "still to do", "pending tasks", "pending", "remaining work", "remaining tasks",
+	"remaining", "left to do", "next steps", "todo", "to do", "not done yet", "open items", "outstanding",
+}
+
+// TodoList returns the items of the lists of work not done that text
+// holds: the list items (-, *, 1.) that follow a line such as "Still need
+// to:", "Pending Tasks:", "7. Pending Tasks:" or "Next steps:", up to the
+// first line that is neither a list item nor blank. Of nested items only
+// the innermost are kept ("Fix X" under "spotter-dov.3: …"). Items are
+// cleaned of markdown and capped at 400 bytes.
+func TodoList(text string) []string {
+	var out []string
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !todoLabel(lines[i]) {
+			continue
+		}
+		type item struct {
+			ind  int
+			text string
+		}
+		var items []item
+		j := i + 1
+		for ; j < len(lines); j++ {
+			l := strings.TrimRight(lines[j], " \t\r")
+			if strings.TrimSpace(l) == "" {
+				if len(items) > 0 {
+					break
+				}
+				continue
+			}
+			ind := len(l) - len(strings.TrimLeft(l, " \t"))
+			t := strings.TrimLeft(l, " \t")
+			n := bulletMark(t)
+			if n == 0 {
+				break
+			}
+			items = append(items, item{ind, t[n:]})
+		}
+		for k, it := range items {
+			if k+1 < len(items) && items[k+1].ind > it.ind {
+				continue // it has sub-items
+			}
+			if s := capBytes(clean(it.text), maxSentence); s != "" {
+				out = append(out, s)
+			}
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// todoLabel reports whether line is a label that opens a list of work
+// not done: short, ending in ':', naming pending work.
+func todoLabel(line string) bool {
+	t := strings.TrimSpace(stripLineMarks(strings.TrimSpace(line)))
+	t = strings.Trim(t, "*_ ")
+	if !strings.HasSuffix(t, ":") || len(t) > 40 {
+		return false
+	}
+	t = strings.ToLower(strings.Trim(strings.TrimSuffix(t, ":"), "*_ "))
+	for len(t) > 0 && (t[0] >= '0' && t[0] <= '9' || t[0] == '.' || t[0] == ' ') {
+		t = t[1:]
+	}
+	for _, l := range todoLabels {
+		if t == l || strings.HasPrefix(t, l+" ") && len(t) < len(l)+12 {
+			return true
+		}
+	}
+	return false
+}

@@ -4,7 +4,7 @@ package engine
 // (Artifact.Builder); Open derives every session's artifacts again when
 // the stored version differs, so a change to what the extractors produce
 // must change it.
-const MemoryVersion = "memory/2"
+const MemoryVersion = "memory/3"
 
 // ArtifactType is what a memory artifact is.
 type ArtifactType string
@@ -164,13 +164,21 @@ type Decision struct {
 	// Subject is what the decision is about, when the sentence names it
 	// ("database" in "for the database, use SQLite"); Chooses and
 	// Replaces are the options it takes and drops ("instead of Y").
-	Subject  string   `json:"subject,omitempty"`
-	Chooses  []string `json:"chooses,omitempty"`
-	Replaces []string `json:"replaces,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// SubjectFrom says why Subject is what it is ("\"atlas\" is a
+	// migration tool", "the sentence says \"migrations\"").
+	SubjectFrom string   `json:"subject_from,omitempty"`
+	Chooses     []string `json:"chooses,omitempty"`
+	Replaces    []string `json:"replaces,omitempty"`
 	// Role is who stated it: user or assistant. Count is how many times
 	// it was stated.
 	Role  string `json:"role"`
 	Count int    `json:"count"`
+	// Via is how the user stated it when not in a typed prompt: "answer"
+	// (an answer through a question tool), "plan" (a plan the user
+	// approved), "rejection" (the reason the user gave for rejecting a
+	// tool call).
+	Via string `json:"via,omitempty"`
 	// Supersedes are the ids of the earlier decisions this one replaces;
 	// SupersededBy the id of the later one that replaced this.
 	Supersedes   []string `json:"supersedes,omitempty"`
@@ -191,6 +199,9 @@ type Constraint struct {
 	Scope  string `json:"scope"`
 	Source string `json:"source"`
 	Count  int    `json:"count"`
+	// Via is how the user stated it when not in a typed prompt (see
+	// Decision.Via).
+	Via string `json:"via,omitempty"`
 	// Supersedes and SupersededBy link a constraint restated the other
 	// way round ("must" then "must not" on the same subject).
 	Supersedes   []string `json:"supersedes,omitempty"`
@@ -199,13 +210,19 @@ type Constraint struct {
 
 // Thread is an open thread.
 type Thread struct {
-	// Kind is todo, fixme, blocker, question or failing_test.
+	// Kind is todo, fixme, blocker, question, failing_test or failure
+	// (a command that failed with an error: a build, an import, a CI
+	// job).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
 	// File is the file a TODO or FIXME was written into; Test the test
 	// command or name that failed.
 	File string `json:"file,omitempty"`
 	Test string `json:"test,omitempty"`
+	// From is "summary" for an item of a compaction summary's list of
+	// work still to do; a later summary that no longer lists it closes
+	// it.
+	From string `json:"from,omitempty"`
 	// ClosedBy is the event that resolved the thread (the edit that
 	// removed the TODO, the test run that passed, the reply), with Why.
 	ClosedBy *Evidence `json:"closed_by,omitempty"`

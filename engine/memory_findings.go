@@ -10,6 +10,14 @@ import (
 
 // findings takes the decisions, constraints and prose threads of one
 // message or system prompt.
+//
+// Only the user's own words are the user's: what a person typed in a
+// prompt of the session's own threads (not a subagent's or teammate's
+// prompt, which the parent agent wrote; not a system reminder, hook
+// output or pasted document, which promptText and typedText remove).
+// Answers through a question tool and approved plans come through
+// toolAnswers. A compaction summary is the agent's account of the work:
+// only its list of work still to do is read, as threads.
 func (m *miner) findings(t *mtask, ev *Event) {
 	role := ev.Role
 	if ev.Kind == KindSystem {
@@ -20,10 +28,16 @@ func (m *miner) findings(t *mtask, ev *Event) {
 		// the same boilerplate in every session.
 		return
 	}
+	if ev.Kind == KindMessage && !m.ownThread(ev.Thread) {
+		return
+	}
 	var text string
 	switch {
+	case role == "user" && ev.Meta == "compact_summary":
+		m.summaryTodos(t, ev, m.text(ev.Text))
+		return
 	case role == "user":
-		text = promptText(ev)
+		text = typedText(promptText(ev))
 	case role == "assistant" || role == "system":
 		text = ev.Text
 	}
@@ -31,12 +45,34 @@ func (m *miner) findings(t *mtask, ev *Event) {
 		return
 	}
 	text = m.text(text)
+	m.mine(t, ev, role, "", text, false)
+	if role == "assistant" {
+		for _, item := range memtext.TodoList(text) {
+			m.todoItem(t, ev, item)
+		}
+		if memtext.AllDone(text) {
+			for _, o := range m.list(m.threads) {
+				a := m.threads[o.ID]
+				if a.Status == "open" && (a.Thread.Kind == "todo" || a.Thread.Kind == "blocker") && a.Thread.File == "" && a.Evidence[0].Seq < ev.Seq {
+					m.close(a, ev, "the agent reported the work done: "+capText(firstLine(text, 160), 160))
+				}
+			}
+		}
+	}
+}
+
+// mine files the findings of text, said by role (via says how, for the
+// user's words that are no typed prompt); decisionsOnly keeps only the
+// decisions (of an approved plan).
+func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly bool) {
 	for _, f := range memtext.Find(text, memtext.FindOptions{Role: role}) {
 		switch string(f.Type) {
 		case "decision":
-			m.decision(t, ev, role, f, text)
+			m.decision(t, ev, role, via, f)
 		case "constraint":
-			m.constraint(t, ev, role, f)
+			if !decisionsOnly {
+				m.constraint(t, ev, role, via, f)
+			}
 		case "todo", "fixme", "blocker":
 			if role == "assistant" {
 				m.proseThread(t, ev, f)
@@ -48,13 +84,176 @@ func (m *miner) findings(t *mtask, ev *Event) {
 	}
 }
 
+// ownThread reports whether thread th is one of the session's own
+// conversations: a main thread that is not a subagent's.
+func (m *miner) ownThread(th int) bool {
+	if m.agentThread(th) {
+		return false
+	}
+	// An imported session's busiest thread may be a subagent's; its
+	// first thread is then the session's own.
+	return m.isMain(th) || th == 1 && m.agentThread(m.main)
+}
+
+// agentThread reports whether thread th is a subagent's or teammate's.
+func (m *miner) agentThread(th int) bool {
+	for _, a := range m.s.Agents {
+		if a.Thread == th && th != 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// typedText returns what the user typed of a prompt: a document pasted
+// after a short lead-in ("Does this doc page help?", "Man page:") is
+// evidence, not the user's words, so the long tail after a lead-in
+// ending in ':' or '?' is cut, keeping a short closing paragraph.
+func typedText(p string) string {
+	const pasted = 1500
+	if len(p) < pasted {
+		return p
+	}
+	paras := strings.Split(p, "\n\n")
+	n := 0
+	for i, para := range paras {
+		n += len(para) + 2
+		t := strings.TrimSpace(para)
+		if strings.HasSuffix(t, ":") || strings.HasSuffix(t, "?") {
+			if len(p)-n >= pasted {
+				kept := strings.Join(paras[:i+1], "\n\n")
+				if last := strings.TrimSpace(paras[len(paras)-1]); len(paras) > i+2 && len(last) < 300 && !strings.HasSuffix(last, ":") {
+					kept += "\n\n" + last
+				}
+				return kept
+			}
+		}
+		if n > 2*pasted {
+			break
+		}
+	}
+	return p
+}
+
+// summaryTodos opens a thread for each item of a compaction summary's
+// list of work still to do, and closes the items of earlier summaries
+// this one no longer lists.
+func (m *miner) summaryTodos(t *mtask, ev *Event, text string) {
+	items := memtext.TodoList(text)
+	keep := map[string]bool{}
+	for _, item := range items {
+		keep[artifactID("thr", m.s.ID, "todo", memtext.Normalize(item))] = true
+	}
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status == "open" && a.Thread.From == "summary" && !keep[a.ID] {
+			m.close(a, ev, "a later summary no longer lists it")
+		}
+	}
+	for _, item := range items {
+		a := m.todoItem(t, ev, item)
+		a.Thread.From = "summary"
+	}
+}
+
+// todoItem opens a thread for an item of a list of work still to do, or
+// restates the open one that says the same in other words.
+func (m *miner) todoItem(t *mtask, ev *Event, item string) *Artifact {
+	f := memtext.Finding{Type: memtext.TypeTodo, Sentence: item, Key: memtext.Normalize(item)}
+	if m.threads[artifactID("thr", m.s.ID, "todo", f.Key)] == nil {
+		terms := memtext.Terms(item)
+		for _, o := range m.list(m.threads) {
+			a := m.threads[o.ID]
+			if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && similar(terms, memtext.Terms(a.Thread.Text)) {
+				a.Last = ev.Time
+				if len(a.Evidence) < 32 {
+					a.Evidence = append(a.Evidence, evidence(ev))
+				}
+				return a
+			}
+		}
+	}
+	return m.proseThread(t, ev, f)
+}
+
+// toolAnswers takes the user's words that come back through a tool
+// result: the answers to a question tool (AskUserQuestion), a plan the
+// user approved (ExitPlanMode: its choices are decisions), and the reason
+// the user gave for rejecting a tool call.
+func (m *miner) toolAnswers(t *mtask, call, res *Event) {
+	if call.Tool == nil || res == nil || res.Tool == nil || !m.ownThread(call.Thread) {
+		return
+	}
+	text := m.text(res.Text)
+	const why = "The user provided the following reason for the rejection:"
+	if i := strings.Index(text, why); i >= 0 {
+		m.mine(t, res, "user", "rejection", strings.TrimSpace(text[i+len(why):]), false)
+		return
+	}
+	if res.Tool.IsError {
+		return
+	}
+	switch call.Tool.Name {
+	case "AskUserQuestion":
+		args := toolArgs(call)
+		for _, qa := range memtext.ToolAnswers(text) {
+			m.answer(t, res, qa[0], qa[1], questionHeader(args, qa[0]))
+		}
+	case "ExitPlanMode":
+		if !strings.Contains(text, "approved your plan") {
+			return
+		}
+		if plan := str(toolArgs(call), "plan"); plan != "" {
+			m.mine(t, res, "user", "plan", m.text(plan), true)
+		}
+	}
+}
+
+// questionHeader returns the header of the question q in an
+// AskUserQuestion call's arguments, or "".
+func questionHeader(args map[string]any, q string) string {
+	qs, _ := args["questions"].([]any)
+	for _, x := range qs {
+		if o, ok := x.(map[string]any); ok && str(o, "question") == q {
+			return str(o, "header")
+		}
+	}
+	return ""
+}
+
+// answer files the user's answer a to the question q: the decisions and
+// rules it states, or else the answer itself as the user's choice.
+func (m *miner) answer(t *mtask, ev *Event, q, a, header string) {
+	found := false
+	for _, f := range memtext.Find(a, memtext.FindOptions{Role: "user"}) {
+		switch string(f.Type) {
+		case "decision":
+			if f.Subject == "" {
+				f.Subject, f.SubjectFrom = memtext.SubjectOf(q, header)
+			}
+			m.decision(t, ev, "user", "answer", f)
+			found = true
+		case "constraint":
+			m.constraint(t, ev, "user", "answer", f)
+			found = true
+		}
+	}
+	if found || strings.TrimSpace(a) == "" {
+		return
+	}
+	f := memtext.Finding{Type: memtext.TypeDecision, Sentence: capText(strings.TrimSpace(a)+" (answer to: "+strings.TrimSpace(q)+")", 400),
+		Key: memtext.Normalize(q + " " + a), Chooses: []string{strings.ToLower(capText(strings.TrimSpace(a), 120))}}
+	f.Subject, f.SubjectFrom = memtext.SubjectOf(q, header)
+	m.decision(t, ev, "user", "answer", f)
+}
+
 func (m *miner) base(typ ArtifactType, id string, t *mtask, ev *Event) *Artifact {
 	return &Artifact{ID: id, Type: typ, Session: m.s.ID, Task: t.id, TaskN: t.n, Run: t.run, First: ev.Time, Last: ev.Time,
 		Evidence: []Evidence{evidence(ev)}}
 }
 
 // decision adds or restates a decision, and supersedes what it replaces.
-func (m *miner) decision(t *mtask, ev *Event, role string, f memtext.Finding, text string) {
+func (m *miner) decision(t *mtask, ev *Event, role, via string, f memtext.Finding) {
 	key := f.Key
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
@@ -75,8 +274,8 @@ func (m *miner) decision(t *mtask, ev *Event, role string, f memtext.Finding, te
 	}
 	a := m.base(ArtifactDecision, id, t, ev)
 	a.Status = "active"
-	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Subject: f.Subject, Chooses: f.Chooses,
-		Replaces: f.Replaces, Role: role, Count: 1}
+	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Subject: f.Subject, SubjectFrom: f.SubjectFrom,
+		Chooses: f.Chooses, Replaces: f.Replaces, Role: role, Count: 1, Via: via}
 	a.Title = capText(f.Sentence, 160)
 	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale)
 	m.decisions[id] = a
@@ -104,7 +303,8 @@ func (m *miner) supersede(a *Artifact) {
 // option e took.
 func conflicts(d, e *Decision) bool {
 	if d.Subject != "" && d.Subject == e.Subject {
-		return true
+		// The same choice restated in other words is no replacement.
+		return len(d.Chooses) == 0 || !sameChoice(d.Chooses, e.Chooses)
 	}
 	terms := memtext.Terms(e.Statement)
 	for _, r := range d.Replaces {
@@ -122,9 +322,23 @@ func conflicts(d, e *Decision) bool {
 	return false
 }
 
+// sameChoice reports whether two decisions choose the same option, in
+// other words or not: "hatchling" and "hatchling build backend".
+func sameChoice(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			fx, fy := strings.Fields(x), strings.Fields(y)
+			if x == y || len(fx) > 0 && len(fy) > 0 && strings.Trim(fx[0], "`") == strings.Trim(fy[0], "`") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // constraint adds or restates a constraint; a restatement the other way
 // round ("must" then "must not" about the same thing) supersedes it.
-func (m *miner) constraint(t *mtask, ev *Event, role string, f memtext.Finding) {
+func (m *miner) constraint(t *mtask, ev *Event, role, via string, f memtext.Finding) {
 	key := f.Key
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
@@ -144,7 +358,7 @@ func (m *miner) constraint(t *mtask, ev *Event, role string, f memtext.Finding) 
 	}
 	a := m.base(ArtifactConstraint, id, t, ev)
 	a.Status = "active"
-	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Scope: scope, Source: role, Count: 1}
+	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Scope: scope, Source: role, Count: 1, Via: via}
 	a.Title = capText(f.Sentence, 160)
 	a.Symbols = memtext.Identifiers(f.Sentence)
 	core := constraintCore(f.Sentence)
@@ -216,7 +430,7 @@ func similar(a, b []string) bool {
 
 // proseThread opens a thread for a TODO, FIXME or blocker stated by the
 // assistant.
-func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
+func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) *Artifact {
 	key := f.Key
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
@@ -230,7 +444,7 @@ func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
 		if len(a.Evidence) < 32 {
 			a.Evidence = append(a.Evidence, evidence(ev))
 		}
-		return
+		return a
 	}
 	a := m.base(ArtifactThread, id, t, ev)
 	a.Status = "open"
@@ -238,6 +452,7 @@ func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
 	a.Title = capText(string(f.Type)+": "+f.Sentence, 160)
 	a.Symbols = memtext.Identifiers(f.Sentence)
 	m.threads[id] = a
+	return a
 }
 
 // resolveProse closes prose threads that a later assistant sentence
@@ -280,6 +495,9 @@ func (m *miner) close(a *Artifact, ev *Event, why string) {
 // answers it.
 func (m *miner) questions(t *mtask, final *Event, text string, next *Event) []*Artifact {
 	var out []*Artifact
+	if !m.ownThread(final.Thread) {
+		return nil
+	}
 	for _, f := range memtext.Find(text, memtext.FindOptions{Role: "assistant", Questions: true}) {
 		if string(f.Type) != "question" {
 			continue
@@ -379,26 +597,41 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 		return
 	}
 	names := tr.FailedNames
-	if len(names) == 0 {
+	named := len(names) > 0
+	if !named {
 		names = []string{norm}
 	}
 	for _, name := range names {
-		id := artifactID("thr", m.s.ID, "failing_test", norm, name)
+		// A test is one thread however it was run; a run that names no
+		// test is one thread per command.
+		id := artifactID("thr", m.s.ID, "failing_test", name)
+		if !named {
+			id = artifactID("thr", m.s.ID, "failing_test", norm, name)
+		}
 		if a := m.threads[id]; a != nil {
 			a.Last = ev.Time
 			if a.Status == "closed" {
 				a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
 			}
+			if len(a.Evidence) < 32 {
+				a.Evidence = append(a.Evidence, evidence(ev))
+			}
+			a.Commands = addUnique(a.Commands, norm)
 			continue
 		}
 		a := m.base(ArtifactThread, id, t, ev)
 		a.Status = "open"
-		text := "failing test " + name
-		if tr.Summary != "" {
-			text += " (" + tr.Summary + ")"
+		var title string
+		if named {
+			title = "Test " + name + " fails"
+		} else {
+			title = "Tests fail when run with " + toolWord(norm)
 		}
-		a.Thread = &Thread{Kind: "failing_test", Text: text, Test: name}
-		a.Title = capText("failing test: "+name, 160)
+		if tr.Summary != "" {
+			title += " (" + tr.Summary + ")"
+		}
+		a.Thread = &Thread{Kind: "failing_test", Text: title, Test: name}
+		a.Title = capText(title, 160)
 		a.Commands = []string{norm}
 		a.Symbols = memtext.Identifiers(name)
 		if res != nil {
@@ -407,6 +640,78 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 			}
 		}
 		m.threads[id] = a
+	}
+}
+
+// toolWord names the tool a command runs, for a title: "go test",
+// "pytest", "npm test", without paths, flags or arguments.
+func toolWord(cmd string) string {
+	f := strings.Fields(cmd)
+	for len(f) > 0 && (strings.Contains(f[0], "=") || f[0] == "cd" || f[0] == "&&" || f[0] == "uv" && len(f) > 1 && f[1] == "run") {
+		if f[0] == "cd" && len(f) > 1 {
+			f = f[1:]
+		}
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return "the test command"
+	}
+	w := f[0]
+	if i := strings.LastIndexByte(w, '/'); i >= 0 {
+		w = w[i+1:]
+	}
+	if len(f) > 1 && !strings.HasPrefix(f[1], "-") && !strings.ContainsAny(f[1], "/.") {
+		w += " " + f[1]
+	}
+	return w
+}
+
+// failure opens, or restates, a thread for a command that failed with an
+// error that leaves work open (a build, an import, a CI job); the same
+// error from the same tool is one thread however often it recurs.
+func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
+	what := memtext.FailureKind(cmd, output)
+	// The error line as a person reads it: the first line of it (JSON
+	// output escapes its newlines).
+	errLine, _, _ = strings.Cut(errLine, "\\n")
+	errLine = strings.TrimSpace(errLine)
+	if what == "" || errLine == "" {
+		return
+	}
+	tool := toolWord(cmd)
+	sig := memtext.ErrorSignature(errLine)
+	id := artifactID("thr", m.s.ID, "failure", tool, sig)
+	if a := m.threads[id]; a != nil {
+		a.Last = ev.Time
+		if a.Status == "closed" {
+			a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
+		}
+		if len(a.Evidence) < 32 {
+			a.Evidence = append(a.Evidence, evidence(ev))
+		}
+		a.Commands = addUnique(a.Commands, capText(cmd, 300))
+		return
+	}
+	a := m.base(ArtifactThread, id, t, ev)
+	a.Status = "open"
+	title := what + " fails: " + errLine
+	a.Thread = &Thread{Kind: "failure", Text: capText(title, 400), Test: tool}
+	a.Title = capText(title, 160)
+	a.Commands = []string{capText(cmd, 300)}
+	a.Errors = []string{errLine}
+	a.Symbols = memtext.Identifiers(errLine)
+	m.threads[id] = a
+}
+
+// succeeded closes the failure threads of the tool that cmd runs: a
+// later run of it succeeded.
+func (m *miner) succeeded(ev *Event, cmd string) {
+	tool := toolWord(cmd)
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status == "open" && a.Thread.Kind == "failure" && a.Thread.Test == tool {
+			m.close(a, ev, "a later run succeeded: "+capText(cmd, 120))
+		}
 	}
 }
 

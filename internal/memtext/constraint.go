@@ -166,7 +166,9 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		return modal, neg, true
 	case "should", "shouldn't":
 		subj := a.at(i - 1)
-		if subj == "i" || subj == "we" && a.role == "assistant" || a.hedgedModal(i) {
+		if subj == "i" || a.role == "assistant" || a.hedgedModal(i) {
+			// The agent's "should" describes or predicts: "the config
+			// should include X", "this should pass now".
 			return "", false, false
 		}
 		j := i + 1

@@ -161,6 +161,10 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return a.afterAux(i, i+1)
 		}
 	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize", "ditch":
+		if w == "use" && a.role != "assistant" && a.notUseBefore(i) >= 0 {
+			// "don't use X for Y, use Z": Z replaces X.
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
 		if !a.clauseStart(i) && !a.forClauseBefore(i) {
 			// "we're switching", "I'm switching", "we switched"
 			if w == "switch" || w == "move" || w == "migrate" {
@@ -211,18 +215,11 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return decHit{}, false
 		}
 		return a.makeSetting(i)
-	case "set":
-		if a.role == "assistant" || !a.clauseStart(i) || a.at(i+1) == "up" {
+	case "set", "change", "bump", "raise", "lower":
+		if a.role == "assistant" || !a.clauseStart(i) {
 			return decHit{}, false
 		}
-		for j := i + 2; j < len(a.toks) && j < i+7; j++ {
-			if a.toks[j].kind == tPunct {
-				break
-			}
-			if a.at(j) == "to" && (a.isWord(j+1) || j+1 < len(a.toks) && a.toks[j+1].kind == tCode) {
-				return decHit{trig: i, obj: i + 1, kind: dkSet}, true
-			}
-		}
+		return a.setTo(i)
 	case "instead":
 		// "Let's do it in Rust instead." "Do the rename in a migration
 		// instead." From the user, at the end of a clause.
@@ -264,6 +261,28 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		}
 	}
 	return decHit{}, false
+}
+
+// notUseBefore returns where X starts when "don't use X," or "do not
+// use X," or "not X," ends just before the "use" at token i, or -1.
+func (a *analysis) notUseBefore(i int) int {
+	if a.at(i-1) != "," {
+		return -1
+	}
+	from := a.clauseFrom(i - 1)
+	for j := from; j < i-1; j++ {
+		switch a.at(j) {
+		case "don't", "dont", "never":
+			if a.at(j+1) == "use" {
+				return j + 2
+			}
+		case "not":
+			if a.at(j+1) == "use" {
+				return j + 2
+			}
+		}
+	}
+	return -1
 }
 
 // labelStart reports whether a "Decision:" label at token i opens its
@@ -342,6 +361,19 @@ func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 	}
 	// "we'll go with", "let's go with" are read at "go".
 	w := a.at(v)
+	if a.role != "assistant" {
+		switch w {
+		case "keep":
+			// "Let's keep the file name", not "keep going".
+			if a.isWord(v+1) && !narrationVerbs[a.at(v+1)] && a.at(v+1) != "going" && a.at(v+1) != "it" {
+				return decHit{trig: trig, obj: -1, kind: dkAction}, true
+			}
+		case "set", "change", "update", "bump", "raise", "lower", "make":
+			if h, ok := a.setTo(v); ok {
+				return h, true
+			}
+		}
+	}
 	if w == "stick" && a.at(v+1) == "with" {
 		return decHit{trig: trig, obj: v + 2, kind: dkOption}, true
 	}
@@ -391,6 +423,33 @@ func (a *analysis) forward(i int) (decHit, bool) {
 		if c < i && i-c <= 5 && !a.question {
 			return decHit{trig: i, obj: c, kind: dkOption}, true
 		}
+	}
+	return decHit{}, false
+}
+
+// setTo reads "set X to V" (or change, update, bump, raise, lower) at
+// token i, where V is a value: a number, a code span, or one or two
+// words ending the clause.
+func (a *analysis) setTo(i int) (decHit, bool) {
+	if a.at(i+1) == "up" || !a.isWord(i+1) || notSubject[a.at(i+1)] || a.at(i+1) == "to" {
+		return decHit{}, false
+	}
+	for j := i + 2; j < len(a.toks) && j < i+8; j++ {
+		if a.toks[j].kind == tPunct {
+			break
+		}
+		if a.at(j) != "to" || j+1 >= len(a.toks) {
+			continue
+		}
+		v := a.toks[j+1]
+		end := j + 2
+		for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
+			end++
+		}
+		if v.kind == tCode || hasDigit(v.w) || end-(j+1) <= 2 && !narrationVerbs[v.w] && !decisionVerbLike(v.w) {
+			return decHit{trig: i, obj: i + 1, kind: dkSet}, true
+		}
+		break
 	}
 	return decHit{}, false
 }
@@ -500,6 +559,10 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkOption}, true
 	case "switch", "move", "migrate":
+		if a.role == "assistant" && !a.hasAlternative(i) {
+			// An instruction to the reader ("Move to Settings > …").
+			return decHit{}, false
+		}
 		if a.at(i+1) == "off" && a.role != "assistant" {
 			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
 		}
@@ -764,6 +827,10 @@ func (a *analysis) options(f *Finding, h decHit) {
 	case dkOption:
 		s, j := a.phrase(h.obj)
 		add(&f.Chooses, s)
+		if x := a.notUseBefore(h.trig); x >= 0 && a.at(h.trig) == "use" {
+			r, _ := a.phrase(x)
+			add(&f.Replaces, r)
+		}
 		follow(j)
 	case dkSwitch:
 		j := h.obj

@@ -114,3 +114,55 @@ func TestSubjectsAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestFindDontUseUse(t *testing.T) {
+	fs := Find("Just so we're clear: don't use Slack for updates, use the issue tracker.", FindOptions{Role: "user"})
+	var d, c bool
+	for _, f := range fs {
+		switch f.Type {
+		case TypeDecision:
+			d = true
+			if !slices.Equal(f.Chooses, []string{"issue tracker"}) || !slices.Equal(f.Replaces, []string{"slack"}) {
+				t.Errorf("decision chooses=%q replaces=%q", f.Chooses, f.Replaces)
+			}
+		case TypeConstraint:
+			c = true
+		}
+	}
+	if !d || !c {
+		t.Errorf("Find = %+v, want a decision and a constraint", fs)
+	}
+}
+
+func TestFindSettingsInRequests(t *testing.T) {
+	tests := []struct {
+		text, subject string
+		chooses       []string
+	}{
+		{"let's bump the default request budget to 120 in the env file", "default request budget", []string{"120"}},
+		{"Change the retry limit to 5.", "retry limit", []string{"5"}},
+		{"Let's keep the old CLI name but point the script at the new module.", "", nil},
+	}
+	for _, tt := range tests {
+		var got *Finding
+		for _, f := range Find(tt.text, FindOptions{Role: "user"}) {
+			if f.Type == TypeDecision {
+				got = &f
+			}
+		}
+		if got == nil {
+			t.Errorf("Find(%q): no decision", tt.text)
+			continue
+		}
+		if got.Subject != tt.subject || !slices.Equal(got.Chooses, tt.chooses) {
+			t.Errorf("Find(%q): subject=%q chooses=%q, want %q %q", tt.text, got.Subject, got.Chooses, tt.subject, tt.chooses)
+		}
+	}
+	for _, text := range []string{"Change to the repo root and build.", "Set it to whatever works.", "Let's keep going."} {
+		for _, f := range Find(text, FindOptions{Role: "user"}) {
+			if f.Type == TypeDecision {
+				t.Errorf("Find(%q) = decision %+v, want none", text, f)
+			}
+		}
+	}
+}

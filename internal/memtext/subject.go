@@ -152,3 +152,61 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
+
+// SubjectOf returns the subject that texts (a question and its header,
+// say) name, and why: a job word or a known option in them, else the
+// last text itself when it is a short label. It is what a decision made
+// by answering a question is about.
+func SubjectOf(texts ...string) (subject, from string) {
+	for _, t := range texts {
+		if r, w := roleOfWords(words(t), cueRoles); r != "" {
+			return r, "the question says " + quote(w)
+		}
+		if r, w := roleOfWords(words(t), optionRoles); r != "" {
+			return r, "the question names " + quote(w)
+		}
+	}
+	if n := len(texts); n > 0 {
+		if l := strings.ToLower(strings.TrimSpace(texts[n-1])); l != "" && len(strings.Fields(l)) <= 3 {
+			return l, "the question's header"
+		}
+	}
+	return "", ""
+}
+
+// ToolAnswers returns the question and answer pairs of a question tool's
+// result ("User has answered your questions: \"Q\"=\"A\", …").
+func ToolAnswers(result string) [][2]string {
+	var out [][2]string
+	s := result
+	for {
+		i := strings.Index(s, "\"=\"")
+		if i < 0 {
+			return out
+		}
+		qs := strings.LastIndex(s[:i], "\"")
+		// The question opens at the quote before it that follows the
+		// colon or the comma of the previous pair.
+		for qs > 0 && !(qs >= 2 && (s[qs-2:qs] == ": " || s[qs-2:qs] == ", ") || qs >= 1 && s[qs-1] == ':') {
+			qs = strings.LastIndex(s[:qs], "\"")
+		}
+		if qs < 0 {
+			return out
+		}
+		rest := s[i+3:]
+		ae := strings.Index(rest, "\"")
+		for ae >= 0 && ae+1 < len(rest) && !(rest[ae+1] == ',' || rest[ae+1] == '.' || rest[ae+1] == ' ') {
+			n := strings.Index(rest[ae+1:], "\"")
+			if n < 0 {
+				ae = -1
+				break
+			}
+			ae += 1 + n
+		}
+		if ae < 0 {
+			return out
+		}
+		out = append(out, [2]string{s[qs+1 : i], rest[:ae]})
+		s = rest[ae+1:]
+	}
+}

@@ -61,3 +61,24 @@ func TestTodoList(t *testing.T) {
 		t.Errorf("TodoList = %q\nwant %q", got, want)
 	}
 }
+
+func TestAllDone(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"All done. Here is what changed:", true},
+		{"All four subtasks are closed and the epic with them.", true},
+		{"Everything is committed and pushed.", true},
+		{"All the steps are complete.", true},
+		{"All tests pass, but the docs are still missing.", false},
+		{"All tasks done except the migration.", false},
+		{"Done with the parser; the exporter is next.", false},
+		{"All of the handlers return errors now.", false},
+	}
+	for _, tt := range tests {
+		if got := AllDone(tt.text); got != tt.want {
+			t.Errorf("AllDone(%q) = %t, want %t", tt.text, got, tt.want)
+		}
+	}
+}

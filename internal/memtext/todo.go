@@ -1,6 +1,9 @@
 package memtext
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // TODO is a TODO, FIXME, XXX or HACK comment in source text.
 type TODO struct {
@@ -187,4 +190,58 @@ func todoLabel(line string) bool {
 		}
 	}
 	return false
+}
+
+// AllDone reports whether an agent's message says that all the work is
+// finished: "All done.", "All 3 subtasks closed.", "Everything is
+// committed and pushed.", "All tasks are complete."
+func AllDone(text string) bool {
+	for _, sn := range sentences(nil, text) {
+		ws := words(text[sn.s:sn.e])
+		if len(ws) < 2 || ws[0] != "all" && ws[0] != "everything" {
+			continue
+		}
+		rest := ws[1:]
+		if ws[0] == "all" {
+			// "All 3 subtasks", "All the tasks", "All done".
+			for len(rest) > 0 && (rest[0] == "the" || rest[0] == "of" || rest[0] == "my" || leadingDigit(rest[0])) {
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				switch rest[0] {
+				case "done", "finished", "complete", "completed":
+					return true
+				case "tasks", "subtasks", "todos", "items", "steps", "work", "changes":
+					rest = rest[1:]
+				default:
+					continue
+				}
+			}
+		}
+		if slices.ContainsFunc(ws, func(w string) bool {
+			switch w {
+			case "not", "except", "but", "remaining", "left", "still", "pending", "missing":
+				return true
+			}
+			return false
+		}) {
+			continue
+		}
+		for _, w := range rest {
+			switch w {
+			case "done", "finished", "complete", "completed", "closed", "pushed", "merged", "shipped":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leadingDigit reports whether s is a count: "3", "three".
+func leadingDigit(s string) bool {
+	switch s {
+	case "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "both":
+		return true
+	}
+	return s != "" && s[0] >= '0' && s[0] <= '9'
 }

@@ -174,10 +174,11 @@ type Decision struct {
 	// it was stated.
 	Role  string `json:"role"`
 	Count int    `json:"count"`
-	// Via is how the user stated it when not in a typed prompt: "answer"
-	// (an answer through a question tool), "plan" (a plan the user
-	// approved), "rejection" (the reason the user gave for rejecting a
-	// tool call).
+	// Via is how it was stated when not in a typed prompt or a message:
+	// "answer" (the user's answer through a question tool), "plan" (a
+	// plan the user approved), "rejection" (the reason the user gave for
+	// rejecting a tool call), "subagent prompt" (the agent's prompt to a
+	// subagent or teammate).
 	Via string `json:"via,omitempty"`
 	// Supersedes are the ids of the earlier decisions this one replaces;
 	// SupersededBy the id of the later one that replaced this.
@@ -194,8 +195,10 @@ type Constraint struct {
 	// Scope is session or task: a system prompt's constraints, the
 	// user's in the session's first task, and any that say they hold
 	// beyond the task ("always", "never", "from now on", "in this
-	// project") are session-wide; the rest are task-local. Source is
-	// user, assistant or system.
+	// project") are session-wide; the rest are task-local. A rule the
+	// agent gave a subagent or teammate in its prompt has scope subagent:
+	// it holds for that agent, not the session. Source is user,
+	// assistant or system.
 	Scope  string `json:"scope"`
 	Source string `json:"source"`
 	Count  int    `json:"count"`

@@ -601,6 +601,8 @@ func viaText(via string) string {
 		return " (a plan the user approved)"
 	case "rejection":
 		return " (the reason for rejecting a tool call)"
+	case "subagent prompt":
+		return " (in its prompt to a subagent)"
 	}
 	return ""
 }

@@ -29,6 +29,14 @@ func (m *miner) findings(t *mtask, ev *Event) {
 		return
 	}
 	if ev.Kind == KindMessage && !m.ownThread(ev.Thread) {
+		if ev.Role == "user" && m.delegated(ev.Thread) {
+			// The parent agent's prompt to a subagent or teammate: its
+			// rules hold for that agent (scope subagent), its choices are
+			// the parent agent's.
+			if text := promptText(ev); strings.TrimSpace(text) != "" {
+				m.mine(t, ev, "assistant", "subagent prompt", m.text(text), false)
+			}
+		}
 		return
 	}
 	var text string
@@ -65,7 +73,12 @@ func (m *miner) findings(t *mtask, ev *Event) {
 // user's words that are no typed prompt); decisionsOnly keeps only the
 // decisions (of an approved plan).
 func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly bool) {
-	for _, f := range memtext.Find(text, memtext.FindOptions{Role: role}) {
+	read := role
+	if via == "subagent prompt" {
+		// A prompt reads like a user's: imperatives are instructions.
+		read = "user"
+	}
+	for _, f := range memtext.Find(text, memtext.FindOptions{Role: read}) {
 		switch string(f.Type) {
 		case "decision":
 			m.decision(t, ev, role, via, f)
@@ -74,11 +87,11 @@ func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly 
 				m.constraint(t, ev, role, via, f)
 			}
 		case "todo", "fixme", "blocker":
-			if role == "assistant" {
+			if role == "assistant" && via == "" {
 				m.proseThread(t, ev, f)
 			}
 		}
-		if role == "assistant" {
+		if role == "assistant" && via == "" {
 			m.resolveProse(ev, f)
 		}
 	}
@@ -93,6 +106,18 @@ func (m *miner) ownThread(th int) bool {
 	// An imported session's busiest thread may be a subagent's; its
 	// first thread is then the session's own.
 	return m.isMain(th) || th == 1 && m.agentThread(m.main)
+}
+
+// delegated reports whether thread th is a subagent or teammate that the
+// session's agent started with a prompt of its own (not the agent
+// harness's compaction agent, whose prompt is boilerplate).
+func (m *miner) delegated(th int) bool {
+	for _, a := range m.s.Agents {
+		if a.Thread == th && th != 1 {
+			return !strings.HasPrefix(a.ID, "acompact")
+		}
+	}
+	return false
 }
 
 // agentThread reports whether thread th is a subagent's or teammate's.
@@ -119,7 +144,7 @@ func typedText(p string) string {
 	for i, para := range paras {
 		n += len(para) + 2
 		t := strings.TrimSpace(para)
-		if strings.HasSuffix(t, ":") || strings.HasSuffix(t, "?") {
+		if (strings.HasSuffix(t, ":") || strings.HasSuffix(t, "?")) && leadIn(t) {
 			if len(p)-n >= pasted {
 				kept := strings.Join(paras[:i+1], "\n\n")
 				if last := strings.TrimSpace(paras[len(paras)-1]); len(paras) > i+2 && len(last) < 300 && !strings.HasSuffix(last, ":") {
@@ -133,6 +158,20 @@ func typedText(p string) string {
 		}
 	}
 	return p
+}
+
+// leadIn reports whether a paragraph introduces something pasted: it
+// names a document, output or message ("does this doc page help?", "Man
+// page:", "here's the log:", "this is their analysis").
+func leadIn(p string) bool {
+	l := strings.ToLower(p)
+	for _, w := range []string{"doc", "page", "output", "log", "error", "trace", "here is", "here's", "below", "paste",
+		"article", "readme", "spec", "transcript", "email", "message", "analysis", "review", "this is", "manual", "reference"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // summaryTodos opens a thread for each item of a compaction summary's
@@ -353,7 +392,9 @@ func (m *miner) constraint(t *mtask, ev *Event, role, via string, f memtext.Find
 		return
 	}
 	scope := "task"
-	if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) || role == "assistant" && sessionWide(f.Sentence) {
+	if via == "subagent prompt" {
+		scope = "subagent"
+	} else if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) || role == "assistant" && sessionWide(f.Sentence) {
 		scope = "session"
 	}
 	a := m.base(ArtifactConstraint, id, t, ev)

@@ -548,7 +548,12 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 	w := a.at(i)
 	switch w {
 	case "use", "adopt", "standardize":
-		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) {
+		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) || notSubject[a.at(i+1)] {
+			return decHit{}, false
+		}
+		if a.hasWordAfter(i, "if") || a.hasWordAfter(i, "unless") || a.hasWordAfter(i, "whenever") {
+			// "Use WebFetch if you need to confirm": how to work, not a
+			// choice.
 			return decHit{}, false
 		}
 		if a.role == "assistant" && !a.hasAlternative(i) {

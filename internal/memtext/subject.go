@@ -113,9 +113,18 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 	}
 	named := f.Subject
 	if named != "" {
-		if r, w := roleOfWords(strings.Fields(named), cueRoles); r != "" {
+		// The head of the named phrase says the job: "retry queue" is a
+		// queue, "webhook retries" are retries.
+		ws := strings.Fields(named)
+		if r, w := roleOfWords(ws[len(ws)-1:], cueRoles); r != "" {
 			f.Subject, f.SubjectFrom = r, "names "+quote(w)
 			return
+		}
+		if n := len(ws); n >= 2 {
+			if r, w := roleOfWords(ws[n-2:], cueRoles); r != "" && strings.Contains(w, " ") {
+				f.Subject, f.SubjectFrom = r, "names "+quote(w)
+				return
+			}
 		}
 		if r, _ := optionRole(named); r != "" {
 			f.Subject, f.SubjectFrom = r, "names "+quote(named)
@@ -142,10 +151,6 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 	if prev != "" {
 		if r, w := roleOfWords(words(prev), cueRoles); r != "" {
 			f.Subject, f.SubjectFrom = r, "the sentence before says "+quote(w)
-			return
-		}
-		if r, w := roleOfWords(words(prev), optionRoles); r != "" {
-			f.Subject, f.SubjectFrom = r, "the sentence before names "+quote(w)
 			return
 		}
 	}

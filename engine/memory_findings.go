@@ -237,6 +237,14 @@ func (m *miner) toolAnswers(t *mtask, call, res *Event) {
 		args := toolArgs(call)
 		for _, qa := range memtext.ToolAnswers(text) {
 			m.answer(t, res, qa[0], qa[1], questionHeader(args, qa[0]))
+			// The question was a thread from the call to the answer.
+			id := artifactID("thr", m.s.ID, "question", fmt.Sprint(call.Seq), memtext.Normalize(qa[0]))
+			q := m.base(ArtifactThread, id, t, call)
+			q.Thread = &Thread{Kind: "question", Text: capText(qa[0], 400)}
+			q.Title = capText("question: "+qa[0], 160)
+			q.Symbols = memtext.Identifiers(qa[0])
+			m.close(q, res, "the user answered: "+capText(qa[1], 160))
+			m.threads[id] = q
 		}
 	case "ExitPlanMode":
 		if !strings.Contains(text, "approved your plan") {

@@ -81,6 +81,15 @@ func TestDeriveMemoryWhoSaidWhat(t *testing.T) {
 			t.Errorf("decision %q: via/role/subject = %q (present %t), want %q; decisions %q", s, got, ok, w, decs)
 		}
 	}
+	var qs []string
+	for _, a := range byType(arts, ArtifactThread) {
+		if a.Thread.Kind == "question" {
+			qs = append(qs, a.Title+" ["+a.Status+"] "+a.Thread.Why)
+		}
+	}
+	if len(qs) != 1 || qs[0] != "question: Which format should the export files use? [closed] the user answered: JSON lines" {
+		t.Errorf("question threads = %q", qs)
+	}
 	found := false
 	for s, v := range via {
 		if strings.HasPrefix(s, "Let's keep slog") && strings.HasPrefix(v, "rejection/user") {

@@ -68,7 +68,8 @@ func TestAllDone(t *testing.T) {
 		want bool
 	}{
 		{"All done. Here is what changed:", true},
-		{"All four subtasks are closed and the epic with them.", true},
+		{"All four subtasks are complete and the epic with them.", true},
+		{"All 3 subtasks closed. Let me close the epic:", false},
 		{"Everything is committed and pushed.", true},
 		{"All the steps are complete.", true},
 		{"All tests pass, but the docs are still missing.", false},

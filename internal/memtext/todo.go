@@ -193,8 +193,9 @@ func todoLabel(line string) bool {
 }
 
 // AllDone reports whether an agent's message says that all the work is
-// finished: "All done.", "All 3 subtasks closed.", "Everything is
-// committed and pushed.", "All tasks are complete."
+// finished: "All done.", "Everything is committed and pushed.", "All
+// tasks are complete." Tickets closed ("All 3 subtasks closed") are not
+// all the work.
 func AllDone(text string) bool {
 	for _, sn := range sentences(nil, text) {
 		ws := words(text[sn.s:sn.e])
@@ -229,7 +230,7 @@ func AllDone(text string) bool {
 		}
 		for _, w := range rest {
 			switch w {
-			case "done", "finished", "complete", "completed", "closed", "pushed", "merged", "shipped":
+			case "done", "finished", "complete", "completed", "pushed", "merged", "shipped":
 				return true
 			}
 		}

@@ -200,10 +200,10 @@ func (m *miner) summaryTodos(t *mtask, ev *Event, text string) {
 func (m *miner) todoItem(t *mtask, ev *Event, item string) *Artifact {
 	f := memtext.Finding{Type: memtext.TypeTodo, Sentence: item, Key: memtext.Normalize(item)}
 	if m.threads[artifactID("thr", m.s.ID, "todo", f.Key)] == nil {
-		terms := memtext.Terms(item)
+		terms := itemTerms(item)
 		for _, o := range m.list(m.threads) {
 			a := m.threads[o.ID]
-			if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && similar(terms, memtext.Terms(a.Thread.Text)) {
+			if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && similar(terms, itemTerms(a.Thread.Text)) {
 				a.Last = ev.Time
 				if len(a.Evidence) < 32 {
 					a.Evidence = append(a.Evidence, evidence(ev))
@@ -213,6 +213,21 @@ func (m *miner) todoItem(t *mtask, ev *Event, item string) *Artifact {
 		}
 	}
 	return m.proseThread(t, ev, f)
+}
+
+// itemTerms returns the terms of a list item with "add/update" split in
+// two, sorted and unique.
+func itemTerms(s string) []string {
+	var out []string
+	for _, t := range memtext.Terms(s) {
+		if strings.Contains(t, "/") && !strings.Contains(t, ".") {
+			out = append(out, strings.Split(t, "/")...)
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // toolAnswers takes the user's words that come back through a tool

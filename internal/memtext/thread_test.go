@@ -45,6 +45,7 @@ func TestTodoList(t *testing.T) {
 **Still need to:**
 - Wire the **exporter** into the CLI
 - Add tests for ` + "`gzip`" + ` input
+- Haven't yet read the exporter's README
 
 7. Pending Tasks:
    - **epic-4** (in progress): "Unify the viewers"

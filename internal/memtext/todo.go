@@ -163,7 +163,7 @@ func TodoList(text string) []string {
 			if k+1 < len(items) && items[k+1].ind > it.ind {
 				continue // it has sub-items
 			}
-			if s := capBytes(clean(it.text), maxSentence); s != "" {
+			if s := capBytes(clean(it.text), maxSentence); s != "" && !lookItem(s) {
 				out = append(out, s)
 			}
 		}
@@ -245,4 +245,19 @@ func leadingDigit(s string) bool {
 		return true
 	}
 	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// lookItem reports whether a list item is a step of looking rather than
+// work: "Haven't yet read the CSS file", "Check the logs".
+func lookItem(s string) bool {
+	ws := words(s)
+	for len(ws) > 0 {
+		switch ws[0] {
+		case "haven't", "have", "not", "yet", "still", "also", "then", "first":
+			ws = ws[1:]
+			continue
+		}
+		break
+	}
+	return len(ws) > 0 && narrationVerbs[ws[0]] && ws[0] != "test" && ws[0] != "run"
 }

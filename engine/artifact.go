@@ -178,7 +178,7 @@ type Decision struct {
 	// "answer" (the user's answer through a question tool), "plan" (a
 	// plan the user approved), "rejection" (the reason the user gave for
 	// rejecting a tool call), "subagent prompt" (the agent's prompt to a
-	// subagent or teammate).
+	// subagent or teammate), "summary" (the agent's compaction summary).
 	Via string `json:"via,omitempty"`
 	// Supersedes are the ids of the earlier decisions this one replaces;
 	// SupersededBy the id of the later one that replaced this.

@@ -603,6 +603,8 @@ func viaText(via string) string {
 		return " (the reason for rejecting a tool call)"
 	case "subagent prompt":
 		return " (in its prompt to a subagent)"
+	case "summary":
+		return " (in a compaction summary)"
 	}
 	return ""
 }

@@ -42,7 +42,12 @@ func (m *miner) findings(t *mtask, ev *Event) {
 	var text string
 	switch {
 	case role == "user" && ev.Meta == "compact_summary":
-		m.summaryTodos(t, ev, m.text(ev.Text))
+		// The summary is the agent's account of its work: its choices
+		// are the agent's decisions; the user's words it quotes are not
+		// the user's saying them again.
+		text := m.text(ev.Text)
+		m.summaryTodos(t, ev, text)
+		m.mine(t, ev, "assistant", "summary", text, true)
 		return
 	case role == "user":
 		text = typedText(promptText(ev))

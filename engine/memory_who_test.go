@@ -188,12 +188,18 @@ func TestDeriveMemorySummaryTodos(t *testing.T) {
 	l := newClaudeLog("55555555-2222-4333-8444-555555555555")
 	l.user("Ship the exporter.")
 	l.reply(textBlock("Working on it. Let me fix the two errors in exporter.go and then do the remaining work."))
-	l.add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": "This session is being continued from a previous conversation.\n\nStill need to:\n- Fix the compile error in exporter.go\n- Add tests for the CSV writer\n\n7. Pending Tasks:\n   - Add tests for the CSV writer output\n"}})
+	l.add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": "This session is being continued from a previous conversation.\n\nThe user asked: never write CSV by hand. The plan is to split the writer into two files.\n\nStill need to:\n- Fix the compile error in exporter.go\n- Add tests for the CSV writer\n\n7. Pending Tasks:\n   - Add tests for the CSV writer output\n"}})
 	l.reply(textBlock("All done: the exporter compiles and its tests pass."))
 	_, arts := deriveLog(t, l)
 	var titles []string
 	for _, a := range byType(arts, ArtifactThread) {
 		titles = append(titles, a.Title+" ["+a.Status+"]")
+	}
+	if cons := byType(arts, ArtifactConstraint); len(cons) != 0 {
+		t.Errorf("a summary's quote of the user is a constraint: %+v", cons[0].Constraint)
+	}
+	if decs := byType(arts, ArtifactDecision); len(decs) != 1 || decs[0].Decision.Via != "summary" || decs[0].Decision.Role != "assistant" {
+		t.Errorf("summary decisions = %+v", decs)
 	}
 	slices.Sort(titles)
 	want := []string{"todo: Add tests for the CSV writer [closed]", "todo: Fix the compile error in exporter.go [closed]"}

@@ -165,6 +165,9 @@ type Decision struct {
 	// ("database" in "for the database, use SQLite"); Chooses and
 	// Replaces are the options it takes and drops ("instead of Y").
 	Subject string `json:"subject,omitempty"`
+	// Context is the sentence before the statement, which may say what
+	// it is about when the statement does not.
+	Context string `json:"context,omitempty"`
 	// SubjectFrom says why Subject is what it is ("\"atlas\" is a
 	// migration tool", "the sentence says \"migrations\"").
 	SubjectFrom string   `json:"subject_from,omitempty"`

@@ -539,6 +539,9 @@ func describeArtifact(a *Artifact) string {
 		if d.Rationale != "" {
 			fmt.Fprintf(&b, "Why: %s\n", d.Rationale)
 		}
+		if d.Context != "" {
+			fmt.Fprintf(&b, "Context: %s\n", d.Context)
+		}
 		if d.Subject != "" {
 			fmt.Fprintf(&b, "Subject: %s", d.Subject)
 			if d.SubjectFrom != "" {

@@ -341,10 +341,10 @@ func (m *miner) decision(t *mtask, ev *Event, role, via string, f memtext.Findin
 	}
 	a := m.base(ArtifactDecision, id, t, ev)
 	a.Status = "active"
-	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Subject: f.Subject, SubjectFrom: f.SubjectFrom,
+	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Context: f.Context, Subject: f.Subject, SubjectFrom: f.SubjectFrom,
 		Chooses: f.Chooses, Replaces: f.Replaces, Role: role, Count: 1, Via: via}
 	a.Title = capText(f.Sentence, 160)
-	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale)
+	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale + " " + f.Context)
 	m.decisions[id] = a
 	m.supersede(a)
 }

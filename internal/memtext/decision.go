@@ -783,6 +783,9 @@ func (a *analysis) decisionFinding(h decHit, ss []sent, si int) Finding {
 	if si > 0 && !ss[si-1].heading {
 		prev = a.text[ss[si-1].s:ss[si-1].e]
 	}
+	if si > 0 {
+		f.Context = capBytes(clean(a.text[ss[si-1].s:ss[si-1].e]), 300)
+	}
 	a.subjectOf(&f, prev)
 	return f
 }

@@ -166,3 +166,14 @@ func TestFindSettingsInRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestFindDecisionContext(t *testing.T) {
+	fs := Find("The CLI needs a real argument parser now. Go with kong.", FindOptions{Role: "user"})
+	if len(fs) != 1 || fs[0].Type != TypeDecision {
+		t.Fatalf("Find = %+v, want one decision", fs)
+	}
+	f := fs[0]
+	if f.Context != "The CLI needs a real argument parser now." || f.Subject != "argument parser" || !slices.Equal(f.Chooses, []string{"kong"}) {
+		t.Errorf("context %q subject %q (%s) chooses %q", f.Context, f.Subject, f.SubjectFrom, f.Chooses)
+	}
+}

@@ -43,6 +43,11 @@ type Finding struct {
 	SubjectFrom string
 	Chooses     []string
 	Replaces    []string
+	// Context is the sentence before a decision's, cleaned and capped at
+	// 300 bytes: what it is about when the sentence itself does not say
+	// ("We need an argument parser." before "Use clap."); "" for the
+	// first sentence of a text.
+	Context string
 	// Rationale is the "because …", "since …", "so that …", "to avoid …"
 	// clause of the sentence, or else the next sentence when it opens with
 	// "This is because", "The reason", "That way", "Because", "Since" and

@@ -134,7 +134,7 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 	for _, opts := range [][]string{f.Chooses, f.Replaces} {
 		for _, o := range opts {
 			if r, w := optionRole(o); r != "" {
-				f.Subject, f.SubjectFrom = r, quote(w)+" is a "+r
+				f.Subject, f.SubjectFrom = r, quote(w)+" is "+article(r)+" "+r
 				return
 			}
 		}
@@ -214,4 +214,12 @@ func ToolAnswers(result string) [][2]string {
 		out = append(out, [2]string{s[qs+1 : i], rest[:ae]})
 		s = rest[ae+1:]
 	}
+}
+
+// article returns "an" before a vowel, else "a".
+func article(s string) string {
+	if s != "" && strings.ContainsRune("aeiou", rune(s[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -243,6 +243,77 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			neg := n == "not" || n == "to" && a.at(i+3) == "not" || n == "that" && (a.at(i+3) == "no" || a.at(i+3) == "nothing") || n == "you" && a.at(i+3) == "don't" || n == "no" || n == "nothing"
 			return "make sure", neg, true
 		}
+	case "keep":
+		// "Keep the binary under 20 MB", "please keep commits small".
+		if a.role != "assistant" && (a.clauseStart(i) || a.at(i-1) == "please") && a.keepState(i) {
+			return "must", false, true
+		}
+	case "avoid":
+		if a.role != "assistant" && (a.clauseStart(i) || a.at(i-1) == "please" || a.at(i-1) == "always") && a.isWord(i+1) {
+			return "must not", true, true
+		}
+	case "may", "can't", "cannot", "can":
+		// "You may not change the schema", "the on-disk format can't
+		// change", "you can't push to main".
+		if a.role == "assistant" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		j := i + 1
+		if w == "may" || w == "can" {
+			if a.at(j) != "not" {
+				return "", false, false
+			}
+			j++
+		}
+		subj := a.at(i - 1)
+		if subj == "you" || subj == "nobody" || subj == "agents" {
+			if a.isWord(j) && imperativeVerb(a.at(j)) && !softImperatives[a.at(j)] {
+				return "must not", true, true
+			}
+			return "", false, false
+		}
+		if subj == "" || personal(subj) || subj == "it" || subj == "this" || subj == "that" || subj == "i" {
+			return "", false, false
+		}
+		switch a.at(j) {
+		case "change", "break", "grow", "exceed", "depend", "shrink", "regress":
+			return "must not", true, true
+		case "be":
+			switch a.at(j + 1) {
+			case "changed", "modified", "renamed", "removed", "deleted", "broken", "reordered", "reused":
+				return "must not", true, true
+			}
+		}
+	case "important", "crucial", "essential", "critical", "vital", "mandatory":
+		// "It's important that the CLI stays backwards compatible."
+		if a.role != "assistant" && a.at(i+1) == "that" && !a.hedgedModal(i) && !personal(a.at(i+2)) && a.at(i+2) != "you" && a.at(i+2) != "i" {
+			return "must", false, true
+		}
+	case "need":
+		// "All new endpoints need to be behind auth."
+		subj := a.at(i - 1)
+		if a.role == "assistant" || a.at(i+1) != "to" || subj == "" || personal(subj) || subj == "you" || subj == "i" || subj == "it" ||
+			subj == "this" || subj == "that" || subj == "they" || subj == "things" || subj == "still" || subj == "just" || subj == "also" || subj == "will" || subj == "might" || subj == "may" || subj == "don't" || subj == "not" || subj == "which" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		// Only a rule over a kind of thing: "all/every/each/new X",
+		// a plural.
+		from := a.clauseFrom(i)
+		quant := false
+		for j := from; j < i; j++ {
+			switch a.at(j) {
+			case "all", "every", "each", "any", "new":
+				quant = true
+			}
+		}
+		if !quant && !(strings.HasSuffix(subj, "s") && !strings.HasSuffix(subj, "ss")) {
+			return "", false, false
+		}
+		v := a.at(i + 2)
+		if !a.isWord(i+2) || predictions[v] || v == "be" && (epistemicBe[a.at(i+3)] || predictedStates[a.at(i+3)] && a.at(i+3) != "in") {
+			return "", false, false
+		}
+		return "must", false, true
 	case "has", "have", "needs":
 		// "every change has to stay backwards compatible", "you have
 		// to rebase first": a rule from whoever is not the agent.
@@ -300,6 +371,19 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			}
 		}
 		return "must", false, true
+	case "no":
+		// "No new dependencies without asking me first."
+		if a.role == "assistant" || !a.clauseStart(i) {
+			return "", false, false
+		}
+		for j := i + 1; j < len(a.toks) && j < i+6; j++ {
+			if a.toks[j].kind == tPunct {
+				break
+			}
+			if a.at(j) == "without" || a.at(j) == "unless" || a.at(j) == "outside" || a.at(j) == "until" {
+				return "must not", true, true
+			}
+		}
 	case "nobody":
 		// "Nobody pushes to main directly."
 		if a.role == "assistant" || !a.clauseStart(i) || !a.isWord(i+1) {
@@ -323,6 +407,13 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	case "only":
 		if next == "use" && a.clauseStart(i) {
+			return "only", false, true
+		}
+		v := next
+		if v == "ever" {
+			v = a.at(i + 2)
+		}
+		if a.clauseStart(i) && a.role != "assistant" && onlyVerbs[v] {
 			return "only", false, true
 		}
 	case "use":
@@ -357,6 +448,14 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	}
 	return "", false, false
+}
+
+// onlyVerbs may follow an opening "only" ("Only ever write to …").
+var onlyVerbs = map[string]bool{
+	"use": true, "write": true, "read": true, "call": true, "run": true, "deploy": true, "push": true, "merge": true,
+	"commit": true, "import": true, "touch": true, "edit": true, "change": true, "modify": true, "add": true,
+	"return": true, "log": true, "expose": true, "accept": true, "store": true, "talk": true, "access": true,
+	"depend": true, "release": true, "publish": true, "migrate": true, "install": true,
 }
 
 // sentenceClause returns the first token of the ';'- or ':'-delimited
@@ -470,9 +569,24 @@ func (a *analysis) progressTodo() bool {
 	if a.narration() || a.lesson() || a.toks[len(a.toks)-1].w == ":" && len(a.toks) <= 6 {
 		return false
 	}
+	if w := a.at(0); (w == "remaining" || w == "pending" || w == "outstanding") && a.at(1) == ":" && len(a.toks) > 3 && a.at(2) != "nothing" && a.at(2) != "none" {
+		return true
+	}
 	for i, t := range a.toks {
 		switch t.w {
+		case "haven't", "hasn't":
+			// "I haven't added tests for the CSV path yet."
+			if participle(a.at(i+1)) && !narrationVerbs[strings.TrimSuffix(a.at(i+1), "ed")] && a.at(i+1) != "read" && a.at(i+1) != "checked" && a.at(i+1) != "looked" && a.at(i+1) != "verified" && a.at(i+1) != "tested" && a.hasWordAfter(i, "yet") {
+				return true
+			}
 		case "still":
+			switch a.at(i + 1) {
+			case "broken", "missing", "unresolved", "unimplemented", "pending":
+				// "still fails" is a failing test's or command's thread.
+				if a.at(i-1) != "not" {
+					return true
+				}
+			}
 			switch n := a.at(i + 1); n {
 			case "need", "needs", "have", "has":
 				if a.at(i+2) == "to" && a.at(i-1) != "don't" && a.at(i-1) != "not" {
@@ -641,9 +755,26 @@ func (a *analysis) openQuestion(ss []sent, si int) bool {
 	}
 	// "One question: should …", "Question for you: …", "Open question —
 	// do we …": the question follows the label.
-	for k := first; k < len(a.toks) && k < first+7; k++ {
-		if a.at(k) == ":" || a.at(k) == "—" {
-			first = k + 1
+	switch a.at(first) {
+	case "would", "could", "can", "will", "do", "did", "are", "shall", "should", "may", "which", "what", "how", "where", "when", "is", "does":
+		// A question that asks before its colon: "Which do you prefer:
+		// a lock or a sync.Map?"
+	default:
+		for k := first; k < len(a.toks) && k < first+7; k++ {
+			if a.at(k) == ":" || a.at(k) == "—" {
+				first = k + 1
+				break
+			}
+		}
+	}
+	// "I can inline it or extract a helper — which would you like?":
+	// the question is the last clause.
+	for k := len(a.toks) - 2; k > first; k-- {
+		if w := a.at(k); (w == "—" || w == ";") && a.isWord(k+1) {
+			switch a.at(k + 1) {
+			case "would", "could", "can", "will", "do", "did", "are", "shall", "should", "which", "what", "how", "where", "when", "any", "is", "does":
+				first = k + 1
+			}
 			break
 		}
 	}

@@ -96,15 +96,23 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return a.action(i, j+2)
 		}
 	case "go", "going", "went", "revert", "reverting", "roll", "rolling":
+		if w == "going" && a.at(i+1) == "back" && !a.subjectBefore(i) && !a.letsBefore(i) {
+			// "Going back to the original question, …"
+			return decHit{}, false
+		}
 		if a.at(i+1) == "back" && a.at(i+2) == "to" || (w == "revert" || w == "reverting") && a.at(i+1) == "to" {
 			obj := i + 3
 			if a.at(i+1) == "to" {
 				obj = i + 2
 			}
-			if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) || a.narrationObject(obj) || a.placeObject(obj) {
+			if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i) || a.at(i-1) == "and" && a.role == "user" && imperativeVerb(a.at(0))) || a.narrationObject(obj) || a.placeObject(obj) || notSubject[a.at(obj)] {
 				return decHit{}, false
 			}
 			return decHit{trig: i, obj: obj, kind: dkOption}, true
+		}
+		if w == "revert" && a.role == "user" && a.clauseStart(i) && a.at(i+1) != "to" && a.at(i+1) != "it" && a.isWord(i+1) {
+			// "Revert the ORM change."
+			return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
 		}
 		if w == "going" && a.at(i+1) == "to" && a.subjectBefore(i) {
 			// "I'm going to use X", "we're going to switch to Y".
@@ -195,6 +203,11 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if a.at(i+1) == "using" && (a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) {
 			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
 		}
+		// "Keep the JSON config." (a choice) but not "Keep the binary
+		// under 20 MB." (a rule: keepState) nor "keep going".
+		if a.role == "user" && a.clauseStart(i) && a.isWord(i+1) && !narrationVerbs[a.at(i+1)] && a.at(i+1) != "going" && a.at(i+1) != "it" && a.at(i+1) != "in" && !a.keepState(i) && !a.keepHow(i) {
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
 	case "stop":
 		if a.at(i+1) == "using" && (a.clauseStart(i) && a.role != "assistant" || a.subjectBefore(i) || a.letsBefore(i)) {
 			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
@@ -220,9 +233,49 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return decHit{}, false
 		}
 		return a.setTo(i)
+	case "rather":
+		// "I'd rather we use SQLite", "we'd rather go with X".
+		if p := a.at(i - 1); (p == "i'd" || p == "we'd") && a.role != "assistant" {
+			v := i + 1
+			if personal(a.at(v)) || a.at(v) == "you" {
+				v++
+			}
+			if a.at(v) == "go" && a.at(v+1) == "with" || a.at(v) == "stick" && a.at(v+1) == "with" {
+				return decHit{trig: i, obj: v + 2, kind: dkOption}, true
+			}
+			if k, ok := decisionVerbs[a.at(v)]; ok {
+				if k == dkSwitch {
+					return a.switchTo(i, v+1)
+				}
+				return decHit{trig: i, obj: v + 1, kind: k}, true
+			}
+		}
+		if a.at(i+1) == "than" && a.role == "user" {
+			return a.userAlternative(i)
+		}
+	case "prefer":
+		// "Prefer composition over inheritance."
+		if a.role != "assistant" && a.clauseStart(i) && (a.hasWordAfter(i, "over") || a.hasAlternative(i) || a.hasWordAfter(i, "to")) {
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
+	case "ship":
+		if a.at(i+1) == "with" && (a.letsBefore(i) || a.subjectBefore(i) || a.clauseStart(i) && a.role == "user") {
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+	case "forget":
+		// "forget YAML" from the user.
+		if a.role == "user" && a.clauseStart(i) && a.at(i+1) != "to" && a.at(i+1) != "it" && a.at(i+1) != "about" && a.isWord(i+1) {
+			return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
+		}
+	case "be", "is", "are":
+		// "The cache key should be the tenant id, not the user id."
+		return a.copulaSetting(i)
 	case "instead":
 		// "Let's do it in Rust instead." "Do the rename in a migration
 		// instead." From the user, at the end of a clause.
+		if a.role == "user" && a.at(i+1) == "of" {
+			return a.userAlternative(i)
+		}
 		if a.role != "user" || a.at(i+1) == "of" || !(a.at(i+1) == "" || a.toks[i+1].kind == tPunct) {
 			return decHit{}, false
 		}
@@ -454,6 +507,118 @@ func (a *analysis) setTo(i int) (decHit, bool) {
 	return decHit{}, false
 }
 
+// userAlternative reads a user's imperative that weighs options at
+// token i ("instead of Y", "rather than Y"): "Rate limit per API key
+// rather than per IP." The sentence must open with a verb.
+func (a *analysis) userAlternative(i int) (decHit, bool) {
+	first := 0
+	for first < i && (clauseStartFillers[a.at(first)] || a.at(first) == ",") {
+		first++
+	}
+	w := a.at(first)
+	if first >= i || !a.isWord(first) || personal(w) || narrationVerbs[w] || !imperativeVerb(w) {
+		return decHit{}, false
+	}
+	switch w {
+	case "it", "this", "that", "they", "he", "she", "you", "there", "the", "a", "an", "is", "was", "are", "we", "i",
+		"my", "our", "your", "its", "their", "what", "which", "how", "why", "when", "where", "who", "not", "no":
+		return decHit{}, false
+	}
+	return decHit{trig: i, obj: -1, kind: dkAction}, true
+}
+
+// copulaSetting reads "X should be Y, not Z" (or "X is Y, not Z", "X
+// will be Y rather than Z") from the user at the copula i: a setting
+// whose value is named against another.
+func (a *analysis) copulaSetting(i int) (decHit, bool) {
+	if a.role != "user" || !a.hasAlternative(i) {
+		return decHit{}, false
+	}
+	s := a.clauseFrom(i)
+	e := i
+	if p := a.at(i - 1); a.at(i) == "be" {
+		if p != "should" && p != "must" && p != "will" && p != "shall" {
+			return decHit{}, false
+		}
+		e = i - 1
+	}
+	for s < e && clauseStartFillers[a.at(s)] {
+		s++
+	}
+	for k := 0; k < s; k++ {
+		// The setting opens the sentence, past fillers.
+		if !clauseStartFillers[a.at(k)] && a.at(k) != "," {
+			return decHit{}, false
+		}
+	}
+	if e-s < 1 || e-s > 5 {
+		return decHit{}, false
+	}
+	for j := s; j < e; j++ {
+		if a.toks[j].kind != tWord && a.toks[j].kind != tCode {
+			return decHit{}, false
+		}
+	}
+	switch a.at(s) {
+	case "it", "this", "that", "they", "there", "he", "she", "we", "i", "you", "what", "which", "everything", "nothing":
+		return decHit{}, false
+	}
+	if !settingNouns[a.at(e-1)] {
+		return decHit{}, false
+	}
+	return decHit{trig: s, obj: i + 1, kind: dkSet}, true
+}
+
+// settingNouns name what a setting sets: "the cache key should be …",
+// "the default is …".
+var settingNouns = map[string]bool{
+	"key": true, "default": true, "defaults": true, "timeout": true, "limit": true, "size": true, "port": true,
+	"format": true, "name": true, "id": true, "value": true, "version": true, "threshold": true, "strategy": true,
+	"backend": true, "engine": true, "driver": true, "mode": true, "level": true, "policy": true, "owner": true,
+	"target": true, "encoding": true, "unit": true, "path": true, "location": true, "store": true, "schedule": true,
+	"interval": true, "region": true, "provider": true, "prefix": true, "suffix": true, "separator": true,
+	"rate": true, "ttl": true, "budget": true, "cap": true, "retention": true, "branch": true, "base": true,
+	"algorithm": true, "library": true, "tool": true, "runner": true, "framework": true, "language": true,
+}
+
+// keepHow reports "keep X <how>" at token i, which says how to work,
+// not what to keep: "keep the diff small", "keep the endpoint working
+// until …", "keep the migrations in SQL files".
+func (a *analysis) keepHow(i int) bool {
+	for j := i + 2; j < len(a.toks); j++ {
+		if a.toks[j].kind == tPunct {
+			return false
+		}
+		switch a.toks[j].w {
+		case "small", "smaller", "short", "shorter", "simple", "clean", "working", "minimal", "fast", "tidy", "readable",
+			"focused", "consistent", "alive", "separate", "up", "in", "at", "on", "around", "until", "as", "while", "open",
+			"running", "together", "apart", "out", "away", "low", "high", "lean", "quiet", "local", "same":
+			return true
+		}
+	}
+	return false
+}
+
+// keepState reports "keep X <state>" at token i: a rule ("keep the
+// binary under 20 MB", "keep commits small", "keep the API stable").
+func (a *analysis) keepState(i int) bool {
+	switch a.at(i + 1) {
+	case "it", "going", "calm", "on", "trying", "looking", "working", "them", "that", "this":
+		return false
+	}
+	for j := i + 1; j < len(a.toks) && j < i+8; j++ {
+		if a.toks[j].kind == tPunct {
+			return false
+		}
+		switch a.toks[j].w {
+		case "under", "below", "above", "within", "stable", "compatible", "backwards", "backward", "private", "sorted",
+			"intact", "unchanged", "green", "passing", "deterministic", "idempotent", "offline":
+			return j > i+1
+		}
+	}
+	return false
+}
+
 // makeSetting reads "make X Y, not Z" at token i ("make the cache key the
 // tenant id, not the user id"): a setting, only when an alternative is
 // named.
@@ -600,6 +765,11 @@ func (a *analysis) switchTo(trig, v int) (decHit, bool) {
 		}
 	}
 	if to < 0 {
+		// "move the config parsing into its own package": a change of
+		// structure, no option named.
+		if w := a.at(trig); (w == "move" || w == "let's" || w == "lets" || w == "we'll") && a.hasWordAfter(v, "into") && a.role != "assistant" {
+			return decHit{trig: trig, obj: -1, kind: dkAction}, true
+		}
 		return decHit{}, false
 	}
 	if a.narrationObject(to+1) || a.placeObject(to+1) {
@@ -941,6 +1111,19 @@ func (a *analysis) options(f *Finding, h decHit) {
 		}
 		follow(end)
 	case dkSet:
+		if w := a.at(h.obj - 1); w == "be" || w == "is" || w == "are" {
+			// "X should be Y, not Z": h.trig starts X.
+			end := h.obj - 1
+			for p := a.at(end - 1); p == "should" || p == "must" || p == "will" || p == "shall"; p = a.at(end - 1) {
+				end--
+			}
+			f.Subject = strings.Join(articleless(words(a.raw(h.trig, end))), " ")
+			f.SubjectFrom = "the setting the sentence sets"
+			s, k := a.phrase(h.obj)
+			add(&f.Chooses, s)
+			follow(k)
+			break
+		}
 		j := h.obj
 		k := j
 		for k < len(a.toks) && a.at(k) != "to" {

@@ -162,6 +162,14 @@ func (a *analysis) askStatement() bool {
 	for i < len(a.toks) && (clauseStartFillers[a.at(i)] || a.at(i) == ",") {
 		i++
 	}
+	// "Not sure whether you want X kept; let me know."
+	if n := len(a.toks); n >= 3 && a.at(n-3) == "me" && a.at(n-2) == "know" || n >= 2 && a.at(n-2) == "me" && a.at(n-1) == "know" {
+		for _, t := range a.toks {
+			if t.w == "whether" || t.w == "if" || t.w == "which" {
+				return true
+			}
+		}
+	}
 	switch {
 	case a.at(i) == "let" && a.at(i+1) == "me" && a.at(i+2) == "know":
 		i += 3
@@ -173,7 +181,7 @@ func (a *analysis) askStatement() bool {
 		return false
 	}
 	switch a.at(i) {
-	case "if", "whether", "which", "what", "how", "when", "where", "who":
+	case "if", "whether", "which", "what", "how", "where", "who":
 		return true
 	}
 	return false
@@ -201,6 +209,7 @@ var clauseStartFillers = map[string]bool{
 	"finally": true, "generally": true, "in": true, "general": true, "from": true, "on": true, "going": true,
 	"forward": true, "hey": true, "oh": true, "additionally": true, "instead": true, "otherwise": true,
 	"actually": true, "hmm": true, "wait": true, "no": true, "nah": true, "right": true, "correction": true,
+	"second": true, "thought": true,
 	"!": true, ",": true, "\"": true,
 }
 

@@ -713,7 +713,7 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 	w := a.at(i)
 	switch w {
 	case "use", "adopt", "standardize":
-		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) || notSubject[a.at(i+1)] {
+		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) || notSubject[a.at(i+1)] || a.reuse(i+1) && !a.hasAlternative(i) {
 			return decHit{}, false
 		}
 		if a.hasWordAfter(i, "if") || a.hasWordAfter(i, "unless") || a.hasWordAfter(i, "whenever") {
@@ -817,6 +817,20 @@ func (a *analysis) hasAlternative(i int) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// reuse reports an object that is what already exists ("the existing
+// types", "the same helper", "the provided fixture"): reusing it is how
+// to do the task, no choice between options.
+func (a *analysis) reuse(i int) bool {
+	if w := a.at(i); w == "the" || w == "our" || w == "your" || w == "its" {
+		i++
+	}
+	switch a.at(i) {
+	case "existing", "current", "same", "provided", "following", "given", "above", "usual", "standard":
+		return true
 	}
 	return false
 }

@@ -81,6 +81,7 @@ func TestFindPhrasingNegatives(t *testing.T) {
 		{"user", "Keep going."},
 		{"user", "Keep in mind the API is slow."},
 		{"user", "Keep the diff small."},
+		{"user", "Use the existing helpers from the util package."},
 		{"user", "Going back to the original question, the parser is fine."},
 		{"assistant", "Let me know when you have decided."},
 		{"user", "keep it up"},

@@ -187,6 +187,10 @@ type Decision struct {
 	// SupersededBy the id of the later one that replaced this.
 	Supersedes   []string `json:"supersedes,omitempty"`
 	SupersededBy string   `json:"superseded_by,omitempty"`
+	// SupersedesWhy says why it replaced the last decision it
+	// supersedes: "same subject, migration tool: atlas instead of goose",
+	// "drops goose".
+	SupersedesWhy string `json:"supersedes_why,omitempty"`
 }
 
 // Constraint is a requirement stated in a session.

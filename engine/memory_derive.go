@@ -555,7 +555,11 @@ func describeArtifact(a *Artifact) string {
 		}
 		b.WriteString(".\n")
 		if len(d.Supersedes) > 0 {
-			fmt.Fprintf(&b, "Supersedes: %s\n", strings.Join(d.Supersedes, ", "))
+			fmt.Fprintf(&b, "Supersedes: %s", strings.Join(d.Supersedes, ", "))
+			if d.SupersedesWhy != "" {
+				fmt.Fprintf(&b, " (%s)", d.SupersedesWhy)
+			}
+			b.WriteByte('\n')
 		}
 		if d.SupersededBy != "" {
 			fmt.Fprintf(&b, "Superseded by: %s\n", d.SupersededBy)

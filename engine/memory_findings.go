@@ -360,6 +360,7 @@ func (m *miner) supersede(a *Artifact) {
 		old.Status = "superseded"
 		old.Decision.SupersededBy = a.ID
 		d.Supersedes = addUnique(d.Supersedes, old.ID)
+		d.SupersedesWhy = conflictWhy(d, old.Decision)
 	}
 	a.Status = "active"
 	d.SupersededBy = ""
@@ -387,6 +388,22 @@ func conflicts(d, e *Decision) bool {
 		}
 	}
 	return false
+}
+
+// conflictWhy says why d replaces e, for a person: the subject they
+// share and the choices, or the option d drops.
+func conflictWhy(d, e *Decision) string {
+	if d.Subject != "" && d.Subject == e.Subject {
+		why := "same subject, " + d.Subject
+		if len(d.Chooses) > 0 && len(e.Chooses) > 0 {
+			why += ": " + d.Chooses[0] + " instead of " + e.Chooses[0]
+		}
+		return why
+	}
+	for _, r := range d.Replaces {
+		return "drops " + r
+	}
+	return ""
 }
 
 // sameChoice reports whether two decisions choose the same option, in

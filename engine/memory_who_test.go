@@ -131,7 +131,10 @@ func TestDeriveMemorySubjectSupersedes(t *testing.T) {
 	if decs[1].Decision.Supersedes != nil {
 		t.Errorf("a restatement supersedes %v", decs[1].Decision.Supersedes)
 	}
-	if !strings.Contains(decs[2].Text, "Subject: migration tool") {
+	if decs[2].Decision.SupersedesWhy != "same subject, migration tool" && !strings.HasPrefix(decs[2].Decision.SupersedesWhy, "same subject, migration tool") {
+		t.Errorf("supersedes why = %q", decs[2].Decision.SupersedesWhy)
+	}
+	if !strings.Contains(decs[2].Text, "Subject: migration tool") || !strings.Contains(decs[2].Text, "(same subject, migration tool") {
 		t.Errorf("text does not explain the subject:\n%s", decs[2].Text)
 	}
 }

@@ -229,6 +229,15 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		if !a.clauseStart(i) {
 			return "", false, false
 		}
+		if a.at(j) == "," {
+			// "Do not, under any circumstances, delete user data."
+			for k := j + 1; k < len(a.toks) && k < j+7; k++ {
+				if a.at(k) == "," {
+					j = k + 1
+					break
+				}
+			}
+		}
 		if a.at(j) == "ever" {
 			j++
 		}
@@ -289,6 +298,11 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		if a.role != "assistant" && a.at(i+1) == "that" && !a.hedgedModal(i) && !personal(a.at(i+2)) && a.at(i+2) != "you" && a.at(i+2) != "i" {
 			return "must", false, true
 		}
+	case "requires", "require":
+		// "Every PR requires a review."
+		if a.role != "assistant" && a.quantified(i) {
+			return "must", false, true
+		}
 	case "need":
 		// "All new endpoints need to be behind auth."
 		subj := a.at(i - 1)
@@ -317,6 +331,10 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 	case "has", "have", "needs":
 		// "every change has to stay backwards compatible", "you have
 		// to rebase first": a rule from whoever is not the agent.
+		if p := a.at(i - 1); w == "needs" && next != "to" && a.role != "assistant" && a.quantified(i) && a.isWord(i+1) && p != "it" && p != "this" && p != "that" && !personal(p) {
+			// "Every PR needs a changelog entry."
+			return "must", false, true
+		}
 		if next != "to" || a.role == "assistant" || a.hedgedModal(i) {
 			return "", false, false
 		}
@@ -325,7 +343,7 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		case "", "i", "it", "this", "that", "which", "what", "who", "there", "one", "still", "just", "also", ",", "will", "would", "might", "may":
 			return "", false, false
 		}
-		if w == "have" && subj != "we" && subj != "you" && subj != "always" || w == "needs" && personal(subj) {
+		if w == "have" && subj != "we" && subj != "you" && subj != "always" && !a.quantified(i) || w == "needs" && personal(subj) {
 			return "", false, false
 		}
 		v := a.at(i + 2)
@@ -341,6 +359,21 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			return "must not", true, true
 		}
 		return "must", false, true
+	case "stay", "remain":
+		// "Stay within the existing package layout."
+		if a.role != "assistant" && a.clauseStart(i) {
+			switch next {
+			case "within", "inside", "under", "below", "compatible", "backwards", "backward":
+				return "must", false, true
+			}
+		}
+	case "off-limits", "off":
+		// "Prod is off limits."
+		if a.role != "assistant" && (w == "off-limits" || next == "limits") {
+			if p := a.at(i - 1); p == "is" || p == "are" || p == "stays" {
+				return "must not", true, true
+			}
+		}
 	case "frozen":
 		switch a.at(i - 1) {
 		case "is", "are", "stays", "stay", "remains", "remain", "be":
@@ -375,6 +408,21 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		// "No new dependencies without asking me first."
 		if a.role == "assistant" || !a.clauseStart(i) {
 			return "", false, false
+		}
+		// "No breaking changes to the config format."
+		for j := i + 1; j < len(a.toks); j++ {
+			switch a.at(j) {
+			case "were", "was", "is", "are", "needed", "found", "made", "happened", "detected", "required", "so", "yet":
+				// "No changes were needed": a report.
+				return "", false, false
+			}
+		}
+		for j := i + 1; j < len(a.toks) && j < i+4; j++ {
+			switch a.at(j) {
+			case "changes", "renames", "edits", "dependencies", "deps", "pushes", "force-pushes", "commits", "writes",
+				"deletions", "globals", "panics", "secrets", "breaking", "merges":
+				return "must not", true, true
+			}
 		}
 		for j := i + 1; j < len(a.toks) && j < i+6; j++ {
 			if a.toks[j].kind == tPunct {
@@ -428,7 +476,7 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			}
 		}
 	case "allowed", "permitted":
-		if a.at(i-1) == "not" && (a.at(i-2) == "is" || a.at(i-2) == "are") {
+		if a.at(i-1) == "not" && (a.at(i-2) == "is" || a.at(i-2) == "are" || a.at(i-2) == "you're" || a.at(i-2) == "we're" || a.at(i-2) == "agents" && a.role != "assistant") {
 			return "must not", true, true
 		}
 		// "No force pushes allowed."
@@ -448,6 +496,19 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	}
 	return "", false, false
+}
+
+// quantified reports whether the clause before token i opens with a
+// quantifier over a kind of thing: "every PR", "all new endpoints",
+// "each migration".
+func (a *analysis) quantified(i int) bool {
+	for j := a.clauseFrom(i); j < i; j++ {
+		switch a.at(j) {
+		case "every", "all", "each", "any":
+			return true
+		}
+	}
+	return false
 }
 
 // onlyVerbs may follow an opening "only" ("Only ever write to …").
@@ -571,6 +632,15 @@ func (a *analysis) progressTodo() bool {
 	}
 	if w := a.at(0); (w == "remaining" || w == "pending" || w == "outstanding") && a.at(1) == ":" && len(a.toks) > 3 && a.at(2) != "nothing" && a.at(2) != "none" {
 		return true
+	}
+	// "Next steps: wire the exporter.", "Still to do: the installer."
+	for k := 1; k < len(a.toks) && k < 5; k++ {
+		if a.at(k) == ":" {
+			if todoLabel(a.text[a.toks[0].s:a.toks[k].e]) && k+2 < len(a.toks) && a.at(k+1) != "nothing" && a.at(k+1) != "none" {
+				return true
+			}
+			break
+		}
 	}
 	for i, t := range a.toks {
 		switch t.w {

@@ -84,6 +84,15 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 				return decHit{trig: i, obj: -1, kind: dkAction}, true
 			}
 		}
+	case "change":
+		// "Change of plan: store sessions in Postgres."
+		if a.at(i+1) == "of" && a.at(i+2) == "plan" && (a.at(i+3) == ":" || a.at(i+3) == "," || a.at(i+3) == "—") && i == 0 {
+			return decHit{trig: i, obj: i + 4, kind: dkColon}, true
+		}
+		if a.role == "assistant" || !a.clauseStart(i) {
+			return decHit{}, false
+		}
+		return a.setTo(i)
 	case "decision", "decisions":
 		j := i + 1
 		if a.at(j) == ":" || a.at(j) == "—" {
@@ -168,7 +177,7 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if p := a.at(i - 1); p == "we" || p == "i" {
 			return a.afterAux(i, i+1)
 		}
-	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize", "ditch":
+	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize", "ditch", "scrap", "nix":
 		if w == "use" && a.role != "assistant" && a.notUseBefore(i) >= 0 {
 			// "don't use X for Y, use Z": Z replaces X.
 			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
@@ -182,6 +191,9 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		}
 		return a.imperative(i)
 	case "switching", "switched", "moving", "moved", "migrating", "migrated":
+		if w == "moving" && a.at(i+1) == "forward" {
+			return a.forward(i)
+		}
 		if !a.subjectBefore(i) && !(i == 0 && a.role == "user") {
 			return decHit{}, false
 		}
@@ -228,7 +240,7 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return decHit{}, false
 		}
 		return a.makeSetting(i)
-	case "set", "change", "bump", "raise", "lower":
+	case "set", "bump", "raise", "lower":
 		if a.role == "assistant" || !a.clauseStart(i) {
 			return decHit{}, false
 		}
@@ -301,6 +313,11 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if a.at(i+1) == "is" && a.at(i+2) == "to" {
 			return a.action(i, i+3)
 		}
+	case "replaced", "swapped":
+		// "I replaced the retry loop with the SDK's retries."
+		if a.subjectBefore(i) && a.hasWordAfter(i, "with") && !a.narrationObject(i+1) {
+			return decHit{trig: i, obj: i + 1, kind: dkReplace}, true
+		}
 	case "no":
 		if a.at(i+1) == "more" && a.role == "user" && a.clauseStart(i) && a.isWord(i+2) {
 			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
@@ -309,9 +326,10 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
 		}
 	case "from":
-		if a.at(i+1) == "now" && a.at(i+2) == "on" {
+		if (a.at(i+1) == "now" || a.at(i+1) == "here") && a.at(i+2) == "on" {
 			return a.forward(i)
 		}
+
 	}
 	return decHit{}, false
 }
@@ -399,6 +417,10 @@ func (a *analysis) action(trig, v int) (decHit, bool) {
 // the decision verbs count ("let's run the tests" is narration).
 func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 	if a.at(v) == "not" {
+		// "let's not bother with X": X is dropped.
+		if a.at(v+1) == "bother" && a.at(v+2) == "with" && a.at(trig) != "i'll" {
+			return decHit{trig: trig, obj: v + 3, kind: dkDrop}, true
+		}
 		// "let's not use X": X is dropped.
 		if (a.at(v+1) == "use" || a.at(v+1) == "go") && a.at(trig) != "i'll" {
 			obj := v + 2
@@ -423,6 +445,10 @@ func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 			}
 		case "set", "change", "update", "bump", "raise", "lower", "make":
 			if h, ok := a.setTo(v); ok {
+				return h, true
+			}
+		case "do", "run", "handle", "build", "write", "implement", "manage", "deploy", "test", "parse", "serve":
+			if h, ok := a.toolChoice(trig, v); ok {
 				return h, true
 			}
 		}
@@ -465,8 +491,17 @@ func (a *analysis) forward(i int) (decHit, bool) {
 	}
 	// "…; CircleCI from now on." "we use pnpm from now on."
 	end := i + 3
-	if a.at(i) == "going" {
+	if a.at(i) == "going" || a.at(i) == "moving" {
 		end = i + 2
+	}
+	if i == 0 && a.at(end) == "," && a.role == "user" {
+		// "Moving forward, deploys go through Argo."
+		for j := end + 1; j < len(a.toks); j++ {
+			switch a.at(j) {
+			case "through", "via", "with", "use", "uses", "using":
+				return decHit{trig: i, obj: -1, kind: dkAction}, true
+			}
+		}
 	}
 	if end >= len(a.toks) || a.toks[end].kind == tPunct {
 		c := a.clauseFrom(i)
@@ -503,6 +538,23 @@ func (a *analysis) setTo(i int) (decHit, bool) {
 			return decHit{trig: i, obj: i + 1, kind: dkSet}, true
 		}
 		break
+	}
+	return decHit{}, false
+}
+
+// toolChoice reads "do X with Y" (or using Y) after a verb at v, where Y
+// is a known tool or library: "let's do the migration with alembic".
+func (a *analysis) toolChoice(trig, v int) (decHit, bool) {
+	for j := v + 1; j < len(a.toks) && j < v+8; j++ {
+		if a.toks[j].kind == tPunct {
+			return decHit{}, false
+		}
+		if w := a.at(j); w == "with" || w == "using" || w == "via" || w == "through" {
+			if r, _ := optionRole(strings.ToLower(a.at(j + 1))); r != "" {
+				return decHit{trig: trig, obj: j + 1, kind: dkOption}, true
+			}
+			return decHit{}, false
+		}
 	}
 	return decHit{}, false
 }
@@ -742,7 +794,7 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 			return decHit{}, false
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkReplace}, true
-	case "drop", "ditch":
+	case "drop", "ditch", "scrap", "nix":
 		if a.role == "assistant" || !a.isWord(i+1) && a.at(i+1) != "`" {
 			return decHit{}, false
 		}

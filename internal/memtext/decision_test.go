@@ -33,6 +33,8 @@ func TestFindDecisionKinds(t *testing.T) {
 		{role: "user", text: "Keep using zap.", subject: "logging library", chooses: []string{"zap"}},
 		{role: "user", text: "Stop using the global logger.", subject: "logging library", replaces: []string{"global logger"}},
 		{role: "assistant", text: "The simplest fix is to use a buffered channel.", chooses: []string{"buffered channel"}},
+		{role: "user", text: "Use a sync.Map in `cache/lru.go` instead of the mutex.", subject: "locking", chooses: []string{"sync.map"}, replaces: []string{"mutex"}},
+		{role: "user", text: "Put the request checks in `api/guard.go` instead.", subject: "api/guard.go"},
 		{role: "assistant", text: "I'm going to switch the parser to nom.", subject: "parser", chooses: []string{"nom"}},
 		{role: "assistant", text: "After profiling, I'll use a sync.Pool instead of allocating per request.", chooses: []string{"sync.pool"}, replaces: []string{"allocating per request"}},
 	}

@@ -154,6 +154,38 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 			return
 		}
 	}
+	// A file or directory the sentence names is the area it decides
+	// about: "Use a sync.Map in cache/lru.go."
+	for _, w := range strings.Fields(a.text[a.sn.s:a.sn.e]) {
+		w = strings.Trim(w, "`'\"()[],.;:!?*")
+		if isPath(w) {
+			f.Subject, f.SubjectFrom = w, "the sentence names the file "+quote(w)
+			return
+		}
+	}
+}
+
+// isPath reports whether w reads as a file or directory path of a
+// repository: a slash between name characters, or a name with a source
+// file extension, and no URL.
+func isPath(w string) bool {
+	if len(w) < 3 || strings.Contains(w, "://") || strings.HasPrefix(w, "/") && strings.Count(w, "/") < 2 {
+		return false
+	}
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-", c)) {
+			return false
+		}
+	}
+	if i := strings.IndexByte(w, '/'); i > 0 && i < len(w)-1 {
+		return true
+	}
+	for _, ext := range []string{".go", ".py", ".ts", ".tsx", ".js", ".rs", ".ex", ".exs", ".rb", ".java", ".toml", ".yaml", ".yml", ".json", ".sql", ".css", ".md"} {
+		if strings.HasSuffix(w, ext) && len(w) > len(ext) {
+			return true
+		}
+	}
+	return false
 }
 
 func quote(s string) string { return "\"" + s + "\"" }

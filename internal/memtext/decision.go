@@ -48,7 +48,44 @@ func (a *analysis) decision() (decHit, bool) {
 	if _, _, ok := a.settings(); ok {
 		return decHit{trig: 0, obj: 0, kind: dkSettings}, true
 	}
+	if h, ok := a.insteadOpener(); ok {
+		return h, true
+	}
 	return decHit{}, false
+}
+
+// insteadOpener reads "Instead of X, I injected Y." and "Rather than X,
+// I'll Y.": an opening alternative, then a subject and a verb that is
+// no narration.
+func (a *analysis) insteadOpener() (decHit, bool) {
+	i := 0
+	for i < len(a.toks) && clauseStartFillers[a.at(i)] && a.at(i) != "instead" {
+		i++
+	}
+	if !(a.at(i) == "instead" && a.at(i+1) == "of" || a.at(i) == "rather" && a.at(i+1) == "than") {
+		return decHit{}, false
+	}
+	c := -1
+	for j := i + 2; j < len(a.toks); j++ {
+		if a.at(j) == "," {
+			c = j
+			break
+		}
+	}
+	if c < 0 || !personal(a.at(c+1)) {
+		return decHit{}, false
+	}
+	v := c + 2
+	if a.at(v) == "will" || a.at(v) == "have" || a.at(v) == "decided" || a.at(v) == "just" {
+		v++
+	}
+	if a.at(v) == "to" {
+		v++
+	}
+	if !a.isWord(v) || narrationVerbs[a.at(v)] || narrationVerbs[strings.TrimSuffix(a.at(v), "ed")] || a.at(v) == "not" || hedges[a.at(v)] || a.at(v) == "should" || a.at(v) == "could" {
+		return decHit{}, false
+	}
+	return decHit{trig: c + 1, obj: -1, kind: dkAction}, true
 }
 
 // decisionAt tries every decision pattern whose trigger is token i.
@@ -129,6 +166,10 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 				return a.afterAux(i, i+2)
 			}
 			return decHit{}, false
+		}
+		if a.at(i+1) == "for" && w != "revert" && w != "reverting" && w != "roll" && w != "rolling" && (a.letsBefore(i) || a.clauseStart(i) && a.role == "user") && !a.narrationObject(i+2) && a.isWord(i+2) {
+			// "Let's go for zstd."
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
 		}
 		if a.at(i+1) != "with" || w == "revert" || w == "reverting" || w == "roll" || w == "rolling" {
 			if w == "going" && a.at(i+1) == "forward" {
@@ -288,6 +329,15 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if a.role == "user" && a.at(i+1) == "of" {
 			return a.userAlternative(i)
 		}
+		if a.at(i+1) != "of" && (a.at(i+1) == "" || a.toks[i+1].kind == tPunct) && a.role == "assistant" {
+			// "I'll give each tenant its own pool instead."
+			for j := a.clauseFrom(i); j < i; j++ {
+				if w := a.at(j); (w == "i'll" || w == "we'll" || w == "let's") && !narrationVerbs[a.at(j+1)] {
+					return decHit{trig: i, obj: -1, kind: dkAction}, true
+				}
+			}
+			return decHit{}, false
+		}
 		if a.role != "user" || a.at(i+1) == "of" || !(a.at(i+1) == "" || a.toks[i+1].kind == tPunct) {
 			return decHit{}, false
 		}
@@ -304,6 +354,10 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		}
 		return decHit{trig: i, obj: -1, kind: dkAction}, true
 	case "fix", "approach", "solution", "option", "way", "choice":
+		if w == "option" && a.role == "user" && i == 0 && len(a.toks) <= 5 && a.isWord(1) && (hasDigit(a.at(1)) || len(a.at(1)) == 1) {
+			// "Option 2 please." "Option B."
+			return decHit{trig: i, obj: i, kind: dkOption}, true
+		}
 		// "The simplest fix is to …", "the best approach is to use …"
 		switch a.at(i - 1) {
 		case "best", "simplest", "right", "cleanest", "safest", "correct", "proper", "better", "chosen", "preferred", "real":
@@ -312,6 +366,20 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		}
 		if a.at(i+1) == "is" && a.at(i+2) == "to" {
 			return a.action(i, i+3)
+		}
+	case "ended":
+		// "I ended up using errgroup."
+		if a.at(i+1) == "up" && a.subjectBefore(i) {
+			switch a.at(i + 2) {
+			case "using", "choosing", "picking", "keeping":
+				return decHit{trig: i, obj: i + 3, kind: dkOption}, true
+			case "going", "sticking":
+				if a.at(i+3) == "with" {
+					return decHit{trig: i, obj: i + 4, kind: dkOption}, true
+				}
+			case "switching", "moving", "migrating":
+				return a.switchTo(i, i+3)
+			}
 		}
 	case "replaced", "swapped":
 		// "I replaced the retry loop with the SDK's retries."
@@ -819,7 +887,7 @@ func (a *analysis) switchTo(trig, v int) (decHit, bool) {
 	if to < 0 {
 		// "move the config parsing into its own package": a change of
 		// structure, no option named.
-		if w := a.at(trig); (w == "move" || w == "let's" || w == "lets" || w == "we'll") && a.hasWordAfter(v, "into") && a.role != "assistant" {
+		if w := a.at(trig); (w == "move" && a.role != "assistant" || w == "let's" || w == "lets" || w == "we'll" || w == "i'll") && a.hasWordAfter(v, "into") && !a.narrationObject(v) {
 			return decHit{trig: trig, obj: -1, kind: dkAction}, true
 		}
 		return decHit{}, false
@@ -965,7 +1033,7 @@ var optionStop = map[string]bool{
 	"as": true, "when": true, "if": true, "unless": true, "until": true, "with": true, "from": true, "not": true,
 	"than": true, "and": true, "but": true, "which": true, "that": true, "now": true, "going": true, "over": true,
 	"in": true, "on": true, "last": true, "by": true, "here": true, "there": true, "then": true, "too": true,
-	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true,
+	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true, "please": true,
 }
 
 // phrase returns the option phrase starting at token i, lowercased and

@@ -866,6 +866,17 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 		if a.role == "assistant" || !a.isWord(i+1) && a.at(i+1) != "`" {
 			return decHit{}, false
 		}
+		for j := i + 1; j < len(a.toks); j++ {
+			if a.toks[j].kind == tPunct {
+				break
+			}
+			switch a.at(j) {
+			case "before", "after", "from", "when", "where", "if", "that", "which", "with", "whose", "older", "without":
+				// "Drop duplicate invoices before loading": a step of
+				// processing data, not an option given up.
+				return decHit{}, false
+			}
+		}
 		return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
 	}
 	return decHit{}, false

@@ -128,6 +128,8 @@ func TestFindPhrasingNegatives(t *testing.T) {
 		{"user", "Keep going."},
 		{"user", "Keep in mind the API is slow."},
 		{"user", "Keep the diff small."},
+		{"user", "Now drop duplicate rows before saving."},
+		{"user", "Drop records with a null id."},
 		{"assistant", "Instead of guessing, I checked the logs."},
 		{"assistant", "Rather than that, I think we should wait for CI."},
 		{"assistant", "I'll run the tests instead."},

@@ -94,6 +94,8 @@ func TestSubjectsAgree(t *testing.T) {
 		{"Switch to Atlas for migrations.", "Use goose to run the migrations.", "We decided to use Flyway.", "Let's go with dbmate for schema migrations."},
 		{"Use zerolog for logging.", "We're switching the logger to slog.", "Stick with logrus."},
 		{"Let's use pnpm.", "Switch to yarn as the package manager.", "We'll use npm instead of bun."},
+		{"Use Sentry for crash reporting.", "We're moving off Sentry; Rollbar from now on.", "Stick with bugsnag."},
+		{"Keep LaunchDarkly for feature flags.", "Switch to Unleash.", "Let's go with flagsmith for feature flags."},
 	}
 	for _, g := range groups {
 		want := ""

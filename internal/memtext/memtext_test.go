@@ -23,7 +23,7 @@ func TestFindDecisionFields(t *testing.T) {
 		{text: "Decision: database: Postgres", subject: "database", key: "database postgres", chooses: []string{"postgres"}},
 		{text: "Use errgroup for the fan-out.", subject: "fan-out", key: "errgroup for the fan-out", chooses: []string{"errgroup"}},
 		{text: "Let's use Redis instead of Memcached.", subject: "cache", key: "redis instead of memcached", chooses: []string{"redis"}, replaces: []string{"memcached"}},
-		{text: "We will use gRPC rather than REST.", key: "grpc rather than rest", chooses: []string{"grpc"}, replaces: []string{"rest"}},
+		{text: "We will use gRPC rather than REST.", subject: "api style", key: "grpc rather than rest", chooses: []string{"grpc"}, replaces: []string{"rest"}},
 		{text: "Switch the logger from logrus to slog.", subject: "logging library", key: "switch the logger from logrus to slog", chooses: []string{"slog"}, replaces: []string{"logrus"}},
 		{text: "Replace the retry loop with backoff.Retry.", subject: "retries", key: "replace the retry loop with backoff.retry", chooses: []string{"backoff.retry"}, replaces: []string{"retry loop"}},
 		{text: "We no longer use the v1 client.", key: "no longer use the v1 client", replaces: []string{"v1 client"}},

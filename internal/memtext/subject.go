@@ -31,7 +31,7 @@ func init() {
 	add(optionRoles, "cache", "redis memcached valkey dragonfly")
 	add(optionRoles, "queue", "kafka rabbitmq nats sqs pubsub celery sidekiq bullmq")
 	add(optionRoles, "http client", "axios fetch requests httpx aiohttp resty reqwest got")
-	add(optionRoles, "web framework", "express fastapi flask django gin echo fiber chi gorilla/mux rails sinatra nestjs koa hono actix axum")
+	add(optionRoles, "web framework", "express fastapi flask django gin echo fiber chi gorilla/mux httprouter rails sinatra nestjs koa hono actix axum")
 	add(optionRoles, "ui framework", "react vue svelte angular solid preact htmx")
 	add(optionRoles, "styling", "tailwind tailwindcss bootstrap sass scss styled-components emotion")
 	add(optionRoles, "orm", "gorm ent sqlalchemy sequelize typeorm prisma drizzle sqlx sqlc diesel activerecord")
@@ -39,6 +39,26 @@ func init() {
 	add(optionRoles, "serialization format", "json protobuf msgpack cbor avro yaml toml")
 	add(optionRoles, "container runtime", "docker podman containerd")
 	add(optionRoles, "numeric precision", "bf16 fp16 fp32 fp8 int8 bfloat16 float16 float32 tf32")
+	add(optionRoles, "error tracking", "sentry rollbar bugsnag honeybadger")
+	add(optionRoles, "metrics", "prometheus datadog grafana statsd influxdb victoriametrics newrelic")
+	add(optionRoles, "tracing", "opentelemetry otel jaeger zipkin tempo honeycomb")
+	add(optionRoles, "secrets manager", "vault sops doppler 1password infisical")
+	add(optionRoles, "feature flags", "launchdarkly unleash flagsmith growthbook")
+	add(optionRoles, "search engine", "elasticsearch opensearch meilisearch typesense solr algolia")
+	add(optionRoles, "vector store", "pinecone weaviate qdrant pgvector chroma milvus faiss")
+	add(optionRoles, "auth provider", "auth0 clerk keycloak cognito okta supabase-auth")
+	add(optionRoles, "object storage", "s3 gcs minio r2")
+	add(optionRoles, "infrastructure tool", "terraform pulumi opentofu cloudformation cdk ansible")
+	add(optionRoles, "orchestrator", "kubernetes k8s nomad ecs swarm")
+	add(optionRoles, "reverse proxy", "nginx caddy traefik envoy haproxy")
+	add(optionRoles, "api style", "grpc rest graphql trpc")
+	add(optionRoles, "password hashing", "bcrypt argon2 argon2id scrypt pbkdf2")
+	add(optionRoles, "validation library", "pydantic marshmallow zod yup joi valibot")
+	add(optionRoles, "dataframe library", "pandas polars dask")
+	add(optionRoles, "ml framework", "pytorch torch tensorflow jax keras")
+	add(optionRoles, "experiment tracking", "wandb mlflow neptune comet tensorboard")
+	add(optionRoles, "optimizer", "adam adamw sgd lion adafactor")
+	add(optionRoles, "deployment", "helm kustomize argocd argo flux")
 
 	add(cueRoles, "migration tool", "migration migrations migrate migrating schema-migrations")
 	add(cueRoles, "logging library", "logging logger loggers")
@@ -62,12 +82,29 @@ func init() {
 	add(cueRoles, "authentication", "auth authentication login")
 	add(cueRoles, "deployment", "deploy deploys deployment hosting")
 	add(cueRoles, "numeric precision", "precision")
+	add(cueRoles, "error tracking", "error-tracking crash-reporting")
+	add(cueRoles, "metrics", "metrics monitoring")
+	add(cueRoles, "tracing", "tracing traces")
+	add(cueRoles, "secrets manager", "secrets")
+	add(cueRoles, "feature flags", "feature-flags")
+	add(cueRoles, "vector store", "embeddings vector-store")
+	add(cueRoles, "object storage", "object-storage")
+	add(cueRoles, "infrastructure tool", "infra infrastructure")
+	add(cueRoles, "orchestrator", "orchestration orchestrator")
+	add(cueRoles, "reverse proxy", "reverse-proxy")
+	add(cueRoles, "password hashing", "hashing")
+	add(cueRoles, "validation library", "validation")
+	add(cueRoles, "optimizer", "optimizer")
+	add(cueRoles, "web framework", "router routing")
+	add(cueRoles, "serialization format", "serialization encoding wire-format")
 }
 
 // twoWordCues are cues of two words, joined by '-' before lookup.
 var twoWordCues = map[string]bool{
 	"package manager": true, "build backend": true, "build system": true, "test runner": true, "test framework": true,
 	"http client": true, "rate limit": true, "rate limiting": true, "cli parsing": true, "schema migrations": true,
+	"error tracking": true, "crash reporting": true, "feature flags": true, "vector store": true, "object storage": true,
+	"reverse proxy": true, "wire format": true,
 }
 
 // roleOfWords returns the subject a run of lowercased words names, and
@@ -116,15 +153,15 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 		// The head of the named phrase says the job: "retry queue" is a
 		// queue, "webhook retries" are retries.
 		ws := strings.Fields(named)
-		if r, w := roleOfWords(ws[len(ws)-1:], cueRoles); r != "" {
-			f.Subject, f.SubjectFrom = r, "names "+quote(w)
-			return
-		}
 		if n := len(ws); n >= 2 {
 			if r, w := roleOfWords(ws[n-2:], cueRoles); r != "" && strings.Contains(w, " ") {
 				f.Subject, f.SubjectFrom = r, "names "+quote(w)
 				return
 			}
+		}
+		if r, w := roleOfWords(ws[len(ws)-1:], cueRoles); r != "" {
+			f.Subject, f.SubjectFrom = r, "names "+quote(w)
+			return
 		}
 		if r, _ := optionRole(named); r != "" {
 			f.Subject, f.SubjectFrom = r, "names "+quote(named)

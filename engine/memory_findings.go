@@ -673,7 +673,7 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 			if a.Status != "open" || a.Thread.Kind != "failing_test" {
 				continue
 			}
-			if a.Commands[0] == norm || covers(norm, a.Commands[0]) {
+			if slices.Contains(a.Commands, norm) || covers(norm, a.Commands[0]) || namesTest(norm, a.Thread.Test) {
 				m.close(a, ev, "a later run passed: "+capText(norm, 120))
 			}
 		}
@@ -748,6 +748,10 @@ func toolWord(cmd string) string {
 	}
 	if len(f) > 1 && !strings.HasPrefix(f[1], "-") && !strings.ContainsAny(f[1], "/.") {
 		w += " " + f[1]
+		// "npm run build" is not "npm run dev".
+		if (f[1] == "run" || f[1] == "exec" || f[1] == "x") && len(f) > 2 && !strings.HasPrefix(f[2], "-") && !strings.ContainsAny(f[2], "/") {
+			w += " " + f[2]
+		}
 	}
 	return w
 }
@@ -799,6 +803,29 @@ func (m *miner) succeeded(ev *Event, cmd string) {
 			m.close(a, ev, "a later run succeeded: "+capText(cmd, 120))
 		}
 	}
+}
+
+// namesTest reports whether a test command runs the test name by name:
+// "go test -run TestEvict ./cache", "pytest tests/test_x.py::test_y",
+// "pytest -k test_y".
+func namesTest(cmd, name string) bool {
+	if name == "" || strings.ContainsAny(name, " ") {
+		return false
+	}
+	base := name
+	if i := strings.LastIndex(base, "::"); i >= 0 {
+		base = base[i+2:]
+	}
+	if i := strings.IndexByte(base, '/'); i > 0 && !strings.Contains(name, "::") {
+		base = base[:i] // TestFoo/sub runs under TestFoo
+	}
+	for _, f := range strings.Fields(cmd) {
+		f = strings.Trim(f, "'\"^$")
+		if f == name || f == base || strings.HasSuffix(f, "::"+base) {
+			return true
+		}
+	}
+	return false
 }
 
 // covers reports whether a passing run of cmd covers a failing run of

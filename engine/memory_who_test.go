@@ -160,6 +160,14 @@ func TestDeriveMemoryFailureThreads(t *testing.T) {
 	l.result("t2", "Exit code 1\n--- FAIL: TestEvict (0.00s)\nFAIL\tx/engine\t0.01s", true)
 	l.reply(use("b4", "Bash", map[string]any{"command": "go build ./..."}))
 	l.result("b4", "", false)
+	l.reply(use("n1", "Bash", map[string]any{"command": "npm run build"}))
+	l.result("n1", "Exit code 1\nerror: Cannot resolve theme", true)
+	l.reply(use("n2", "Bash", map[string]any{"command": "npm run dev"}))
+	l.result("n2", "ready on :3000", false)
+	l.reply(use("p1", "Bash", map[string]any{"command": "pytest tests/test_io.py"}))
+	l.result("p1", "FAILED tests/test_io.py::test_roundtrip - AssertionError\n1 failed, 3 passed in 0.1s", true)
+	l.reply(use("p2", "Bash", map[string]any{"command": "pytest tests/test_io.py::test_roundtrip"}))
+	l.result("p2", "1 passed in 0.05s", false)
 	l.reply(textBlock("The build passes; TestEvict still fails."))
 	_, arts := deriveLog(t, l)
 	kinds := map[string][]Artifact{}
@@ -170,8 +178,11 @@ func TestDeriveMemoryFailureThreads(t *testing.T) {
 		}
 	}
 	f := kinds["failure"]
-	if len(f) != 2 {
-		t.Fatalf("failure threads = %d, want 2 (build, import): %+v", len(f), f)
+	if len(f) != 3 {
+		t.Fatalf("failure threads = %d, want 3 (go build, import, npm run build): %+v", len(f), f)
+	}
+	if f[2].Status != "open" || !strings.Contains(f[2].Title, "Cannot resolve theme") {
+		t.Errorf("npm run build thread closed by npm run dev: %s %q %s", f[2].Status, f[2].Title, f[2].Thread.Why)
 	}
 	if f[0].Status != "closed" || !strings.HasPrefix(f[0].Title, "Build fails: ") || len(f[0].Evidence) < 3 {
 		t.Errorf("build thread: %s %q evidence %d", f[0].Status, f[0].Title, len(f[0].Evidence))
@@ -179,8 +190,12 @@ func TestDeriveMemoryFailureThreads(t *testing.T) {
 	if f[1].Status != "open" || !strings.Contains(f[1].Title, "No module named 'yaml'") {
 		t.Errorf("import thread: %s %q", f[1].Status, f[1].Title)
 	}
-	if ft := kinds["failing_test"]; len(ft) != 1 || !strings.HasPrefix(ft[0].Title, "Test TestEvict fails") || ft[0].Status != "open" || len(ft[0].Commands) != 2 {
-		t.Errorf("failing test threads = %+v", ft)
+	ft := kinds["failing_test"]
+	if len(ft) != 2 || !strings.HasPrefix(ft[0].Title, "Test TestEvict fails") || ft[0].Status != "open" || len(ft[0].Commands) != 2 {
+		t.Fatalf("failing test threads = %+v", ft)
+	}
+	if ft[1].Thread.Test != "tests/test_io.py::test_roundtrip" || ft[1].Status != "closed" {
+		t.Errorf("pytest thread: %q %s, want closed by the run naming it", ft[1].Thread.Test, ft[1].Status)
 	}
 }
 

@@ -126,6 +126,20 @@ func (a *analysis) constraint() (string, bool, bool) {
 func (a *analysis) constraintAt(i int) (string, bool, bool) {
 	w := a.toks[i].w
 	next := a.at(i + 1)
+	if a.role == "assistant" {
+		// The agent's imperatives are advice to the reader ("Make sure
+		// you have Node 18", "Never commit your .env", "You must restart
+		// the server"), not the project's rules; its "X must …" about the
+		// code is kept.
+		switch w {
+		case "never", "always", "do", "don't", "dont", "make":
+			return "", false, false
+		case "must", "mustn't":
+			if a.at(i-1) == "you" {
+				return "", false, false
+			}
+		}
+	}
 	switch w {
 	case "must", "mustn't":
 		subj := a.at(i - 1)

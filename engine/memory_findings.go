@@ -12,12 +12,15 @@ import (
 // message or system prompt.
 //
 // Only the user's own words are the user's: what a person typed in a
-// prompt of the session's own threads (not a subagent's or teammate's
-// prompt, which the parent agent wrote; not a system reminder, hook
+// prompt of the session's own threads (not a system reminder, hook
 // output or pasted document, which promptText and typedText remove).
-// Answers through a question tool and approved plans come through
-// toolAnswers. A compaction summary is the agent's account of the work:
-// only its list of work still to do is read, as threads.
+// Answers through a question tool, approved plans and the reasons for
+// rejected tool calls come through toolAnswers. The prompt the agent
+// gives a subagent or teammate is the agent's: its rules hold for that
+// agent only (scope subagent); the rest of a subagent's conversation is
+// not mined. A compaction summary is the agent's account of the work:
+// its list of work still to do becomes threads, its choices the agent's
+// decisions.
 func (m *miner) findings(t *mtask, ev *Event) {
 	role := ev.Role
 	if ev.Kind == KindSystem {

@@ -176,17 +176,33 @@ type Decision struct {
 	// Subject is what the decision is about, when the sentence names it
 	// ("database" in "for the database, use SQLite"); Chooses and
 	// Replaces are the options it takes and drops ("instead of Y").
-	Subject  string   `json:"subject,omitempty"`
-	Chooses  []string `json:"chooses,omitempty"`
-	Replaces []string `json:"replaces,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// Context is the sentence before the statement, which may say what
+	// it is about when the statement does not.
+	Context string `json:"context,omitempty"`
+	// SubjectFrom says why Subject is what it is ("\"atlas\" is a
+	// migration tool", "the sentence says \"migrations\"").
+	SubjectFrom string   `json:"subject_from,omitempty"`
+	Chooses     []string `json:"chooses,omitempty"`
+	Replaces    []string `json:"replaces,omitempty"`
 	// Role is who stated it: user or assistant. Count is how many times
 	// it was stated.
 	Role  string `json:"role"`
 	Count int    `json:"count"`
+	// Via is how it was stated when not in a typed prompt or a message:
+	// "answer" (the user's answer through a question tool), "plan" (a
+	// plan the user approved), "rejection" (the reason the user gave for
+	// rejecting a tool call), "subagent prompt" (the agent's prompt to a
+	// subagent or teammate), "summary" (the agent's compaction summary).
+	Via string `json:"via,omitempty"`
 	// Supersedes are the ids of the earlier decisions this one replaces;
 	// SupersededBy the id of the later one that replaced this.
 	Supersedes   []string `json:"supersedes,omitempty"`
 	SupersededBy string   `json:"superseded_by,omitempty"`
+	// SupersedesWhy says why it replaced the last decision it
+	// supersedes: "same subject, migration tool: atlas instead of goose",
+	// "drops goose".
+	SupersedesWhy string `json:"supersedes_why,omitempty"`
 }
 
 // Constraint is a requirement stated in a session.
@@ -198,11 +214,16 @@ type Constraint struct {
 	// Scope is session or task: a system prompt's constraints, the
 	// user's in the session's first task, and any that say they hold
 	// beyond the task ("always", "never", "from now on", "in this
-	// project") are session-wide; the rest are task-local. Source is
-	// user, assistant or system.
+	// project") are session-wide; the rest are task-local. A rule the
+	// agent gave a subagent or teammate in its prompt has scope subagent:
+	// it holds for that agent, not the session. Source is user,
+	// assistant or system.
 	Scope  string `json:"scope"`
 	Source string `json:"source"`
 	Count  int    `json:"count"`
+	// Via is how the user stated it when not in a typed prompt (see
+	// Decision.Via).
+	Via string `json:"via,omitempty"`
 	// Supersedes and SupersededBy link a constraint restated the other
 	// way round ("must" then "must not" on the same subject).
 	Supersedes   []string `json:"supersedes,omitempty"`
@@ -211,13 +232,19 @@ type Constraint struct {
 
 // Thread is an open thread.
 type Thread struct {
-	// Kind is todo, fixme, blocker, question or failing_test.
+	// Kind is todo, fixme, blocker, question, failing_test or failure
+	// (a command that failed with an error: a build, an import, a CI
+	// job).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
 	// File is the file a TODO or FIXME was written into; Test the test
 	// command or name that failed.
 	File string `json:"file,omitempty"`
 	Test string `json:"test,omitempty"`
+	// From is "summary" for an item of a compaction summary's list of
+	// work still to do; a later summary that no longer lists it closes
+	// it.
+	From string `json:"from,omitempty"`
 	// ClosedBy is the event that resolved the thread (the edit that
 	// removed the TODO, the test run that passed, the reply), with Why.
 	ClosedBy *Evidence `json:"closed_by,omitempty"`

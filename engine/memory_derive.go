@@ -405,6 +405,7 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev, res *Event, lastTest **Comma
 		return
 	}
 	o := a.Outcome
+	m.toolAnswers(t, ev, res)
 	args := toolArgs(ev)
 	failed := res != nil && res.Tool != nil && res.Tool.IsError
 	for _, fe := range memtext.FileEdits(ev.Tool.Name, args, ev.Text) {
@@ -456,6 +457,14 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev, res *Event, lastTest **Comma
 			*lastTest = &c
 		}
 		m.testThreads(t, ev, res, cmd, tr)
+	}
+	if !tr.IsTest || !memtext.IsTestCommand(cmd) {
+		switch {
+		case known && exit == 0 && !failed:
+			m.succeeded(ev, cmd)
+		case (known && exit != 0 || failed) && !strings.Contains(output, "tool use was rejected"):
+			m.failure(t, ev, cmd, memtext.FirstErrorLine(output), output)
+		}
 	}
 	o.Commands = append(o.Commands, c)
 	a.Commands = addUnique(a.Commands, capText(cmd, 300))
@@ -542,13 +551,27 @@ func describeArtifact(a *Artifact) string {
 		if d.Rationale != "" {
 			fmt.Fprintf(&b, "Why: %s\n", d.Rationale)
 		}
-		fmt.Fprintf(&b, "Stated by the %s in %s", d.Role, where)
+		if d.Context != "" {
+			fmt.Fprintf(&b, "Context: %s\n", d.Context)
+		}
+		if d.Subject != "" {
+			fmt.Fprintf(&b, "Subject: %s", d.Subject)
+			if d.SubjectFrom != "" {
+				fmt.Fprintf(&b, " (%s)", d.SubjectFrom)
+			}
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "Stated by the %s%s in %s", d.Role, viaText(d.Via), where)
 		if d.Count > 1 {
 			fmt.Fprintf(&b, ", %d times", d.Count)
 		}
 		b.WriteString(".\n")
 		if len(d.Supersedes) > 0 {
-			fmt.Fprintf(&b, "Supersedes: %s\n", strings.Join(d.Supersedes, ", "))
+			fmt.Fprintf(&b, "Supersedes: %s", strings.Join(d.Supersedes, ", "))
+			if d.SupersedesWhy != "" {
+				fmt.Fprintf(&b, " (%s)", d.SupersedesWhy)
+			}
+			b.WriteByte('\n')
 		}
 		if d.SupersededBy != "" {
 			fmt.Fprintf(&b, "Superseded by: %s\n", d.SupersededBy)
@@ -556,7 +579,7 @@ func describeArtifact(a *Artifact) string {
 	case a.Constraint != nil:
 		c := a.Constraint
 		fmt.Fprintf(&b, "Constraint (%s, %s scope, %s): %s\n", a.Status, c.Scope, c.Modal, c.Statement)
-		fmt.Fprintf(&b, "Stated by the %s in %s", c.Source, where)
+		fmt.Fprintf(&b, "Stated by the %s%s in %s", c.Source, viaText(c.Via), where)
 		if c.Count > 1 {
 			fmt.Fprintf(&b, ", %d times", c.Count)
 		}
@@ -585,6 +608,24 @@ func describeArtifact(a *Artifact) string {
 		}
 	}
 	return b.String()
+}
+
+// viaText says how the user stated a decision or constraint that was no
+// typed prompt.
+func viaText(via string) string {
+	switch via {
+	case "answer":
+		return " (an answer to the agent's question)"
+	case "plan":
+		return " (a plan the user approved)"
+	case "rejection":
+		return " (the reason for rejecting a tool call)"
+	case "subagent prompt":
+		return " (in its prompt to a subagent)"
+	case "summary":
+		return " (in a compaction summary)"
+	}
+	return ""
 }
 
 // agentCLI reports whether a session is a known coding agent's, whose

@@ -10,6 +10,17 @@ import (
 
 // findings takes the decisions, constraints and prose threads of one
 // message or system prompt.
+//
+// Only the user's own words are the user's: what a person typed in a
+// prompt of the session's own threads (not a system reminder, hook
+// output or pasted document, which promptText and typedText remove).
+// Answers through a question tool, approved plans and the reasons for
+// rejected tool calls come through toolAnswers. The prompt the agent
+// gives a subagent or teammate is the agent's: its rules hold for that
+// agent only (scope subagent); the rest of a subagent's conversation is
+// not mined. A compaction summary is the agent's account of the work:
+// its list of work still to do becomes threads, its choices the agent's
+// decisions.
 func (m *miner) findings(t *mtask, ev *Event) {
 	role := ev.Role
 	if ev.Kind == KindSystem {
@@ -20,10 +31,29 @@ func (m *miner) findings(t *mtask, ev *Event) {
 		// the same boilerplate in every session.
 		return
 	}
+	if ev.Kind == KindMessage && !m.ownThread(ev.Thread) {
+		if ev.Role == "user" && m.delegated(ev.Thread) {
+			// The parent agent's prompt to a subagent or teammate: its
+			// rules hold for that agent (scope subagent), its choices are
+			// the parent agent's.
+			if text := promptText(ev); strings.TrimSpace(text) != "" {
+				m.mine(t, ev, "assistant", "subagent prompt", m.text(text), false)
+			}
+		}
+		return
+	}
 	var text string
 	switch {
+	case role == "user" && ev.Meta == "compact_summary":
+		// The summary is the agent's account of its work: its choices
+		// are the agent's decisions; the user's words it quotes are not
+		// the user's saying them again.
+		text := m.text(ev.Text)
+		m.summaryTodos(t, ev, text)
+		m.mine(t, ev, "assistant", "summary", text, true)
+		return
 	case role == "user":
-		text = promptText(ev)
+		text = typedText(promptText(ev))
 	case role == "assistant" || role == "system":
 		text = ev.Text
 	}
@@ -31,21 +61,260 @@ func (m *miner) findings(t *mtask, ev *Event) {
 		return
 	}
 	text = m.text(text)
-	for _, f := range memtext.Find(text, memtext.FindOptions{Role: role}) {
+	m.mine(t, ev, role, "", text, false)
+	if role == "assistant" {
+		for _, item := range memtext.TodoList(text) {
+			m.todoItem(t, ev, item)
+		}
+		if memtext.AllDone(text) {
+			for _, o := range m.list(m.threads) {
+				a := m.threads[o.ID]
+				if a.Status == "open" && (a.Thread.Kind == "todo" || a.Thread.Kind == "blocker") && a.Thread.File == "" && a.Evidence[0].Seq < ev.Seq {
+					m.close(a, ev, "the agent reported the work done: "+capText(firstLine(text, 160), 160))
+				}
+			}
+		}
+	}
+}
+
+// mine files the findings of text, said by role (via says how, for the
+// user's words that are no typed prompt); decisionsOnly keeps only the
+// decisions (of an approved plan).
+func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly bool) {
+	read := role
+	if via == "subagent prompt" {
+		// A prompt reads like a user's: imperatives are instructions.
+		read = "user"
+	}
+	for _, f := range memtext.Find(text, memtext.FindOptions{Role: read}) {
 		switch string(f.Type) {
 		case "decision":
-			m.decision(t, ev, role, f, text)
+			m.decision(t, ev, role, via, f)
 		case "constraint":
-			m.constraint(t, ev, role, f)
+			if !decisionsOnly {
+				m.constraint(t, ev, role, via, f)
+			}
 		case "todo", "fixme", "blocker":
-			if role == "assistant" {
+			if role == "assistant" && via == "" {
 				m.proseThread(t, ev, f)
 			}
 		}
-		if role == "assistant" {
+		if role == "assistant" && via == "" {
 			m.resolveProse(ev, f)
 		}
 	}
+}
+
+// ownThread reports whether thread th is one of the session's own
+// conversations: a main thread that is not a subagent's.
+func (m *miner) ownThread(th int) bool {
+	if m.agentThread(th) {
+		return false
+	}
+	// An imported session's busiest thread may be a subagent's; its
+	// first thread is then the session's own.
+	return m.isMain(th) || th == 1 && m.agentThread(m.main)
+}
+
+// delegated reports whether thread th is a subagent or teammate that the
+// session's agent started with a prompt of its own (not the agent
+// harness's compaction agent, whose prompt is boilerplate).
+func (m *miner) delegated(th int) bool {
+	for _, a := range m.s.Agents {
+		if a.Thread == th && th != 1 {
+			return !strings.HasPrefix(a.ID, "acompact")
+		}
+	}
+	return false
+}
+
+// agentThread reports whether thread th is a subagent's or teammate's.
+func (m *miner) agentThread(th int) bool {
+	for _, a := range m.s.Agents {
+		if a.Thread == th && th != 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// typedText returns what the user typed of a prompt: a document pasted
+// after a short lead-in ("Does this doc page help?", "Man page:") is
+// evidence, not the user's words, so the long tail after a lead-in
+// ending in ':' or '?' is cut, keeping a short closing paragraph.
+func typedText(p string) string {
+	const pasted = 1500
+	if len(p) < pasted {
+		return p
+	}
+	paras := strings.Split(p, "\n\n")
+	n := 0
+	for i, para := range paras {
+		n += len(para) + 2
+		t := strings.TrimSpace(para)
+		if (strings.HasSuffix(t, ":") || strings.HasSuffix(t, "?")) && leadIn(t) {
+			if len(p)-n >= pasted {
+				kept := strings.Join(paras[:i+1], "\n\n")
+				if last := strings.TrimSpace(paras[len(paras)-1]); len(paras) > i+2 && len(last) < 300 && !strings.HasSuffix(last, ":") {
+					kept += "\n\n" + last
+				}
+				return kept
+			}
+		}
+		if n > 2*pasted {
+			break
+		}
+	}
+	return p
+}
+
+// leadIn reports whether a paragraph introduces something pasted: it
+// names a document, output or message ("does this doc page help?", "Man
+// page:", "here's the log:", "this is their analysis").
+func leadIn(p string) bool {
+	l := strings.ToLower(p)
+	for _, w := range []string{"doc", "page", "output", "log", "error", "trace", "here is", "here's", "below", "paste",
+		"article", "readme", "spec", "transcript", "email", "message", "analysis", "review", "this is", "manual", "reference"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// summaryTodos opens a thread for each item of a compaction summary's
+// list of work still to do, and closes the items of earlier summaries
+// this one no longer lists.
+func (m *miner) summaryTodos(t *mtask, ev *Event, text string) {
+	items := memtext.TodoList(text)
+	keep := map[string]bool{}
+	for _, item := range items {
+		keep[artifactID("thr", m.s.ID, "todo", memtext.Normalize(item))] = true
+	}
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status == "open" && a.Thread.From == "summary" && !keep[a.ID] {
+			m.close(a, ev, "a later summary no longer lists it")
+		}
+	}
+	for _, item := range items {
+		a := m.todoItem(t, ev, item)
+		a.Thread.From = "summary"
+	}
+}
+
+// todoItem opens a thread for an item of a list of work still to do, or
+// restates the open one that says the same in other words.
+func (m *miner) todoItem(t *mtask, ev *Event, item string) *Artifact {
+	f := memtext.Finding{Type: memtext.TypeTodo, Sentence: item, Key: memtext.Normalize(item)}
+	if m.threads[artifactID("thr", m.s.ID, "todo", f.Key)] == nil {
+		terms := itemTerms(item)
+		for _, o := range m.list(m.threads) {
+			a := m.threads[o.ID]
+			if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && similar(terms, itemTerms(a.Thread.Text)) {
+				a.Last = ev.Time
+				if len(a.Evidence) < 32 {
+					a.Evidence = append(a.Evidence, evidence(ev))
+				}
+				return a
+			}
+		}
+	}
+	return m.proseThread(t, ev, f)
+}
+
+// itemTerms returns the terms of a list item with "add/update" split in
+// two, sorted and unique.
+func itemTerms(s string) []string {
+	var out []string
+	for _, t := range memtext.Terms(s) {
+		if strings.Contains(t, "/") && !strings.Contains(t, ".") {
+			out = append(out, strings.Split(t, "/")...)
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// toolAnswers takes the user's words that come back through a tool
+// result: the answers to a question tool (AskUserQuestion), a plan the
+// user approved (ExitPlanMode: its choices are decisions), and the reason
+// the user gave for rejecting a tool call.
+func (m *miner) toolAnswers(t *mtask, call, res *Event) {
+	if call.Tool == nil || res == nil || res.Tool == nil || !m.ownThread(call.Thread) {
+		return
+	}
+	text := m.text(res.Text)
+	const why = "The user provided the following reason for the rejection:"
+	if i := strings.Index(text, why); i >= 0 {
+		m.mine(t, res, "user", "rejection", strings.TrimSpace(text[i+len(why):]), false)
+		return
+	}
+	if res.Tool.IsError {
+		return
+	}
+	switch call.Tool.Name {
+	case "AskUserQuestion":
+		args := toolArgs(call)
+		for _, qa := range memtext.ToolAnswers(text) {
+			m.answer(t, res, qa[0], qa[1], questionHeader(args, qa[0]))
+			// The question was a thread from the call to the answer.
+			id := artifactID("thr", m.s.ID, "question", fmt.Sprint(call.Seq), memtext.Normalize(qa[0]))
+			q := m.base(ArtifactThread, id, t, call)
+			q.Thread = &Thread{Kind: "question", Text: capText(qa[0], 400)}
+			q.Title = capText("question: "+qa[0], 160)
+			q.Symbols = memtext.Identifiers(qa[0])
+			m.close(q, res, "the user answered: "+capText(qa[1], 160))
+			m.threads[id] = q
+		}
+	case "ExitPlanMode":
+		if !strings.Contains(text, "approved your plan") {
+			return
+		}
+		if plan := str(toolArgs(call), "plan"); plan != "" {
+			m.mine(t, res, "user", "plan", m.text(plan), true)
+		}
+	}
+}
+
+// questionHeader returns the header of the question q in an
+// AskUserQuestion call's arguments, or "".
+func questionHeader(args map[string]any, q string) string {
+	qs, _ := args["questions"].([]any)
+	for _, x := range qs {
+		if o, ok := x.(map[string]any); ok && str(o, "question") == q {
+			return str(o, "header")
+		}
+	}
+	return ""
+}
+
+// answer files the user's answer a to the question q: the decisions and
+// rules it states, or else the answer itself as the user's choice.
+func (m *miner) answer(t *mtask, ev *Event, q, a, header string) {
+	found := false
+	for _, f := range memtext.Find(a, memtext.FindOptions{Role: "user"}) {
+		switch string(f.Type) {
+		case "decision":
+			if f.Subject == "" {
+				f.Subject, f.SubjectFrom = memtext.SubjectOf(q, header)
+			}
+			m.decision(t, ev, "user", "answer", f)
+			found = true
+		case "constraint":
+			m.constraint(t, ev, "user", "answer", f)
+			found = true
+		}
+	}
+	if found || strings.TrimSpace(a) == "" {
+		return
+	}
+	f := memtext.Finding{Type: memtext.TypeDecision, Sentence: capText(strings.TrimSpace(a)+" (answer to: "+strings.TrimSpace(q)+")", 400),
+		Key: memtext.Normalize(q + " " + a), Chooses: []string{strings.ToLower(capText(strings.TrimSpace(a), 120))}}
+	f.Subject, f.SubjectFrom = memtext.SubjectOf(q, header)
+	m.decision(t, ev, "user", "answer", f)
 }
 
 func (m *miner) base(typ ArtifactType, id string, t *mtask, ev *Event) *Artifact {
@@ -54,7 +323,7 @@ func (m *miner) base(typ ArtifactType, id string, t *mtask, ev *Event) *Artifact
 }
 
 // decision adds or restates a decision, and supersedes what it replaces.
-func (m *miner) decision(t *mtask, ev *Event, role string, f memtext.Finding, text string) {
+func (m *miner) decision(t *mtask, ev *Event, role, via string, f memtext.Finding) {
 	key := f.Key
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
@@ -75,10 +344,10 @@ func (m *miner) decision(t *mtask, ev *Event, role string, f memtext.Finding, te
 	}
 	a := m.base(ArtifactDecision, id, t, ev)
 	a.Status = "active"
-	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Subject: f.Subject, Chooses: f.Chooses,
-		Replaces: f.Replaces, Role: role, Count: 1}
+	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Context: f.Context, Subject: f.Subject, SubjectFrom: f.SubjectFrom,
+		Chooses: f.Chooses, Replaces: f.Replaces, Role: role, Count: 1, Via: via}
 	a.Title = capText(f.Sentence, 160)
-	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale)
+	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale + " " + f.Context)
 	m.decisions[id] = a
 	m.supersede(a)
 }
@@ -94,6 +363,7 @@ func (m *miner) supersede(a *Artifact) {
 		old.Status = "superseded"
 		old.Decision.SupersededBy = a.ID
 		d.Supersedes = addUnique(d.Supersedes, old.ID)
+		d.SupersedesWhy = conflictWhy(d, old.Decision)
 	}
 	a.Status = "active"
 	d.SupersededBy = ""
@@ -104,7 +374,8 @@ func (m *miner) supersede(a *Artifact) {
 // option e took.
 func conflicts(d, e *Decision) bool {
 	if d.Subject != "" && d.Subject == e.Subject {
-		return true
+		// The same choice restated in other words is no replacement.
+		return len(d.Chooses) == 0 || !sameChoice(d.Chooses, e.Chooses)
 	}
 	terms := memtext.Terms(e.Statement)
 	for _, r := range d.Replaces {
@@ -122,9 +393,39 @@ func conflicts(d, e *Decision) bool {
 	return false
 }
 
+// conflictWhy says why d replaces e, for a person: the subject they
+// share and the choices, or the option d drops.
+func conflictWhy(d, e *Decision) string {
+	if d.Subject != "" && d.Subject == e.Subject {
+		why := "same subject, " + d.Subject
+		if len(d.Chooses) > 0 && len(e.Chooses) > 0 {
+			why += ": " + d.Chooses[0] + " instead of " + e.Chooses[0]
+		}
+		return why
+	}
+	for _, r := range d.Replaces {
+		return "drops " + r
+	}
+	return ""
+}
+
+// sameChoice reports whether two decisions choose the same option, in
+// other words or not: "hatchling" and "hatchling build backend".
+func sameChoice(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			fx, fy := strings.Fields(x), strings.Fields(y)
+			if x == y || len(fx) > 0 && len(fy) > 0 && strings.Trim(fx[0], "`") == strings.Trim(fy[0], "`") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // constraint adds or restates a constraint; a restatement the other way
 // round ("must" then "must not" about the same thing) supersedes it.
-func (m *miner) constraint(t *mtask, ev *Event, role string, f memtext.Finding) {
+func (m *miner) constraint(t *mtask, ev *Event, role, via string, f memtext.Finding) {
 	key := f.Key
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
@@ -139,12 +440,14 @@ func (m *miner) constraint(t *mtask, ev *Event, role string, f memtext.Finding) 
 		return
 	}
 	scope := "task"
-	if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) || role == "assistant" && sessionWide(f.Sentence) {
+	if via == "subagent prompt" {
+		scope = "subagent"
+	} else if role == "system" || role == "user" && (t.n == 1 || sessionWide(f.Sentence)) || role == "assistant" && sessionWide(f.Sentence) {
 		scope = "session"
 	}
 	a := m.base(ArtifactConstraint, id, t, ev)
 	a.Status = "active"
-	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Scope: scope, Source: role, Count: 1}
+	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Scope: scope, Source: role, Count: 1, Via: via}
 	a.Title = capText(f.Sentence, 160)
 	a.Symbols = memtext.Identifiers(f.Sentence)
 	core := constraintCore(f.Sentence)
@@ -216,7 +519,7 @@ func similar(a, b []string) bool {
 
 // proseThread opens a thread for a TODO, FIXME or blocker stated by the
 // assistant.
-func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
+func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) *Artifact {
 	key := f.Key
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
@@ -230,7 +533,7 @@ func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
 		if len(a.Evidence) < 32 {
 			a.Evidence = append(a.Evidence, evidence(ev))
 		}
-		return
+		return a
 	}
 	a := m.base(ArtifactThread, id, t, ev)
 	a.Status = "open"
@@ -238,6 +541,7 @@ func (m *miner) proseThread(t *mtask, ev *Event, f memtext.Finding) {
 	a.Title = capText(string(f.Type)+": "+f.Sentence, 160)
 	a.Symbols = memtext.Identifiers(f.Sentence)
 	m.threads[id] = a
+	return a
 }
 
 // resolveProse closes prose threads that a later assistant sentence
@@ -280,6 +584,9 @@ func (m *miner) close(a *Artifact, ev *Event, why string) {
 // answers it.
 func (m *miner) questions(t *mtask, final *Event, text string, next *Event) []*Artifact {
 	var out []*Artifact
+	if !m.ownThread(final.Thread) {
+		return nil
+	}
 	for _, f := range memtext.Find(text, memtext.FindOptions{Role: "assistant", Questions: true}) {
 		if string(f.Type) != "question" {
 			continue
@@ -369,7 +676,7 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 			if a.Status != "open" || a.Thread.Kind != "failing_test" {
 				continue
 			}
-			if a.Commands[0] == norm || covers(norm, a.Commands[0]) {
+			if slices.Contains(a.Commands, norm) || covers(norm, a.Commands[0]) || namesTest(norm, a.Thread.Test) {
 				m.close(a, ev, "a later run passed: "+capText(norm, 120))
 			}
 		}
@@ -379,26 +686,41 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 		return
 	}
 	names := tr.FailedNames
-	if len(names) == 0 {
+	named := len(names) > 0
+	if !named {
 		names = []string{norm}
 	}
 	for _, name := range names {
-		id := artifactID("thr", m.s.ID, "failing_test", norm, name)
+		// A test is one thread however it was run; a run that names no
+		// test is one thread per command.
+		id := artifactID("thr", m.s.ID, "failing_test", name)
+		if !named {
+			id = artifactID("thr", m.s.ID, "failing_test", norm, name)
+		}
 		if a := m.threads[id]; a != nil {
 			a.Last = ev.Time
 			if a.Status == "closed" {
 				a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
 			}
+			if len(a.Evidence) < 32 {
+				a.Evidence = append(a.Evidence, evidence(ev))
+			}
+			a.Commands = addUnique(a.Commands, norm)
 			continue
 		}
 		a := m.base(ArtifactThread, id, t, ev)
 		a.Status = "open"
-		text := "failing test " + name
-		if tr.Summary != "" {
-			text += " (" + tr.Summary + ")"
+		var title string
+		if named {
+			title = "Test " + name + " fails"
+		} else {
+			title = "Tests fail when run with " + toolWord(norm)
 		}
-		a.Thread = &Thread{Kind: "failing_test", Text: text, Test: name}
-		a.Title = capText("failing test: "+name, 160)
+		if tr.Summary != "" {
+			title += " (" + tr.Summary + ")"
+		}
+		a.Thread = &Thread{Kind: "failing_test", Text: title, Test: name}
+		a.Title = capText(title, 160)
 		a.Commands = []string{norm}
 		a.Symbols = memtext.Identifiers(name)
 		if res != nil {
@@ -408,6 +730,105 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 		}
 		m.threads[id] = a
 	}
+}
+
+// toolWord names the tool a command runs, for a title: "go test",
+// "pytest", "npm test", without paths, flags or arguments.
+func toolWord(cmd string) string {
+	f := strings.Fields(cmd)
+	for len(f) > 0 && (strings.Contains(f[0], "=") || f[0] == "cd" || f[0] == "&&" || f[0] == "uv" && len(f) > 1 && f[1] == "run") {
+		if f[0] == "cd" && len(f) > 1 {
+			f = f[1:]
+		}
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return "the test command"
+	}
+	w := f[0]
+	if i := strings.LastIndexByte(w, '/'); i >= 0 {
+		w = w[i+1:]
+	}
+	if len(f) > 1 && !strings.HasPrefix(f[1], "-") && !strings.ContainsAny(f[1], "/.") {
+		w += " " + f[1]
+		// "npm run build" is not "npm run dev".
+		if (f[1] == "run" || f[1] == "exec" || f[1] == "x") && len(f) > 2 && !strings.HasPrefix(f[2], "-") && !strings.ContainsAny(f[2], "/") {
+			w += " " + f[2]
+		}
+	}
+	return w
+}
+
+// failure opens, or restates, a thread for a command that failed with an
+// error that leaves work open (a build, an import, a CI job); the same
+// error from the same tool is one thread however often it recurs.
+func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
+	what := memtext.FailureKind(cmd, output)
+	// The error line as a person reads it: the first line of it (JSON
+	// output escapes its newlines).
+	errLine, _, _ = strings.Cut(errLine, "\\n")
+	errLine = strings.TrimSpace(errLine)
+	if what == "" || errLine == "" {
+		return
+	}
+	tool := toolWord(cmd)
+	sig := memtext.ErrorSignature(errLine)
+	id := artifactID("thr", m.s.ID, "failure", tool, sig)
+	if a := m.threads[id]; a != nil {
+		a.Last = ev.Time
+		if a.Status == "closed" {
+			a.Status, a.Thread.ClosedBy, a.Thread.Why = "open", nil, ""
+		}
+		if len(a.Evidence) < 32 {
+			a.Evidence = append(a.Evidence, evidence(ev))
+		}
+		a.Commands = addUnique(a.Commands, capText(cmd, 300))
+		return
+	}
+	a := m.base(ArtifactThread, id, t, ev)
+	a.Status = "open"
+	title := what + " fails: " + errLine
+	a.Thread = &Thread{Kind: "failure", Text: capText(title, 400), Test: tool}
+	a.Title = capText(title, 160)
+	a.Commands = []string{capText(cmd, 300)}
+	a.Errors = []string{errLine}
+	a.Symbols = memtext.Identifiers(errLine)
+	m.threads[id] = a
+}
+
+// succeeded closes the failure threads of the tool that cmd runs: a
+// later run of it succeeded.
+func (m *miner) succeeded(ev *Event, cmd string) {
+	tool := toolWord(cmd)
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status == "open" && a.Thread.Kind == "failure" && a.Thread.Test == tool {
+			m.close(a, ev, "a later run succeeded: "+capText(cmd, 120))
+		}
+	}
+}
+
+// namesTest reports whether a test command runs the test name by name:
+// "go test -run TestEvict ./cache", "pytest tests/test_x.py::test_y",
+// "pytest -k test_y".
+func namesTest(cmd, name string) bool {
+	if name == "" || strings.ContainsAny(name, " ") {
+		return false
+	}
+	base := name
+	if i := strings.LastIndex(base, "::"); i >= 0 {
+		base = base[i+2:]
+	}
+	if i := strings.IndexByte(base, '/'); i > 0 && !strings.Contains(name, "::") {
+		base = base[:i] // TestFoo/sub runs under TestFoo
+	}
+	for _, f := range strings.Fields(cmd) {
+		f = strings.Trim(f, "'\"^$")
+		if f == name || f == base || strings.HasSuffix(f, "::"+base) {
+			return true
+		}
+	}
+	return false
 }
 
 // covers reports whether a passing run of cmd covers a failing run of

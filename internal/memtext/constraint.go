@@ -8,7 +8,8 @@ var reporters = map[string]bool{
 	"says": true, "said": true, "reads": true, "complains": true, "reports": true, "reported": true, "claims": true,
 	"warns": true, "warned": true, "mentions": true, "mentioned": true, "states": true, "stated": true,
 	"prints": true, "printed": true, "shows": true, "showed": true, "complained": true, "thought": true,
-	"assumed": true,
+	"assumed": true, "knows": true, "guarantees": true, "ensures": true, "assumes": true, "means": true,
+	"documentation": true, "docs": true, "explains": true, "describes": true,
 }
 
 // predictions after "should" make it a forecast, not a requirement: "this
@@ -58,6 +59,8 @@ var nonVerbs = map[string]bool{
 	"ever": false, "knew": true, "thought": true, "got": true, "had": true, "was": true, "is": true, "were": true,
 	"been.": true, "before": true, "after": true, "works": true, "fails": true, "passes": true, "returns": true,
 	"happens": true, "ran": true, "saw": true, "tried": true, "forget": false, "trust": false,
+	"nil": true, "null": true, "none": true, "empty": true, "zero": true, "negative": true, "blank": true,
+	"undefined": true, "exceeds": true, "changes": true, "nan": true,
 }
 
 // imperativeVerb reports whether w can be the verb of an imperative
@@ -123,6 +126,20 @@ func (a *analysis) constraint() (string, bool, bool) {
 func (a *analysis) constraintAt(i int) (string, bool, bool) {
 	w := a.toks[i].w
 	next := a.at(i + 1)
+	if a.role == "assistant" {
+		// The agent's imperatives are advice to the reader ("Make sure
+		// you have Node 18", "Never commit your .env", "You must restart
+		// the server"), not the project's rules; its "X must …" about the
+		// code is kept.
+		switch w {
+		case "never", "always", "do", "don't", "dont", "make":
+			return "", false, false
+		case "must", "mustn't":
+			if a.at(i-1) == "you" {
+				return "", false, false
+			}
+		}
+	}
 	switch w {
 	case "must", "mustn't":
 		subj := a.at(i - 1)
@@ -163,7 +180,9 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		return modal, neg, true
 	case "should", "shouldn't":
 		subj := a.at(i - 1)
-		if subj == "i" || subj == "we" && a.role == "assistant" || a.hedgedModal(i) {
+		if subj == "i" || a.role == "assistant" || a.hedgedModal(i) {
+			// The agent's "should" describes or predicts: "the config
+			// should include X", "this should pass now".
 			return "", false, false
 		}
 		j := i + 1
@@ -224,6 +243,15 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		if !a.clauseStart(i) {
 			return "", false, false
 		}
+		if a.at(j) == "," {
+			// "Do not, under any circumstances, delete user data."
+			for k := j + 1; k < len(a.toks) && k < j+7; k++ {
+				if a.at(k) == "," {
+					j = k + 1
+					break
+				}
+			}
+		}
 		if a.at(j) == "ever" {
 			j++
 		}
@@ -238,12 +266,216 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			neg := n == "not" || n == "to" && a.at(i+3) == "not" || n == "that" && (a.at(i+3) == "no" || a.at(i+3) == "nothing") || n == "you" && a.at(i+3) == "don't" || n == "no" || n == "nothing"
 			return "make sure", neg, true
 		}
+	case "keep":
+		// "Keep the binary under 20 MB", "please keep commits small".
+		if a.role != "assistant" && (a.clauseStart(i) || a.at(i-1) == "please") && a.keepState(i) {
+			return "must", false, true
+		}
+	case "avoid":
+		if a.role != "assistant" && (a.clauseStart(i) || a.at(i-1) == "please" || a.at(i-1) == "always") && a.isWord(i+1) {
+			return "must not", true, true
+		}
+	case "may", "can't", "cannot", "can":
+		// "You may not change the schema", "the on-disk format can't
+		// change", "you can't push to main".
+		if a.role == "assistant" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		j := i + 1
+		if w == "may" || w == "can" {
+			if a.at(j) != "not" {
+				return "", false, false
+			}
+			j++
+		}
+		subj := a.at(i - 1)
+		if subj == "you" || subj == "nobody" || subj == "agents" {
+			if a.isWord(j) && imperativeVerb(a.at(j)) && !softImperatives[a.at(j)] {
+				return "must not", true, true
+			}
+			return "", false, false
+		}
+		if subj == "" || personal(subj) || subj == "it" || subj == "this" || subj == "that" || subj == "i" {
+			return "", false, false
+		}
+		switch a.at(j) {
+		case "change", "break", "grow", "exceed", "depend", "shrink", "regress":
+			return "must not", true, true
+		case "be":
+			switch a.at(j + 1) {
+			case "changed", "modified", "renamed", "removed", "deleted", "broken", "reordered", "reused":
+				return "must not", true, true
+			}
+		}
+	case "important", "crucial", "essential", "critical", "vital", "mandatory":
+		// "It's important that the CLI stays backwards compatible."
+		if a.role != "assistant" && a.at(i+1) == "that" && !a.hedgedModal(i) && !personal(a.at(i+2)) && a.at(i+2) != "you" && a.at(i+2) != "i" {
+			return "must", false, true
+		}
+	case "requires", "require":
+		// "Every PR requires a review."
+		if a.role != "assistant" && a.quantified(i) {
+			return "must", false, true
+		}
+	case "need":
+		// "All new endpoints need to be behind auth."
+		subj := a.at(i - 1)
+		if a.role == "assistant" || a.at(i+1) != "to" || subj == "" || personal(subj) || subj == "you" || subj == "i" || subj == "it" ||
+			subj == "this" || subj == "that" || subj == "they" || subj == "things" || subj == "still" || subj == "just" || subj == "also" || subj == "will" || subj == "might" || subj == "may" || subj == "don't" || subj == "not" || subj == "which" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		// Only a rule over a kind of thing: "all/every/each/new X",
+		// a plural.
+		from := a.clauseFrom(i)
+		quant := false
+		for j := from; j < i; j++ {
+			switch a.at(j) {
+			case "all", "every", "each", "any", "new":
+				quant = true
+			}
+		}
+		if !quant && !(strings.HasSuffix(subj, "s") && !strings.HasSuffix(subj, "ss")) {
+			return "", false, false
+		}
+		v := a.at(i + 2)
+		if !a.isWord(i+2) || predictions[v] || v == "be" && (epistemicBe[a.at(i+3)] || predictedStates[a.at(i+3)] && a.at(i+3) != "in") {
+			return "", false, false
+		}
+		return "must", false, true
+	case "has", "have", "needs":
+		// "every change has to stay backwards compatible", "you have
+		// to rebase first": a rule from whoever is not the agent.
+		if p := a.at(i - 1); w == "needs" && next != "to" && a.role != "assistant" && a.quantified(i) && a.isWord(i+1) && p != "it" && p != "this" && p != "that" && !personal(p) {
+			// "Every PR needs a changelog entry."
+			return "must", false, true
+		}
+		if next != "to" || a.role == "assistant" || a.hedgedModal(i) {
+			return "", false, false
+		}
+		subj := a.at(i - 1)
+		switch subj {
+		case "", "i", "it", "this", "that", "which", "what", "who", "there", "one", "still", "just", "also", ",", "will", "would", "might", "may":
+			return "", false, false
+		}
+		if w == "have" && subj != "we" && subj != "you" && subj != "always" && !a.quantified(i) || w == "needs" && personal(subj) {
+			return "", false, false
+		}
+		v := a.at(i + 2)
+		neg := false
+		if v == "not" || v == "never" {
+			neg = true
+			v = a.at(i + 3)
+		}
+		if !a.isWord(i+2) || predictions[v] || v == "be" && (epistemicBe[a.at(i+3)] || predictedStates[a.at(i+3)]) || !imperativeVerb(v) && v != "be" {
+			return "", false, false
+		}
+		if neg {
+			return "must not", true, true
+		}
+		return "must", false, true
+	case "stay", "remain":
+		// "Stay within the existing package layout."
+		if a.role != "assistant" && a.clauseStart(i) {
+			switch next {
+			case "within", "inside", "under", "below", "compatible", "backwards", "backward":
+				return "must", false, true
+			}
+		}
+	case "off-limits", "off":
+		// "Prod is off limits."
+		if a.role != "assistant" && (w == "off-limits" || next == "limits") {
+			if p := a.at(i - 1); p == "is" || p == "are" || p == "stays" {
+				return "must not", true, true
+			}
+		}
+	case "frozen":
+		switch a.at(i - 1) {
+		case "is", "are", "stays", "stay", "remains", "remain", "be":
+			if a.role != "assistant" && !a.hedgedModal(i) && a.at(i-2) != "not" {
+				return "must not", true, true
+			}
+		}
+	case "rule", "rules":
+		// "Rule one: …", "Hard rule: …", "Ground rules: …".
+		j := i + 1
+		for j < len(a.toks) && j < i+3 && a.at(j) != ":" {
+			j++
+		}
+		if a.at(j) != ":" || j+1 >= len(a.toks) || a.role == "assistant" {
+			return "", false, false
+		}
+		for k := i - 1; k >= 0; k-- {
+			switch a.at(k) {
+			case "hard", "ground", "golden", "one", "first", "house", "the", "a", "important", "strict", "new":
+				continue
+			}
+			return "", false, false
+		}
+		for k := j + 1; k < len(a.toks); k++ {
+			switch a.at(k) {
+			case "nobody", "never", "not", "don't", "no", "nothing", "cannot", "can't", "mustn't":
+				return "must not", true, true
+			}
+		}
+		return "must", false, true
+	case "no":
+		// "No new dependencies without asking me first."
+		if a.role == "assistant" || !a.clauseStart(i) {
+			return "", false, false
+		}
+		// "No breaking changes to the config format."
+		for j := i + 1; j < len(a.toks); j++ {
+			switch a.at(j) {
+			case "were", "was", "is", "are", "needed", "found", "made", "happened", "detected", "required", "so", "yet":
+				// "No changes were needed": a report.
+				return "", false, false
+			}
+		}
+		for j := i + 1; j < len(a.toks) && j < i+4; j++ {
+			switch a.at(j) {
+			case "changes", "renames", "edits", "dependencies", "deps", "pushes", "force-pushes", "commits", "writes",
+				"deletions", "globals", "panics", "secrets", "breaking", "merges":
+				return "must not", true, true
+			}
+		}
+		for j := i + 1; j < len(a.toks) && j < i+6; j++ {
+			if a.toks[j].kind == tPunct {
+				break
+			}
+			if a.at(j) == "without" || a.at(j) == "unless" || a.at(j) == "outside" || a.at(j) == "until" {
+				return "must not", true, true
+			}
+		}
+	case "nobody":
+		// "Nobody pushes to main directly."
+		if a.role == "assistant" || !a.clauseStart(i) || !a.isWord(i+1) {
+			return "", false, false
+		}
+		switch next {
+		case "knows", "is", "was", "cares", "uses", "has", "had", "wants", "likes", "reads", "seems", "thinks", "else", "will", "would":
+			return "", false, false
+		}
+		if strings.HasSuffix(next, "s") || next == "should" || next == "may" || next == "can" || next == "gets" {
+			return "must not", true, true
+		}
+	case "from":
+		// "From now on, run the linter first."
+		if next == "now" && a.at(i+2) == "on" && i == 0 && a.at(i+3) == "," && a.role != "assistant" && a.isWord(i+4) && imperativeVerb(a.at(i+4)) {
+			return "always", false, true
+		}
 	case "under":
 		if next == "no" && a.at(i+2) == "circumstances" {
 			return "under no circumstances", true, true
 		}
 	case "only":
 		if next == "use" && a.clauseStart(i) {
+			return "only", false, true
+		}
+		v := next
+		if v == "ever" {
+			v = a.at(i + 2)
+		}
+		if a.clauseStart(i) && a.role != "assistant" && onlyVerbs[v] {
 			return "only", false, true
 		}
 	case "use":
@@ -258,8 +490,19 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			}
 		}
 	case "allowed", "permitted":
-		if a.at(i-1) == "not" && (a.at(i-2) == "is" || a.at(i-2) == "are") {
+		if a.at(i-1) == "not" && (a.at(i-2) == "is" || a.at(i-2) == "are" || a.at(i-2) == "you're" || a.at(i-2) == "we're" || a.at(i-2) == "agents" && a.role != "assistant") {
 			return "must not", true, true
+		}
+		// "No force pushes allowed."
+		if a.role != "assistant" {
+			for j := i - 1; j >= 0 && j >= i-6; j-- {
+				if a.toks[j].kind == tPunct {
+					break
+				}
+				if a.at(j) == "no" && (a.clauseStart(j) || a.afterComma(j) || a.at(j-1) == ",") {
+					return "must not", true, true
+				}
+			}
 		}
 	case "forbidden", "prohibited":
 		if p := a.at(i - 1); p == "is" || p == "are" || p == "strictly" {
@@ -267,6 +510,27 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	}
 	return "", false, false
+}
+
+// quantified reports whether the clause before token i opens with a
+// quantifier over a kind of thing: "every PR", "all new endpoints",
+// "each migration".
+func (a *analysis) quantified(i int) bool {
+	for j := a.clauseFrom(i); j < i; j++ {
+		switch a.at(j) {
+		case "every", "all", "each", "any":
+			return true
+		}
+	}
+	return false
+}
+
+// onlyVerbs may follow an opening "only" ("Only ever write to …").
+var onlyVerbs = map[string]bool{
+	"use": true, "write": true, "read": true, "call": true, "run": true, "deploy": true, "push": true, "merge": true,
+	"commit": true, "import": true, "touch": true, "edit": true, "change": true, "modify": true, "add": true,
+	"return": true, "log": true, "expose": true, "accept": true, "store": true, "talk": true, "access": true,
+	"depend": true, "release": true, "publish": true, "migrate": true, "install": true,
 }
 
 // sentenceClause returns the first token of the ';'- or ':'-delimited
@@ -373,17 +637,47 @@ func (a *analysis) isMarker(i int) bool {
 }
 
 // progressTodo reports the assistant's phrases for work not done yet.
+// Narration of the next step ("Let me fix the two errors and then the
+// remaining work", "Now I'll do the remaining tasks") is not one, nor is
+// a label that opens a list ("Still need to:"): TodoList reads its items.
 func (a *analysis) progressTodo() bool {
+	if a.narration() || a.lesson() || a.toks[len(a.toks)-1].w == ":" && len(a.toks) <= 6 {
+		return false
+	}
+	if w := a.at(0); (w == "remaining" || w == "pending" || w == "outstanding") && a.at(1) == ":" && len(a.toks) > 3 && a.at(2) != "nothing" && a.at(2) != "none" {
+		return true
+	}
+	// "Next steps: wire the exporter.", "Still to do: the installer."
+	for k := 1; k < len(a.toks) && k < 5; k++ {
+		if a.at(k) == ":" {
+			if todoLabel(a.text[a.toks[0].s:a.toks[k].e]) && k+2 < len(a.toks) && a.at(k+1) != "nothing" && a.at(k+1) != "none" {
+				return true
+			}
+			break
+		}
+	}
 	for i, t := range a.toks {
 		switch t.w {
+		case "haven't", "hasn't":
+			// "I haven't added tests for the CSV path yet."
+			if participle(a.at(i+1)) && !narrationVerbs[strings.TrimSuffix(a.at(i+1), "ed")] && a.at(i+1) != "read" && a.at(i+1) != "checked" && a.at(i+1) != "looked" && a.at(i+1) != "verified" && a.at(i+1) != "tested" && a.hasWordAfter(i, "yet") {
+				return true
+			}
 		case "still":
+			switch a.at(i + 1) {
+			case "broken", "missing", "unresolved", "unimplemented", "pending":
+				// "still fails" is a failing test's or command's thread.
+				if a.at(i-1) != "not" {
+					return true
+				}
+			}
 			switch n := a.at(i + 1); n {
 			case "need", "needs", "have", "has":
 				if a.at(i+2) == "to" && a.at(i-1) != "don't" && a.at(i-1) != "not" {
 					return true
 				}
 			case "to":
-				if a.at(i+2) == "do" || a.at(i+2) == "be" {
+				if a.at(i+2) == "do" || a.at(i+2) == "be" && participle(a.at(i+3)) && a.at(i+3) != "running" {
 					return true
 				}
 			}
@@ -412,6 +706,41 @@ func (a *analysis) progressTodo() bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// narration reports whether the sentence opens by saying what the agent
+// does next: "Let me …", "Now I'll …", "I'm going to …", "Next, I will …".
+func (a *analysis) narration() bool {
+	i := 0
+	for i < len(a.toks) && (clauseStartFillers[a.at(i)] || a.at(i) == "first" || a.at(i) == "next" || a.at(i) == "," || a.at(i) == "great" || a.at(i) == "perfect" || a.at(i) == "good") {
+		i++
+	}
+	switch a.at(i) {
+	case "let":
+		return a.at(i+1) == "me" || a.at(i+1) == "us"
+	case "let's", "lets", "i'll", "i'm", "we'll":
+		return a.at(i) != "i'm" || a.at(i+1) == "going" || a.at(i+1) == "now"
+	case "i":
+		return a.at(i+1) == "will" || a.at(i+1) == "am"
+	}
+	return false
+}
+
+// lesson reports whether the sentence states what was learned or how
+// something works ("Per the docs, …", "Turns out …", "Lesson: …"): no
+// work left open.
+func (a *analysis) lesson() bool {
+	i := 0
+	for i < len(a.toks) && clauseStartFillers[a.at(i)] {
+		i++
+	}
+	switch a.at(i) {
+	case "per", "according", "turns", "lesson", "lessons", "learned", "til", "apparently", "note", "gotcha":
+		return true
+	case "it":
+		return a.at(i+1) == "turns"
 	}
 	return false
 }
@@ -507,6 +836,31 @@ func (a *analysis) openQuestion(ss []sent, si int) bool {
 	first := 0
 	for first < len(a.toks) && (a.toks[first].kind != tWord || clauseStartFillers[a.toks[first].w] && a.toks[first].w != "so") {
 		first++
+	}
+	// "One question: should …", "Question for you: …", "Open question —
+	// do we …": the question follows the label.
+	switch a.at(first) {
+	case "would", "could", "can", "will", "do", "did", "are", "shall", "should", "may", "which", "what", "how", "where", "when", "is", "does":
+		// A question that asks before its colon: "Which do you prefer:
+		// a lock or a sync.Map?"
+	default:
+		for k := first; k < len(a.toks) && k < first+7; k++ {
+			if a.at(k) == ":" || a.at(k) == "—" {
+				first = k + 1
+				break
+			}
+		}
+	}
+	// "I can inline it or extract a helper — which would you like?":
+	// the question is the last clause.
+	for k := len(a.toks) - 2; k > first; k-- {
+		if w := a.at(k); (w == "—" || w == ";") && a.isWord(k+1) {
+			switch a.at(k + 1) {
+			case "would", "could", "can", "will", "do", "did", "are", "shall", "should", "which", "what", "how", "where", "when", "any", "is", "does":
+				first = k + 1
+			}
+			break
+		}
 	}
 	w0, w1 := a.at(first), a.at(first+1)
 	switch w0 {

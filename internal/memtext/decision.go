@@ -4,12 +4,15 @@ import "strings"
 
 // Decision kinds: how the options sit around the trigger.
 const (
-	dkAction  = iota // "decided to <verb> …": no named option unless the verb is "use"
-	dkOption         // the option follows: "use X", "go with X", "opted for X"
-	dkSwitch         // "switch (from Y) to X"
-	dkReplace        // "replace Y with X"
-	dkDrop           // "drop Y", "no longer use Y", "decided against Y"
-	dkColon          // "Decision: …"
+	dkAction   = iota // "decided to <verb> …": no named option unless the verb is "use"
+	dkOption          // the option follows: "use X", "go with X", "opted for X"
+	dkSwitch          // "switch (from Y) to X"
+	dkReplace         // "replace Y with X"
+	dkDrop            // "drop Y", "no longer use Y", "decided against Y"
+	dkColon           // "Decision: …"
+	dkMake            // "make the cache key the tenant id, not the user id"
+	dkSet             // "set the batch size to 64"
+	dkSettings        // "train with lr 1e-4 and bf16"
 )
 
 // decHit is where a decision was found: the trigger token, the first token
@@ -22,7 +25,7 @@ type decHit struct {
 var decisionVerbs = map[string]int{
 	"use": dkOption, "adopt": dkOption, "pick": dkOption, "choose": dkOption, "standardize": dkOption,
 	"switch": dkSwitch, "move": dkSwitch, "migrate": dkSwitch, "replace": dkReplace, "drop": dkDrop,
-	"stick": dkOption, "opt": dkOption, "settle": dkOption,
+	"stick": dkOption, "opt": dkOption, "settle": dkOption, "ditch": dkDrop,
 }
 
 // decision reports whether the sentence states a decision.
@@ -42,7 +45,47 @@ func (a *analysis) decision() (decHit, bool) {
 			return h, true
 		}
 	}
+	if _, _, ok := a.settings(); ok {
+		return decHit{trig: 0, obj: 0, kind: dkSettings}, true
+	}
+	if h, ok := a.insteadOpener(); ok {
+		return h, true
+	}
 	return decHit{}, false
+}
+
+// insteadOpener reads "Instead of X, I injected Y." and "Rather than X,
+// I'll Y.": an opening alternative, then a subject and a verb that is
+// no narration.
+func (a *analysis) insteadOpener() (decHit, bool) {
+	i := 0
+	for i < len(a.toks) && clauseStartFillers[a.at(i)] && a.at(i) != "instead" {
+		i++
+	}
+	if !(a.at(i) == "instead" && a.at(i+1) == "of" || a.at(i) == "rather" && a.at(i+1) == "than") {
+		return decHit{}, false
+	}
+	c := -1
+	for j := i + 2; j < len(a.toks); j++ {
+		if a.at(j) == "," {
+			c = j
+			break
+		}
+	}
+	if c < 0 || !personal(a.at(c+1)) {
+		return decHit{}, false
+	}
+	v := c + 2
+	if a.at(v) == "will" || a.at(v) == "have" || a.at(v) == "decided" || a.at(v) == "just" {
+		v++
+	}
+	if a.at(v) == "to" {
+		v++
+	}
+	if !a.isWord(v) || narrationVerbs[a.at(v)] || narrationVerbs[strings.TrimSuffix(a.at(v), "ed")] || a.at(v) == "not" || hedges[a.at(v)] || a.at(v) == "should" || a.at(v) == "could" {
+		return decHit{}, false
+	}
+	return decHit{trig: c + 1, obj: -1, kind: dkAction}, true
 }
 
 // decisionAt tries every decision pattern whose trigger is token i.
@@ -78,6 +121,15 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 				return decHit{trig: i, obj: -1, kind: dkAction}, true
 			}
 		}
+	case "change":
+		// "Change of plan: store sessions in Postgres."
+		if a.at(i+1) == "of" && a.at(i+2) == "plan" && (a.at(i+3) == ":" || a.at(i+3) == "," || a.at(i+3) == "—") && i == 0 {
+			return decHit{trig: i, obj: i + 4, kind: dkColon}, true
+		}
+		if a.role == "assistant" || !a.clauseStart(i) {
+			return decHit{}, false
+		}
+		return a.setTo(i)
 	case "decision", "decisions":
 		j := i + 1
 		if a.at(j) == ":" || a.at(j) == "—" {
@@ -89,8 +141,37 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if (a.at(j) == "is" || a.at(j) == "was") && a.at(j+1) == "to" {
 			return a.action(i, j+2)
 		}
-	case "go", "going", "went":
-		if a.at(i+1) != "with" {
+	case "go", "going", "went", "revert", "reverting", "roll", "rolling":
+		if w == "going" && a.at(i+1) == "back" && !a.subjectBefore(i) && !a.letsBefore(i) {
+			// "Going back to the original question, …"
+			return decHit{}, false
+		}
+		if a.at(i+1) == "back" && a.at(i+2) == "to" || (w == "revert" || w == "reverting") && a.at(i+1) == "to" {
+			obj := i + 3
+			if a.at(i+1) == "to" {
+				obj = i + 2
+			}
+			if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i) || a.at(i-1) == "and" && a.role == "user" && imperativeVerb(a.at(0))) || a.narrationObject(obj) || a.placeObject(obj) || notSubject[a.at(obj)] {
+				return decHit{}, false
+			}
+			return decHit{trig: i, obj: obj, kind: dkOption}, true
+		}
+		if w == "revert" && a.role == "user" && a.clauseStart(i) && a.at(i+1) != "to" && a.at(i+1) != "it" && a.isWord(i+1) {
+			// "Revert the ORM change."
+			return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
+		}
+		if w == "going" && a.at(i+1) == "to" && a.subjectBefore(i) {
+			// "I'm going to use X", "we're going to switch to Y".
+			if _, ok := decisionVerbs[a.at(i+2)]; ok {
+				return a.afterAux(i, i+2)
+			}
+			return decHit{}, false
+		}
+		if a.at(i+1) == "for" && w != "revert" && w != "reverting" && w != "roll" && w != "rolling" && (a.letsBefore(i) || a.clauseStart(i) && a.role == "user") && !a.narrationObject(i+2) && a.isWord(i+2) {
+			// "Let's go for zstd."
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+		if a.at(i+1) != "with" || w == "revert" || w == "reverting" || w == "roll" || w == "rolling" {
 			if w == "going" && a.at(i+1) == "forward" {
 				return a.forward(i)
 			}
@@ -137,7 +218,11 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if p := a.at(i - 1); p == "we" || p == "i" {
 			return a.afterAux(i, i+1)
 		}
-	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize":
+	case "use", "switch", "replace", "drop", "move", "migrate", "adopt", "standardize", "ditch", "scrap", "nix":
+		if w == "use" && a.role != "assistant" && a.notUseBefore(i) >= 0 {
+			// "don't use X for Y, use Z": Z replaces X.
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
 		if !a.clauseStart(i) && !a.forClauseBefore(i) {
 			// "we're switching", "I'm switching", "we switched"
 			if w == "switch" || w == "move" || w == "migrate" {
@@ -147,20 +232,196 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		}
 		return a.imperative(i)
 	case "switching", "switched", "moving", "moved", "migrating", "migrated":
+		if w == "moving" && a.at(i+1) == "forward" {
+			return a.forward(i)
+		}
 		if !a.subjectBefore(i) && !(i == 0 && a.role == "user") {
 			return decHit{}, false
 		}
+		if a.at(i+1) == "off" {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
+		if a.at(i+1) == "away" && a.at(i+2) == "from" {
+			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
+		}
 		return a.switchTo(i, i+1)
+	case "stick", "stay", "sticking", "staying":
+		if n := a.at(i + 1); (n == "with" || (w == "stay" || w == "staying") && n == "on") && (a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) {
+			if a.narrationObject(i+2) || a.placeObject(i+2) {
+				return decHit{}, false
+			}
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+	case "keep":
+		if a.at(i+1) == "using" && (a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i)) {
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+		// "Keep the JSON config." (a choice) but not "Keep the binary
+		// under 20 MB." (a rule: keepState) nor "keep going".
+		if a.role == "user" && a.clauseStart(i) && a.isWord(i+1) && !narrationVerbs[a.at(i+1)] && a.at(i+1) != "going" && a.at(i+1) != "it" && a.at(i+1) != "in" && !a.keepState(i) && !a.keepHow(i) {
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
+	case "stop":
+		if a.at(i+1) == "using" && (a.clauseStart(i) && a.role != "assistant" || a.subjectBefore(i) || a.letsBefore(i)) {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
+	case "won't", "wont":
+		if p := a.at(i - 1); (p == "we" || p == "i" && a.role == "user") && (a.at(i+1) == "use" || a.at(i+1) == "be") {
+			j := i + 2
+			if a.at(i+1) == "be" {
+				if a.at(j) != "using" {
+					return decHit{}, false
+				}
+				j++
+			}
+			return decHit{trig: i, obj: j, kind: dkDrop}, true
+		}
+	case "make":
+		if a.role == "assistant" || !a.clauseStart(i) || a.at(i+1) == "sure" {
+			return decHit{}, false
+		}
+		return a.makeSetting(i)
+	case "set", "bump", "raise", "lower":
+		if a.role == "assistant" || !a.clauseStart(i) {
+			return decHit{}, false
+		}
+		return a.setTo(i)
+	case "rather":
+		// "I'd rather we use SQLite", "we'd rather go with X".
+		if p := a.at(i - 1); (p == "i'd" || p == "we'd") && a.role != "assistant" {
+			v := i + 1
+			if personal(a.at(v)) || a.at(v) == "you" {
+				v++
+			}
+			if a.at(v) == "go" && a.at(v+1) == "with" || a.at(v) == "stick" && a.at(v+1) == "with" {
+				return decHit{trig: i, obj: v + 2, kind: dkOption}, true
+			}
+			if k, ok := decisionVerbs[a.at(v)]; ok {
+				if k == dkSwitch {
+					return a.switchTo(i, v+1)
+				}
+				return decHit{trig: i, obj: v + 1, kind: k}, true
+			}
+		}
+		if a.at(i+1) == "than" && a.role == "user" {
+			return a.userAlternative(i)
+		}
+	case "prefer":
+		// "Prefer composition over inheritance."
+		if a.role != "assistant" && a.clauseStart(i) && (a.hasWordAfter(i, "over") || a.hasAlternative(i) || a.hasWordAfter(i, "to")) {
+			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
+	case "ship":
+		if a.at(i+1) == "with" && (a.letsBefore(i) || a.subjectBefore(i) || a.clauseStart(i) && a.role == "user") {
+			return decHit{trig: i, obj: i + 2, kind: dkOption}, true
+		}
+	case "forget":
+		// "forget YAML" from the user.
+		if a.role == "user" && a.clauseStart(i) && a.at(i+1) != "to" && a.at(i+1) != "it" && a.at(i+1) != "about" && a.isWord(i+1) {
+			return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
+		}
+	case "be", "is", "are":
+		// "The cache key should be the tenant id, not the user id."
+		return a.copulaSetting(i)
+	case "instead":
+		// "Let's do it in Rust instead." "Do the rename in a migration
+		// instead." From the user, at the end of a clause.
+		if a.role == "user" && a.at(i+1) == "of" {
+			return a.userAlternative(i)
+		}
+		if a.at(i+1) != "of" && (a.at(i+1) == "" || a.toks[i+1].kind == tPunct) && a.role == "assistant" {
+			// "I'll give each tenant its own pool instead."
+			for j := a.clauseFrom(i); j < i; j++ {
+				if w := a.at(j); (w == "i'll" || w == "we'll" || w == "let's") && !narrationVerbs[a.at(j+1)] {
+					return decHit{trig: i, obj: -1, kind: dkAction}, true
+				}
+			}
+			return decHit{}, false
+		}
+		if a.role != "user" || a.at(i+1) == "of" || !(a.at(i+1) == "" || a.toks[i+1].kind == tPunct) {
+			return decHit{}, false
+		}
+		first := a.clauseFrom(i)
+		for first < i && clauseStartFillers[a.at(first)] {
+			first++
+		}
+		if first >= i || !imperativeVerb(a.at(first)) || personal(a.at(first)) || narrationVerbs[a.at(first)] && a.at(first) != "try" {
+			return decHit{}, false
+		}
+		switch a.at(first) {
+		case "it", "this", "that", "they", "he", "she", "you", "there", "the", "a", "an", "is", "was", "are":
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: -1, kind: dkAction}, true
+	case "fix", "approach", "solution", "option", "way", "choice":
+		if w == "option" && a.role == "user" && i == 0 && len(a.toks) <= 5 && a.isWord(1) && (hasDigit(a.at(1)) || len(a.at(1)) == 1) {
+			// "Option 2 please." "Option B."
+			return decHit{trig: i, obj: i, kind: dkOption}, true
+		}
+		// "The simplest fix is to …", "the best approach is to use …"
+		switch a.at(i - 1) {
+		case "best", "simplest", "right", "cleanest", "safest", "correct", "proper", "better", "chosen", "preferred", "real":
+		default:
+			return decHit{}, false
+		}
+		if a.at(i+1) == "is" && a.at(i+2) == "to" {
+			return a.action(i, i+3)
+		}
+	case "ended":
+		// "I ended up using errgroup."
+		if a.at(i+1) == "up" && a.subjectBefore(i) {
+			switch a.at(i + 2) {
+			case "using", "choosing", "picking", "keeping":
+				return decHit{trig: i, obj: i + 3, kind: dkOption}, true
+			case "going", "sticking":
+				if a.at(i+3) == "with" {
+					return decHit{trig: i, obj: i + 4, kind: dkOption}, true
+				}
+			case "switching", "moving", "migrating":
+				return a.switchTo(i, i+3)
+			}
+		}
+	case "replaced", "swapped":
+		// "I replaced the retry loop with the SDK's retries."
+		if a.subjectBefore(i) && a.hasWordAfter(i, "with") && !a.narrationObject(i+1) {
+			return decHit{trig: i, obj: i + 1, kind: dkReplace}, true
+		}
 	case "no":
+		if a.at(i+1) == "more" && a.role == "user" && a.clauseStart(i) && a.isWord(i+2) {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
 		if a.at(i+1) == "longer" && (a.at(i+2) == "use" || a.at(i+2) == "using") && a.subjectBefore(i) {
 			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
 		}
 	case "from":
-		if a.at(i+1) == "now" && a.at(i+2) == "on" {
+		if (a.at(i+1) == "now" || a.at(i+1) == "here") && a.at(i+2) == "on" {
 			return a.forward(i)
 		}
+
 	}
 	return decHit{}, false
+}
+
+// notUseBefore returns where X starts when "don't use X," or "do not
+// use X," or "not X," ends just before the "use" at token i, or -1.
+func (a *analysis) notUseBefore(i int) int {
+	if a.at(i-1) != "," {
+		return -1
+	}
+	from := a.clauseFrom(i - 1)
+	for j := from; j < i-1; j++ {
+		switch a.at(j) {
+		case "don't", "dont", "never":
+			if a.at(j+1) == "use" {
+				return j + 2
+			}
+		case "not":
+			if a.at(j+1) == "use" {
+				return j + 2
+			}
+		}
+	}
+	return -1
 }
 
 // labelStart reports whether a "Decision:" label at token i opens its
@@ -224,10 +485,42 @@ func (a *analysis) action(trig, v int) (decHit, bool) {
 // the decision verbs count ("let's run the tests" is narration).
 func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 	if a.at(v) == "not" {
+		// "let's not bother with X": X is dropped.
+		if a.at(v+1) == "bother" && a.at(v+2) == "with" && a.at(trig) != "i'll" {
+			return decHit{trig: trig, obj: v + 3, kind: dkDrop}, true
+		}
+		// "let's not use X": X is dropped.
+		if (a.at(v+1) == "use" || a.at(v+1) == "go") && a.at(trig) != "i'll" {
+			obj := v + 2
+			if a.at(v+1) == "go" {
+				if a.at(v+2) != "with" {
+					return decHit{}, false
+				}
+				obj++
+			}
+			return decHit{trig: trig, obj: obj, kind: dkDrop}, true
+		}
 		return decHit{}, false
 	}
 	// "we'll go with", "let's go with" are read at "go".
 	w := a.at(v)
+	if a.role != "assistant" {
+		switch w {
+		case "keep":
+			// "Let's keep the file name", not "keep going".
+			if a.isWord(v+1) && !narrationVerbs[a.at(v+1)] && a.at(v+1) != "going" && a.at(v+1) != "it" {
+				return decHit{trig: trig, obj: -1, kind: dkAction}, true
+			}
+		case "set", "change", "update", "bump", "raise", "lower", "make":
+			if h, ok := a.setTo(v); ok {
+				return h, true
+			}
+		case "do", "run", "handle", "build", "write", "implement", "manage", "deploy", "test", "parse", "serve":
+			if h, ok := a.toolChoice(trig, v); ok {
+				return h, true
+			}
+		}
+	}
 	if w == "stick" && a.at(v+1) == "with" {
 		return decHit{trig: trig, obj: v + 2, kind: dkOption}, true
 	}
@@ -264,7 +557,273 @@ func (a *analysis) forward(i int) (decHit, bool) {
 			return a.switchTo(i, j+1)
 		}
 	}
+	// "…; CircleCI from now on." "we use pnpm from now on."
+	end := i + 3
+	if a.at(i) == "going" || a.at(i) == "moving" {
+		end = i + 2
+	}
+	if i == 0 && a.at(end) == "," && a.role == "user" {
+		// "Moving forward, deploys go through Argo."
+		for j := end + 1; j < len(a.toks); j++ {
+			switch a.at(j) {
+			case "through", "via", "with", "use", "uses", "using":
+				return decHit{trig: i, obj: -1, kind: dkAction}, true
+			}
+		}
+	}
+	if end >= len(a.toks) || a.toks[end].kind == tPunct {
+		c := a.clauseFrom(i)
+		for c < i && (personal(a.at(c)) || clauseStartFillers[a.at(c)] || a.at(c) == "use" || a.at(c) == "using" || a.at(c) == "it's" || a.at(c) == "is" || a.at(c) == "will" || a.at(c) == "go" || a.at(c) == "with") {
+			c++
+		}
+		if c < i && i-c <= 5 && !a.question {
+			return decHit{trig: i, obj: c, kind: dkOption}, true
+		}
+	}
 	return decHit{}, false
+}
+
+// setTo reads "set X to V" (or change, update, bump, raise, lower) at
+// token i, where V is a value: a number, a code span, or one or two
+// words ending the clause.
+func (a *analysis) setTo(i int) (decHit, bool) {
+	if a.at(i+1) == "up" || !a.isWord(i+1) || notSubject[a.at(i+1)] || a.at(i+1) == "to" {
+		return decHit{}, false
+	}
+	for j := i + 2; j < len(a.toks) && j < i+8; j++ {
+		if a.toks[j].kind == tPunct {
+			break
+		}
+		if a.at(j) != "to" || j+1 >= len(a.toks) {
+			continue
+		}
+		v := a.toks[j+1]
+		end := j + 2
+		for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
+			end++
+		}
+		if v.kind == tCode || hasDigit(v.w) || end-(j+1) <= 2 && !narrationVerbs[v.w] && !decisionVerbLike(v.w) {
+			return decHit{trig: i, obj: i + 1, kind: dkSet}, true
+		}
+		break
+	}
+	return decHit{}, false
+}
+
+// toolChoice reads "do X with Y" (or using Y) after a verb at v, where Y
+// is a known tool or library: "let's do the migration with alembic".
+func (a *analysis) toolChoice(trig, v int) (decHit, bool) {
+	for j := v + 1; j < len(a.toks) && j < v+8; j++ {
+		if a.toks[j].kind == tPunct {
+			return decHit{}, false
+		}
+		if w := a.at(j); w == "with" || w == "using" || w == "via" || w == "through" {
+			if r, _ := optionRole(strings.ToLower(a.at(j + 1))); r != "" {
+				return decHit{trig: trig, obj: j + 1, kind: dkOption}, true
+			}
+			return decHit{}, false
+		}
+	}
+	return decHit{}, false
+}
+
+// userAlternative reads a user's imperative that weighs options at
+// token i ("instead of Y", "rather than Y"): "Rate limit per API key
+// rather than per IP." The sentence must open with a verb.
+func (a *analysis) userAlternative(i int) (decHit, bool) {
+	first := 0
+	for first < i && (clauseStartFillers[a.at(first)] || a.at(first) == ",") {
+		first++
+	}
+	w := a.at(first)
+	if first >= i || !a.isWord(first) || personal(w) || narrationVerbs[w] || !imperativeVerb(w) {
+		return decHit{}, false
+	}
+	switch w {
+	case "it", "this", "that", "they", "he", "she", "you", "there", "the", "a", "an", "is", "was", "are", "we", "i",
+		"my", "our", "your", "its", "their", "what", "which", "how", "why", "when", "where", "who", "not", "no":
+		return decHit{}, false
+	}
+	return decHit{trig: i, obj: -1, kind: dkAction}, true
+}
+
+// copulaSetting reads "X should be Y, not Z" (or "X is Y, not Z", "X
+// will be Y rather than Z") from the user at the copula i: a setting
+// whose value is named against another.
+func (a *analysis) copulaSetting(i int) (decHit, bool) {
+	if a.role != "user" || !a.hasAlternative(i) {
+		return decHit{}, false
+	}
+	s := a.clauseFrom(i)
+	e := i
+	if p := a.at(i - 1); a.at(i) == "be" {
+		if p != "should" && p != "must" && p != "will" && p != "shall" {
+			return decHit{}, false
+		}
+		e = i - 1
+	}
+	for s < e && clauseStartFillers[a.at(s)] {
+		s++
+	}
+	for k := 0; k < s; k++ {
+		// The setting opens the sentence, past fillers.
+		if !clauseStartFillers[a.at(k)] && a.at(k) != "," {
+			return decHit{}, false
+		}
+	}
+	if e-s < 1 || e-s > 5 {
+		return decHit{}, false
+	}
+	for j := s; j < e; j++ {
+		if a.toks[j].kind != tWord && a.toks[j].kind != tCode {
+			return decHit{}, false
+		}
+	}
+	switch a.at(s) {
+	case "it", "this", "that", "they", "there", "he", "she", "we", "i", "you", "what", "which", "everything", "nothing":
+		return decHit{}, false
+	}
+	if !settingNouns[a.at(e-1)] {
+		return decHit{}, false
+	}
+	return decHit{trig: s, obj: i + 1, kind: dkSet}, true
+}
+
+// settingNouns name what a setting sets: "the cache key should be …",
+// "the default is …".
+var settingNouns = map[string]bool{
+	"key": true, "default": true, "defaults": true, "timeout": true, "limit": true, "size": true, "port": true,
+	"format": true, "name": true, "id": true, "value": true, "version": true, "threshold": true, "strategy": true,
+	"backend": true, "engine": true, "driver": true, "mode": true, "level": true, "policy": true, "owner": true,
+	"target": true, "encoding": true, "unit": true, "path": true, "location": true, "store": true, "schedule": true,
+	"interval": true, "region": true, "provider": true, "prefix": true, "suffix": true, "separator": true,
+	"rate": true, "ttl": true, "budget": true, "cap": true, "retention": true, "branch": true, "base": true,
+	"algorithm": true, "library": true, "tool": true, "runner": true, "framework": true, "language": true,
+}
+
+// keepHow reports "keep X <how>" at token i, which says how to work,
+// not what to keep: "keep the diff small", "keep the endpoint working
+// until …", "keep the migrations in SQL files".
+func (a *analysis) keepHow(i int) bool {
+	for j := i + 2; j < len(a.toks); j++ {
+		if a.toks[j].kind == tPunct {
+			return false
+		}
+		switch a.toks[j].w {
+		case "small", "smaller", "short", "shorter", "simple", "clean", "working", "minimal", "fast", "tidy", "readable",
+			"focused", "consistent", "alive", "separate", "up", "in", "at", "on", "around", "until", "as", "while", "open",
+			"running", "together", "apart", "out", "away", "low", "high", "lean", "quiet", "local", "same":
+			return true
+		}
+	}
+	return false
+}
+
+// keepState reports "keep X <state>" at token i: a rule ("keep the
+// binary under 20 MB", "keep commits small", "keep the API stable").
+func (a *analysis) keepState(i int) bool {
+	switch a.at(i + 1) {
+	case "it", "going", "calm", "on", "trying", "looking", "working", "them", "that", "this":
+		return false
+	}
+	for j := i + 1; j < len(a.toks) && j < i+8; j++ {
+		if a.toks[j].kind == tPunct {
+			return false
+		}
+		switch a.toks[j].w {
+		case "under", "below", "above", "within", "stable", "compatible", "backwards", "backward", "private", "sorted",
+			"intact", "unchanged", "green", "passing", "deterministic", "idempotent", "offline":
+			return j > i+1
+		}
+	}
+	return false
+}
+
+// makeSetting reads "make X Y, not Z" at token i ("make the cache key the
+// tenant id, not the user id"): a setting, only when an alternative is
+// named.
+func (a *analysis) makeSetting(i int) (decHit, bool) {
+	if !a.hasAlternative(i) {
+		return decHit{}, false
+	}
+	return decHit{trig: i, obj: i + 1, kind: dkMake}, true
+}
+
+// taskVerbs open a task request whose settings ("train with lr 1e-4 and
+// bf16") are decisions; the value is the subject's stem.
+var taskVerbs = map[string]string{
+	"train": "training", "retrain": "training", "fine-tune": "fine-tuning", "finetune": "fine-tuning",
+	"pretrain": "pretraining", "run": "run", "rerun": "run", "evaluate": "evaluation", "eval": "evaluation",
+	"benchmark": "benchmark", "build": "build", "deploy": "deployment", "launch": "launch", "serve": "serving",
+	"compile": "build", "fit": "training", "sample": "sampling", "generate": "generation", "quantize": "quantization",
+	"export": "export", "profile": "profiling", "test": "test", "start": "run",
+}
+
+// settings reads the settings a user's task request states: a task verb
+// opening the sentence, then "with" or "using" and a list of settings
+// with at least one value ("lr 1e-4", "bf16", "batch size 32",
+// "epochs=3"). It returns the settings and the subject.
+func (a *analysis) settings() ([]string, string, bool) {
+	if a.role != "user" || a.question || a.cond {
+		return nil, "", false
+	}
+	first := 0
+	for first < len(a.toks) && clauseStartFillers[a.at(first)] {
+		first++
+	}
+	stem, ok := taskVerbs[a.at(first)]
+	if !ok {
+		return nil, "", false
+	}
+	with := -1
+	for j := first + 1; j < len(a.toks) && j < first+8; j++ {
+		if a.at(j) == "with" || a.at(j) == "using" {
+			with = j
+			break
+		}
+		if a.toks[j].kind == tPunct && a.at(j) != "-" {
+			return nil, "", false
+		}
+	}
+	if with < 0 {
+		return nil, "", false
+	}
+	var out []string
+	var cur []string
+	valued := false
+	flush := func() {
+		for len(cur) > 0 && (cur[0] == "a" || cur[0] == "an" || cur[0] == "the") {
+			cur = cur[1:]
+		}
+		if len(cur) > 0 && len(cur) <= 5 {
+			s := strings.Join(cur, " ")
+			if hasDigit(s) {
+				valued = true
+			}
+			out = append(out, s)
+		}
+		cur = cur[:0]
+	}
+	for j := with + 1; j < len(a.toks); j++ {
+		t := a.toks[j]
+		if t.w == "and" || t.w == "," || t.w == "plus" {
+			flush()
+			continue
+		}
+		if t.kind == tPunct && t.w != "=" && t.w != "-" || t.w == "for" || t.w == "on" || t.w == "to" || t.w == "so" || t.w == "because" {
+			break
+		}
+		cur = append(cur, strings.ToLower(a.text[t.s:t.e]))
+	}
+	flush()
+	if !valued || len(out) == 0 {
+		return nil, "", false
+	}
+	return out, stem + " settings", true
+}
+
+func hasDigit(s string) bool {
+	return strings.ContainsAny(s, "0123456789")
 }
 
 // imperative reads an imperative decision verb at the start of a clause:
@@ -274,7 +833,12 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 	w := a.at(i)
 	switch w {
 	case "use", "adopt", "standardize":
-		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) {
+		if a.useForNarration(i) || a.toolObject(i+1) && !a.hasAlternative(i) || notSubject[a.at(i+1)] || a.reuse(i+1) && !a.hasAlternative(i) {
+			return decHit{}, false
+		}
+		if a.hasWordAfter(i, "if") || a.hasWordAfter(i, "unless") || a.hasWordAfter(i, "whenever") {
+			// "Use WebFetch if you need to confirm": how to work, not a
+			// choice.
 			return decHit{}, false
 		}
 		if a.role == "assistant" && !a.hasAlternative(i) {
@@ -285,15 +849,33 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkOption}, true
 	case "switch", "move", "migrate":
+		if a.role == "assistant" && !a.hasAlternative(i) {
+			// An instruction to the reader ("Move to Settings > …").
+			return decHit{}, false
+		}
+		if a.at(i+1) == "off" && a.role != "assistant" {
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		}
 		return a.switchTo(i, i+1)
 	case "replace":
 		if !a.hasWordAfter(i, "with") {
 			return decHit{}, false
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkReplace}, true
-	case "drop":
+	case "drop", "ditch", "scrap", "nix":
 		if a.role == "assistant" || !a.isWord(i+1) && a.at(i+1) != "`" {
 			return decHit{}, false
+		}
+		for j := i + 1; j < len(a.toks); j++ {
+			if a.toks[j].kind == tPunct {
+				break
+			}
+			switch a.at(j) {
+			case "before", "after", "from", "when", "where", "if", "that", "which", "with", "whose", "older", "without":
+				// "Drop duplicate invoices before loading": a step of
+				// processing data, not an option given up.
+				return decHit{}, false
+			}
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
 	}
@@ -314,6 +896,11 @@ func (a *analysis) switchTo(trig, v int) (decHit, bool) {
 		}
 	}
 	if to < 0 {
+		// "move the config parsing into its own package": a change of
+		// structure, no option named.
+		if w := a.at(trig); (w == "move" && a.role != "assistant" || w == "let's" || w == "lets" || w == "we'll" || w == "i'll") && a.hasWordAfter(v, "into") && !a.narrationObject(v) {
+			return decHit{trig: trig, obj: -1, kind: dkAction}, true
+		}
 		return decHit{}, false
 	}
 	if a.narrationObject(to+1) || a.placeObject(to+1) {
@@ -365,9 +952,26 @@ func (a *analysis) hasAlternative(i int) bool {
 	return false
 }
 
+// reuse reports an object that is what already exists ("the existing
+// types", "the same helper", "the provided fixture"): reusing it is how
+// to do the task, no choice between options.
+func (a *analysis) reuse(i int) bool {
+	if w := a.at(i); w == "the" || w == "our" || w == "your" || w == "its" {
+		i++
+	}
+	switch a.at(i) {
+	case "existing", "current", "same", "provided", "following", "given", "above", "usual", "standard":
+		return true
+	}
+	return false
+}
+
 // useForNarration reports "use X to <narration verb>": the agent using a
 // tool to look at something.
 func (a *analysis) useForNarration(v int) bool {
+	if r, _ := optionRole(strings.ToLower(a.at(v + 1))); r != "" && a.role != "assistant" {
+		return false
+	}
 	for j := v + 1; j < len(a.toks) && j < v+8; j++ {
 		if a.toks[j].kind == tPunct {
 			return false
@@ -440,7 +1044,7 @@ var optionStop = map[string]bool{
 	"as": true, "when": true, "if": true, "unless": true, "until": true, "with": true, "from": true, "not": true,
 	"than": true, "and": true, "but": true, "which": true, "that": true, "now": true, "going": true, "over": true,
 	"in": true, "on": true, "last": true, "by": true, "here": true, "there": true, "then": true, "too": true,
-	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true,
+	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true, "please": true,
 }
 
 // phrase returns the option phrase starting at token i, lowercased and
@@ -490,6 +1094,14 @@ func (a *analysis) decisionFinding(h decHit, ss []sent, si int) Finding {
 	if !(h.trig == 0 && h.obj == 0 && h.kind == 0) {
 		a.options(&f, h)
 	}
+	prev := ""
+	if si > 0 && !ss[si-1].heading {
+		prev = a.text[ss[si-1].s:ss[si-1].e]
+	}
+	if si > 0 {
+		f.Context = capBytes(clean(a.text[ss[si-1].s:ss[si-1].e]), 300)
+	}
+	a.subjectOf(&f, prev)
 	return f
 }
 
@@ -538,6 +1150,10 @@ func (a *analysis) options(f *Finding, h decHit) {
 	case dkOption:
 		s, j := a.phrase(h.obj)
 		add(&f.Chooses, s)
+		if x := a.notUseBefore(h.trig); x >= 0 && a.at(h.trig) == "use" {
+			r, _ := a.phrase(x)
+			add(&f.Replaces, r)
+		}
 		follow(j)
 	case dkSwitch:
 		j := h.obj
@@ -545,8 +1161,10 @@ func (a *analysis) options(f *Finding, h decHit) {
 		// the subject.
 		for k := j; k < len(a.toks) && k < j+12; k++ {
 			if w := a.at(k); w == "from" || w == "to" {
-				if k > j && w == "from" && f.Subject == "" {
-					f.Subject, _ = a.phrase(j)
+				if k > j && f.Subject == "" && a.at(j) != "over" {
+					if s, _ := a.phrase(j); !notSubject[s] {
+						f.Subject = s
+					}
 				}
 				j = k
 				break
@@ -611,7 +1229,94 @@ func (a *analysis) options(f *Finding, h decHit) {
 		}
 	case dkAction:
 		follow(h.trig + 1)
+	case dkMake:
+		// "make the cache key the tenant id, not the user id": the second
+		// article splits the setting from its value.
+		j := h.obj
+		end := j
+		for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
+			end++
+		}
+		split := -1
+		for k := j + 2; k < end; k++ {
+			if w := a.at(k); w == "the" || w == "a" || w == "an" || w == "our" || w == "its" {
+				split = k
+				break
+			}
+		}
+		if split < 0 && end-j >= 2 {
+			split = end - 1
+		}
+		if split > j {
+			f.Subject = strings.Join(articleless(words(a.raw(j, split))), " ")
+			f.SubjectFrom = "the setting the sentence makes"
+			if s, _ := a.phrase(split); s != "" {
+				add(&f.Chooses, s)
+			}
+		}
+		follow(end)
+	case dkSet:
+		if w := a.at(h.obj - 1); w == "be" || w == "is" || w == "are" {
+			// "X should be Y, not Z": h.trig starts X.
+			end := h.obj - 1
+			for p := a.at(end - 1); p == "should" || p == "must" || p == "will" || p == "shall"; p = a.at(end - 1) {
+				end--
+			}
+			f.Subject = strings.Join(articleless(words(a.raw(h.trig, end))), " ")
+			f.SubjectFrom = "the setting the sentence sets"
+			s, k := a.phrase(h.obj)
+			add(&f.Chooses, s)
+			follow(k)
+			break
+		}
+		j := h.obj
+		k := j
+		for k < len(a.toks) && a.at(k) != "to" {
+			k++
+		}
+		f.Subject = strings.Join(articleless(words(a.raw(j, k))), " ")
+		f.SubjectFrom = "the setting the sentence sets"
+		if k+1 < len(a.toks) {
+			end := k + 1
+			for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
+				end++
+			}
+			if end == k+1 && end < len(a.toks) {
+				end++
+			}
+			add(&f.Chooses, strings.ToLower(strings.Trim(a.raw(k+1, end), "`")))
+			follow(end)
+		}
+	case dkSettings:
+		set, subj, _ := a.settings()
+		f.Chooses = append(f.Chooses, set...)
+		f.Subject, f.SubjectFrom = subj, "the settings of a task request"
 	}
+	if len(f.Chooses) == 0 && (h.kind == dkDrop || h.kind == dkSwitch) {
+		// "we're moving off Jenkins; CircleCI from now on."
+		for i := h.trig + 1; i+2 < len(a.toks); i++ {
+			if a.at(i) == "from" && a.at(i+1) == "now" && a.at(i+2) == "on" || a.at(i) == "going" && a.at(i+1) == "forward" {
+				if hh, ok := a.forward(i); ok && hh.obj > h.trig {
+					s, _ := a.phrase(hh.obj)
+					add(&f.Chooses, s)
+				}
+				break
+			}
+		}
+	}
+}
+
+// articleless drops leading articles and possessives.
+func articleless(ws []string) []string {
+	for len(ws) > 0 {
+		switch ws[0] {
+		case "the", "a", "an", "our", "my", "its", "this", "that":
+			ws = ws[1:]
+			continue
+		}
+		break
+	}
+	return ws
 }
 
 // notSubject are "for …" phrases that say when, not what about.
@@ -619,6 +1324,7 @@ var notSubject = map[string]bool{
 	"now": true, "today": true, "the time being": true, "a while": true, "later": true, "example": true,
 	"instance": true, "reference": true, "the moment": true, "good": true, "safety": true, "simplicity": true,
 	"consistency": true, "performance": true, "speed": true, "clarity": true, "readability": true, "": true,
+	"everything": true, "it": true, "this": true, "that": true, "them": true, "all": true, "back": true, "all of it": true,
 }
 
 // decisionVerbLike reports whether w reads as the verb of an action

@@ -4,8 +4,20 @@
 // dedupe (Normalize, Terms), which code identifiers a text names
 // (Identifiers), which TODO comments a source file holds (TODOs), which
 // files a shell command writes or deletes (ShellWrites, ShellDeletes),
-// and what a test run's output says (IsTestCommand, ParseTestResult,
-// ExitCode, FirstErrorLine).
+// what a test run's output says (IsTestCommand, ParseTestResult,
+// ExitCode, FirstErrorLine) and what a failed command's failure is
+// (FailureKind, ErrorSignature), which items a list of work still to do
+// holds (TodoList) and whether an agent says all work is done (AllDone),
+// what a decision is about (Finding.Subject, SubjectOf), and the answers
+// a question tool's result carries (ToolAnswers).
+//
+// A decision's subject is the job it decides, so that differently worded
+// decisions about one job compare equal: the job of a known option it
+// chooses or drops ("atlas" and "goose" are migration tools), else the
+// subject the sentence names ("for the cache", "switch the logger …",
+// "make the cache key …"), else a job word in it or in the sentence
+// before ("to run the migrations"), else a file it names.
+// Finding.SubjectFrom says which, in words.
 //
 // Every function is pure and deterministic: the same input gives the same
 // output on every machine, with no locale, clock or randomness involved,

@@ -36,9 +36,18 @@ type Finding struct {
 	// "cache" in "for the cache, use Redis" and in "use Redis for the
 	// cache". Chooses and Replaces are the options it takes and drops,
 	// lowercased ("use X instead of Y": Chooses [x], Replaces [y]).
-	Subject  string
-	Chooses  []string
-	Replaces []string
+	Subject string
+	// SubjectFrom says why Subject is what it is: "\"atlas\" is a
+	// migration tool", "the sentence says \"migrations\"", "named in the
+	// sentence".
+	SubjectFrom string
+	Chooses     []string
+	Replaces    []string
+	// Context is the sentence before a decision's, cleaned and capped at
+	// 300 bytes: what it is about when the sentence itself does not say
+	// ("We need an argument parser." before "Use clap."); "" for the
+	// first sentence of a text.
+	Context string
 	// Rationale is the "because …", "since …", "so that …", "to avoid …"
 	// clause of the sentence, or else the next sentence when it opens with
 	// "This is because", "The reason", "That way", "Because", "Since" and
@@ -99,7 +108,7 @@ func Find(text string, opts FindOptions) []Finding {
 		if a.blocker() {
 			out = append(out, a.finding(TypeBlocker, nil))
 		}
-		if opts.Questions && opts.Role != "user" && a.question && a.openQuestion(ss, i) {
+		if opts.Questions && opts.Role != "user" && (a.question && a.openQuestion(ss, i) || !a.question && a.askStatement()) {
 			out = append(out, a.finding(TypeQuestion, nil))
 		}
 	}
@@ -145,6 +154,39 @@ func (a *analysis) finding(t Type, set func(*Finding)) Finding {
 	return f
 }
 
+// askStatement reports a request for the reader's answer that is no
+// question by its punctuation: "Let me know whether you want …", "Please
+// confirm which one to keep."
+func (a *analysis) askStatement() bool {
+	i := 0
+	for i < len(a.toks) && (clauseStartFillers[a.at(i)] || a.at(i) == ",") {
+		i++
+	}
+	// "Not sure whether you want X kept; let me know."
+	if n := len(a.toks); n >= 3 && a.at(n-3) == "me" && a.at(n-2) == "know" || n >= 2 && a.at(n-2) == "me" && a.at(n-1) == "know" {
+		for _, t := range a.toks {
+			if t.w == "whether" || t.w == "if" || t.w == "which" {
+				return true
+			}
+		}
+	}
+	switch {
+	case a.at(i) == "let" && a.at(i+1) == "me" && a.at(i+2) == "know":
+		i += 3
+	case a.at(i) == "confirm":
+		i++
+	case a.at(i) == "tell" && a.at(i+1) == "me":
+		i += 2
+	default:
+		return false
+	}
+	switch a.at(i) {
+	case "if", "whether", "which", "what", "how", "where", "who":
+		return true
+	}
+	return false
+}
+
 // endsWithQuestion reports whether s ends in '?', past closing quotes,
 // brackets and emphasis.
 func endsWithQuestion(s string) bool {
@@ -166,6 +208,8 @@ var clauseStartFillers = map[string]bool{
 	"reminder": true, "rule": true, "rules": true, "alright": true, "yes": true, "yeah": true, "thanks": true,
 	"finally": true, "generally": true, "in": true, "general": true, "from": true, "on": true, "going": true,
 	"forward": true, "hey": true, "oh": true, "additionally": true, "instead": true, "otherwise": true,
+	"actually": true, "hmm": true, "wait": true, "no": true, "nah": true, "right": true, "correction": true,
+	"second": true, "thought": true,
 	"!": true, ",": true, "\"": true,
 }
 
@@ -282,7 +326,8 @@ func (a *analysis) subjectBefore(i int) bool {
 		}
 		switch w {
 		case "have", "had", "finally", "just", "already", "now", "also", "then", "all", "both", "eventually",
-			"ultimately", "together", "the", "did", "instead", "therefore", "so", "and", "will", "shall", "officially":
+			"ultimately", "together", "the", "did", "instead", "therefore", "so", "and", "will", "shall", "officially",
+			"are", "am", "were", "actually":
 			continue
 		}
 		return false

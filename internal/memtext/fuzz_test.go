@@ -15,6 +15,11 @@ func FuzzFind(f *testing.F) {
 		"`unclosed code span. You must not.",
 		"Use X instead of Y, not Z; so that w.",
 		"ü’ — … “quoted” don’t",
+		"Actually, ditch X; Y from now on. Make the key the id, not the name. Train with lr 1e-4 and bf16.",
+		"Still need to:\n- a\n  - b\n7. Pending Tasks:\n- c\nAll done.",
+		"Rule one: nobody runs X. The format is frozen, no renames allowed. I'd rather we use",
+		"User has answered your questions: \"Q?\"=\"A\", \"R\"=\"",
+		"keep the X under; set the Y to; the cache key should be the",
 	} {
 		f.Add(s, true)
 	}
@@ -33,6 +38,20 @@ func FuzzFind(f *testing.F) {
 				}
 			}
 		}
+		for _, it := range TodoList(text) {
+			if it == "" || len(it) > maxSentence {
+				t.Fatalf("todo item %q", it)
+			}
+		}
+		AllDone(text)
+		for _, qa := range ToolAnswers(text) {
+			if !strings.Contains(text, qa[0]) || !strings.Contains(text, qa[1]) {
+				t.Fatalf("answer %q not in the text", qa)
+			}
+		}
+		SubjectOf(text, text)
+		FailureKind(text, text)
+		ErrorSignature(text)
 		Normalize(text)
 		Terms(text)
 		if ids := Identifiers(text); len(ids) > maxIdentifiers {

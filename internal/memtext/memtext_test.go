@@ -16,23 +16,23 @@ func TestFindDecisionFields(t *testing.T) {
 		subject, key, rationale string
 		chooses, replaces       []string
 	}{
-		{text: "We decided to use SQLite.", key: "sqlite", chooses: []string{"sqlite"}},
-		{text: "Decision: use SQLite", key: "sqlite", chooses: []string{"sqlite"}},
-		{text: "we'll use sqlite", key: "sqlite", chooses: []string{"sqlite"}},
+		{text: "We decided to use SQLite.", subject: "database", key: "sqlite", chooses: []string{"sqlite"}},
+		{text: "Decision: use SQLite", subject: "database", key: "sqlite", chooses: []string{"sqlite"}},
+		{text: "we'll use sqlite", subject: "database", key: "sqlite", chooses: []string{"sqlite"}},
 		{text: "For the cache, use Redis.", subject: "cache", key: "for the cache use redis", chooses: []string{"redis"}},
 		{text: "Decision: database: Postgres", subject: "database", key: "database postgres", chooses: []string{"postgres"}},
 		{text: "Use errgroup for the fan-out.", subject: "fan-out", key: "errgroup for the fan-out", chooses: []string{"errgroup"}},
-		{text: "Let's use Redis instead of Memcached.", key: "redis instead of memcached", chooses: []string{"redis"}, replaces: []string{"memcached"}},
-		{text: "We will use gRPC rather than REST.", key: "grpc rather than rest", chooses: []string{"grpc"}, replaces: []string{"rest"}},
-		{text: "Switch the logger from logrus to slog.", subject: "logger", key: "switch the logger from logrus to slog", chooses: []string{"slog"}, replaces: []string{"logrus"}},
-		{text: "Replace the retry loop with backoff.Retry.", key: "replace the retry loop with backoff.retry", chooses: []string{"backoff.retry"}, replaces: []string{"retry loop"}},
+		{text: "Let's use Redis instead of Memcached.", subject: "cache", key: "redis instead of memcached", chooses: []string{"redis"}, replaces: []string{"memcached"}},
+		{text: "We will use gRPC rather than REST.", subject: "api style", key: "grpc rather than rest", chooses: []string{"grpc"}, replaces: []string{"rest"}},
+		{text: "Switch the logger from logrus to slog.", subject: "logging library", key: "switch the logger from logrus to slog", chooses: []string{"slog"}, replaces: []string{"logrus"}},
+		{text: "Replace the retry loop with backoff.Retry.", subject: "retries", key: "replace the retry loop with backoff.retry", chooses: []string{"backoff.retry"}, replaces: []string{"retry loop"}},
 		{text: "We no longer use the v1 client.", key: "no longer use the v1 client", replaces: []string{"v1 client"}},
 		{text: "Drop the Python 3.8 support.", key: "drop the python 3.8 support", replaces: []string{"python 3.8 support"}},
-		{text: "Use slog, not fmt.Println.", key: "slog not fmt.println", chooses: []string{"slog"}, replaces: []string{"fmt.println"}},
-		{text: "I chose chi over gorilla/mux since gorilla is archived.", key: "chi over gorilla/mux", rationale: "since gorilla is archived", chooses: []string{"chi"}, replaces: []string{"gorilla/mux"}},
+		{text: "Use slog, not fmt.Println.", subject: "logging library", key: "slog not fmt.println", chooses: []string{"slog"}, replaces: []string{"fmt.println"}},
+		{text: "I chose chi over gorilla/mux since gorilla is archived.", subject: "web framework", key: "chi over gorilla/mux", rationale: "since gorilla is archived", chooses: []string{"chi"}, replaces: []string{"gorilla/mux"}},
 		{text: "We decided to vendor the dependencies. This is because the build machines are offline.", key: "vendor the dependencies", rationale: "This is because the build machines are offline."},
 		{text: "Going with zstd so that the archives stay small.", key: "zstd", rationale: "so that the archives stay small", chooses: []string{"zstd"}},
-		{text: "We decided against an ORM to avoid the reflection cost.", key: "against an orm", rationale: "to avoid the reflection cost", replaces: []string{"orm"}},
+		{text: "We decided against an ORM to avoid the reflection cost.", subject: "orm", key: "against an orm", rationale: "to avoid the reflection cost", replaces: []string{"orm"}},
 	}
 	for _, tt := range tests {
 		fs := Find(tt.text, FindOptions{Role: "user"})

@@ -426,3 +426,60 @@ func isExceptionLine(t string) bool {
 	}
 	return false
 }
+
+// FailureKind says what a failed command's failure is, when it leaves
+// work open: "Import" (ModuleNotFoundError, ImportError, Cannot find
+// module), "CI job" (gh run/pr checks reporting a failed job), "Build"
+// (a build, compile, install or type-check command, or compiler output
+// such as "error[E0308]" or "file.go:3:4: …"); "" for anything else (a
+// grep that found nothing, a missing file).
+func FailureKind(cmd, output string) string {
+	switch {
+	case strings.Contains(output, "ModuleNotFoundError") || strings.Contains(output, "ImportError") ||
+		strings.Contains(output, "Cannot find module") || strings.Contains(output, "No module named"):
+		return "Import"
+	}
+	f := strings.Fields(strings.ToLower(cmd))
+	has := func(ws ...string) bool {
+		for _, w := range ws {
+			for _, x := range f {
+				if x == w {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if has("gh") && (has("run") || has("checks")) {
+		lo := strings.ToLower(output)
+		if strings.Contains(lo, "fail") || strings.Contains(output, "✗") || strings.Contains(output, "X ") {
+			return "CI job"
+		}
+		return ""
+	}
+	if has("build", "compile", "tsc", "install", "sync", "make", "mvn", "gradle", "javac", "gcc", "g++", "clang", "rustc", "mypy", "pyright", "dialyzer", "vet", "lint", "credo", "eslint", "ruff", "clippy", "check") {
+		return "Build"
+	}
+	return ""
+}
+
+// ErrorSignature returns an error line with what changes between runs
+// of the same error (line and column numbers, hex addresses, durations)
+// replaced, so that one error repeated is one thread.
+func ErrorSignature(line string) string {
+	var b strings.Builder
+	digits := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if c >= '0' && c <= '9' {
+			if !digits {
+				b.WriteByte('#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteByte(c)
+	}
+	return strings.ToLower(strings.TrimSpace(b.String()))
+}

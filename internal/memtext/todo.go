@@ -1,6 +1,9 @@
 package memtext
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // TODO is a TODO, FIXME, XXX or HACK comment in source text.
 type TODO struct {
@@ -113,4 +116,148 @@ func todoAt(s string, line int) (TODO, bool) {
 		return TODO{Marker: m, Text: rest, Line: line}, true
 	}
 	return TODO{}, false
+}
+
+// todoLabels open a list of work not done yet.
+var todoLabels = []string{
+	"still need to", "still needs", "still to do", "pending tasks", "pending", "remaining work", "remaining tasks",
+	"remaining", "left to do", "next steps", "todo", "to do", "not done yet", "open items", "outstanding",
+}
+
+// TodoList returns the items of the lists of work not done that text
+// holds: the list items (-, *, 1.) that follow a line such as "Still need
+// to:", "Pending Tasks:", "7. Pending Tasks:" or "Next steps:", up to the
+// first line that is neither a list item nor blank. Of nested items only
+// the innermost are kept ("Fix X" under "spotter-dov.3: …"). Items are
+// cleaned of markdown and capped at 400 bytes.
+func TodoList(text string) []string {
+	var out []string
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !todoLabel(lines[i]) {
+			continue
+		}
+		type item struct {
+			ind  int
+			text string
+		}
+		var items []item
+		j := i + 1
+		for ; j < len(lines); j++ {
+			l := strings.TrimRight(lines[j], " \t\r")
+			if strings.TrimSpace(l) == "" {
+				if len(items) > 0 {
+					break
+				}
+				continue
+			}
+			ind := len(l) - len(strings.TrimLeft(l, " \t"))
+			t := strings.TrimLeft(l, " \t")
+			n := bulletMark(t)
+			if n == 0 {
+				break
+			}
+			items = append(items, item{ind, t[n:]})
+		}
+		for k, it := range items {
+			if k+1 < len(items) && items[k+1].ind > it.ind {
+				continue // it has sub-items
+			}
+			if s := capBytes(clean(it.text), maxSentence); s != "" && !lookItem(s) {
+				out = append(out, s)
+			}
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// todoLabel reports whether line is a label that opens a list of work
+// not done: short, ending in ':', naming pending work.
+func todoLabel(line string) bool {
+	t := strings.TrimSpace(stripLineMarks(strings.TrimSpace(line)))
+	t = strings.Trim(t, "*_ ")
+	if !strings.HasSuffix(t, ":") || len(t) > 40 {
+		return false
+	}
+	t = strings.ToLower(strings.Trim(strings.TrimSuffix(t, ":"), "*_ "))
+	for len(t) > 0 && (t[0] >= '0' && t[0] <= '9' || t[0] == '.' || t[0] == ' ') {
+		t = t[1:]
+	}
+	for _, l := range todoLabels {
+		if t == l || strings.HasPrefix(t, l+" ") && len(t) < len(l)+12 {
+			return true
+		}
+	}
+	return false
+}
+
+// AllDone reports whether an agent's message says that all the work is
+// finished: "All done.", "Everything is committed and pushed.", "All
+// tasks are complete." Tickets closed ("All 3 subtasks closed") are not
+// all the work.
+func AllDone(text string) bool {
+	for _, sn := range sentences(nil, text) {
+		ws := words(text[sn.s:sn.e])
+		if len(ws) < 2 || ws[0] != "all" && ws[0] != "everything" {
+			continue
+		}
+		rest := ws[1:]
+		if ws[0] == "all" {
+			// "All 3 subtasks", "All the tasks", "All done".
+			for len(rest) > 0 && (rest[0] == "the" || rest[0] == "of" || rest[0] == "my" || leadingDigit(rest[0])) {
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				switch rest[0] {
+				case "done", "finished", "complete", "completed":
+					return true
+				case "tasks", "subtasks", "todos", "items", "steps", "work", "changes":
+					rest = rest[1:]
+				default:
+					continue
+				}
+			}
+		}
+		if slices.ContainsFunc(ws, func(w string) bool {
+			switch w {
+			case "not", "except", "but", "remaining", "left", "still", "pending", "missing":
+				return true
+			}
+			return false
+		}) {
+			continue
+		}
+		for _, w := range rest {
+			switch w {
+			case "done", "finished", "complete", "completed", "pushed", "merged", "shipped":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leadingDigit reports whether s is a count: "3", "three".
+func leadingDigit(s string) bool {
+	switch s {
+	case "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "both":
+		return true
+	}
+	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// lookItem reports whether a list item is a step of looking rather than
+// work: "Haven't yet read the CSS file", "Check the logs".
+func lookItem(s string) bool {
+	ws := words(s)
+	for len(ws) > 0 {
+		switch ws[0] {
+		case "haven't", "have", "not", "yet", "still", "also", "then", "first":
+			ws = ws[1:]
+			continue
+		}
+		break
+	}
+	return len(ws) > 0 && narrationVerbs[ws[0]] && ws[0] != "test" && ws[0] != "run"
 }

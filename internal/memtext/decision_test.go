@@ -1,0 +1,183 @@
+package memtext
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestFindDecisionKinds covers the kinds of decision people state, in
+// wording of our own: reversals, corrections, "from now on", settings in
+// a task request, an assistant's choice after looking into something.
+func TestFindDecisionKinds(t *testing.T) {
+	tests := []struct {
+		role, text        string
+		subject           string
+		chooses, replaces []string
+	}{
+		{role: "user", text: "Actually, ditch the caching layer, the CDN already caches responses.", subject: "cache", replaces: []string{"caching layer"}},
+		{role: "user", text: "We're migrating off Travis; GitHub Actions going forward.", subject: "ci system", chooses: []string{"github actions"}, replaces: []string{"travis"}},
+		{role: "user", text: "We are moving away from Jenkins, Buildkite from now on.", subject: "ci system", chooses: []string{"buildkite"}, replaces: []string{"jenkins"}},
+		{role: "user", text: "Let's go back to the single-threaded scheduler.", chooses: []string{"single-threaded scheduler"}},
+		{role: "user", text: "Revert to the token bucket limiter.", chooses: []string{"token bucket limiter"}},
+		{role: "user", text: "Make the rate limit key the API token, not the client IP.", subject: "rate limit key", chooses: []string{"api token"}, replaces: []string{"client ip"}},
+		{role: "user", text: "Stick with Postgres for now.", subject: "database", chooses: []string{"postgres"}},
+		{role: "user", text: "Let's not use Celery here.", subject: "queue", replaces: []string{"celery"}},
+		{role: "user", text: "Switch to Atlas for migrations.", subject: "migration tool", chooses: []string{"atlas"}},
+		{role: "user", text: "Use goose to run the schema changes.", subject: "migration tool", chooses: []string{"goose"}},
+		{role: "user", text: "Fine-tune it using a 2e-5 learning rate and 3 epochs.", subject: "fine-tuning settings", chooses: []string{"2e-5 learning rate", "3 epochs"}},
+		{role: "user", text: "Train with warmup 500 steps, bf16 and batch size 64.", subject: "training settings", chooses: []string{"warmup 500 steps", "bf16", "batch size 64"}},
+		{role: "user", text: "Do the rename in a migration instead.", subject: "migration tool"},
+		{role: "user", text: "No more mocks in the storage tests.", replaces: []string{"mocks"}},
+		{role: "user", text: "We won't use an ORM.", subject: "orm", replaces: []string{"orm"}},
+		{role: "user", text: "Set the request timeout to 30s.", subject: "request timeout", chooses: []string{"30s"}},
+		{role: "user", text: "Keep using zap.", subject: "logging library", chooses: []string{"zap"}},
+		{role: "user", text: "Stop using the global logger.", subject: "logging library", replaces: []string{"global logger"}},
+		{role: "assistant", text: "The simplest fix is to use a buffered channel.", chooses: []string{"buffered channel"}},
+		{role: "user", text: "Use a sync.Map in `cache/lru.go` instead of the mutex.", subject: "locking", chooses: []string{"sync.map"}, replaces: []string{"mutex"}},
+		{role: "user", text: "Put the request checks in `api/guard.go` instead.", subject: "api/guard.go"},
+		{role: "assistant", text: "I'm going to switch the parser to nom.", subject: "parser", chooses: []string{"nom"}},
+		{role: "assistant", text: "After profiling, I'll use a sync.Pool instead of allocating per request.", chooses: []string{"sync.pool"}, replaces: []string{"allocating per request"}},
+	}
+	for _, tt := range tests {
+		var got *Finding
+		for _, f := range Find(tt.text, FindOptions{Role: tt.role}) {
+			if f.Type == TypeDecision {
+				got = &f
+				break
+			}
+		}
+		if got == nil {
+			t.Errorf("Find(%q, %s): no decision", tt.text, tt.role)
+			continue
+		}
+		if got.Subject != tt.subject || !slices.Equal(got.Chooses, tt.chooses) || !slices.Equal(got.Replaces, tt.replaces) {
+			t.Errorf("Find(%q, %s):\n got subject=%q (%s) chooses=%q replaces=%q\nwant subject=%q chooses=%q replaces=%q",
+				tt.text, tt.role, got.Subject, got.SubjectFrom, got.Chooses, got.Replaces, tt.subject, tt.chooses, tt.replaces)
+		}
+		if got.Subject != "" && got.SubjectFrom == "" {
+			t.Errorf("Find(%q): subject %q with no reason", tt.text, got.Subject)
+		}
+	}
+}
+
+// TestFindDecisionNegatives are sentences near the decision patterns
+// that decide nothing.
+func TestFindDecisionNegatives(t *testing.T) {
+	tests := []struct{ role, text string }{
+		{"assistant", "Let me go back to the file and check the imports."},
+		{"user", "If we switch to Atlas, what breaks?"},
+		{"user", "Run the tests with -race."},
+		{"user", "Make sure the tests pass."},
+		{"user", "Make the button blue."},
+		{"user", "It works fine instead."},
+		{"user", "We could go back to the old scheduler."},
+		{"user", "Set up the repo to build with make."},
+		{"assistant", "I'll keep looking at the handler."},
+		{"assistant", "Stop using the global logger."},
+		{"user", "Should we stick with Postgres?"},
+		{"assistant", "Now I'm going to run the test suite again."},
+		{"user", "Train the model and report the loss."},
+	}
+	for _, tt := range tests {
+		for _, f := range Find(tt.text, FindOptions{Role: tt.role}) {
+			if f.Type == TypeDecision {
+				t.Errorf("Find(%q, %s) = decision %+v, want none", tt.text, tt.role, f)
+			}
+		}
+	}
+}
+
+// TestSubjectsAgree checks that differently worded decisions about one
+// job get one subject, so that the later supersedes the earlier.
+func TestSubjectsAgree(t *testing.T) {
+	groups := [][]string{
+		{"Switch to Atlas for migrations.", "Use goose to run the migrations.", "We decided to use Flyway.", "Let's go with dbmate for schema migrations."},
+		{"Use zerolog for logging.", "We're switching the logger to slog.", "Stick with logrus."},
+		{"Let's use pnpm.", "Switch to yarn as the package manager.", "We'll use npm instead of bun."},
+		{"Use Sentry for crash reporting.", "We're moving off Sentry; Rollbar from now on.", "Stick with bugsnag."},
+		{"Keep LaunchDarkly for feature flags.", "Switch to Unleash.", "Let's go with flagsmith for feature flags."},
+	}
+	for _, g := range groups {
+		want := ""
+		for _, text := range g {
+			var subj string
+			for _, f := range Find(text, FindOptions{Role: "user"}) {
+				if f.Type == TypeDecision {
+					subj = f.Subject
+				}
+			}
+			if subj == "" {
+				t.Errorf("Find(%q): no subject", text)
+				continue
+			}
+			if want == "" {
+				want = subj
+			} else if subj != want {
+				t.Errorf("Find(%q): subject %q, want %q as for %q", text, subj, want, g[0])
+			}
+		}
+	}
+}
+
+func TestFindDontUseUse(t *testing.T) {
+	fs := Find("Just so we're clear: don't use Slack for updates, use the issue tracker.", FindOptions{Role: "user"})
+	var d, c bool
+	for _, f := range fs {
+		switch f.Type {
+		case TypeDecision:
+			d = true
+			if !slices.Equal(f.Chooses, []string{"issue tracker"}) || !slices.Equal(f.Replaces, []string{"slack"}) {
+				t.Errorf("decision chooses=%q replaces=%q", f.Chooses, f.Replaces)
+			}
+		case TypeConstraint:
+			c = true
+		}
+	}
+	if !d || !c {
+		t.Errorf("Find = %+v, want a decision and a constraint", fs)
+	}
+}
+
+func TestFindSettingsInRequests(t *testing.T) {
+	tests := []struct {
+		text, subject string
+		chooses       []string
+	}{
+		{"let's bump the default request budget to 120 in the env file", "default request budget", []string{"120"}},
+		{"Change the retry limit to 5.", "retry limit", []string{"5"}},
+		{"Let's keep the old CLI name but point the script at the new module.", "", nil},
+	}
+	for _, tt := range tests {
+		var got *Finding
+		for _, f := range Find(tt.text, FindOptions{Role: "user"}) {
+			if f.Type == TypeDecision {
+				got = &f
+			}
+		}
+		if got == nil {
+			t.Errorf("Find(%q): no decision", tt.text)
+			continue
+		}
+		if got.Subject != tt.subject || !slices.Equal(got.Chooses, tt.chooses) {
+			t.Errorf("Find(%q): subject=%q chooses=%q, want %q %q", tt.text, got.Subject, got.Chooses, tt.subject, tt.chooses)
+		}
+	}
+	for _, text := range []string{"Change to the repo root and build.", "Set it to whatever works.", "Let's keep going."} {
+		for _, f := range Find(text, FindOptions{Role: "user"}) {
+			if f.Type == TypeDecision {
+				t.Errorf("Find(%q) = decision %+v, want none", text, f)
+			}
+		}
+	}
+}
+
+func TestFindDecisionContext(t *testing.T) {
+	fs := Find("The CLI needs a real argument parser now. Go with kong.", FindOptions{Role: "user"})
+	if len(fs) != 1 || fs[0].Type != TypeDecision {
+		t.Fatalf("Find = %+v, want one decision", fs)
+	}
+	f := fs[0]
+	if f.Context != "The CLI needs a real argument parser now." || f.Subject != "argument parser" || !slices.Equal(f.Chooses, []string{"kong"}) {
+		t.Errorf("context %q subject %q (%s) chooses %q", f.Context, f.Subject, f.SubjectFrom, f.Chooses)
+	}
+}

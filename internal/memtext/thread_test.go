@@ -1,0 +1,86 @@
+package memtext
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestFindThreads covers what an assistant's message leaves open, in
+// wording of our own: questions to the user in their common phrasings,
+// work not done; and what is no thread: narration of the next step, a
+// lesson learned.
+func TestFindThreads(t *testing.T) {
+	tests := []struct {
+		text string
+		want []Type
+	}{
+		{"One thing to check: should the importer skip empty files?", []Type{TypeQuestion}},
+		{"Question for you: do you want the old endpoint kept behind a flag?", []Type{TypeQuestion}},
+		{"Quick question — which region should the bucket live in?", []Type{TypeQuestion}},
+		{"Do we want retries on the upload path too?", []Type{TypeQuestion}},
+		{"Let me know whether the v1 flags should stay.", []Type{TypeQuestion}},
+		{"Please confirm which of the two configs to keep.", []Type{TypeQuestion}},
+		{"The importer still needs to handle gzip input.", []Type{TypeTodo}},
+		{"Let me fix the three type errors and then do the remaining work.", nil},
+		{"Now I'll tackle the remaining items on the list:", nil},
+		{"Next, I will check what still needs to be wired.", nil},
+		{"Per the docs, a stopped worker is still to be restarted by hand; you cannot resume it.", nil},
+		{"Still need to:", nil},
+		{"Why did it fail? Because the fixture was stale.", nil},
+	}
+	for _, tt := range tests {
+		var got []Type
+		for _, f := range Find(tt.text, FindOptions{Role: "assistant", Questions: true}) {
+			got = append(got, f.Type)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Find(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestTodoList(t *testing.T) {
+	text := `Done so far: the parser.
+
+**Still need to:**
+- Wire the **exporter** into the CLI
+- Add tests for ` + "`gzip`" + ` input
+- Haven't yet read the exporter's README
+
+7. Pending Tasks:
+   - **epic-4** (in progress): "Unify the viewers"
+     - Fix the build error in viewer.ex
+     - Update the session template
+   - Close the session (commit, push)
+
+8. Current Work:
+   - Editing viewer.ex
+`
+	got := TodoList(text)
+	want := []string{"Wire the exporter into the CLI", "Add tests for `gzip` input", "Fix the build error in viewer.ex", "Update the session template", "Close the session (commit, push)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("TodoList = %q\nwant %q", got, want)
+	}
+}
+
+func TestAllDone(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"All done. Here is what changed:", true},
+		{"All four subtasks are complete and the epic with them.", true},
+		{"All 3 subtasks closed. Let me close the epic:", false},
+		{"Everything is committed and pushed.", true},
+		{"All the steps are complete.", true},
+		{"All tests pass, but the docs are still missing.", false},
+		{"All tasks done except the migration.", false},
+		{"Done with the parser; the exporter is next.", false},
+		{"All of the handlers return errors now.", false},
+	}
+	for _, tt := range tests {
+		if got := AllDone(tt.text); got != tt.want {
+			t.Errorf("AllDone(%q) = %t, want %t", tt.text, got, tt.want)
+		}
+	}
+}

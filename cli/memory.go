@@ -265,6 +265,12 @@ func (m *localMemory) Get(id string) (engine.Artifact, error) {
 			return a, err
 		}
 		if r != nil {
+			// The text was written when it was in force: its first
+			// line says the status it had.
+			line, _, _ := strings.Cut(a.Text, "\n")
+			if i := strings.Index(line, "("+a.Status); i >= 0 {
+				a.Text = a.Text[:i] + "(" + r.Status + a.Text[i+1+len(a.Status):]
+			}
 			a.Status, a.Resolved = r.Status, r
 		}
 	}

@@ -76,7 +76,7 @@ func TestProjectMemory(t *testing.T) {
 		t.Fatalf("search: goose %s at %d, Atlas %s at %d; want goose superseded below Atlas", goose.Status, pos["goose"], atlas.Status, pos["atlas"])
 	}
 	out, errs, code := run(t, "--dir", dir, "mem", "get", goose.ID)
-	if code != 0 || !strings.Contains(out, "superseded by "+atlas.ID+" in session claude:"+two) || !strings.Contains(out, "subject: migrations") {
+	if code != 0 || !strings.Contains(out, "superseded by "+atlas.ID+" in session claude:"+two) || !strings.Contains(out, "subject: migration tool") || strings.Contains(out, "Decision (active)") {
 		t.Fatalf("mem get: %d\n%s%s", code, out, errs)
 	}
 	a := memJSON[engine.Artifact](t, "--dir", dir, "mem", "get", goose.ID)

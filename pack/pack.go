@@ -225,6 +225,9 @@ func Build(in *Input) (*Pack, error) {
 			c.score = score(q, a, from, lastN)
 			decisions = append(decisions, c)
 		case a.Type == engine.ArtifactConstraint && a.Status == "active":
+			if a.Constraint != nil && a.Constraint.Scope == "subagent" {
+				continue // it holds for the subagent it was given to
+			}
 			w := 1.0
 			if a.Constraint != nil && a.Constraint.Scope == "session" {
 				w = 1.3

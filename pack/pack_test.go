@@ -314,9 +314,11 @@ func TestBuildProject(t *testing.T) {
 	self := earlier("dec-0000000000a2", engine.ArtifactDecision, "active", "A decision of the session itself, from the project index.")
 	self.Session = "s1"
 	self.Decision = &engine.Decision{Statement: self.Text}
+	teammate := earlier("con-0000000000a2", engine.ArtifactConstraint, "active", "Only edit files under docs/.")
+	teammate.Constraint = &engine.Constraint{Statement: teammate.Text, Modal: "only", Scope: "subagent"}
 	again := earlier("dec-0000000000a3", engine.ArtifactDecision, "active", "Use BoltDB for the job queue instead of SQLite.")
 	again.Decision = &engine.Decision{Statement: again.Text}
-	project := []engine.Artifact{atlas, prod, flaky, done, self, again}
+	project := []engine.Artifact{atlas, prod, flaky, done, self, again, teammate}
 
 	p, err := Build(&Input{Session: "s1", Task: "add a column to users", Artifacts: small(), Project: project, ProjectState: "p1", Budget: DefaultBudget()})
 	if err != nil {
@@ -336,7 +338,7 @@ func TestBuildProject(t *testing.T) {
 	if strings.Count(md, "Use BoltDB for the job queue") != 1 || strings.Contains(md, "dec-0000000000a3") {
 		t.Errorf("a statement made in two sessions is not one item, the session's own:\n%s", md)
 	}
-	for _, not := range []string{"out-0000000000a1", "dec-0000000000a2"} {
+	for _, not := range []string{"out-0000000000a1", "dec-0000000000a2", "con-0000000000a2"} {
 		if strings.Contains(md, not) {
 			t.Errorf("pack holds %s:\n%s", not, md)
 		}

@@ -849,8 +849,9 @@ func (a *analysis) imperative(i int) (decHit, bool) {
 		}
 		return decHit{trig: i, obj: i + 1, kind: dkOption}, true
 	case "switch", "move", "migrate":
-		if a.role == "assistant" && !a.hasAlternative(i) {
-			// An instruction to the reader ("Move to Settings > …").
+		if a.role == "assistant" && !a.hasAlternative(i) && a.at(i+1) != "from" {
+			// An instruction to the reader ("Move to Settings > …");
+			// "switch from X to Y" names what it drops: a choice.
 			return decHit{}, false
 		}
 		if a.at(i+1) == "off" && a.role != "assistant" {

@@ -37,6 +37,7 @@ func TestFindDecisionKinds(t *testing.T) {
 		{role: "user", text: "Put the request checks in `api/guard.go` instead.", subject: "api/guard.go"},
 		{role: "assistant", text: "I'm going to switch the parser to nom.", subject: "parser", chooses: []string{"nom"}},
 		{role: "assistant", text: "After profiling, I'll use a sync.Pool instead of allocating per request.", chooses: []string{"sync.pool"}, replaces: []string{"allocating per request"}},
+		{role: "assistant", text: "Switch from SQLite to BoltDB for the job store, since we need no SQL.", subject: "database", chooses: []string{"boltdb"}, replaces: []string{"sqlite"}},
 	}
 	for _, tt := range tests {
 		var got *Finding
@@ -76,6 +77,7 @@ func TestFindDecisionNegatives(t *testing.T) {
 		{"assistant", "Stop using the global logger."},
 		{"user", "Should we stick with Postgres?"},
 		{"assistant", "Now I'm going to run the test suite again."},
+		{"assistant", "Move to Settings > Privacy and turn it off."},
 		{"user", "Train the model and report the loss."},
 	}
 	for _, tt := range tests {

@@ -245,6 +245,15 @@ func (m *miner) classify() string {
 	for _, t := range slices.Sorted(maps.Keys(m.side)) {
 		fmt.Fprintf(&b, "%d,", t)
 	}
+	// Whose threads are a subagent's decides what is mined (ownThread,
+	// delegated): a change is a new classification.
+	b.WriteByte('|')
+	ags := make([]string, 0, len(m.s.Agents))
+	for _, a := range m.s.Agents {
+		ags = append(ags, fmt.Sprintf("%d:%t", a.Thread, strings.HasPrefix(a.ID, "acompact")))
+	}
+	slices.Sort(ags)
+	b.WriteString(strings.Join(ags, ","))
 	return b.String()
 }
 

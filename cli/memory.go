@@ -265,13 +265,7 @@ func (m *localMemory) Get(id string) (engine.Artifact, error) {
 			return a, err
 		}
 		if r != nil {
-			// The text was written when it was in force: its first
-			// line says the status it had.
-			line, _, _ := strings.Cut(a.Text, "\n")
-			if i := strings.Index(line, "("+a.Status); i >= 0 {
-				a.Text = a.Text[:i] + "(" + r.Status + a.Text[i+1+len(a.Status):]
-			}
-			a.Status, a.Resolved = r.Status, r
+			a.SetResolved(r)
 		}
 	}
 	return a, nil
@@ -362,24 +356,28 @@ func (m *localMemory) List(session string, types []engine.ArtifactType) ([]engin
 		}
 	}
 	var out []engine.Card
+	pms := map[string]*engine.ProjectMemory{}
 	for _, s := range sessions {
 		arts, err := m.e.Artifacts(s)
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range arts {
+		// What a later session of the project took out of force: one
+		// read of the project's memory per project, not per artifact.
+		st, err := m.e.MemoryState(s)
+		if err != nil {
+			return nil, err
+		}
+		pm, ok := pms[st.Project]
+		if !ok {
+			if pm, err = m.projectMemory(st.Project, 0); err != nil {
+				return nil, err
+			}
+			pms[st.Project] = pm
+		}
+		for _, a := range resolved(arts, pm) {
 			if len(types) == 0 || slices.Contains(types, a.Type) {
-				c := a.Card()
-				if a.Status == "active" || a.Status == "open" {
-					r, err := m.e.Resolve(a)
-					if err != nil {
-						return nil, err
-					}
-					if r != nil {
-						c.Status = r.Status
-					}
-				}
-				out = append(out, c)
+				out = append(out, a.Card())
 			}
 		}
 	}

@@ -246,8 +246,7 @@ func resolved(arts []engine.Artifact, pm *engine.ProjectMemory) []engine.Artifac
 		if &out[0] == &arts[0] {
 			out = slices.Clone(arts)
 		}
-		out[i].Status = r.Status
-		out[i].Resolved = &r
+		out[i].SetResolved(&r)
 	}
 	return out
 }

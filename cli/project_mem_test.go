@@ -84,6 +84,16 @@ func TestProjectMemory(t *testing.T) {
 		t.Fatalf("mem get --json: status %s, resolved %+v", a.Status, a.Resolved)
 	}
 
+	listed := false
+	for _, c := range memJSON[[]engine.Card](t, "--dir", dir, "mem", "list", "claude:"+one, "--type", "decision") {
+		if c.ID == goose.ID {
+			listed = c.Status == "superseded"
+		}
+	}
+	if !listed {
+		t.Error("mem list does not show the goose decision superseded")
+	}
+
 	// A new session of the project (not recorded yet).
 	p := memJSON[pack.Pack](t, "--dir", dir, "mem", "context", "--session", "brand-new", "--project", "/repo/app")
 	md := strings.Join(func() (s []string) {

@@ -85,8 +85,7 @@ func projectKeys(project string, a *Artifact) []string {
 	case a.Decision != nil && a.Status == "active":
 		d := a.Decision
 		add(ProjectSubject, d.Subject)
-		add(ProjectTerm, d.Chooses...)
-		add(ProjectTerm, memtext.Terms(d.Statement)...)
+		add(ProjectTerm, decisionOptions(d)...)
 		add(ProjectReplaced, d.Replaces...)
 	case a.Outcome != nil:
 		add(ProjectPassed, passedKeys(a.Outcome)...)
@@ -95,9 +94,8 @@ func projectKeys(project string, a *Artifact) []string {
 	case a.Thread != nil && a.Status == "open":
 		th := a.Thread
 		switch {
-		case th.Kind == "failing_test" && len(a.Commands) > 0:
-			f := strings.Fields(a.Commands[0])
-			add(ProjectTest, strings.Join(f[:min(2, len(f))], " "))
+		case th.Kind == "failing_test" && testKey(a) != "":
+			add(ProjectTest, testKey(a))
 		case th.File != "":
 			add(ProjectFile, th.File)
 		case th.Kind == "question":

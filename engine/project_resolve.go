@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strings"
 
@@ -48,6 +49,17 @@ type Resolution struct {
 	Reason string `json:"reason"`
 }
 
+// SetResolved takes a out of force as r says: its status, the
+// resolution, and the first line of its text, which says the status it
+// had when it was derived.
+func (a *Artifact) SetResolved(r *Resolution) {
+	line, _, _ := strings.Cut(a.Text, "\n")
+	if i := strings.Index(line, "("+a.Status); i >= 0 && a.Status != "" {
+		a.Text = a.Text[:i] + "(" + r.Status + a.Text[i+1+len(a.Status):]
+	}
+	a.Status, a.Resolved = r.Status, r
+}
+
 // projectView is what the project index says about some of a project's
 // artifacts, loaded: the candidates that may take another out of force.
 type projectView struct {
@@ -63,6 +75,8 @@ type projectView struct {
 	questions map[string][]string // ProjectQuestion
 	tests     map[string][]string // ProjectTest
 	passed    map[string][]string // ProjectPassed
+	// digest, when set, takes every entry scan reads (scanProject).
+	digest hash.Hash
 }
 
 func newProjectView(e *Engine, project string) *projectView {
@@ -111,6 +125,10 @@ func (v *projectView) scan(kind byte, term string) error {
 		p = projectPrefix(v.project, kind, term)
 	}
 	return v.e.scan(p, func(k, val []byte) error {
+		if v.digest != nil {
+			v.digest.Write(k)
+			v.digest.Write(val)
+		}
 		if len(val) != 8 {
 			return nil
 		}
@@ -263,27 +281,27 @@ func decisionOptions(d *Decision) []string {
 	return slices.Compact(out)
 }
 
-// testKey is what the project index files a failing test thread under:
-// its command's first two words.
+// commandKey is what the project index files a test command under: its
+// first two words, so "go test ./..." and "go test ./store" meet.
+func commandKey(cmd string) string {
+	f := strings.Fields(cmd)
+	return strings.Join(f[:min(2, len(f))], " ")
+}
+
+// testKey is the key of a failing test thread: its command's.
 func testKey(a *Artifact) string {
 	if len(a.Commands) == 0 {
 		return ""
 	}
-	f := strings.Fields(a.Commands[0])
-	return strings.Join(f[:min(2, len(f))], " ")
+	return commandKey(a.Commands[0])
 }
 
-// passedKeys are the first two words of the passing test runs of an
-// outcome.
+// passedKeys are the keys of the passing test runs of an outcome.
 func passedKeys(o *Outcome) []string {
 	var out []string
 	for _, c := range o.Commands {
-		if c.Test != "passed" {
-			continue
-		}
-		f := strings.Fields(c.Command)
-		if len(f) > 0 {
-			out = append(out, strings.Join(f[:min(2, len(f))], " "))
+		if k := commandKey(c.Command); c.Test == "passed" && k != "" {
+			out = append(out, k)
 		}
 	}
 	return out
@@ -362,16 +380,10 @@ type ProjectMemory struct {
 // (artifacts and corrections) of the sessions they belong to.
 func (e *Engine) scanProject(v *projectView) (string, error) {
 	h := sha256.New()
-	p := append(append([]byte{prefixIndex, memProject}, v.project...), 0)
-	err := e.scan(p, func(k, val []byte) error {
-		h.Write(k)
-		h.Write(val)
-		return nil
-	})
+	v.digest = h
+	err := v.scan(0, "")
+	v.digest = nil
 	if err != nil {
-		return "", err
-	}
-	if err := v.scan(0, ""); err != nil {
 		return "", err
 	}
 	ords := map[uint64]bool{}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -17,6 +15,7 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/internal/bodybuf"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -189,44 +188,9 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 	return body, nil
 }
 
-// bodyPool lends the buffers request bodies are gathered in: a turn of a
-// long session gathers a 700 KB body, and holds it only until it is
-// decoded (deriver.run gives it back).
-var bodyPool sync.Pool // of *[]byte
-
-// maxPooledBody is the largest buffer kept for another body.
-const maxPooledBody = 8 << 20
-
-// scribbleBodies overwrites a body given back, so that tests find any
-// reader that kept a part of it.
-var scribbleBodies = testing.Testing()
-
-// newRequestBody is a buffer for a request body of n bytes, with room for
-// the next turns of a session whose body grows.
-func newRequestBody(n int) []byte {
-	if p, ok := bodyPool.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n+n/4)
-}
-
-// freeRequestBody gives back a body's buffer: nothing may use it after.
-func freeRequestBody(b []byte) {
-	if cap(b) == 0 || cap(b) > maxPooledBody {
-		return
-	}
-	b = b[:cap(b)]
-	if scribbleBodies {
-		for i := range b {
-			b[i] = 0xa5
-		}
-	}
-	bodyPool.Put(&b)
-}
-
 // load reads the canonicalizer's persistent state.
 func (e *Engine) loadCanon() (*canonicalizer, error) {
-	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies, NewRequestBody: newRequestBody}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
+	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies, NewRequestBody: bodybuf.Get}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
 		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error

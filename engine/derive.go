@@ -12,6 +12,7 @@ import (
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/httpbody"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/internal/bodybuf"
 )
 
 // derive turns one ended exchange into its index entry, its canonical
@@ -188,7 +189,7 @@ func (d *deriver) run() (int, error) {
 		// The request holds what it keeps (strings and offsets, never a
 		// part of the body): the buffer goes back before the events are
 		// built.
-		freeRequestBody(x.RequestBody)
+		bodybuf.Put(x.RequestBody)
 		x.RequestBody, body = nil, nil
 	}
 	var m match

@@ -5,33 +5,16 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"testing"
+
+	"github.com/bbengine/bbengine/internal/bodybuf"
 )
 
-// A long session's request body is 700 KB, read whole on every turn, and
-// was a third of what the proxy allocated. Request bodies are read into
-// buffers lent by bodyBufs and given back once nothing reads them: the
+// A long session's request body is 700 KB, read whole on every turn.
+// Request bodies are read into buffers lent by internal/bodybuf and given
+// back once nothing reads them: the
 // handler (until it returns), the recorder (until it has written the
 // request's frames) and the upstream transport (until it closes the
 // body it was given). Each holds a reference (exch.bodyRefs).
-
-var bodyBufs sync.Pool // of *[]byte
-
-// maxPooledBody is the largest buffer kept for another body.
-const maxPooledBody = 8 << 20
-
-// scribbleBodies overwrites a buffer given back, so that tests find any
-// reader that kept a part of a body.
-var scribbleBodies = testing.Testing()
-
-// getBody is a buffer for a body of at least n bytes, with room for the
-// next turns of a session whose body grows.
-func getBody(n int) []byte {
-	if b, ok := bodyBufs.Get().(*[]byte); ok && cap(*b) >= n {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, n+n/4)
-}
 
 // holdBody takes a reference to x's body.
 func (x *exch) holdBody() { x.bodyRefs.Add(1) }
@@ -42,17 +25,9 @@ func (x *exch) dropBody() {
 	if x.bodyRefs.Add(-1) != 0 || x.pooled == nil {
 		return
 	}
-	b := x.pooled[:cap(x.pooled)]
+	b := x.pooled
 	x.pooled = nil
-	if cap(b) > maxPooledBody {
-		return
-	}
-	if scribbleBodies {
-		for i := range b {
-			b[i] = 0xa5
-		}
-	}
-	bodyBufs.Put(&b)
+	bodybuf.Put(b)
 }
 
 var errBodyClosed = errors.New("bbengine proxy: request body read after it was closed")

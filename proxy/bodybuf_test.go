@@ -149,7 +149,7 @@ func TestPooledBodyUpstreamAnswersEarly(t *testing.T) {
 	up.Start()
 	defer up.Close()
 	rg := newRigWith(t, &upstream{Server: up}, &Options{MaxRequestBody: 64 << 20})
-	const n = 4 << 20 // under maxPooledBody: its buffer is lent again
+	const n = 4 << 20 // under bodybuf.MaxPooled: its buffer is lent again
 	bodies := map[string][]byte{}
 	for i := range 3 {
 		id := fmt.Sprint("early-", i)

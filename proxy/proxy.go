@@ -21,6 +21,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/bodybuf"
 	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
@@ -572,7 +573,7 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, x *exch) error 
 	if r.ContentLength > 0 {
 		size = int(r.ContentLength) + 1
 	}
-	buf := getBody(size)
+	buf := bodybuf.Get(size)
 	defer func() { x.pooled = buf }()
 	// A client that stops sending its body is given up on after
 	// BodyTimeout without a byte: a read deadline on its connection,

@@ -120,7 +120,10 @@ func (s *Scanner) start() {
 		if !ok {
 			break
 		}
-		if trimSpace(l) == "---" {
+		// A header line is kept right-trimmed (parseHeaderLine): what
+		// trims to --- that way closes the header, as it would once
+		// written.
+		if trimSpace(trimRight(l)) == "---" {
 			h.Closed = true
 			break
 		}

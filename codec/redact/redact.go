@@ -421,11 +421,47 @@ func max0(a, b int) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// hasSecretWord reports whether b holds a secret word in any case, as the
+// rules match them (nameWord folds case): a line that holds one is held
+// back whole, so that a value after it is never split.
 func hasSecretWord(b []byte) bool {
-	for _, w := range wordCases {
-		if bytes.Contains(b, w) {
+	for _, w := range secretWords {
+		if containsFold(b, w) {
 			return true
 		}
+	}
+	return false
+}
+
+// containsFold reports whether b contains w, a lower-case ASCII word,
+// without regard to case. It finds the candidates by w's first letter in
+// either case at memory speed (bytes.IndexByte).
+func containsFold(b []byte, w string) bool {
+	lo, up := w[0], w[0]-'a'+'A'
+	nl, nu := -1, -1 // the next position of each, -1 when unknown
+	for i := 0; i+len(w) <= len(b); {
+		if nl < i {
+			if nl = bytes.IndexByte(b[i:], lo); nl >= 0 {
+				nl += i
+			} else {
+				nl = len(b)
+			}
+		}
+		if nu < i {
+			if nu = bytes.IndexByte(b[i:], up); nu >= 0 {
+				nu += i
+			} else {
+				nu = len(b)
+			}
+		}
+		j := min(nl, nu)
+		if j+len(w) > len(b) {
+			return false
+		}
+		if bytes.EqualFold(b[j:j+len(w)], []byte(w)) {
+			return true
+		}
+		i = j + 1
 	}
 	return false
 }

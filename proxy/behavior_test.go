@@ -73,6 +73,53 @@ func TestGzipSecretIsDecodedAndRedacted(t *testing.T) {
 	}
 }
 
+// TestSmallReplySplitSecret: a small sized reply is recorded with its
+// end (its chunks held back by the handler and scanned once, whole), or,
+// cut into more chunks than an exchange holds back, through the queue; a
+// secret split across its chunks is redacted either way, the client gets
+// the reply unchanged, and the frames keep their order.
+func TestSmallReplySplitSecret(t *testing.T) {
+	for _, mode := range []Mode{Lossless, Passthrough, Degrade} {
+		for _, piece := range []int{60, 7, 1000} {
+			t.Run(fmt.Sprintf("%v/%d", mode, piece), func(t *testing.T) {
+				rg := newRig(t, &Options{Mode: mode})
+				resp, got := rg.post(t, fmt.Sprintf("/v1/json-split/%d", piece), `{"model":"claude-sonnet-4"}`, nil)
+				if resp.StatusCode != 200 || string(got) != splitReply {
+					t.Fatalf("client got %d %q", resp.StatusCode, got)
+				}
+				x := only(t, rg.readWAL(t))
+				if !x.End.Complete || x.End.Usage == nil || x.End.Usage.InputTokens != 7 || x.End.Usage.OutputTokens != 3 {
+					t.Errorf("end: %+v", x.End)
+				}
+				want := []frame.Kind{frame.KindRequestStart, frame.KindRequestBody, frame.KindResponseStart}
+				if mode == Passthrough {
+					want = nil
+				}
+				if len(x.Kinds) < len(want)+1 || x.Kinds[len(x.Kinds)-1] != frame.KindResponseEnd {
+					t.Fatalf("frames %v", x.Kinds)
+				}
+				for i, k := range want {
+					if x.Kinds[i] != k {
+						t.Fatalf("frames %v", x.Kinds)
+					}
+				}
+				if mode != Passthrough {
+					body := string(x.ResponseBody)
+					if body != strings.Replace(splitReply, "sk-ant-api03-SPLITSPLITSPLITSPLITSPLITSPLIT", "[redacted:anthropic_key]", 1) {
+						t.Errorf("recorded body %q", body)
+					}
+				}
+				files, _ := filepath.Glob(filepath.Join(rg.dir, "*"))
+				for _, f := range files {
+					if b, _ := os.ReadFile(f); strings.Contains(string(b), "SPLITSPLIT") {
+						t.Errorf("%s holds the secret", filepath.Base(f))
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestUsageNotFromModelOutput: a tool input that happens to hold a
 // "usage" object does not count as the response's usage.
 func TestUsageNotFromModelOutput(t *testing.T) {

@@ -65,7 +65,11 @@ func (e *pathErr) Error() string { return "write " + e.path + ": " + e.err.Error
 func (e *pathErr) Unwrap() error { return e.err }
 
 func (rg *faultyRig) post(path string) (int, string, error) {
-	resp, err := http.Post(rg.srv.URL+path, "application/json", strings.NewReader(`{"model":"claude-sonnet-4","stream":true,"messages":[]}`))
+	return rg.postBody(path, `{"model":"claude-sonnet-4","stream":true,"messages":[]}`)
+}
+
+func (rg *faultyRig) postBody(path, body string) (int, string, error) {
+	resp, err := http.Post(rg.srv.URL+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
@@ -230,9 +234,10 @@ func TestEndReleasedAfterWrite(t *testing.T) {
 	}
 }
 
-// TestRequestForwardedWhileRecorded: in lossless mode a request goes
-// upstream while its frames are written, and nothing of its response
-// reaches the client before they are.
+// TestRequestForwardedWhileRecorded: in lossless mode a request larger
+// than a handler records itself goes upstream while its frames are
+// written, and nothing of its response reaches the client before they
+// are.
 func TestRequestForwardedWhileRecorded(t *testing.T) {
 	rg := newFaultyRig(t, Lossless, wal.SyncInterval)
 	release := make(chan struct{})
@@ -251,8 +256,11 @@ func TestRequestForwardedWhileRecorded(t *testing.T) {
 		err  error
 	}
 	got := make(chan result, 1)
+	// A body larger than a handler writes itself before forwarding
+	// (inlineRequest): the recorder writes it while it goes upstream.
+	big := `{"model":"claude-sonnet-4","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", inlineRequest+1) + `"}]}`
 	go func() {
-		code, body, err := rg.post("/v1/messages")
+		code, body, err := rg.postBody("/v1/messages", big)
 		got <- result{code, body, err}
 	}()
 	for deadline := time.Now().Add(10 * time.Second); rg.upstreamRequests() == before; time.Sleep(time.Millisecond) {

@@ -2,9 +2,13 @@
 // URL at it, it forwards each request to the provider's upstream and
 // streams the response back untouched and unbuffered, while a recorder
 // tees every chunk, redacted, into the WAL (record.go). In lossless mode
-// a request goes upstream while its frames are written, and nothing of
-// its response reaches the client before they are; the end of a response
-// only after every frame of the exchange is.
+// nothing of a response reaches the client before its request's frames
+// are written, and the end of a response only after every frame of the
+// exchange is. A large request goes upstream while the recorder's
+// goroutine writes its frames; a small one (64 KiB at most) the handler
+// writes itself when the recorder is idle, as it does the end of an
+// exchange, with the head and chunks of a small sized reply it held back:
+// a write, not a handoff to another goroutine and back.
 //
 // Before a model call is forwarded, the circuit breaker (package
 // proxy/breaker) judges it: a session stuck in a loop that makes no

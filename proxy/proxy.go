@@ -409,6 +409,13 @@ type exch struct {
 	// inflate decodes a compressed response too large to hold, as it
 	// streams (inflate.go).
 	inflate *inflater
+	// Items the handler holds back until the exchange's end (recorder.add,
+	// send), while holding: the head and chunks of a small sized reply,
+	// recorded with its end in one write.
+	holding   bool
+	items     []item
+	itemsBuf  [3]item
+	itemBytes int
 }
 
 type mark struct {
@@ -729,6 +736,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	x.sniff.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	p.metrics.ttfb.WithLabelValues(x.route.Provider).Observe(x.ttfb.Seconds())
+	x.holding = p.opts.Mode != Degrade && resp.ContentLength >= 0 && resp.ContentLength <= holdReply
 	p.rec.responseStart(x, resp.Header.Clone(), resp.Proto)
 	resp.Body = &teeBody{rc: resp.Body, x: x, p: p, length: resp.ContentLength}
 	return nil

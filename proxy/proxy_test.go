@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,9 @@ type upstream struct {
 	bodies   [][]byte
 	stream   string // body for /v1/messages (default anthropicSSE)
 }
+
+// splitReply is the body of /v1/json-split/N.
+const splitReply = `{"id":"msg_s","content":[{"type":"text","text":"the key is sk-ant-api03-SPLITSPLITSPLITSPLITSPLITSPLIT, keep it"}],"usage":{"input_tokens":7,"output_tokens":3}}`
 
 func newUpstream(t *testing.T) *upstream {
 	u := &upstream{stream: anthropicSSE}
@@ -129,6 +133,17 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			broken[i] ^= 0x55
 		}
 		w.Write(broken)
+	case strings.HasPrefix(r.URL.Path, "/v1/json-split/"):
+		// A sized reply holding a secret, written in pieces of the size
+		// the path names, each flushed, so the secret straddles chunks.
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/v1/json-split/"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(splitReply)))
+		for i := 0; i < len(splitReply); i += n {
+			io.WriteString(w, splitReply[i:min(i+n, len(splitReply))])
+			w.(http.Flusher).Flush()
+			time.Sleep(200 * time.Microsecond)
+		}
 	case r.URL.Path == "/v1/json-tool":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"content":[{"type":"tool_use","id":"t","name":"x","input":{"usage":{"input_tokens":999999,"output_tokens":888888}}}],"usage":{"input_tokens":10,"output_tokens":5}}`)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -44,7 +45,15 @@ type recorder struct {
 	acks []chan error
 	stop chan struct{} // closed by close: ends the resume loop
 
-	// The batch being built, owned by the run goroutine.
+	// rmu is held while items are made into frames and written: by the
+	// run goroutine for what it drained, or by a handler that records
+	// its own items inline (send). queued counts the items sent on q and
+	// not yet made into frames; a handler records inline only when it is
+	// 0, so its items never overtake earlier ones.
+	rmu    sync.Mutex
+	queued atomic.Int64
+
+	// The batch being built, owned by whoever holds rmu.
 	pending []pendingFrame
 	arena   []byte
 	recs    []wal.Record
@@ -76,6 +85,9 @@ type item struct {
 	ok      bool
 	elapsed time.Duration
 	ack     chan error // itRequest, itEnd: answered once the item's frames (and all before) are written
+	// whole: an itChunk held back with its exchange's end (send), so the
+	// end's redaction scans it with the rest of the body, once.
+	whole bool
 }
 
 // chunkPools lend the copies of body chunks, by size class, so a queue
@@ -158,15 +170,124 @@ func (r *recorder) put(it item) bool {
 		}
 		return false
 	}
+	r.enqueue(it)
+	return true
+}
+
+// enqueue sends it on q; the caller holds qmu shared and saw the
+// recorder open.
+func (r *recorder) enqueue(it item) {
+	r.queued.Add(1)
 	select {
 	case r.q <- it:
-		return true
+		return
 	default:
 	}
 	start := time.Now()
 	r.q <- it
 	r.p.metrics.backpressure.Add(time.Since(start).Seconds())
+}
+
+// send records it, which carries an ack, after the items its exchange
+// held back (hold). When nothing is queued and nothing is being written
+// it makes their frames and writes them from the calling goroutine, so
+// a small exchange is acknowledged without a handoff to the run
+// goroutine and back; else it queues them and wakes the recorder. It
+// reports false when the recorder is closed (it.ack is then answered).
+func (r *recorder) send(it item) bool {
+	x := it.x
+	held := x.items
+	x.items, x.holding = x.items[:0], false
+	r.qmu.RLock()
+	defer r.qmu.RUnlock()
+	if r.closed {
+		for _, h := range held {
+			h.release()
+		}
+		clear(held)
+		it.ack <- errClosed
+		return false
+	}
+	for i := range held {
+		held[i].whole = held[i].kind == itChunk && it.kind == itEnd
+	}
+	if r.queued.Load() == 0 && r.rmu.TryLock() {
+		// Every item sent before is made into frames and written, and
+		// rmu keeps the run goroutine from starting on a later one.
+		r.inline(held, it)
+	} else {
+		for _, h := range held {
+			r.enqueue(h)
+		}
+		r.enqueue(it)
+		r.wakeUp()
+	}
+	clear(held)
 	return true
+}
+
+// inline makes the frames of held and it and writes them; the caller
+// holds rmu, which inline releases.
+func (r *recorder) inline(held []item, it item) {
+	defer func() {
+		if v := recover(); v != nil {
+			// A bug in making frames: drop this exchange's frames (the
+			// batch held nothing else), answer its waiters, free the
+			// lock and let the panic end this handler (net/http logs it
+			// and cuts the connection) rather than wedge every other.
+			r.pending, r.arena = r.pending[:0], r.arena[:0]
+			r.answer(fmt.Errorf("bbengine proxy: recording panicked: %v", v))
+			r.rmu.Unlock()
+			panic(v)
+		}
+	}()
+	for _, h := range held {
+		r.r(h)
+	}
+	r.r(it)
+	r.flush()
+	r.rmu.Unlock()
+}
+
+// maxHoldItems and maxHoldBytes bound what an exchange holds back.
+const (
+	maxHoldItems = 16
+	maxHoldBytes = 64 << 10
+)
+
+// add queues it, or holds it back with its exchange until the exchange's
+// end is sent (see hold).
+func (r *recorder) add(it item) {
+	x := it.x
+	if !x.holding {
+		r.put(it)
+		return
+	}
+	if x.items == nil {
+		x.items = x.itemsBuf[:0]
+	}
+	x.items = append(x.items, it)
+	if it.buf != nil {
+		x.itemBytes += len(*it.buf)
+	}
+	if len(x.items) >= maxHoldItems || x.itemBytes > maxHoldBytes {
+		// Not a small reply after all: queue what it held and stop.
+		x.holding = false
+		for _, h := range x.items {
+			if !r.put(h) {
+				h.release()
+			}
+		}
+		clear(x.items)
+		x.items = x.items[:0]
+	}
+}
+
+// release gives back what an item that will not be recorded holds.
+func (it item) release() {
+	if it.buf != nil {
+		putChunk(it.buf)
+	}
 }
 
 // request queues x's request frames. With ack set it is answered once
@@ -175,13 +296,30 @@ func (r *recorder) request(x *exch, ack chan error) {
 	// The recorder's reference to the body, dropped once its frames
 	// are made.
 	x.holdBody()
-	if !r.put(item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack}) {
+	it := item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack}
+	if ack != nil && len(x.body) <= inlineRequest {
+		if !r.send(it) {
+			x.dropBody()
+		}
+		return
+	}
+	if !r.put(it) {
 		x.dropBody()
 	}
 	if ack != nil {
 		r.wakeUp()
 	}
 }
+
+// inlineRequest is the largest request body whose frames a handler
+// writes itself before it forwards the request (send), when the recorder
+// is idle: cheaper than a handoff. A larger one goes upstream while the
+// recorder writes it.
+const inlineRequest = 64 << 10
+
+// holdReply is the largest sized response whose head and chunks an
+// exchange holds back until its end, to record them with it (send).
+const holdReply = 32 << 10
 
 // wakeUp cuts the recorder's coalescing sleep short: an exchange waits
 // for its frames.
@@ -193,7 +331,7 @@ func (r *recorder) wakeUp() {
 }
 
 func (r *recorder) responseStart(x *exch, h http.Header, proto string) {
-	r.put(item{kind: itResponseStart, x: x, t: time.Now().UnixNano(), header: h, proto: proto})
+	r.add(item{kind: itResponseStart, x: x, t: time.Now().UnixNano(), header: h, proto: proto})
 }
 
 // chunk queues a copy of b, a body chunk of x.
@@ -212,9 +350,11 @@ func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
 			putChunk(bp)
 			return
 		}
+		r.queued.Add(1)
 		select {
 		case r.q <- it:
 		default:
+			r.queued.Add(-1)
 			x.dropped++
 			x.dropBytes += int64(len(b))
 			r.dropped.Add(1)
@@ -223,11 +363,11 @@ func (r *recorder) chunk(x *exch, k frame.Kind, b []byte) {
 		}
 		return
 	}
-	r.put(it)
+	r.add(it)
 }
 
 func (r *recorder) meta(x *exch, k frame.Kind, v any) {
-	r.put(item{kind: itMeta, x: x, t: time.Now().UnixNano(), meta: v, fkind: k})
+	r.add(item{kind: itMeta, x: x, t: time.Now().UnixNano(), meta: v, fkind: k})
 }
 
 // end queues x's end frame. With ack set it is answered (nil, or the
@@ -235,10 +375,12 @@ func (r *recorder) meta(x *exch, k frame.Kind, v any) {
 // the recorder is woken so the exchange does not wait out a coalescing
 // interval.
 func (r *recorder) end(x *exch, errMsg string, ok bool, elapsed time.Duration, ack chan error) {
-	r.put(item{kind: itEnd, x: x, t: time.Now().UnixNano(), errMsg: errMsg, ok: ok, elapsed: elapsed, ack: ack})
+	it := item{kind: itEnd, x: x, t: time.Now().UnixNano(), errMsg: errMsg, ok: ok, elapsed: elapsed, ack: ack}
 	if ack != nil {
-		r.wakeUp()
+		r.send(it)
+		return
 	}
+	r.put(it)
 }
 
 // close stops accepting items and waits until every queued one is
@@ -287,11 +429,14 @@ func (r *recorder) run() {
 	}
 	for {
 		it, ok := <-r.q // parks while idle
+		r.rmu.Lock()
 		if !ok {
 			r.flush()
+			r.rmu.Unlock()
 			return
 		}
 		r.r(it)
+		r.queued.Add(-1)
 		closed := false
 	drain:
 		for {
@@ -302,6 +447,7 @@ func (r *recorder) run() {
 					break drain
 				}
 				r.r(it)
+				r.queued.Add(-1)
 				if len(r.pending) >= maxBatchFrames || len(r.arena) >= maxBatchBytes {
 					r.flush()
 				}
@@ -310,6 +456,7 @@ func (r *recorder) run() {
 			}
 		}
 		r.flush()
+		r.rmu.Unlock()
 		r.p.metrics.queue.Set(float64(len(r.q)))
 		if closed {
 			return
@@ -504,7 +651,9 @@ func (r *recorder) r(it item) {
 			r.hold(x, it.t, b)
 		default:
 			x.sniff.feed(b)
-			if mode != Passthrough {
+			if it.whole && mode != Passthrough {
+				x.redact.keep(b)
+			} else if mode != Passthrough {
 				if out := x.redact.chunk(b, false); len(out) > 0 {
 					r.body(it.fkind, x, it.t, out, false)
 				}

@@ -137,3 +137,8 @@ func (s *stream) chunk(p []byte, last bool) []byte {
 	s.held = append(s.held[:0], data[cut:]...)
 	return out
 }
+
+// keep holds p back whole, unscanned, for a call with last set that is
+// known to follow (a small reply recorded with its end): the body is
+// scanned once, not once as chunks and again at the end.
+func (s *stream) keep(p []byte) { s.held = append(s.held, p...) }

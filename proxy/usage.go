@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/jsonscan"
 )
 
 // sniffer reads token usage from a response body as it streams by, in the
@@ -110,35 +111,68 @@ type usageObject struct {
 	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
 }
 
-// envelope holds the places usage sits in a response or an event:
-// top-level usage (Anthropic message and message_delta, OpenAI chat),
-// message.usage (Anthropic message_start), response.usage (OpenAI
-// Responses), usageMetadata (Gemini).
-type envelope struct {
-	Usage         *usageObject `json:"usage"`
-	UsageMetadata *usageObject `json:"usageMetadata"`
-	Message       *struct {
-		Usage *usageObject `json:"usage"`
-	} `json:"message"`
-	Response *struct {
-		Usage *usageObject `json:"usage"`
-	} `json:"response"`
-}
-
+// doc reads the places usage sits in a response or an event: top-level
+// usage (Anthropic message and message_delta, OpenAI chat), message.usage
+// (Anthropic message_start), response.usage (OpenAI Responses),
+// usageMetadata (Gemini).
 func (s *sniffer) doc(b []byte) {
-	var e envelope
-	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &e) != nil {
+	if len(b) == 0 || b[0] != '{' {
 		return
 	}
-	for _, u := range []*usageObject{e.Usage, e.UsageMetadata} {
-		s.merge(u)
+	// Only the usage members are decoded: the rest of the document (the
+	// model's reply) is passed over by a scanner that validates it as
+	// encoding/json would, at memory speed. Names match as encoding/json
+	// matches them, ignoring ASCII case, and a repeated member decodes
+	// into the object already there.
+	var e struct{ usage, meta, msg, resp *usageObject }
+	into := func(dst **usageObject, v []byte) bool {
+		if string(v) == "null" {
+			*dst = nil
+			return true
+		}
+		if *dst == nil {
+			*dst = new(usageObject)
+		}
+		return json.Unmarshal(v, *dst) == nil
 	}
-	if e.Message != nil {
-		s.merge(e.Message.Usage)
+	nested := func(dst **usageObject, v []byte) bool {
+		if string(v) == "null" {
+			*dst = nil
+			return true
+		}
+		if v[0] != '{' {
+			return false
+		}
+		ok := true
+		err := jsonscan.Fields(v, func(k, v []byte) bool {
+			if bytes.EqualFold(k, []byte("usage")) {
+				ok = into(dst, v)
+			}
+			return ok
+		})
+		return ok && err == nil
 	}
-	if e.Response != nil {
-		s.merge(e.Response.Usage)
+	ok := true
+	err := jsonscan.Fields(b, func(k, v []byte) bool {
+		switch {
+		case bytes.EqualFold(k, []byte("usage")):
+			ok = into(&e.usage, v)
+		case bytes.EqualFold(k, []byte("usageMetadata")):
+			ok = into(&e.meta, v)
+		case bytes.EqualFold(k, []byte("message")):
+			ok = nested(&e.msg, v)
+		case bytes.EqualFold(k, []byte("response")):
+			ok = nested(&e.resp, v)
+		}
+		return ok
+	})
+	if !ok || err != nil {
+		return
 	}
+	s.merge(e.usage)
+	s.merge(e.meta)
+	s.merge(e.msg)
+	s.merge(e.resp)
 }
 
 func (s *sniffer) merge(u *usageObject) {

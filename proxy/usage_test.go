@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+)
+
+// envelopeReference is how usage was read before doc scanned for it: the
+// whole document decoded with encoding/json. doc must read the same.
+type envelopeReference struct {
+	Usage         *usageObject `json:"usage"`
+	UsageMetadata *usageObject `json:"usageMetadata"`
+	Message       *struct {
+		Usage *usageObject `json:"usage"`
+	} `json:"message"`
+	Response *struct {
+		Usage *usageObject `json:"usage"`
+	} `json:"response"`
+}
+
+func docReference(s *sniffer, b []byte) {
+	var e envelopeReference
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &e) != nil {
+		return
+	}
+	s.merge(e.Usage)
+	s.merge(e.UsageMetadata)
+	if e.Message != nil {
+		s.merge(e.Message.Usage)
+	}
+	if e.Response != nil {
+		s.merge(e.Response.Usage)
+	}
+}
+
+var usageSeeds = []string{
+	`{"id":"msg_1","type":"message","content":[{"type":"text","text":"hi \"usage\""}],"usage":{"input_tokens":12,"output_tokens":40,"cache_read_input_tokens":100}}`,
+	`{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5,"cache_creation_input_tokens":7}}}`,
+	`{"type":"message_delta","delta":{},"usage":{"output_tokens":9}}`,
+	`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":1}}}`,
+	`{"type":"response.completed","response":{"usage":{"input_tokens":8,"output_tokens":2,"input_tokens_details":{"cached_tokens":6}}}}`,
+	`{"candidates":[],"usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":2,"totalTokenCount":13,"cachedContentTokenCount":4}}`,
+	`{"Usage":{"input_tokens":1},"usage":{"output_tokens":2}}`,
+	`{"usage":{"input_tokens":1},"usage":null}`,
+	`{"message":"an error","usage":{"input_tokens":1}}`,
+	`{"message":null,"response":{"usage":null}}`,
+	`{"usage":{"input_tokens":"x"}}`,
+	`{"usage":{"input_tokens":1}`,
+	`{"usage":{"input_tokens":1}} x`,
+}
+
+func TestSnifferDocMatchesDecode(t *testing.T) {
+	for _, s := range usageSeeds {
+		checkDoc(t, []byte(s))
+	}
+}
+
+func FuzzSnifferDoc(f *testing.F) {
+	for _, s := range usageSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkDoc(t, b) })
+}
+
+func checkDoc(t *testing.T, b []byte) {
+	t.Helper()
+	var got, want sniffer
+	got.doc(b)
+	docReference(&want, b)
+	if got.usage != want.usage || got.cacheIn != want.cacheIn {
+		t.Fatalf("doc(%q) = %+v (cached in %v), decoding whole gives %+v (%v)", b, got.usage, got.cacheIn, want.usage, want.cacheIn)
+	}
+}
+
+// The scan reads the usage of a 1.4 KB reply without decoding the reply.
+func BenchmarkSnifferDoc(b *testing.B) {
+	doc := []byte(usageSeeds[0])
+	b.ReportAllocs()
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		var s sniffer
+		s.doc(doc)
+	}
+	var s sniffer
+	s.doc(doc)
+	if s.usage == (exchange.Usage{}) {
+		b.Fatal("no usage read")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/redact"
@@ -38,6 +40,34 @@ var sensitiveQuery = map[string]bool{"key": true, "api_key": true, "apikey": tru
 // headers and queries. It is safe for concurrent use.
 type Redactor struct {
 	*redact.Redactor
+	// clean remembers header values the rules found nothing in: an
+	// agent sends the same dozen on every request. It holds no secret
+	// (a value with one is never added), at most maxClean values of at
+	// most maxCleanLen bytes.
+	clean  sync.Map // string -> struct{}
+	nclean atomic.Int64
+}
+
+const (
+	maxClean    = 4096
+	maxCleanLen = 512
+)
+
+// header redacts one header value.
+func (r *Redactor) header(v string) string {
+	if len(v) > maxCleanLen {
+		return r.String(v)
+	}
+	if _, ok := r.clean.Load(v); ok {
+		return v
+	}
+	red := r.String(v)
+	if red == v && r.nclean.Load() < maxClean {
+		if _, loaded := r.clean.LoadOrStore(v, struct{}{}); !loaded {
+			r.nclean.Add(1)
+		}
+	}
+	return red
 }
 
 // NewRedactor returns a redactor with the built-in rules plus extra
@@ -47,7 +77,7 @@ func NewRedactor(extra []string) (*Redactor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redactor{r}, nil
+	return &Redactor{Redactor: r}, nil
 }
 
 // Headers returns a copy of h fit for the log: sensitive headers replaced
@@ -68,7 +98,7 @@ func (r *Redactor) Headers(h http.Header) exchange.Headers {
 		}
 		cp := make([]string, len(vs))
 		for i, v := range vs {
-			cp[i] = r.String(v)
+			cp[i] = r.header(v)
 		}
 		out[k] = cp
 	}

@@ -171,3 +171,35 @@ func TestUpstreamUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderCleanCache: header values found clean are remembered, values
+// with a secret never are, and each is redacted the same every time.
+func TestHeaderCleanCache(t *testing.T) {
+	r, err := NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "token ghp_CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC"
+	h := http.Header{"User-Agent": {"claude-cli/2.0.1"}, "X-Custom": {secret}, "Long": {strings.Repeat("a", maxCleanLen+1)}}
+	for range 3 {
+		out := r.Headers(h)
+		if got := out["X-Custom"][0]; strings.Contains(got, "ghp_") || !strings.Contains(got, "[redacted:") {
+			t.Fatalf("X-Custom recorded as %q", got)
+		}
+		if out["User-Agent"][0] != "claude-cli/2.0.1" {
+			t.Fatalf("User-Agent %q", out["User-Agent"])
+		}
+	}
+	if _, ok := r.clean.Load("claude-cli/2.0.1"); !ok {
+		t.Error("a clean value was not remembered")
+	}
+	r.clean.Range(func(k, _ any) bool {
+		if strings.Contains(k.(string), "ghp_") || len(k.(string)) > maxCleanLen {
+			t.Errorf("remembered %q", k)
+		}
+		return true
+	})
+	if n := r.nclean.Load(); n != 1 {
+		t.Errorf("%d values remembered, want 1", n)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/export"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -218,7 +219,7 @@ func render(c *ucli.Context, to string, s *engine.Session, events []engine.Event
 	var buf bytes.Buffer
 	switch to {
 	case "bbox", "bbox-compact", "jsonl":
-		doc, err := engine.BBox(*s, events, &engine.BBoxOptions{
+		doc, err := export.BBox(*s, events, &export.BBoxOptions{
 			BlobThreshold: c.Int("blob-threshold"), Blobs: blobs, RepoSHA: c.String("repo-sha")})
 		if err != nil {
 			return nil, err
@@ -237,15 +238,15 @@ func render(c *ucli.Context, to string, s *engine.Session, events []engine.Event
 	}
 	switch to {
 	case "atif":
-		t, err := engine.ATIF(s, events, nil)
+		t, err := export.ATIF(s, events, nil)
 		if err != nil {
 			return nil, err
 		}
 		return atif.Encode(t)
 	case "trajectory":
-		return engine.Trajectory(s, events)
+		return export.Trajectory(s, events)
 	case "rlog":
-		return engine.RLog(s, events)
+		return export.RLog(s, events)
 	case "json":
 		if events == nil {
 			events = []engine.Event{}

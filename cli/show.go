@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/export"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -56,7 +57,7 @@ func showCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			doc, err := engine.BBox(s, events, &engine.BBoxOptions{
+			doc, err := export.BBox(s, events, &export.BBoxOptions{
 				BlobThreshold: c.Int("blob-threshold"),
 				Blobs:         engine.NewBlobs(c.String("dir")),
 				RepoSHA:       c.String("repo-sha"),

@@ -69,4 +69,13 @@
 // rewrite event; one that re-sends a thread's history without its last
 // output is a retry; one that starts over with a summary of the
 // conversation's earlier output is a compaction of that thread.
+//
+// # Importers
+//
+// An imported session is derived again from all its records by the
+// Importer of its source. The session formats (bbox/1, ATIF, trajectory
+// JSON) are written and read by package export, which registers their
+// importers with RegisterImporter; the engine never imports it, so a
+// program that opens an engine holding such imports links package export
+// (the CLI does).
 package engine

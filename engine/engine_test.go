@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -126,27 +125,6 @@ func TestToolLoopTimeline(t *testing.T) {
 		}
 		if ev.Prov.First < x.Offsets[0] || ev.Prov.Last > x.Offsets[len(x.Offsets)-1] || ev.Seq < x.FirstSeq || ev.Seq > x.LastSeq {
 			t.Errorf("event %d provenance %+v outside exchange %+v", ev.Seq, ev.Prov, x)
-		}
-	}
-	doc, err := BBox(s, evs, &BBoxOptions{Blobs: NewBlobs(dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := doc.String()
-	for _, want := range []string{
-		"u: fix the failing test in s1",
-		`t:Bash id=toolu_s1_0 command="go test ./... -run Test0" → ok  	pkg	0.000s`,
-		"th: step 0: run the tests sig=sig-",
-		"a: All tests pass now.",
-		"# metrics step=3 prompt_tokens=1102 completion_tokens=22 cached_tokens=1000",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("bbox lacks %q:\n%s", want, text)
-		}
-	}
-	for _, d := range bbox.Validate(doc, "show") {
-		if d.Severity == bbox.Error {
-			t.Errorf("validate: %v", d)
 		}
 	}
 }

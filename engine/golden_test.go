@@ -5,10 +5,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -39,10 +37,10 @@ func timeline(t *testing.T, name string) (*Engine, []Session, map[string][]Event
 	return e, ss, evs, data
 }
 
-// TestGoldenTimelines renders every recorded scenario as bbox/1 and as
-// JSON events and compares them with testdata/golden (go test -update
-// rewrites them). Every rendered document must validate without errors,
-// and a rebuild must give the same state.
+// TestGoldenTimelines renders every recorded scenario as JSON events and
+// compares them with testdata/golden (go test -update rewrites them). A
+// rebuild must give the same state. (Package export renders the same
+// scenarios as bbox/1: TestGoldenBBox.)
 func TestGoldenTimelines(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join("testdata", "wire", "*"))
 	n := 0
@@ -53,20 +51,9 @@ func TestGoldenTimelines(t *testing.T) {
 		name := filepath.Base(d)
 		n++
 		t.Run(name, func(t *testing.T) {
-			e, ss, evs, data := timeline(t, name)
-			var text strings.Builder
+			e, ss, evs, _ := timeline(t, name)
 			var js []byte
 			for _, s := range ss {
-				doc, err := BBox(s, evs[s.ID], &BBoxOptions{Blobs: NewBlobs(data)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, d := range bbox.Validate(doc, name) {
-					if d.Severity == bbox.Error {
-						t.Errorf("session %s: %v", s.ID, d)
-					}
-				}
-				text.WriteString(doc.String())
 				b, err := json.MarshalIndent(struct {
 					Session Session `json:"session"`
 					Events  []Event `json:"events"`
@@ -76,7 +63,6 @@ func TestGoldenTimelines(t *testing.T) {
 				}
 				js = append(append(js, b...), '\n')
 			}
-			golden(t, filepath.Join("testdata", "golden", name+".bbox"), text.String())
 			golden(t, filepath.Join("testdata", "golden", name+".json"), string(js))
 			sameAfterRebuild(t, e, dump(t, e), "rebuild differs")
 		})

@@ -48,6 +48,23 @@ type Importer func(session string, files []ImportFile) (*Imported, error)
 // registers itself.
 var importers = map[string]Importer{}
 
+// RegisterImporter makes fn the importer of source, for the importers
+// that live outside the engine (package export registers "atif", "bbox"
+// and "trajectory"). Call it from an init function: the map is not
+// guarded, and imports read it. An imported session whose source has no
+// importer in the running program derives no events (the engine logs
+// it), so every program that opens an engine links the same importers.
+// It panics when fn is nil or source already has an importer.
+func RegisterImporter(source string, fn Importer) {
+	if fn == nil {
+		panic("engine: RegisterImporter of a nil importer for " + source)
+	}
+	if importers[source] != nil {
+		panic("engine: RegisterImporter called twice for " + source)
+	}
+	importers[source] = fn
+}
+
 func registerImporter(source string, fn Importer) { importers[source] = fn }
 
 // ImportSources lists the registered importers.

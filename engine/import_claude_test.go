@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/agentlog"
-	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/claude"
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -222,29 +221,6 @@ func TestImportClaudeDeterministic(t *testing.T) {
 		}
 		if !bytes.Equal(out[0], out[1]) {
 			t.Errorf("session %s: two derivations differ", s.id)
-		}
-	}
-}
-
-// TestImportClaudeBBox renders every golden session as bbox/1; each must
-// validate without errors.
-func TestImportClaudeBBox(t *testing.T) {
-	for _, s := range goldenClaude(t) {
-		im, err := DeriveImport("claude", "claude:"+s.id, s.files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := BBox(im.Session, im.Events, &BBoxOptions{Blobs: NewBlobs(t.TempDir())})
-		if err != nil {
-			t.Fatalf("session %s: %v", s.id, err)
-		}
-		for _, d := range bbox.Validate(doc, s.id) {
-			if d.Severity == bbox.Error {
-				t.Errorf("session %s: %v", s.id, d)
-			}
-		}
-		if _, err := bbox.ParseBytes([]byte(doc.String())); err != nil {
-			t.Errorf("session %s: %v", s.id, err)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/agentlog"
-	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/klauspost/compress/zstd"
@@ -309,26 +308,6 @@ func TestImportCodexDeterministic(t *testing.T) {
 		b, _ := json.Marshal(deriveRollout(t, file))
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: two derivations differ", filepath.Base(path))
-		}
-	}
-}
-
-func TestImportCodexBBox(t *testing.T) {
-	var path string
-	for _, p := range codexGolden(t) {
-		if strings.Contains(p, "11-26-55") {
-			path = p
-		}
-	}
-	file, _ := readRollout(t, path)
-	im := deriveRollout(t, file)
-	doc, err := BBox(im.Session, im.Events, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range bbox.Validate(doc, "codex") {
-		if d.Severity == bbox.Error {
-			t.Errorf("%s", d.String())
 		}
 	}
 }

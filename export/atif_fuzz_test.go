@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"github.com/bbengine/bbengine/codec/atif"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // FuzzATIFImport checks that the atif importer never panics, and that a
@@ -32,8 +33,8 @@ func FuzzATIFImport(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	imp := func(b []byte) *Imported {
-		im, err := DeriveImport("atif", "atif:f", []ImportFile{{Path: "f.json", Records: []ImportRecord{{
+	imp := func(b []byte) *engine.Imported {
+		im, err := engine.DeriveImport("atif", "atif:f", []engine.ImportFile{{Path: "f.json", Records: []engine.ImportRecord{{
 			Import: exchange.Import{Kind: exchange.ImportDoc, Data: b}}}}})
 		if err != nil {
 			f.Fatal(err)
@@ -43,7 +44,7 @@ func FuzzATIFImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		im := imp(b)
 		for _, ev := range im.Events {
-			if ev.Kind == KindError {
+			if ev.Kind == engine.KindError {
 				return
 			}
 		}
@@ -62,7 +63,7 @@ func FuzzATIFImport(f *testing.F) {
 			t.Fatal(err)
 		}
 		again := imp(out)
-		for _, r := range census.Compare(Census(&im.Session, im.Events), Census(&again.Session, again.Events)) {
+		for _, r := range census.Compare(engine.Census(&im.Session, im.Events), engine.Census(&again.Session, again.Events)) {
 			if r.Differs {
 				t.Fatalf("census %s: %d → %d", r.Name, r.Source, r.Result)
 			}

@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"encoding/json"
@@ -9,9 +9,10 @@ import (
 	"github.com/bbengine/bbengine/codec/atif"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
 )
 
-func init() { registerImporter("atif", importATIF) }
+func init() { engine.RegisterImporter("atif", importATIF) }
 
 // importATIF derives a session from one ATIF document: one file whose one
 // record is the whole document (Kind "doc").
@@ -37,14 +38,14 @@ func init() { registerImporter("atif", importATIF) }
 // still imports what decoded; each problem becomes an error event (Stage
 // "import", Type "atif", Message "<json path>: <problem>") at the end of
 // the timeline.
-func importATIF(session string, files []ImportFile) (*Imported, error) {
+func importATIF(session string, files []engine.ImportFile) (*engine.Imported, error) {
 	if len(files) != 1 || len(files[0].Records) != 1 || files[0].Records[0].Kind != exchange.ImportDoc {
 		return nil, errors.New("engine: atif import wants one file with one document record")
 	}
 	rec := &files[0].Records[0]
-	im := &Imported{}
-	im.Session.Import = &ImportInfo{Source: "atif", Files: []string{files[0].Path}, Records: 1}
-	prov := Provenance{Side: "import", First: rec.WAL, Last: rec.WAL, File: rec.File}
+	im := &engine.Imported{}
+	im.Session.Import = &engine.ImportInfo{Source: "atif", Files: []string{files[0].Path}, Records: 1}
+	prov := engine.Provenance{Side: "import", First: rec.WAL, Last: rec.WAL, File: rec.File}
 	if prov.File == "" {
 		prov.File = files[0].Path
 	}
@@ -64,7 +65,7 @@ func importATIF(session string, files []ImportFile) (*Imported, error) {
 			// Not what bbengine wrote after all (edited, or another
 			// tool's extra): import it as any other document.
 			problems = append(problems, &atif.Error{Msg: err.Error()})
-			im.Events, im.Session = nil, Session{Import: im.Session.Import}
+			im.Events, im.Session = nil, engine.Session{Import: im.Session.Import}
 			own = nil
 		}
 	}
@@ -72,7 +73,7 @@ func importATIF(session string, files []ImportFile) (*Imported, error) {
 		im.Session.Agent, im.Session.Version = t.Agent.Name, t.Agent.Version
 		f := &foreign{im: im, prov: prov}
 		f.trajectory(t, 1)
-		slices.SortFunc(im.Session.Agents, func(a, b Agent) int { return a.Thread - b.Thread })
+		slices.SortFunc(im.Session.Agents, func(a, b engine.Agent) int { return a.Thread - b.Thread })
 		f.emitAll(t, 0)
 	}
 	var last int64
@@ -80,8 +81,8 @@ func importATIF(session string, files []ImportFile) (*Imported, error) {
 		last = im.Events[n-1].Time
 	}
 	for _, p := range problems {
-		im.Events = append(im.Events, Event{Kind: KindError, Time: last, Thread: 1,
-			Error: &Error{Stage: "import", Type: "atif", Message: p.Error()},
+		im.Events = append(im.Events, engine.Event{Kind: engine.KindError, Time: last, Thread: 1,
+			Error: &engine.Error{Stage: "import", Type: "atif", Message: p.Error()},
 			Extra: json.RawMessage(`{"atif":{"invalid":true}}`), Prov: prov})
 	}
 	summarize(&im.Session, im.Events)
@@ -89,7 +90,7 @@ func importATIF(session string, files []ImportFile) (*Imported, error) {
 }
 
 // ownSession returns the Session of a document bbengine wrote, or nil.
-func ownSession(t *atif.Trajectory) *Session {
+func ownSession(t *atif.Trajectory) *engine.Session {
 	var ex struct {
 		BB bbRoot `json:"bbengine"`
 	}
@@ -100,7 +101,7 @@ func ownSession(t *atif.Trajectory) *Session {
 }
 
 // rebuild puts back the events of a document bbengine wrote.
-func rebuild(im *Imported, own *Session, t *atif.Trajectory, prov Provenance) error {
+func rebuild(im *engine.Imported, own *engine.Session, t *atif.Trajectory, prov engine.Provenance) error {
 	s := &im.Session
 	s.Agent, s.Client, s.Source = own.Agent, own.Client, own.Source
 	s.Title, s.CWD, s.Branch, s.Version = own.Title, own.CWD, own.Branch, own.Version
@@ -113,7 +114,7 @@ func rebuild(im *Imported, own *Session, t *atif.Trajectory, prov Provenance) er
 				return fmt.Errorf("%ssteps[%d].extra.bbengine: %w", path, i, err)
 			}
 			for _, ev := range evs {
-				ev.Prov = Provenance{Side: prov.Side, First: prov.First, Last: prov.Last, File: prov.File, RequestID: ev.Prov.RequestID}
+				ev.Prov = engine.Provenance{Side: prov.Side, First: prov.First, Last: prov.Last, File: prov.File, RequestID: ev.Prov.RequestID}
 				im.Events = append(im.Events, ev)
 			}
 		}
@@ -127,7 +128,7 @@ func rebuild(im *Imported, own *Session, t *atif.Trajectory, prov Provenance) er
 	if err := walk(t, ""); err != nil {
 		return err
 	}
-	slices.SortStableFunc(im.Events, func(a, b Event) int {
+	slices.SortStableFunc(im.Events, func(a, b engine.Event) int {
 		switch {
 		case a.Seq < b.Seq:
 			return -1
@@ -144,7 +145,7 @@ func rebuild(im *Imported, own *Session, t *atif.Trajectory, prov Provenance) er
 
 // stepEvents puts back the events of one exported step: those its extra
 // lists, with what the step holds natively.
-func stepEvents(st *atif.Step) ([]Event, error) {
+func stepEvents(st *atif.Step) ([]engine.Event, error) {
 	var ex struct {
 		BB *bbStep `json:"bbengine"`
 	}
@@ -161,10 +162,10 @@ func stepEvents(st *atif.Step) ([]Event, error) {
 		}
 		return n
 	}
-	isAssistant := func(e *bbEvent) bool { return e.Kind == KindMessage && e.Role == "assistant" }
-	thinking := count(func(e *bbEvent) bool { return e.Kind == KindThinking })
+	isAssistant := func(e *bbEvent) bool { return e.Kind == engine.KindMessage && e.Role == "assistant" }
+	thinking := count(func(e *bbEvent) bool { return e.Kind == engine.KindThinking })
 	assistant := count(isAssistant)
-	usage := count(func(e *bbEvent) bool { return e.Kind == KindUsage && e.Usage != nil })
+	usage := count(func(e *bbEvent) bool { return e.Kind == engine.KindUsage && e.Usage != nil })
 	var results []atif.ObservationResult
 	if st.Observation != nil {
 		for _, r := range st.Observation.Results {
@@ -178,12 +179,12 @@ func stepEvents(st *atif.Step) ([]Event, error) {
 		}
 	}
 	kCall, kRes := 0, 0
-	out := make([]Event, 0, len(entries))
+	out := make([]engine.Event, 0, len(entries))
 	for i := range entries {
 		e := &entries[i]
 		ev := e.Event
 		switch {
-		case ev.Kind == KindThinking:
+		case ev.Kind == engine.KindThinking:
 			if thinking == 1 && st.ReasoningContent != nil {
 				ev.Text = *st.ReasoningContent
 			}
@@ -191,9 +192,9 @@ func stepEvents(st *atif.Step) ([]Event, error) {
 			if assistant == 1 {
 				ev.Text = st.Message.PlainText()
 			}
-		case ev.Kind == KindMessage, ev.Kind == KindSystem:
+		case ev.Kind == engine.KindMessage, ev.Kind == engine.KindSystem:
 			ev.Text = st.Message.PlainText()
-		case ev.Kind == KindToolCall:
+		case ev.Kind == engine.KindToolCall:
 			if kCall >= len(st.ToolCalls) {
 				return nil, fmt.Errorf("event %d: tool call %d is missing", i, kCall)
 			}
@@ -207,7 +208,7 @@ func stepEvents(st *atif.Step) ([]Event, error) {
 				}
 				ev.Tool = &tool
 			}
-		case ev.Kind == KindToolResult:
+		case ev.Kind == engine.KindToolResult:
 			if kRes >= len(results) {
 				return nil, fmt.Errorf("event %d: result %d is missing", i, kRes)
 			}
@@ -221,7 +222,7 @@ func stepEvents(st *atif.Step) ([]Event, error) {
 			if r.Content != nil {
 				ev.Text = r.Content.PlainText()
 			}
-		case ev.Kind == KindUsage && ev.Usage != nil:
+		case ev.Kind == engine.KindUsage && ev.Usage != nil:
 			if usage == 1 && st.Metrics != nil {
 				u := *ev.Usage
 				u.Input, u.Output, u.CacheRead = deref(st.Metrics.PromptTokens), deref(st.Metrics.CompletionTokens), deref(st.Metrics.CachedTokens)
@@ -242,8 +243,8 @@ func deref(p *int64) int64 {
 
 // foreign maps a foreign document to events.
 type foreign struct {
-	im   *Imported
-	prov Provenance
+	im   *engine.Imported
+	prov engine.Provenance
 	// threads are the thread numbers of the embedded trajectories, in
 	// document order (pre-order), assigned before emission so that the
 	// export lists them as the document did.
@@ -270,7 +271,7 @@ func (f *foreign) trajectory(t *atif.Trajectory, thread int) {
 		if s.TrajectoryID != nil {
 			id = *s.TrajectoryID
 		}
-		f.im.Session.Agents = append(f.im.Session.Agents, Agent{Thread: f.threads[s], ID: id, Type: s.Agent.Name, Call: call})
+		f.im.Session.Agents = append(f.im.Session.Agents, engine.Agent{Thread: f.threads[s], ID: id, Type: s.Agent.Name, Call: call})
 	}
 }
 
@@ -328,7 +329,7 @@ func (f *foreign) emitAll(t *atif.Trajectory, parent int) {
 	}
 	if first {
 		// A trajectory without steps (invalid) still keeps its fields.
-		f.add(Event{Kind: KindRecord, Thread: thread, Record: &Record{Type: "atif/empty_trajectory", Known: true, Raw: json.RawMessage(`{}`)}}, &atifMark{Trajectory: &root, Parent: parent})
+		f.add(engine.Event{Kind: engine.KindRecord, Thread: thread, Record: &engine.Record{Type: "atif/empty_trajectory", Known: true, Raw: json.RawMessage(`{}`)}}, &atifMark{Trajectory: &root, Parent: parent})
 	}
 	for k := range t.SubagentTrajectories {
 		if !done[k] {
@@ -337,7 +338,7 @@ func (f *foreign) emitAll(t *atif.Trajectory, parent int) {
 	}
 }
 
-func (f *foreign) add(ev Event, mark *atifMark) {
+func (f *foreign) add(ev engine.Event, mark *atifMark) {
 	if ev.Time == 0 {
 		ev.Time = f.time
 	}
@@ -406,15 +407,15 @@ func (f *foreign) step(st *atif.Step, thread int, mark atifMark) {
 		skel.Observation = obs
 	}
 	mark.Step = skel
-	var evs []Event
-	ev := func(e Event) {
+	var evs []engine.Event
+	ev := func(e engine.Event) {
 		e.Time, e.Thread = t, thread
 		evs = append(evs, e)
 	}
 	msg := func(role, meta string) {
-		e := Event{Kind: KindMessage, Role: role, Meta: meta, Text: st.Message.PlainText(), Parts: contentParts(&st.Message)}
+		e := engine.Event{Kind: engine.KindMessage, Role: role, Meta: meta, Text: st.Message.PlainText(), Parts: contentParts(&st.Message)}
 		if role == "system" {
-			e.Kind, e.Role = KindSystem, "system"
+			e.Kind, e.Role = engine.KindSystem, "system"
 		}
 		ev(e)
 	}
@@ -433,19 +434,19 @@ func (f *foreign) step(st *atif.Step, thread int, mark atifMark) {
 			} else {
 				model = f.agentModel(thread)
 			}
-			ev(Event{Kind: KindModelCall, Call: &Call{Model: model, Complete: true, Status: 200}})
+			ev(engine.Event{Kind: engine.KindModelCall, Call: &engine.Call{Model: model, Complete: true, Status: 200}})
 		}
 		if st.ReasoningContent != nil {
-			ev(Event{Kind: KindThinking, Role: "assistant", Text: *st.ReasoningContent})
+			ev(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: *st.ReasoningContent})
 		}
 		if st.Message.IsParts() || st.Message.Text != "" {
 			msg("assistant", "")
 		}
 		for _, tc := range st.ToolCalls {
-			ev(Event{Kind: KindToolCall, Role: "assistant", Tool: &Tool{ID: tc.ToolCallID, Name: tc.FunctionName, Args: tc.Arguments}})
+			ev(engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: &engine.Tool{ID: tc.ToolCallID, Name: tc.FunctionName, Args: tc.Arguments}})
 		}
 		if m := st.Metrics; m != nil && (m.PromptTokens != nil || m.CompletionTokens != nil || m.CachedTokens != nil) {
-			ev(Event{Kind: KindUsage, Usage: &Usage{Input: deref(m.PromptTokens), Output: deref(m.CompletionTokens), CacheRead: deref(m.CachedTokens)}})
+			ev(engine.Event{Kind: engine.KindUsage, Usage: &engine.Usage{Input: deref(m.PromptTokens), Output: deref(m.CompletionTokens), CacheRead: deref(m.CachedTokens)}})
 		}
 	default:
 		msg("system", "")
@@ -456,10 +457,10 @@ func (f *foreign) step(st *atif.Step, thread int, mark atifMark) {
 			names[tc.ToolCallID] = tc.FunctionName
 		}
 		for _, r := range st.Observation.Results {
-			e := Event{Kind: KindMessage, Role: "tool"}
+			e := engine.Event{Kind: engine.KindMessage, Role: "tool"}
 			if r.SourceCallID != nil {
 				id := *r.SourceCallID
-				e = Event{Kind: KindToolResult, Role: "tool", Tool: &Tool{ID: id, Name: names[id]}}
+				e = engine.Event{Kind: engine.KindToolResult, Role: "tool", Tool: &engine.Tool{ID: id, Name: names[id]}}
 			}
 			if r.Content != nil {
 				e.Text, e.Parts = r.Content.PlainText(), contentParts(r.Content)
@@ -470,7 +471,7 @@ func (f *foreign) step(st *atif.Step, thread int, mark atifMark) {
 	if len(evs) == 0 {
 		// An agent step with no model call, message, call or result: an
 		// empty assistant message carries it.
-		ev(Event{Kind: KindMessage, Role: "assistant"})
+		ev(engine.Event{Kind: engine.KindMessage, Role: "assistant"})
 	}
 	for i, e := range evs {
 		if i == 0 {
@@ -492,12 +493,12 @@ func (f *foreign) agentModel(thread int) string {
 }
 
 // summarize sets the session fields that follow from its events.
-func summarize(s *Session, events []Event) {
+func summarize(s *engine.Session, events []engine.Event) {
 	threads := map[int]bool{}
-	models := map[string]*ModelUsage{}
+	models := map[string]*engine.ModelUsage{}
 	var order []string
 	var model string
-	s.First, s.Last, s.Requests, s.Errors, s.Usage, s.Models = 0, 0, 0, 0, Usage{}, nil
+	s.First, s.Last, s.Requests, s.Errors, s.Usage, s.Models = 0, 0, 0, 0, engine.Usage{}, nil
 	for i := range events {
 		ev := &events[i]
 		threads[ev.Thread] = true
@@ -508,25 +509,25 @@ func summarize(s *Session, events []Event) {
 			s.Last = ev.Time
 		}
 		switch ev.Kind {
-		case KindModelCall:
+		case engine.KindModelCall:
 			s.Requests++
 			model = ""
 			if ev.Call != nil {
 				model = ev.Call.Model
 			}
 			if models[model] == nil {
-				models[model] = &ModelUsage{Model: model}
+				models[model] = &engine.ModelUsage{Model: model}
 				order = append(order, model)
 			}
 			models[model].Requests++
-		case KindUsage:
+		case engine.KindUsage:
 			if ev.Usage != nil {
 				s.Usage.Add(*ev.Usage)
 				if m := models[model]; m != nil {
 					m.Usage.Add(*ev.Usage)
 				}
 			}
-		case KindError:
+		case engine.KindError:
 			s.Errors++
 		}
 	}

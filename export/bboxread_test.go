@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // importedSession is a hand-built imported session with every event
@@ -20,73 +21,73 @@ import (
 // one, one with Extra, an orphan), an MCP call, a subagent thread with
 // its own call, records known and unknown (one large), an error, an
 // interruption, rewrites, and usage with cache reads and creation.
-func importedSession() (Session, []Event) {
+func importedSession() (engine.Session, []engine.Event) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()
 	at := func(s int) int64 { return t0 + int64(s)*int64(time.Second) }
-	prov := func(line int64) Provenance {
-		return Provenance{Side: "import", File: "/logs/s1.jsonl", Line: line}
+	prov := func(line int64) engine.Provenance {
+		return engine.Provenance{Side: "import", File: "/logs/s1.jsonl", Line: line}
 	}
-	call := func(s, thread int, uuid, model, stop string) Event {
-		return Event{Kind: KindModelCall, Time: at(s), Thread: thread, UUID: uuid, Prov: prov(int64(s)),
-			Call: &Call{API: "anthropic.messages", Provider: "anthropic", Model: model, StopReason: stop, ResponseID: "msg_" + uuid, Complete: true, Status: 200}}
+	call := func(s, thread int, uuid, model, stop string) engine.Event {
+		return engine.Event{Kind: engine.KindModelCall, Time: at(s), Thread: thread, UUID: uuid, Prov: prov(int64(s)),
+			Call: &engine.Call{API: "anthropic.messages", Provider: "anthropic", Model: model, StopReason: stop, ResponseID: "msg_" + uuid, Complete: true, Status: 200}}
 	}
-	usage := func(s, thread int, uuid string, u Usage) Event {
-		return Event{Kind: KindUsage, Time: at(s), Thread: thread, UUID: uuid, Usage: &u, Prov: prov(int64(s))}
+	usage := func(s, thread int, uuid string, u engine.Usage) engine.Event {
+		return engine.Event{Kind: engine.KindUsage, Time: at(s), Thread: thread, UUID: uuid, Usage: &u, Prov: prov(int64(s))}
 	}
 	big := strings.Repeat("line of output → with arrows\n", 80)
-	evs := []Event{
-		{Kind: KindSystem, Time: at(0), Thread: 1, Text: "You are a helpful agent.", Prov: prov(1)},
-		{Kind: KindMessage, Role: "user", Meta: "meta", Time: at(0), Thread: 1, UUID: "u-0", Text: "<system-reminder>\nCLAUDE.md says: test first\n</system-reminder>", Prov: prov(1)},
-		{Kind: KindMessage, Role: "user", Time: at(1), Thread: 1, UUID: "u-1", Text: "Fix the failing test at step=3 # please", Prov: prov(2)},
-		{Kind: KindRecord, Time: at(1), Thread: 1, UUID: "r-1", Record: &Record{Type: "file-history-snapshot", Known: true, Raw: json.RawMessage(`{"type":"file-history-snapshot","messageId":"u-1"}`)}, Prov: prov(3)},
+	evs := []engine.Event{
+		{Kind: engine.KindSystem, Time: at(0), Thread: 1, Text: "You are a helpful agent.", Prov: prov(1)},
+		{Kind: engine.KindMessage, Role: "user", Meta: "meta", Time: at(0), Thread: 1, UUID: "u-0", Text: "<system-reminder>\nCLAUDE.md says: test first\n</system-reminder>", Prov: prov(1)},
+		{Kind: engine.KindMessage, Role: "user", Time: at(1), Thread: 1, UUID: "u-1", Text: "Fix the failing test at step=3 # please", Prov: prov(2)},
+		{Kind: engine.KindRecord, Time: at(1), Thread: 1, UUID: "r-1", Record: &engine.Record{Type: "file-history-snapshot", Known: true, Raw: json.RawMessage(`{"type":"file-history-snapshot","messageId":"u-1"}`)}, Prov: prov(3)},
 		call(2, 1, "a-1", "claude-sonnet-4-5", "tool_use"),
-		{Kind: KindThinking, Time: at(2), Thread: 1, UUID: "a-1", Text: "Run the test first.", Signature: "c2lnbmF0dXJl", Prov: prov(4)},
-		{Kind: KindThinking, Time: at(2), Thread: 1, UUID: "a-1", Data: "ZW5jcnlwdGVk", Prov: prov(4)},
-		{Kind: KindMessage, Role: "assistant", Time: at(2), Thread: 1, UUID: "a-1", Text: "# Plan\nI'll run the test.", Prov: prov(4)},
-		{Kind: KindToolCall, Time: at(2), Thread: 1, UUID: "a-2", Tool: &Tool{ID: "toolu_1", Name: "Bash", Args: json.RawMessage(`{"command":"go test ./...","timeout":120000,"ts":"x","uuid":"y"}`)}, Prov: prov(5)},
-		{Kind: KindToolCall, Time: at(2), Thread: 1, UUID: "a-2", Tool: &Tool{ID: "toolu_2", Name: "mcp__github__get_issue", Args: json.RawMessage(`{"n":7}`)}, Prov: prov(5)},
-		{Kind: KindToolCall, Time: at(2), Thread: 1, UUID: "a-3", Tool: &Tool{ID: "toolu_3", Name: "Task", Args: json.RawMessage(`{"description":"find the bug","prompt":"look"}`)}, Prov: prov(6)},
-		usage(2, 1, "a-1", Usage{Input: 1500, Output: 200, CacheRead: 1000, CacheCreation: 300, CacheCreation5m: 300}),
-		{Kind: KindToolResult, Time: at(3), Thread: 1, UUID: "u-2", Tool: &Tool{ID: "toolu_1", Name: "Bash", IsError: true}, Text: "FAIL: TestX\nexit 1", Extra: json.RawMessage(`{"stdout":"FAIL: TestX","interrupted":false}`), Prov: prov(7)},
-		{Kind: KindToolResult, Time: at(3), Thread: 1, UUID: "u-3", Tool: &Tool{ID: "toolu_2", Name: "mcp__github__get_issue"}, Text: big, Prov: prov(8)},
-		{Kind: KindRecord, Time: at(3), Thread: 1, UUID: "r-2", Record: &Record{Type: "progress/bash_progress", Known: true, Raw: json.RawMessage(`{"type":"progress","data":"` + strings.Repeat("x", 2000) + `"}`)}, Prov: prov(9)},
-		{Kind: KindRecord, Time: at(3), Thread: 1, Record: &Record{Type: "brand-new-type", Raw: json.RawMessage(`{"type":"brand-new-type","n":1}`)}, Prov: prov(10)},
+		{Kind: engine.KindThinking, Time: at(2), Thread: 1, UUID: "a-1", Text: "Run the test first.", Signature: "c2lnbmF0dXJl", Prov: prov(4)},
+		{Kind: engine.KindThinking, Time: at(2), Thread: 1, UUID: "a-1", Data: "ZW5jcnlwdGVk", Prov: prov(4)},
+		{Kind: engine.KindMessage, Role: "assistant", Time: at(2), Thread: 1, UUID: "a-1", Text: "# Plan\nI'll run the test.", Prov: prov(4)},
+		{Kind: engine.KindToolCall, Time: at(2), Thread: 1, UUID: "a-2", Tool: &engine.Tool{ID: "toolu_1", Name: "Bash", Args: json.RawMessage(`{"command":"go test ./...","timeout":120000,"ts":"x","uuid":"y"}`)}, Prov: prov(5)},
+		{Kind: engine.KindToolCall, Time: at(2), Thread: 1, UUID: "a-2", Tool: &engine.Tool{ID: "toolu_2", Name: "mcp__github__get_issue", Args: json.RawMessage(`{"n":7}`)}, Prov: prov(5)},
+		{Kind: engine.KindToolCall, Time: at(2), Thread: 1, UUID: "a-3", Tool: &engine.Tool{ID: "toolu_3", Name: "Task", Args: json.RawMessage(`{"description":"find the bug","prompt":"look"}`)}, Prov: prov(6)},
+		usage(2, 1, "a-1", engine.Usage{Input: 1500, Output: 200, CacheRead: 1000, CacheCreation: 300, CacheCreation5m: 300}),
+		{Kind: engine.KindToolResult, Time: at(3), Thread: 1, UUID: "u-2", Tool: &engine.Tool{ID: "toolu_1", Name: "Bash", IsError: true}, Text: "FAIL: TestX\nexit 1", Extra: json.RawMessage(`{"stdout":"FAIL: TestX","interrupted":false}`), Prov: prov(7)},
+		{Kind: engine.KindToolResult, Time: at(3), Thread: 1, UUID: "u-3", Tool: &engine.Tool{ID: "toolu_2", Name: "mcp__github__get_issue"}, Text: big, Prov: prov(8)},
+		{Kind: engine.KindRecord, Time: at(3), Thread: 1, UUID: "r-2", Record: &engine.Record{Type: "progress/bash_progress", Known: true, Raw: json.RawMessage(`{"type":"progress","data":"` + strings.Repeat("x", 2000) + `"}`)}, Prov: prov(9)},
+		{Kind: engine.KindRecord, Time: at(3), Thread: 1, Record: &engine.Record{Type: "brand-new-type", Raw: json.RawMessage(`{"type":"brand-new-type","n":1}`)}, Prov: prov(10)},
 		// The subagent.
-		{Kind: KindMessage, Role: "user", Time: at(4), Thread: 2, UUID: "s-1", Text: "look", Prov: prov(11)},
+		{Kind: engine.KindMessage, Role: "user", Time: at(4), Thread: 2, UUID: "s-1", Text: "look", Prov: prov(11)},
 		call(5, 2, "s-2", "claude-haiku-4-5", "tool_use"),
-		{Kind: KindToolCall, Time: at(5), Thread: 2, UUID: "s-2", Tool: &Tool{ID: "toolu_4", Name: "Read", Args: json.RawMessage(`{"file_path":"/src/x_test.go"}`)}, Prov: prov(12)},
-		usage(5, 2, "s-2", Usage{Input: 400, Output: 30}),
-		{Kind: KindToolResult, Time: at(6), Thread: 2, UUID: "s-3", Tool: &Tool{ID: "toolu_4", Name: "Read"}, Text: "", Prov: prov(13)},
+		{Kind: engine.KindToolCall, Time: at(5), Thread: 2, UUID: "s-2", Tool: &engine.Tool{ID: "toolu_4", Name: "Read", Args: json.RawMessage(`{"file_path":"/src/x_test.go"}`)}, Prov: prov(12)},
+		usage(5, 2, "s-2", engine.Usage{Input: 400, Output: 30}),
+		{Kind: engine.KindToolResult, Time: at(6), Thread: 2, UUID: "s-3", Tool: &engine.Tool{ID: "toolu_4", Name: "Read"}, Text: "", Prov: prov(13)},
 		call(7, 2, "s-4", "claude-haiku-4-5", "end_turn"),
-		{Kind: KindMessage, Role: "assistant", Time: at(7), Thread: 2, UUID: "s-4", Text: "The bug is in x.go.", Prov: prov(14)},
-		usage(7, 2, "s-4", Usage{Input: 450, Output: 12, CacheRead: 400}),
-		{Kind: KindToolResult, Time: at(8), Thread: 1, UUID: "u-4", Tool: &Tool{ID: "toolu_3", Name: "Task"}, Text: "The bug is in x.go.", Prov: prov(15)},
-		{Kind: KindToolResult, Time: at(8), Thread: 1, UUID: "u-5", Tool: &Tool{ID: "toolu_9", Name: "Grep"}, Text: "orphan", Prov: prov(16)},
-		{Kind: KindRewrite, Time: at(9), Thread: 1, Rewrite: &Rewrite{Kind: "compaction", From: 1, Dropped: 12}, Prov: prov(17)},
-		{Kind: KindMessage, Role: "user", Meta: "compact_summary", Time: at(9), Thread: 1, UUID: "u-6", Text: "Summary: we ran the tests.", Prov: prov(17)},
+		{Kind: engine.KindMessage, Role: "assistant", Time: at(7), Thread: 2, UUID: "s-4", Text: "The bug is in x.go.", Prov: prov(14)},
+		usage(7, 2, "s-4", engine.Usage{Input: 450, Output: 12, CacheRead: 400}),
+		{Kind: engine.KindToolResult, Time: at(8), Thread: 1, UUID: "u-4", Tool: &engine.Tool{ID: "toolu_3", Name: "Task"}, Text: "The bug is in x.go.", Prov: prov(15)},
+		{Kind: engine.KindToolResult, Time: at(8), Thread: 1, UUID: "u-5", Tool: &engine.Tool{ID: "toolu_9", Name: "Grep"}, Text: "orphan", Prov: prov(16)},
+		{Kind: engine.KindRewrite, Time: at(9), Thread: 1, Rewrite: &engine.Rewrite{Kind: "compaction", From: 1, Dropped: 12}, Prov: prov(17)},
+		{Kind: engine.KindMessage, Role: "user", Meta: "compact_summary", Time: at(9), Thread: 1, UUID: "u-6", Text: "Summary: we ran the tests.", Prov: prov(17)},
 		call(10, 1, "a-5", "claude-sonnet-4-5", ""),
-		{Kind: KindMessage, Role: "assistant", Time: at(10), Thread: 1, UUID: "a-5", Text: "Fixing", Partial: true, Prov: prov(18)},
-		{Kind: KindInterruption, Time: at(10), Thread: 1, Text: "the user pressed Esc", Prov: prov(18)},
-		usage(10, 1, "a-5-usage", Usage{Input: 2000, Output: 5, CacheRead: 1900}),
-		{Kind: KindError, Time: at(11), Thread: 1, UUID: "e-1", Error: &Error{Stage: "upstream", Status: 529, Type: "overloaded_error", Message: "Overloaded"}, Prov: prov(19)},
-		{Kind: KindRewrite, Time: at(12), Thread: 3, Rewrite: &Rewrite{Kind: "fork", From: 1, Kept: 2, Dropped: 1}, Prov: prov(20)},
-		{Kind: KindMessage, Role: "user", Meta: "developer", Time: at(12), Thread: 3, UUID: "d-1", Text: "env: linux", Prov: prov(20)},
-		{Kind: KindMessage, Role: "system", Time: at(12), Thread: 3, Text: "system text", Prov: prov(21)},
+		{Kind: engine.KindMessage, Role: "assistant", Time: at(10), Thread: 1, UUID: "a-5", Text: "Fixing", Partial: true, Prov: prov(18)},
+		{Kind: engine.KindInterruption, Time: at(10), Thread: 1, Text: "the user pressed Esc", Prov: prov(18)},
+		usage(10, 1, "a-5-usage", engine.Usage{Input: 2000, Output: 5, CacheRead: 1900}),
+		{Kind: engine.KindError, Time: at(11), Thread: 1, UUID: "e-1", Error: &engine.Error{Stage: "upstream", Status: 529, Type: "overloaded_error", Message: "Overloaded"}, Prov: prov(19)},
+		{Kind: engine.KindRewrite, Time: at(12), Thread: 3, Rewrite: &engine.Rewrite{Kind: "fork", From: 1, Kept: 2, Dropped: 1}, Prov: prov(20)},
+		{Kind: engine.KindMessage, Role: "user", Meta: "developer", Time: at(12), Thread: 3, UUID: "d-1", Text: "env: linux", Prov: prov(20)},
+		{Kind: engine.KindMessage, Role: "system", Time: at(12), Thread: 3, Text: "system text", Prov: prov(21)},
 	}
 	for i := range evs {
 		evs[i].Seq = uint64(i + 1)
 	}
-	s := Session{
+	s := engine.Session{
 		ID: "claude:s1", Agent: "claude-code", Client: "claude-cli/2.1.3", Source: "import",
 		First: at(0), Last: at(12), Requests: 4, Errors: 1, Threads: 3,
-		Usage: Usage{Input: 4350, Output: 247, CacheRead: 3300, CacheCreation: 300, CacheCreation5m: 300},
-		Models: []ModelUsage{
-			{Model: "claude-sonnet-4-5", Requests: 2, Usage: Usage{Input: 3500, Output: 205, CacheRead: 2900, CacheCreation: 300, CacheCreation5m: 300}},
-			{Model: "claude-haiku-4-5", Requests: 2, Usage: Usage{Input: 850, Output: 42, CacheRead: 400}},
+		Usage: engine.Usage{Input: 4350, Output: 247, CacheRead: 3300, CacheCreation: 300, CacheCreation5m: 300},
+		Models: []engine.ModelUsage{
+			{Model: "claude-sonnet-4-5", Requests: 2, Usage: engine.Usage{Input: 3500, Output: 205, CacheRead: 2900, CacheCreation: 300, CacheCreation5m: 300}},
+			{Model: "claude-haiku-4-5", Requests: 2, Usage: engine.Usage{Input: 850, Output: 42, CacheRead: 400}},
 		},
 		Title: "Fix: the failing test", CWD: "/home/dev/proj", Branch: "main", Version: "2.1.3",
-		Agents: []Agent{{Thread: 2, ID: "agent-1", Type: "general-purpose", Description: "find the bug", Call: "toolu_3"}},
-		Import: &ImportInfo{Source: "claude", Files: []string{"/logs/s1.jsonl", "/logs/s1/subagents/agent-1.jsonl"}, Records: 40, Errors: 1, Unknown: 1},
+		Agents: []engine.Agent{{Thread: 2, ID: "agent-1", Type: "general-purpose", Description: "find the bug", Call: "toolu_3"}},
+		Import: &engine.ImportInfo{Source: "claude", Files: []string{"/logs/s1.jsonl", "/logs/s1/subagents/agent-1.jsonl"}, Records: 40, Errors: 1, Unknown: 1},
 		Events: uint64(len(evs)),
 	}
 	return s, evs
@@ -94,7 +95,7 @@ func importedSession() (Session, []Event) {
 
 // roundTrip renders a session, reads the text back and checks the census
 // and the bytes of a second rendering. It returns the first rendering.
-func roundTrip(t *testing.T, s Session, evs []Event, opts *BBoxOptions) string {
+func roundTrip(t *testing.T, s engine.Session, evs []engine.Event, opts *BBoxOptions) string {
 	t.Helper()
 	doc, err := BBox(s, evs, opts)
 	if err != nil {
@@ -129,7 +130,7 @@ func roundTrip(t *testing.T, s Session, evs []Event, opts *BBoxOptions) string {
 			t.Fatalf("%s: the document does not read back equal", form.name)
 		}
 		im := ReadBBox(back, &ropts)
-		want, got := Census(&s, evs), Census(&im.Session, im.Events)
+		want, got := engine.Census(&s, evs), engine.Census(&im.Session, im.Events)
 		if got != want {
 			var b strings.Builder
 			census.WriteTable(&b, "events", "read back", census.Compare(want, got))
@@ -149,7 +150,7 @@ func roundTrip(t *testing.T, s Session, evs []Event, opts *BBoxOptions) string {
 func TestBBoxReadImported(t *testing.T) {
 	s, evs := importedSession()
 	dir := t.TempDir()
-	text := roundTrip(t, s, evs, &BBoxOptions{Blobs: NewBlobs(dir), RepoSHA: "abc1234"})
+	text := roundTrip(t, s, evs, &BBoxOptions{Blobs: engine.NewBlobs(dir), RepoSHA: "abc1234"})
 	for _, want := range []string{
 		"import.source: claude",
 		`@agent tid=2 id=agent-1 type=general-purpose call=toolu_3 description="find the bug"`,
@@ -175,7 +176,7 @@ func TestBBoxReadImported(t *testing.T) {
 	ex := uint64(100)
 	for i := range evs {
 		evs[i].Prov.Exchange = ex
-		if evs[i].Kind == KindUsage {
+		if evs[i].Kind == engine.KindUsage {
 			ex++
 		}
 	}
@@ -184,16 +185,11 @@ func TestBBoxReadImported(t *testing.T) {
 
 // TestBBoxReadGolden reads back every proxied golden session.
 func TestBBoxReadGolden(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join("testdata", "wire", "*"))
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			continue
-		}
-		name := filepath.Base(d)
+	for _, name := range wireNames(t) {
 		t.Run(name, func(t *testing.T) {
 			_, ss, evs, data := timeline(t, name)
 			for _, s := range ss {
-				roundTrip(t, s, evs[s.ID], &BBoxOptions{Blobs: NewBlobs(data)})
+				roundTrip(t, s, evs[s.ID], &BBoxOptions{Blobs: engine.NewBlobs(data)})
 				roundTrip(t, s, evs[s.ID], &BBoxOptions{BlobThreshold: -1})
 			}
 		})
@@ -213,24 +209,24 @@ func TestBBoxImporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, data := range [][]byte{[]byte(doc.String()), jsonl.Bytes()} {
-		im, err := DeriveImport("bbox", "bbox:s1", []ImportFile{{Path: "/x/s1.bbox", Records: []ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc, Data: data}, WAL: 77}}}})
+		im, err := engine.DeriveImport("bbox", "bbox:s1", []engine.ImportFile{{Path: "/x/s1.bbox", Records: []engine.ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc, Data: data}, WAL: 77}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := Census(&im.Session, im.Events), Census(&s, evs); got != want {
+		if got, want := engine.Census(&im.Session, im.Events), engine.Census(&s, evs); got != want {
 			t.Errorf("census differs: %+v, want %+v", got, want)
 		}
 		if im.Session.ID != s.ID || im.Events[0].Prov.First != 77 || im.Events[0].Prov.File != "/x/s1.bbox" {
 			t.Errorf("session %q, first event prov %+v", im.Session.ID, im.Events[0].Prov)
 		}
 	}
-	for _, files := range [][]ImportFile{
+	for _, files := range [][]engine.ImportFile{
 		nil,
-		{{Path: "a", Records: []ImportRecord{{Import: exchange.Import{Kind: exchange.ImportLine}}}}},
-		{{Path: "a", Records: []ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc}}, {Import: exchange.Import{Kind: exchange.ImportDoc}}}}},
-		{{Path: "a", Records: []ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc, Data: []byte(`{"t":"nope"}`)}}}}},
+		{{Path: "a", Records: []engine.ImportRecord{{Import: exchange.Import{Kind: exchange.ImportLine}}}}},
+		{{Path: "a", Records: []engine.ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc}}, {Import: exchange.Import{Kind: exchange.ImportDoc}}}}},
+		{{Path: "a", Records: []engine.ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc, Data: []byte(`{"t":"nope"}`)}}}}},
 	} {
-		if _, err := DeriveImport("bbox", "bbox:x", files); err == nil {
+		if _, err := engine.DeriveImport("bbox", "bbox:x", files); err == nil {
 			t.Errorf("%+v: no error", files)
 		}
 	}
@@ -313,7 +309,7 @@ func FuzzReadBBox(f *testing.F) {
 			return
 		}
 		im := ReadBBox(doc, nil)
-		Census(&im.Session, im.Events)
+		engine.Census(&im.Session, im.Events)
 		if _, err := BBox(im.Session, im.Events, nil); err != nil {
 			t.Fatalf("render what was read: %v", err)
 		}

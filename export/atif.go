@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/atif"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // ATIF export and import.
@@ -62,9 +63,9 @@ type ATIFOptions struct {
 
 // bbRoot is a trajectory's extra.bbengine.
 type bbRoot struct {
-	Format  string   `json:"format,omitempty"`
-	Session *Session `json:"session,omitempty"`
-	Thread  int      `json:"thread"`
+	Format  string          `json:"format,omitempty"`
+	Session *engine.Session `json:"session,omitempty"`
+	Thread  int             `json:"thread"`
 }
 
 // bbStep is a step's extra.bbengine.
@@ -75,7 +76,7 @@ type bbStep struct {
 // bbEvent is one event of a step. Seq is its position in the exported
 // timeline (1-based).
 type bbEvent struct {
-	Event
+	engine.Event
 	// NoArgs marks a tool call that had no arguments (arguments is {}).
 	NoArgs bool `json:"no_args,omitempty"`
 }
@@ -88,7 +89,7 @@ type bbResult struct {
 
 // ATIF exports a session's timeline as an ATIF-v1.7 trajectory (see
 // above). The result passes atif.Validate.
-func ATIF(s *Session, events []Event, opts *ATIFOptions) (*atif.Trajectory, error) {
+func ATIF(s *engine.Session, events []engine.Event, opts *ATIFOptions) (*atif.Trajectory, error) {
 	if len(events) == 0 {
 		return nil, fmt.Errorf("engine: atif: session %s has no events", s.ID)
 	}
@@ -121,7 +122,7 @@ type trajB struct {
 }
 
 type exporter struct {
-	s       *Session
+	s       *engine.Session
 	version string
 	// owner maps a tool call id to the step that holds the call.
 	owner map[string]*stepB
@@ -158,7 +159,7 @@ func (x *exporter) traj(thread int) *trajB {
 	return t
 }
 
-func (x *exporter) newStep(t *trajB, source string, ev *Event) *stepB {
+func (x *exporter) newStep(t *trajB, source string, ev *engine.Event) *stepB {
 	st := &stepB{step: atif.Step{Source: source, Timestamp: stamp3339(ev.Time)}, thread: t.thread}
 	t.steps = append(t.steps, st)
 	return st
@@ -166,19 +167,19 @@ func (x *exporter) newStep(t *trajB, source string, ev *Event) *stepB {
 
 // describe is the message of a system step made from an event with no
 // step of its own.
-func describe(ev *Event) string {
+func describe(ev *engine.Event) string {
 	switch ev.Kind {
-	case KindError:
+	case engine.KindError:
 		if ev.Error != nil {
 			return fmt.Sprintf("error (%s): %s", ev.Error.Stage, ev.Error.Message)
 		}
-	case KindInterruption:
+	case engine.KindInterruption:
 		return "interrupted: " + ev.Text
-	case KindRewrite:
+	case engine.KindRewrite:
 		if ev.Rewrite != nil {
 			return fmt.Sprintf("history rewrite: %s of thread %d (kept %d, dropped %d)", ev.Rewrite.Kind, ev.Rewrite.From, ev.Rewrite.Kept, ev.Rewrite.Dropped)
 		}
-	case KindRecord:
+	case engine.KindRecord:
 		if ev.Record != nil {
 			return "record: " + ev.Record.Type
 		}
@@ -186,7 +187,7 @@ func describe(ev *Event) string {
 	return string(ev.Kind)
 }
 
-func (x *exporter) run(events []Event) (*atif.Trajectory, error) {
+func (x *exporter) run(events []engine.Event) (*atif.Trajectory, error) {
 	cur := map[int]*stepB{}
 	for i := range events {
 		ev := &events[i]
@@ -200,7 +201,7 @@ func (x *exporter) run(events []Event) (*atif.Trajectory, error) {
 			return cur[ev.Thread]
 		}
 		switch {
-		case ev.Kind == KindModelCall:
+		case ev.Kind == engine.KindModelCall:
 			st := x.newStep(t, atif.SourceAgent, ev)
 			cur[ev.Thread] = st
 			st.models++
@@ -217,10 +218,10 @@ func (x *exporter) run(events []Event) (*atif.Trajectory, error) {
 				}
 			}
 			st.evs = append(st.evs, e)
-		case ev.Kind == KindThinking, ev.Kind == KindUsage, ev.Kind == KindMessage && ev.Role == "assistant":
+		case ev.Kind == engine.KindThinking, ev.Kind == engine.KindUsage, ev.Kind == engine.KindMessage && ev.Role == "assistant":
 			st := agent()
 			st.evs = append(st.evs, e)
-		case ev.Kind == KindToolCall:
+		case ev.Kind == engine.KindToolCall:
 			st := agent()
 			tc := atif.ToolCall{Arguments: json.RawMessage(`{}`)}
 			if ev.Tool != nil {
@@ -241,7 +242,7 @@ func (x *exporter) run(events []Event) (*atif.Trajectory, error) {
 			}
 			st.step.ToolCalls = append(st.step.ToolCalls, tc)
 			st.evs = append(st.evs, e)
-		case ev.Kind == KindToolResult:
+		case ev.Kind == engine.KindToolResult:
 			var st *stepB
 			if ev.Tool != nil {
 				st = x.owner[ev.Tool.ID]
@@ -265,9 +266,9 @@ func (x *exporter) run(events []Event) (*atif.Trajectory, error) {
 			}
 			st.step.Observation.Results = append(st.step.Observation.Results, r)
 			st.evs = append(st.evs, e)
-		case ev.Kind == KindMessage || ev.Kind == KindSystem:
+		case ev.Kind == engine.KindMessage || ev.Kind == engine.KindSystem:
 			source := atif.SourceSystem
-			if ev.Kind == KindMessage && ev.Role == "user" {
+			if ev.Kind == engine.KindMessage && ev.Role == "user" {
 				source = atif.SourceUser
 			}
 			st := x.newStep(t, source, ev)
@@ -324,11 +325,11 @@ func finishStep(st *stepB) error {
 	var thinking, assistant, usage []int
 	for i := range st.evs {
 		switch e := &st.evs[i]; {
-		case e.Kind == KindThinking:
+		case e.Kind == engine.KindThinking:
 			thinking = append(thinking, i)
-		case e.Kind == KindMessage && e.Role == "assistant":
+		case e.Kind == engine.KindMessage && e.Role == "assistant":
 			assistant = append(assistant, i)
-		case e.Kind == KindUsage && e.Usage != nil:
+		case e.Kind == engine.KindUsage && e.Usage != nil:
 			usage = append(usage, i)
 		}
 	}
@@ -353,7 +354,7 @@ func finishStep(st *stepB) error {
 		}
 	}
 	if len(usage) > 0 {
-		var u Usage
+		var u engine.Usage
 		for _, i := range usage {
 			u.Add(*st.evs[i].Usage)
 		}
@@ -442,7 +443,7 @@ func (x *exporter) trajectory(t *trajB, root bool) (*atif.Trajectory, error) {
 		id := x.trajID(t.thread)
 		out.TrajectoryID = &id
 		out.Agent.Name = "subagent"
-		if i := slices.IndexFunc(x.s.Agents, func(a Agent) bool { return a.Thread == t.thread }); i >= 0 && x.s.Agents[i].Type != "" {
+		if i := slices.IndexFunc(x.s.Agents, func(a engine.Agent) bool { return a.Thread == t.thread }); i >= 0 && x.s.Agents[i].Type != "" {
 			out.Agent.Name = x.s.Agents[i].Type
 		}
 		ex = bbRoot{Thread: t.thread}
@@ -503,7 +504,7 @@ type stepSkel struct {
 
 var atifPrefix = []byte(`{"atif":`)
 
-func markOf(ev *Event) *atifMark {
+func markOf(ev *engine.Event) *atifMark {
 	if !bytes.HasPrefix(ev.Extra, atifPrefix) {
 		return nil
 	}
@@ -516,7 +517,7 @@ func markOf(ev *Event) *atifMark {
 	return &m.ATIF
 }
 
-func foreignATIF(events []Event) bool {
+func foreignATIF(events []engine.Event) bool {
 	for i := range events {
 		if m := markOf(&events[i]); m != nil && m.Trajectory != nil {
 			return true
@@ -526,7 +527,7 @@ func foreignATIF(events []Event) bool {
 }
 
 // exportForeign rebuilds the document a session was imported from.
-func exportForeign(events []Event) (*atif.Trajectory, error) {
+func exportForeign(events []engine.Event) (*atif.Trajectory, error) {
 	type thread struct {
 		t      *atif.Trajectory
 		parent int
@@ -584,18 +585,18 @@ func exportForeign(events []Event) (*atif.Trajectory, error) {
 			return nil
 		}
 		switch {
-		case ev.Kind == KindThinking:
+		case ev.Kind == engine.KindThinking:
 			text := ev.Text
 			st.ReasoningContent = &text
-		case ev.Kind == KindSystem, ev.Kind == KindMessage && (ev.Role == "user" || ev.Role == "assistant"):
+		case ev.Kind == engine.KindSystem, ev.Kind == engine.KindMessage && (ev.Role == "user" || ev.Role == "assistant"):
 			if !st.Message.IsParts() {
 				st.Message = atif.Str(ev.Text)
 			}
-		case ev.Kind == KindMessage && ev.Role == "tool":
+		case ev.Kind == engine.KindMessage && ev.Role == "tool":
 			if err := result(nil); err != nil {
 				return nil, err
 			}
-		case ev.Kind == KindToolResult:
+		case ev.Kind == engine.KindToolResult:
 			var id string
 			if ev.Tool != nil {
 				id = ev.Tool.ID
@@ -603,7 +604,7 @@ func exportForeign(events []Event) (*atif.Trajectory, error) {
 			if err := result(&id); err != nil {
 				return nil, err
 			}
-		case ev.Kind == KindToolCall:
+		case ev.Kind == engine.KindToolCall:
 			if th.kCall >= len(st.ToolCalls) {
 				return nil, fmt.Errorf("engine: atif: event %d: tool call %d has no place in its step", ev.Seq, th.kCall)
 			}

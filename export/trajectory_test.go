@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // TestTrajectoryGolden writes the hand-built imported session and the
@@ -17,8 +18,8 @@ import (
 func TestTrajectoryGolden(t *testing.T) {
 	type named struct {
 		name string
-		s    Session
-		evs  []Event
+		s    engine.Session
+		evs  []engine.Event
 	}
 	s, evs := importedSession()
 	cases := []named{{"imported", s, evs}}
@@ -92,16 +93,16 @@ func checkTrajectory(t *testing.T, name string, js []byte) {
 // TestTrajectoryCensus: a trajectory reads back into events with the same
 // census, for the hand-built session and every proxied golden session.
 func TestTrajectoryCensus(t *testing.T) {
-	check := func(name string, s Session, evs []Event) {
+	check := func(name string, s engine.Session, evs []engine.Event) {
 		js, err := Trajectory(&s, evs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		im, err := DeriveImport("trajectory", s.ID, []ImportFile{{Path: name + ".json", Records: []ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc, Data: js}}}}})
+		im, err := engine.DeriveImport("trajectory", s.ID, []engine.ImportFile{{Path: name + ".json", Records: []engine.ImportRecord{{Import: exchange.Import{Kind: exchange.ImportDoc, Data: js}}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want, got := Census(&s, evs), Census(&im.Session, im.Events); got != want {
+		if want, got := engine.Census(&s, evs), engine.Census(&im.Session, im.Events); got != want {
 			var b strings.Builder
 			census.WriteTable(&b, "events", "trajectory", census.Compare(want, got))
 			t.Errorf("%s %s: census differs:\n%s", name, s.ID, b.String())
@@ -135,7 +136,7 @@ func TestTrajectoryCensus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Census(&im.Session, im.Events)
+	c := engine.Census(&im.Session, im.Events)
 	if c.Records != 6 || c.UserPrompts != 1 || c.Assistant != 1 || c.ToolCalls != 1 || c.ToolResults != 1 || c.TokensIn != 50 || c.Kept != 1 {
 		t.Errorf("foreign census %+v", c)
 	}
@@ -156,7 +157,7 @@ func FuzzReadTrajectory(f *testing.F) {
 		if err != nil {
 			return
 		}
-		Census(&im.Session, im.Events)
+		engine.Census(&im.Session, im.Events)
 		if _, err := Trajectory(&im.Session, im.Events); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"bytes"
@@ -14,15 +14,16 @@ import (
 	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
 )
 
-func init() { registerImporter("bbox", importBBox) }
+func init() { engine.RegisterImporter("bbox", importBBox) }
 
 // BBoxReadOptions configure ReadBBox.
 type BBoxReadOptions struct {
 	// Blobs resolves "@blob sha256=…" references. The default (nil)
 	// leaves a reference as its text.
-	Blobs *Blobs
+	Blobs *engine.Blobs
 	// File names the document in the events' provenance.
 	File string
 	// WAL is the offset of the import frame that carried the document;
@@ -46,8 +47,8 @@ func DecodeBBox(data []byte, name string) (*bbox.Document, error) {
 // importBBox is the "bbox" importer: one file with one ImportDoc record,
 // a bbox/1 document or its JSONL form. Blob references stay as their
 // text (the importer has no blob store).
-func importBBox(session string, files []ImportFile) (*Imported, error) {
-	var rec *ImportRecord
+func importBBox(session string, files []engine.ImportFile) (*engine.Imported, error) {
+	var rec *engine.ImportRecord
 	var path string
 	for i := range files {
 		for j := range files[i].Records {
@@ -73,7 +74,7 @@ func importBBox(session string, files []ImportFile) (*Imported, error) {
 	// .bbox-blobs folder beside it.
 	if dir := filepath.Join(filepath.Dir(path), ".bbox-blobs"); path != "" {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			opts.Blobs = NewBlobsAt(dir)
+			opts.Blobs = engine.NewBlobsAt(dir)
 		}
 	}
 	return ReadBBox(doc, opts), nil
@@ -99,8 +100,8 @@ func importBBox(session string, files []ImportFile) (*Imported, error) {
 // kept record (Known; Raw is the line's JSONL form) and a line with no
 // known prefix an unknown record. Fields the engine has no slot for are
 // kept in the event's Extra under "bbox".
-func ReadBBox(doc *bbox.Document, opts *BBoxReadOptions) *Imported {
-	r := &bboxReader{queued: map[int][]Event{}, names: map[string]string{}}
+func ReadBBox(doc *bbox.Document, opts *BBoxReadOptions) *engine.Imported {
+	r := &bboxReader{queued: map[int][]engine.Event{}, names: map[string]string{}}
 	if opts != nil {
 		r.o = *opts
 	}
@@ -113,7 +114,7 @@ func ReadBBox(doc *bbox.Document, opts *BBoxReadOptions) *Imported {
 	r.s.Agent, r.s.Client = h.Get("agent"), h.Get("client_version")
 	r.s.Title, r.s.CWD, r.s.Branch, r.s.Version = h.Get("title"), h.Get("cwd"), h.Get("branch"), h.Get("version")
 	if _, ok := h.Raw("import.source"); ok {
-		im := &ImportInfo{Source: h.Get("import.source")}
+		im := &engine.ImportInfo{Source: h.Get("import.source")}
 		if raw, ok := h.Raw("import.files"); ok {
 			json.Unmarshal([]byte(raw), &im.Files)
 		}
@@ -134,16 +135,16 @@ func ReadBBox(doc *bbox.Document, opts *BBoxReadOptions) *Imported {
 		r.events[i].Seq = uint64(i + 1)
 	}
 	r.s.Events = uint64(len(r.events))
-	return &Imported{Session: r.s, Events: r.events}
+	return &engine.Imported{Session: r.s, Events: r.events}
 }
 
 type bboxReader struct {
 	o BBoxReadOptions
-	s Session
+	s engine.Session
 	// engine is set for a document BBox wrote; proxied when it rendered a
 	// proxied session.
 	engine, proxied bool
-	events          []Event
+	events          []engine.Event
 	// group is where the events since the last metrics line start;
 	// queued holds, per thread, inline results that belong to the next
 	// model call of their thread, and pending those of the current group,
@@ -152,15 +153,15 @@ type bboxReader struct {
 	// threadGroup is, per thread, where the events after its last
 	// metrics line start (imported sessions).
 	threadGroup map[int]int
-	queued      map[int][]Event
-	pending     []Event
+	queued      map[int][]engine.Event
+	pending     []engine.Event
 	// names maps a call id to its tool's name, for results on o: lines.
 	names   map[string]string
 	time    int64
 	lines   int64
 	unknown int64
-	usage   Usage
-	models  []ModelUsage
+	usage   engine.Usage
+	models  []engine.ModelUsage
 	end     bool
 }
 
@@ -295,8 +296,8 @@ func (r *bboxReader) blobText(s string) string {
 
 // base starts an event from the line's common fields: tid, ts, uuid,
 // meta, extra.
-func (r *bboxReader) base(l *bbox.Line, kind Kind, fm *fieldMap) Event {
-	ev := Event{Kind: kind, Thread: 1, Prov: Provenance{Side: "import", First: r.o.WAL, Last: r.o.WAL, File: r.o.File, Line: int64(l.Pos.Line)}}
+func (r *bboxReader) base(l *bbox.Line, kind engine.Kind, fm *fieldMap) engine.Event {
+	ev := engine.Event{Kind: kind, Thread: 1, Prov: engine.Provenance{Side: "import", First: r.o.WAL, Last: r.o.WAL, File: r.o.File, Line: int64(l.Pos.Line)}}
 	if n, err := strconv.Atoi(fm.str("tid")); err == nil && n > 0 {
 		ev.Thread = n
 	}
@@ -326,7 +327,7 @@ func jsonOrString(s string) json.RawMessage {
 
 // keepRest puts the fields the engine has no slot for into Extra, under
 // "bbox", for a line another tool wrote.
-func keepRest(ev *Event, fm *fieldMap, more map[string]string) {
+func keepRest(ev *engine.Event, fm *fieldMap, more map[string]string) {
 	rest := fm.rest()
 	for k, v := range more {
 		if rest == nil {
@@ -341,7 +342,7 @@ func keepRest(ev *Event, fm *fieldMap, more map[string]string) {
 	ev.Extra = b
 }
 
-func (r *bboxReader) add(ev Event) {
+func (r *bboxReader) add(ev engine.Event) {
 	if ev.Thread > r.s.Threads {
 		r.s.Threads = ev.Thread
 	}
@@ -383,16 +384,16 @@ func bboxJoinText(first string, more []string) string {
 func (r *bboxReader) message(l *bbox.Line) {
 	text, fs := splitMessage(l.Body)
 	fm := newFieldMap(readFields(fs))
-	var ev Event
+	var ev engine.Event
 	switch l.Kind {
 	case bbox.KindUser:
-		ev = r.base(l, KindMessage, fm)
+		ev = r.base(l, engine.KindMessage, fm)
 		ev.Role = "user"
 	case bbox.KindAgent:
-		ev = r.base(l, KindMessage, fm)
+		ev = r.base(l, engine.KindMessage, fm)
 		ev.Role = "assistant"
 	default:
-		ev = r.base(l, KindThinking, fm)
+		ev = r.base(l, engine.KindThinking, fm)
 		if f, ok := fm.get("sig"); ok {
 			ev.Signature = f.Value
 		}
@@ -412,7 +413,7 @@ func (r *bboxReader) comment(l *bbox.Line) {
 	if role, _, ok := strings.Cut(l.Body, ": "); ok && roles[role] {
 		text, fs := splitMessage(l.Body)
 		fm := newFieldMap(readFields(fs))
-		ev := r.base(l, KindMessage, fm)
+		ev := r.base(l, engine.KindMessage, fm)
 		ev.Role = role
 		ev.Text = strings.TrimPrefix(bboxJoinText(text, l.More), role+": ")
 		r.add(ev)
@@ -425,36 +426,36 @@ func (r *bboxReader) comment(l *bbox.Line) {
 		r.metrics(l, fm)
 		return
 	case word == "system" && has(fm, "prompt") && len(l.More) == 0:
-		ev := r.base(l, KindSystem, fm)
+		ev := r.base(l, engine.KindSystem, fm)
 		f, _ := fm.get("prompt")
 		ev.Text = r.value(f)
 		r.add(ev)
 		return
 	case word == "error" && has(fm, "stage") && len(l.More) == 0:
-		ev := r.base(l, KindError, fm)
+		ev := r.base(l, engine.KindError, fm)
 		fm.get("level")
-		ev.Error = &Error{Stage: fm.str("stage"), Status: int(fm.int("status")), Type: fm.str("type"), Message: fm.str("message")}
+		ev.Error = &engine.Error{Stage: fm.str("stage"), Status: int(fm.int("status")), Type: fm.str("type"), Message: fm.str("message")}
 		r.add(ev)
 		return
 	case word == "interrupted" && has(fm, "reason") && len(l.More) == 0:
-		ev := r.base(l, KindInterruption, fm)
+		ev := r.base(l, engine.KindInterruption, fm)
 		fm.get("level")
 		ev.Text = fm.str("reason")
 		r.add(ev)
 		return
 	case (word == "retry" || word == "drop" || word == "fork" || word == "rewrite") && has(fm, "from") && len(l.More) == 0:
-		ev := r.base(l, KindRewrite, fm)
+		ev := r.base(l, engine.KindRewrite, fm)
 		kind := word
 		if word == "rewrite" {
 			kind = fm.str("kind")
 		}
-		ev.Rewrite = &Rewrite{Kind: kind, From: int(fm.int("from")), Kept: int(fm.int("kept")), Dropped: int(fm.int("dropped"))}
+		ev.Rewrite = &engine.Rewrite{Kind: kind, From: int(fm.int("from")), Kept: int(fm.int("kept")), Dropped: int(fm.int("dropped"))}
 		r.add(ev)
 		return
 	case word == "record" && has(fm, "type") && has(fm, "raw") && len(l.More) == 0:
-		ev := r.base(l, KindRecord, fm)
+		ev := r.base(l, engine.KindRecord, fm)
 		f, _ := fm.get("raw")
-		ev.Record = &Record{Type: fm.str("type"), Known: fm.str("known") == "true", Raw: jsonOrString(r.value(f))}
+		ev.Record = &engine.Record{Type: fm.str("type"), Known: fm.str("known") == "true", Raw: jsonOrString(r.value(f))}
 		if f.Value == "" && f.Quoted {
 			ev.Record.Raw = nil
 		}
@@ -476,8 +477,8 @@ func (r *bboxReader) record(l *bbox.Line) {
 	if !known {
 		r.unknown++
 	}
-	ev := Event{Kind: KindRecord, Thread: 1, Time: r.time, Prov: Provenance{Side: "import", First: r.o.WAL, Last: r.o.WAL, File: r.o.File, Line: int64(l.Pos.Line)},
-		Record: &Record{Type: typ, Known: known, Raw: bbox.AppendJSONLine(nil, l)}}
+	ev := engine.Event{Kind: engine.KindRecord, Thread: 1, Time: r.time, Prov: engine.Provenance{Side: "import", First: r.o.WAL, Last: r.o.WAL, File: r.o.File, Line: int64(l.Pos.Line)},
+		Record: &engine.Record{Type: typ, Known: known, Raw: bbox.AppendJSONLine(nil, l)}}
 	if l.Kind.Event() || l.Kind == bbox.KindLifecycle {
 		if n, err := strconv.Atoi(l.Meta().Tid); err == nil && n > 0 {
 			ev.Thread = n
@@ -504,15 +505,15 @@ func (r *bboxReader) lifecycle(l *bbox.Line) {
 		r.end = true
 		return
 	case l.Name == "agent" && has(fm, "tid") && !l.Arrow:
-		a := Agent{Thread: int(fm.int("tid")), ID: fm.str("id"), Type: fm.str("type"), Call: fm.str("call"), Description: fm.str("description")}
+		a := engine.Agent{Thread: int(fm.int("tid")), ID: fm.str("id"), Type: fm.str("type"), Call: fm.str("call"), Description: fm.str("description")}
 		if a.Thread > r.s.Threads {
 			r.s.Threads = a.Thread
 		}
 		r.s.Agents = append(r.s.Agents, a)
 		return
 	case l.Name == "compact" && has(fm, "from") && !l.Arrow && len(l.More) == 0:
-		ev := r.base(l, KindRewrite, fm)
-		ev.Rewrite = &Rewrite{Kind: "compaction", From: int(fm.int("from")), Dropped: int(fm.int("dropped"))}
+		ev := r.base(l, engine.KindRewrite, fm)
+		ev.Rewrite = &engine.Rewrite{Kind: "compaction", From: int(fm.int("from")), Dropped: int(fm.int("dropped"))}
 		r.add(ev)
 		return
 	}
@@ -530,7 +531,7 @@ func (r *bboxReader) call(l *bbox.Line) {
 			name = "mcp__" + server + "__" + method
 		}
 	}
-	ev := r.base(l, KindToolCall, fm)
+	ev := r.base(l, engine.KindToolCall, fm)
 	id, ok := fm.get("id")
 	if !ok {
 		id, ok = fm.get("extra.call_id")
@@ -538,7 +539,7 @@ func (r *bboxReader) call(l *bbox.Line) {
 	if !ok {
 		id, ok = fm.get("span")
 	}
-	tool := &Tool{ID: id.Value, Name: name}
+	tool := &engine.Tool{ID: id.Value, Name: name}
 	if !ok {
 		tool.ID, tool.SyntheticID = fmt.Sprintf("bbox-%d", l.Pos.Line), true
 	}
@@ -549,7 +550,7 @@ func (r *bboxReader) call(l *bbox.Line) {
 	if fm.str("extra.orphan") == "true" {
 		// A result whose call was never seen.
 		res := ev
-		res.Kind = KindToolResult
+		res.Kind = engine.KindToolResult
 		if name == "result" {
 			tool.Name = ""
 		}
@@ -558,12 +559,12 @@ func (r *bboxReader) call(l *bbox.Line) {
 		return
 	}
 	if l.Kind == bbox.KindSubagent && !r.engine {
-		if n := int(fm.int("tid")); n > 1 && !slices.ContainsFunc(r.s.Agents, func(a Agent) bool { return a.Thread == n }) {
+		if n := int(fm.int("tid")); n > 1 && !slices.ContainsFunc(r.s.Agents, func(a engine.Agent) bool { return a.Thread == n }) {
 			desc := ""
 			if len(fm.positional) > 0 {
 				desc = fm.positional[0].Value
 			}
-			r.s.Agents = append(r.s.Agents, Agent{Thread: n, ID: id.Value, Type: l.Name, Description: desc})
+			r.s.Agents = append(r.s.Agents, engine.Agent{Thread: n, ID: id.Value, Type: l.Name, Description: desc})
 		}
 	}
 	for _, k := range []string{"extra.result_uuid", "extra.result_extra"} {
@@ -583,7 +584,7 @@ func (r *bboxReader) call(l *bbox.Line) {
 	if !l.Arrow || l.Kind == bbox.KindToolStart {
 		return
 	}
-	res := Event{Kind: KindToolResult, Thread: ev.Thread, Time: ev.Time, Prov: ev.Prov, Tool: &Tool{ID: tool.ID, Name: tool.Name, SyntheticID: tool.SyntheticID}}
+	res := engine.Event{Kind: engine.KindToolResult, Thread: ev.Thread, Time: ev.Time, Prov: ev.Prov, Tool: &engine.Tool{ID: tool.ID, Name: tool.Name, SyntheticID: tool.SyntheticID}}
 	r.result(&res, l)
 	res.UUID = fm.str("extra.result_uuid")
 	if f, ok := fm.get("extra.result_extra"); ok {
@@ -601,7 +602,7 @@ func (r *bboxReader) call(l *bbox.Line) {
 // args reads a call's arguments: args= (the JSON as written, or text
 // that is not JSON), else the key=value fields (arg.<name> for the names
 // of metadata keys) and positional ones ("argv").
-func (r *bboxReader) args(ev *Event, fm *fieldMap) {
+func (r *bboxReader) args(ev *engine.Event, fm *fieldMap) {
 	if f, ok := fm.get("args"); ok {
 		v := r.value(f)
 		if json.Valid([]byte(v)) {
@@ -670,7 +671,7 @@ func marshalNoEscape(v any) json.RawMessage {
 
 // result fills a tool result from the text after a line's arrow: "[err]
 // text" marks an error, "[ok]" alone an empty result.
-func (r *bboxReader) result(ev *Event, l *bbox.Line) {
+func (r *bboxReader) result(ev *engine.Event, l *bbox.Line) {
 	text := l.FullResult()
 	switch {
 	case text == "[ok]":
@@ -694,9 +695,9 @@ func (r *bboxReader) observation(l *bbox.Line) {
 	}
 	fs, _ := bbox.Fields(l.Body)
 	fm := newFieldMap(readFields(fs))
-	ev := r.base(l, KindToolResult, fm)
+	ev := r.base(l, engine.KindToolResult, fm)
 	id := fm.str("id")
-	ev.Tool = &Tool{ID: id, Name: r.names[id]}
+	ev.Tool = &engine.Tool{ID: id, Name: r.names[id]}
 	r.result(&ev, l)
 	if !r.engine {
 		keepRest(&ev, fm, nil)
@@ -710,9 +711,9 @@ func (r *bboxReader) observation(l *bbox.Line) {
 // the line's exchange number, and the thread's queued inline results
 // join them.
 func (r *bboxReader) metrics(l *bbox.Line, fm *fieldMap) {
-	call := r.base(l, KindModelCall, fm)
+	call := r.base(l, engine.KindModelCall, fm)
 	model := fm.str("model")
-	call.Call = &Call{
+	call.Call = &engine.Call{
 		Model:      model,
 		Status:     int(fm.int("status")),
 		Latency:    fm.int("latency_ms") * 1e6,
@@ -724,7 +725,7 @@ func (r *bboxReader) metrics(l *bbox.Line, fm *fieldMap) {
 	}
 	call.Call.Complete = call.Call.Status < 400
 	call.Prov.RequestID = fm.str("extra.request_id")
-	u := Usage{
+	u := engine.Usage{
 		Input:           fm.int("prompt_tokens"),
 		Output:          fm.int("completion_tokens"),
 		CacheRead:       fm.int("cached_tokens"),
@@ -734,7 +735,7 @@ func (r *bboxReader) metrics(l *bbox.Line, fm *fieldMap) {
 		Reasoning:       fm.int("extra.reasoning_tokens"),
 	}
 	usage := call
-	usage.Kind, usage.Call, usage.Usage, usage.Extra, usage.Meta = KindUsage, nil, &u, nil, ""
+	usage.Kind, usage.Call, usage.Usage, usage.Extra, usage.Meta = engine.KindUsage, nil, &u, nil, ""
 	if id := fm.str("extra.usage_uuid"); id != "" {
 		usage.UUID = id
 	}
@@ -760,7 +761,7 @@ func (r *bboxReader) metrics(l *bbox.Line, fm *fieldMap) {
 	}
 	for i := from; i < len(r.events); i++ {
 		ev := &r.events[i]
-		if ev.Thread == call.Thread && (ev.Kind == KindThinking || ev.Kind == KindToolCall || ev.Kind == KindInterruption || ev.Kind == KindMessage && ev.Role == "assistant") {
+		if ev.Thread == call.Thread && (ev.Kind == engine.KindThinking || ev.Kind == engine.KindToolCall || ev.Kind == engine.KindInterruption || ev.Kind == engine.KindMessage && ev.Role == "assistant") {
 			at = i
 			break
 		}
@@ -781,9 +782,9 @@ func (r *bboxReader) metrics(l *bbox.Line, fm *fieldMap) {
 	if model == "" {
 		model = "unknown"
 	}
-	i := slices.IndexFunc(r.models, func(m ModelUsage) bool { return m.Model == model })
+	i := slices.IndexFunc(r.models, func(m engine.ModelUsage) bool { return m.Model == model })
 	if i < 0 {
-		r.models = append(r.models, ModelUsage{Model: model})
+		r.models = append(r.models, engine.ModelUsage{Model: model})
 		i = len(r.models) - 1
 	}
 	r.models[i].Requests++
@@ -826,14 +827,14 @@ func (r *bboxReader) finish(h *bbox.Header) {
 		for _, m := range strings.Split(strings.Trim(raw, "[]"), ",") {
 			order = append(order, strings.TrimSpace(m))
 		}
-		slices.SortStableFunc(s.Models, func(a, b ModelUsage) int {
+		slices.SortStableFunc(s.Models, func(a, b engine.ModelUsage) int {
 			return indexOr(order, a.Model) - indexOr(order, b.Model)
 		})
 	}
 	if top := h.Get("model"); top != "" && r.engine && topModel(*s) != top {
-		i := slices.IndexFunc(s.Models, func(m ModelUsage) bool { return m.Model == top })
+		i := slices.IndexFunc(s.Models, func(m engine.ModelUsage) bool { return m.Model == top })
 		if i < 0 {
-			s.Models = append(s.Models, ModelUsage{Model: top})
+			s.Models = append(s.Models, engine.ModelUsage{Model: top})
 			i = len(s.Models) - 1
 		}
 		for _, m := range s.Models {
@@ -841,12 +842,12 @@ func (r *bboxReader) finish(h *bbox.Header) {
 		}
 	}
 	for _, ev := range r.events {
-		if ev.Kind == KindError {
+		if ev.Kind == engine.KindError {
 			s.Errors++
 		}
 	}
 	if s.Import == nil && !r.engine {
-		s.Import = &ImportInfo{Source: "bbox", Records: r.lines, Unknown: r.unknown}
+		s.Import = &engine.ImportInfo{Source: "bbox", Records: r.lines, Unknown: r.unknown}
 		if r.o.File != "" {
 			s.Import.Files = []string{r.o.File}
 		}

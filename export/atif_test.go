@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // everyKind is a hand-built session with every event kind: a system
@@ -19,51 +20,51 @@ import (
 // usage, results folded back into an earlier step, a result whose call is
 // unknown, a subagent thread spawned by a call, an error, an
 // interruption, a rewrite and records.
-func everyKind() (*Session, []Event) {
+func everyKind() (*engine.Session, []engine.Event) {
 	const t0 = int64(1_760_000_000_123_456_789)
-	s := &Session{ID: "claude:s-1", Agent: "claude-code", Client: "claude-cli/2.1", Version: "2.1.0",
+	s := &engine.Session{ID: "claude:s-1", Agent: "claude-code", Client: "claude-cli/2.1", Version: "2.1.0",
 		Title: "fix the build", CWD: "/src/app", Branch: "main",
-		Models: []ModelUsage{{Model: "claude-opus-4", Requests: 2}},
-		Agents: []Agent{{Thread: 2, ID: "a1", Type: "Explore", Description: "look around", Call: "toolu_task"}},
-		Import: &ImportInfo{Source: "claude", Files: []string{"/x.jsonl"}, Records: 40, Errors: 1, Unknown: 1}}
+		Models: []engine.ModelUsage{{Model: "claude-opus-4", Requests: 2}},
+		Agents: []engine.Agent{{Thread: 2, ID: "a1", Type: "Explore", Description: "look around", Call: "toolu_task"}},
+		Import: &engine.ImportInfo{Source: "claude", Files: []string{"/x.jsonl"}, Records: 40, Errors: 1, Unknown: 1}}
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
-	ev := []Event{
-		{Kind: KindRecord, Thread: 1, Record: &Record{Type: "file-history-snapshot", Known: true, Raw: raw(`{"type":"file-history-snapshot"}`)}, UUID: "u0"},
-		{Kind: KindSystem, Thread: 1, Role: "system", Text: "You are Claude Code."},
-		{Kind: KindMessage, Thread: 1, Role: "user", Text: "<system-reminder>CLAUDE.md</system-reminder>", Meta: "meta", UUID: "u1"},
-		{Kind: KindMessage, Thread: 1, Role: "user", Text: "Fix the build, see the screenshot.", UUID: "u2",
+	ev := []engine.Event{
+		{Kind: engine.KindRecord, Thread: 1, Record: &engine.Record{Type: "file-history-snapshot", Known: true, Raw: raw(`{"type":"file-history-snapshot"}`)}, UUID: "u0"},
+		{Kind: engine.KindSystem, Thread: 1, Role: "system", Text: "You are Claude Code."},
+		{Kind: engine.KindMessage, Thread: 1, Role: "user", Text: "<system-reminder>CLAUDE.md</system-reminder>", Meta: "meta", UUID: "u1"},
+		{Kind: engine.KindMessage, Thread: 1, Role: "user", Text: "Fix the build, see the screenshot.", UUID: "u2",
 			Parts: []llm.Part{{Type: llm.PartImage, MediaType: "image/png", Size: 10, SHA256: "ab"}}},
-		{Kind: KindModelCall, Thread: 1, Call: &Call{API: llm.AnthropicMessages, Provider: "anthropic", Model: "claude-opus-4", StopReason: "tool_use", ResponseID: "msg_1", Complete: true, Status: 200}, UUID: "u3",
-			Prov: Provenance{RequestID: "req_1"}},
-		{Kind: KindThinking, Thread: 1, Role: "assistant", Text: "Look first.", Signature: "sig==", UUID: "u3"},
-		{Kind: KindMessage, Thread: 1, Role: "assistant", Text: "Checking.", UUID: "u4"},
-		{Kind: KindToolCall, Thread: 1, Role: "assistant", Tool: &Tool{ID: "toolu_1", Name: "Bash", Args: raw(`{"command": "go build ./...", "timeout": 5}`)}, UUID: "u5"},
-		{Kind: KindToolCall, Thread: 1, Role: "assistant", Tool: &Tool{ID: "toolu_task", Name: "Task", Args: raw(`{"prompt":"look around"}`)}, UUID: "u5"},
-		{Kind: KindToolCall, Thread: 1, Role: "assistant", Tool: &Tool{ID: "toolu_2", Name: "Weird", Args: raw(`"just a string"`)}},
-		{Kind: KindToolCall, Thread: 1, Role: "assistant", Tool: &Tool{ID: "toolu_3", Name: "NoArgs"}},
-		{Kind: KindUsage, Thread: 1, Usage: &Usage{Input: 1500, Output: 90, CacheRead: 1000, CacheCreation: 400, CacheCreation5m: 400, Reasoning: 20}},
-		{Kind: KindMessage, Thread: 2, Role: "user", Text: "look around"},
-		{Kind: KindModelCall, Thread: 2, Call: &Call{Model: "claude-haiku-4", Complete: true, Status: 200}},
-		{Kind: KindMessage, Thread: 2, Role: "assistant", Text: "Found main.go.", UUID: "u6"},
-		{Kind: KindUsage, Thread: 2, Usage: &Usage{Input: 50, Output: 5}},
-		{Kind: KindToolResult, Thread: 1, Role: "user", Tool: &Tool{ID: "toolu_1", IsError: true}, Text: "main.go:3: undefined: x", UUID: "u7",
+		{Kind: engine.KindModelCall, Thread: 1, Call: &engine.Call{API: llm.AnthropicMessages, Provider: "anthropic", Model: "claude-opus-4", StopReason: "tool_use", ResponseID: "msg_1", Complete: true, Status: 200}, UUID: "u3",
+			Prov: engine.Provenance{RequestID: "req_1"}},
+		{Kind: engine.KindThinking, Thread: 1, Role: "assistant", Text: "Look first.", Signature: "sig==", UUID: "u3"},
+		{Kind: engine.KindMessage, Thread: 1, Role: "assistant", Text: "Checking.", UUID: "u4"},
+		{Kind: engine.KindToolCall, Thread: 1, Role: "assistant", Tool: &engine.Tool{ID: "toolu_1", Name: "Bash", Args: raw(`{"command": "go build ./...", "timeout": 5}`)}, UUID: "u5"},
+		{Kind: engine.KindToolCall, Thread: 1, Role: "assistant", Tool: &engine.Tool{ID: "toolu_task", Name: "Task", Args: raw(`{"prompt":"look around"}`)}, UUID: "u5"},
+		{Kind: engine.KindToolCall, Thread: 1, Role: "assistant", Tool: &engine.Tool{ID: "toolu_2", Name: "Weird", Args: raw(`"just a string"`)}},
+		{Kind: engine.KindToolCall, Thread: 1, Role: "assistant", Tool: &engine.Tool{ID: "toolu_3", Name: "NoArgs"}},
+		{Kind: engine.KindUsage, Thread: 1, Usage: &engine.Usage{Input: 1500, Output: 90, CacheRead: 1000, CacheCreation: 400, CacheCreation5m: 400, Reasoning: 20}},
+		{Kind: engine.KindMessage, Thread: 2, Role: "user", Text: "look around"},
+		{Kind: engine.KindModelCall, Thread: 2, Call: &engine.Call{Model: "claude-haiku-4", Complete: true, Status: 200}},
+		{Kind: engine.KindMessage, Thread: 2, Role: "assistant", Text: "Found main.go.", UUID: "u6"},
+		{Kind: engine.KindUsage, Thread: 2, Usage: &engine.Usage{Input: 50, Output: 5}},
+		{Kind: engine.KindToolResult, Thread: 1, Role: "user", Tool: &engine.Tool{ID: "toolu_1", IsError: true}, Text: "main.go:3: undefined: x", UUID: "u7",
 			Extra: raw(`{"stdout":"","stderr":"main.go:3: undefined: x","interrupted":false}`)},
-		{Kind: KindToolResult, Thread: 1, Role: "user", Tool: &Tool{ID: "toolu_task"}, Text: "Found main.go.", UUID: "u8"},
-		{Kind: KindToolResult, Thread: 1, Role: "user", Tool: &Tool{ID: "toolu_2"}, Text: ""},
-		{Kind: KindToolResult, Thread: 1, Role: "user", Tool: &Tool{ID: "toolu_gone"}, Text: "result of a call before the log started",
+		{Kind: engine.KindToolResult, Thread: 1, Role: "user", Tool: &engine.Tool{ID: "toolu_task"}, Text: "Found main.go.", UUID: "u8"},
+		{Kind: engine.KindToolResult, Thread: 1, Role: "user", Tool: &engine.Tool{ID: "toolu_2"}, Text: ""},
+		{Kind: engine.KindToolResult, Thread: 1, Role: "user", Tool: &engine.Tool{ID: "toolu_gone"}, Text: "result of a call before the log started",
 			Parts: []llm.Part{{Type: llm.PartImage, MediaType: "image/jpeg", URL: "https://x/y.jpg"}}},
-		{Kind: KindRewrite, Thread: 1, Rewrite: &Rewrite{Kind: "retry", From: 1, Kept: 4, Dropped: 1}},
-		{Kind: KindModelCall, Thread: 1, Call: &Call{Model: "claude-opus-4", Complete: false, Status: 200}},
-		{Kind: KindThinking, Thread: 1, Role: "assistant", Text: "one", Partial: true},
-		{Kind: KindThinking, Thread: 1, Role: "assistant", Data: "redacted-bytes"},
-		{Kind: KindMessage, Thread: 1, Role: "assistant", Text: "Fixed x", Partial: true},
-		{Kind: KindMessage, Thread: 1, Role: "assistant", Text: "and y."},
-		{Kind: KindUsage, Thread: 1, Usage: &Usage{Input: 10, Output: 1}},
-		{Kind: KindUsage, Thread: 1, Usage: &Usage{Input: 5, Output: 2, CacheRead: 3}},
-		{Kind: KindInterruption, Thread: 1, Text: "client went away"},
-		{Kind: KindError, Thread: 1, Error: &Error{Stage: "upstream", Status: 529, Type: "overloaded_error", Message: "Overloaded"}},
-		{Kind: KindRecord, Thread: 1, Record: &Record{Type: "mystery", Raw: raw(`{"type":"mystery","n":1}`)}, UUID: "u9"},
-		{Kind: KindMessage, Thread: 1, Role: "developer", Text: "env: linux"},
+		{Kind: engine.KindRewrite, Thread: 1, Rewrite: &engine.Rewrite{Kind: "retry", From: 1, Kept: 4, Dropped: 1}},
+		{Kind: engine.KindModelCall, Thread: 1, Call: &engine.Call{Model: "claude-opus-4", Complete: false, Status: 200}},
+		{Kind: engine.KindThinking, Thread: 1, Role: "assistant", Text: "one", Partial: true},
+		{Kind: engine.KindThinking, Thread: 1, Role: "assistant", Data: "redacted-bytes"},
+		{Kind: engine.KindMessage, Thread: 1, Role: "assistant", Text: "Fixed x", Partial: true},
+		{Kind: engine.KindMessage, Thread: 1, Role: "assistant", Text: "and y."},
+		{Kind: engine.KindUsage, Thread: 1, Usage: &engine.Usage{Input: 10, Output: 1}},
+		{Kind: engine.KindUsage, Thread: 1, Usage: &engine.Usage{Input: 5, Output: 2, CacheRead: 3}},
+		{Kind: engine.KindInterruption, Thread: 1, Text: "client went away"},
+		{Kind: engine.KindError, Thread: 1, Error: &engine.Error{Stage: "upstream", Status: 529, Type: "overloaded_error", Message: "Overloaded"}},
+		{Kind: engine.KindRecord, Thread: 1, Record: &engine.Record{Type: "mystery", Raw: raw(`{"type":"mystery","n":1}`)}, UUID: "u9"},
+		{Kind: engine.KindMessage, Thread: 1, Role: "developer", Text: "env: linux"},
 	}
 	for i := range ev {
 		ev[i].Time = t0 + int64(i)*1_500_000
@@ -73,9 +74,9 @@ func everyKind() (*Session, []Event) {
 	return s, ev
 }
 
-func importDoc(t *testing.T, b []byte) *Imported {
+func importDoc(t *testing.T, b []byte) *engine.Imported {
 	t.Helper()
-	im, err := DeriveImport("atif", "atif:test", []ImportFile{{Path: "/tmp/t.json", Records: []ImportRecord{{
+	im, err := engine.DeriveImport("atif", "atif:test", []engine.ImportFile{{Path: "/tmp/t.json", Records: []engine.ImportRecord{{
 		Import: exchange.Import{Source: "atif", Session: "atif:test", File: "/tmp/t.json", Kind: exchange.ImportDoc, Data: b}, WAL: 77}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func importDoc(t *testing.T, b []byte) *Imported {
 	return im
 }
 
-func export(t *testing.T, s *Session, events []Event) []byte {
+func export(t *testing.T, s *engine.Session, events []engine.Event) []byte {
 	t.Helper()
 	tr, err := ATIF(s, events, &ATIFOptions{Version: "test"})
 	if err != nil {
@@ -101,7 +102,7 @@ func export(t *testing.T, s *Session, events []Event) []byte {
 
 func sameCensus(t *testing.T, a Census2, b Census2) {
 	t.Helper()
-	rows := census.Compare(Census(a.s, a.ev), Census(b.s, b.ev))
+	rows := census.Compare(engine.Census(a.s, a.ev), engine.Census(b.s, b.ev))
 	for _, r := range rows {
 		if r.Differs {
 			t.Errorf("census %s: %d → %d", r.Name, r.Source, r.Result)
@@ -111,8 +112,8 @@ func sameCensus(t *testing.T, a Census2, b Census2) {
 
 // Census2 is a session with its events.
 type Census2 struct {
-	s  *Session
-	ev []Event
+	s  *engine.Session
+	ev []engine.Event
 }
 
 // TestATIFRoundTrip exports a session with every event kind and imports
@@ -134,7 +135,7 @@ func TestATIFRoundTrip(t *testing.T) {
 		if got.Prov.Side != "import" || got.Prov.First != 77 || got.Prov.File != "/tmp/t.json" || got.Prov.RequestID != want.Prov.RequestID {
 			t.Errorf("event %d: prov %+v", i, got.Prov)
 		}
-		want.Prov, got.Prov = Provenance{}, Provenance{}
+		want.Prov, got.Prov = engine.Provenance{}, engine.Provenance{}
 		want.Seq = uint64(i + 1)
 		if want.Tool != nil && want.Tool.Args != nil {
 			var x, y any
@@ -231,7 +232,7 @@ func TestATIFForeign(t *testing.T) {
 			}
 			im := importDoc(t, in)
 			for _, ev := range im.Events {
-				if ev.Kind == KindError {
+				if ev.Kind == engine.KindError {
 					t.Errorf("error event: %+v", ev.Error)
 				}
 			}
@@ -280,10 +281,10 @@ func TestATIFImportProblems(t *testing.T) {
 		 "observation":{"results":[{"source_call_id":"zz","content":"?"}]}}]}`
 	im = importDoc(t, []byte(doc))
 	var errs []string
-	kinds := map[Kind]int{}
+	kinds := map[engine.Kind]int{}
 	for _, ev := range im.Events {
 		kinds[ev.Kind]++
-		if ev.Kind == KindError {
+		if ev.Kind == engine.KindError {
 			errs = append(errs, ev.Error.Message)
 		}
 	}
@@ -292,7 +293,7 @@ func TestATIFImportProblems(t *testing.T) {
 	if !reflect.DeepEqual(errs, want) {
 		t.Errorf("errors %q\nwant   %q", errs, want)
 	}
-	if kinds[KindMessage] != 2 || kinds[KindToolCall] != 1 || kinds[KindToolResult] != 1 || kinds[KindModelCall] != 1 {
+	if kinds[engine.KindMessage] != 2 || kinds[engine.KindToolCall] != 1 || kinds[engine.KindToolResult] != 1 || kinds[engine.KindModelCall] != 1 {
 		t.Errorf("kinds %v", kinds)
 	}
 	// The document exports back as it decoded (without the unknown key).
@@ -313,11 +314,11 @@ func TestATIFForeignEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	im := importDoc(t, in)
-	c := Census(&im.Session, im.Events)
+	c := engine.Census(&im.Session, im.Events)
 	if c.Subagents != 2 || c.UserPrompts != 2 || c.MetaUser != 1 || c.Responses != 3 || c.ToolCalls != 2 || c.ToolResults != 2 || c.TokensIn != 390 || c.Thinking != 1 {
 		t.Errorf("census %+v", c)
 	}
-	wantAgents := []Agent{{Thread: 2, ID: "helper-a", Type: "reader", Call: "spawn_a"}, {Thread: 3, ID: "helper-b", Type: "reader", Call: "spawn_b"}}
+	wantAgents := []engine.Agent{{Thread: 2, ID: "helper-a", Type: "reader", Call: "spawn_a"}, {Thread: 3, ID: "helper-b", Type: "reader", Call: "spawn_b"}}
 	if !reflect.DeepEqual(im.Session.Agents, wantAgents) || im.Session.Agent != "planner" || im.Session.Threads != 3 {
 		t.Errorf("session %+v", im.Session)
 	}
@@ -331,7 +332,7 @@ func TestATIFForeignEvents(t *testing.T) {
 		t.Errorf("thread order %v: subagents should follow the step that spawned them", threads)
 	}
 	for i := range im.Events {
-		if ev := &im.Events[i]; ev.Kind == KindMessage && ev.Text == "Doc A: storage." {
+		if ev := &im.Events[i]; ev.Kind == engine.KindMessage && ev.Text == "Doc A: storage." {
 			ev.Text = "Doc A: the WAL."
 		}
 	}
@@ -361,14 +362,14 @@ func TestATIFOwnDocumentEdited(t *testing.T) {
 	im := importDoc(t, b)
 	var msgs []string
 	for _, ev := range im.Events {
-		if ev.Kind == KindError && ev.Error.Stage == "import" {
+		if ev.Kind == engine.KindError && ev.Error.Stage == "import" {
 			msgs = append(msgs, ev.Error.Message)
 		}
 	}
 	if want := []string{"steps[2].extra.bbengine: the step has no bbengine events"}; !reflect.DeepEqual(msgs, want) {
 		t.Errorf("problems %q, want %q", msgs, want)
 	}
-	if c := Census(&im.Session, im.Events); c.UserPrompts != 3 || c.Responses != 3 || c.Subagents != 1 {
+	if c := engine.Census(&im.Session, im.Events); c.UserPrompts != 3 || c.Responses != 3 || c.Subagents != 1 {
 		t.Errorf("census %+v", c)
 	}
 }

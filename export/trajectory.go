@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bbengine/bbengine/engine"
 )
 
 // The Autopilot trajectory JSON (shared/spec/trajectory-format.md):
@@ -82,12 +84,12 @@ type trajectoryStep struct {
 	Data      string            `json:"data,omitempty"`
 	Server    bool              `json:"server,omitempty"`
 	Text      *string           `json:"text,omitempty"`
-	Call      *Call             `json:"call,omitempty"`
+	Call      *engine.Call      `json:"call,omitempty"`
 	CallUUID  string            `json:"call_uuid,omitempty"`
-	FullUsage *Usage            `json:"usage,omitempty"`
+	FullUsage *engine.Usage     `json:"usage,omitempty"`
 	UsageUUID string            `json:"usage_uuid,omitempty"`
-	Error     *Error            `json:"error,omitempty"`
-	Rewrite   *Rewrite          `json:"rewrite,omitempty"`
+	Error     *engine.Error     `json:"error,omitempty"`
+	Rewrite   *engine.Rewrite   `json:"rewrite,omitempty"`
 	Record    *trajectoryRecord `json:"record,omitempty"`
 	Parts     json.RawMessage   `json:"parts,omitempty"`
 	Role      string            `json:"role,omitempty"`
@@ -120,13 +122,13 @@ type trajectoryUsage struct {
 }
 
 type trajectorySession struct {
-	Agent   string      `json:"agent,omitempty"`
-	Client  string      `json:"client,omitempty"`
-	Title   string      `json:"title,omitempty"`
-	Version string      `json:"version,omitempty"`
-	Threads int         `json:"threads,omitempty"`
-	Agents  []Agent     `json:"agents,omitempty"`
-	Import  *ImportInfo `json:"import,omitempty"`
+	Agent   string             `json:"agent,omitempty"`
+	Client  string             `json:"client,omitempty"`
+	Title   string             `json:"title,omitempty"`
+	Version string             `json:"version,omitempty"`
+	Threads int                `json:"threads,omitempty"`
+	Agents  []engine.Agent     `json:"agents,omitempty"`
+	Import  *engine.ImportInfo `json:"import,omitempty"`
 }
 
 // rfc3339 is a timestamp as the trajectory writes it (UTC, milliseconds).
@@ -135,7 +137,7 @@ func rfc3339(ns int64) string { return stamp(ns) }
 // Trajectory writes a session's events as an Autopilot trajectory JSON
 // document (indented, ending in a newline). repo_sha is "" (the engine
 // does not know the commit) and cost_usd 0 (it does not price calls).
-func Trajectory(s *Session, events []Event) ([]byte, error) {
+func Trajectory(s *engine.Session, events []engine.Event) ([]byte, error) {
 	doc := trajectoryDoc{
 		SessionID: s.ID, Model: topModel(*s), CWD: s.CWD, Branch: s.Branch,
 		StartedAt: rfc3339(s.First), Steps: []trajectoryStep{},
@@ -147,14 +149,14 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 	model := doc.Model
 	doc.Steps = append(doc.Steps, trajectoryStep{Type: "system_init", Timestamp: rfc3339(s.First), Model: &model})
 	var (
-		call       *Event
+		call       *engine.Event
 		callStep   = -1 // the step that carries the current call
 		result     trajectoryResult
 		lastText   string
 		havePrompt bool
 	)
 	str := func(v string) *string { return &v }
-	add := func(st trajectoryStep, ev *Event) int {
+	add := func(st trajectoryStep, ev *engine.Event) int {
 		st.Timestamp = rfc3339(ev.Time)
 		if ev.Thread > 1 {
 			st.Thread = ev.Thread
@@ -168,7 +170,7 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 		}
 		doc.Steps = append(doc.Steps, st)
 		i := len(doc.Steps) - 1
-		if call != nil && callStep < 0 && ev.Kind != KindUsage {
+		if call != nil && callStep < 0 && ev.Kind != engine.KindUsage {
 			callStep = i
 			doc.Steps[i].Call = call.Call
 			if call.UUID != ev.UUID {
@@ -180,9 +182,9 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {
-		case KindSystem:
+		case engine.KindSystem:
 			add(trajectoryStep{Type: "system_status", Status: str("system prompt"), Text: str(ev.Text)}, ev)
-		case KindMessage:
+		case engine.KindMessage:
 			switch ev.Role {
 			case "user":
 				add(trajectoryStep{Type: "user", Content: str(ev.Text)}, ev)
@@ -197,12 +199,12 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 			default:
 				add(trajectoryStep{Type: "system_status", Status: str(ev.Role + " message"), Role: ev.Role, Text: str(ev.Text)}, ev)
 			}
-		case KindThinking:
+		case engine.KindThinking:
 			add(trajectoryStep{Type: "thinking", Content: str(ev.Text), Signature: ev.Signature, Data: ev.Data}, ev)
-		case KindToolCall:
+		case engine.KindToolCall:
 			t := ev.Tool
 			if t == nil {
-				t = &Tool{}
+				t = &engine.Tool{}
 			}
 			input := t.Args
 			if len(input) == 0 || !json.Valid(input) {
@@ -213,10 +215,10 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 				st.Text = str(string(t.Args) + ev.Text)
 			}
 			add(st, ev)
-		case KindToolResult:
+		case engine.KindToolResult:
 			t := ev.Tool
 			if t == nil {
-				t = &Tool{}
+				t = &engine.Tool{}
 			}
 			ok := !t.IsError
 			st := trajectoryStep{Type: "tool_result", ToolID: str(t.ID), Success: &ok, Output: str(ev.Text)}
@@ -224,13 +226,13 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 				st.Tool = str(t.Name)
 			}
 			add(st, ev)
-		case KindModelCall:
+		case engine.KindModelCall:
 			call, callStep = ev, -1
 			result.NumTurns++
-		case KindUsage:
+		case engine.KindUsage:
 			u := ev.Usage
 			if u == nil {
-				u = &Usage{}
+				u = &engine.Usage{}
 			}
 			if call == nil || callStep < 0 {
 				// A call with no output step (or usage with no call).
@@ -258,25 +260,25 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 			doc.Usage.CacheReadTokens += u.CacheRead
 			doc.Usage.CacheCreationTokens += u.CacheCreation
 			call, callStep = nil, -1
-		case KindError:
+		case engine.KindError:
 			e := ev.Error
 			if e == nil {
-				e = &Error{}
+				e = &engine.Error{}
 			}
 			add(trajectoryStep{Type: "system_status", Status: str("error: " + e.Message), Error: e}, ev)
 			result.Errors = append(result.Errors, e.Message)
-		case KindInterruption:
+		case engine.KindInterruption:
 			add(trajectoryStep{Type: "system_status", Status: str("interrupted: " + ev.Text), Text: str(ev.Text)}, ev)
-		case KindRewrite:
+		case engine.KindRewrite:
 			rw := ev.Rewrite
 			if rw == nil {
-				rw = &Rewrite{}
+				rw = &engine.Rewrite{}
 			}
 			add(trajectoryStep{Type: "system_status", Status: str("rewrite " + rw.Kind), Rewrite: rw}, ev)
-		case KindRecord:
+		case engine.KindRecord:
 			rec := ev.Record
 			if rec == nil {
-				rec = &Record{}
+				rec = &engine.Record{}
 			}
 			add(trajectoryStep{Type: "system_status", Status: str("record " + rec.Type), Record: &trajectoryRecord{Type: rec.Type, Known: rec.Known, Raw: string(rec.Raw)}}, ev)
 		default:
@@ -318,7 +320,7 @@ func Trajectory(s *Session, events []Event) ([]byte, error) {
 // The original recorder (OpenAgentsInc/openagents crates/autopilot
 // rlog.rs) wrote other markers (th: t!: o: @init "# status:" @start @end,
 // see shared/notes/formats.md §2.3); we follow the spec document.
-func RLog(s *Session, events []Event) ([]byte, error) {
+func RLog(s *engine.Session, events []engine.Event) ([]byte, error) {
 	js, err := Trajectory(s, events)
 	if err != nil {
 		return nil, err
@@ -473,12 +475,12 @@ func rlogArgs(input json.RawMessage) string {
 	return strings.Join(parts, " ")
 }
 
-func init() { registerImporter("trajectory", importTrajectory) }
+func init() { engine.RegisterImporter("trajectory", importTrajectory) }
 
 // importTrajectory is the "trajectory" importer: one file with one
 // ImportDoc record, a trajectory JSON document.
-func importTrajectory(session string, files []ImportFile) (*Imported, error) {
-	var rec *ImportRecord
+func importTrajectory(session string, files []engine.ImportFile) (*engine.Imported, error) {
+	var rec *engine.ImportRecord
 	var path string
 	for i := range files {
 		for j := range files[i].Records {
@@ -511,7 +513,7 @@ func importTrajectory(session string, files []ImportFile) (*Imported, error) {
 // without the "session" key (another writer's) is an import of source
 // "trajectory" with one record per step. file names the document in
 // errors and provenance.
-func ReadTrajectory(data []byte, file string) (*Imported, error) {
+func ReadTrajectory(data []byte, file string) (*engine.Imported, error) {
 	var doc trajectoryDoc
 	var probe struct {
 		Session json.RawMessage `json:"session"`
@@ -523,7 +525,7 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("engine: trajectory %s: %w", file, err)
 	}
-	s := Session{
+	s := engine.Session{
 		ID: doc.SessionID, CWD: doc.CWD, Branch: doc.Branch,
 		Agent: doc.Session.Agent, Client: doc.Session.Client, Title: doc.Session.Title, Version: doc.Session.Version,
 		Threads: doc.Session.Threads, Agents: doc.Session.Agents, Import: doc.Session.Import,
@@ -531,14 +533,14 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 	s.First, _ = parseStamp(doc.StartedAt)
 	s.Last, _ = parseStamp(doc.EndedAt)
 	if probe.Session == nil {
-		s.Import = &ImportInfo{Source: "trajectory", Records: int64(len(doc.Steps))}
+		s.Import = &engine.ImportInfo{Source: "trajectory", Records: int64(len(doc.Steps))}
 		if file != "" {
 			s.Import.Files = []string{file}
 		}
 	}
 	var (
-		evs     []Event
-		pending *Event // the usage of the current call
+		evs     []engine.Event
+		pending *engine.Event // the usage of the current call
 	)
 	flush := func() {
 		if pending != nil {
@@ -550,8 +552,8 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 	for i := range doc.Steps {
 		st := &doc.Steps[i]
 		at, _ := parseStamp(st.Timestamp)
-		base := Event{Time: at, Thread: max(st.Thread, 1), UUID: st.UUID, Meta: st.Meta, Partial: st.Partial, Extra: st.Extra,
-			Prov: Provenance{Side: "import", File: file, Line: int64(st.StepID)}}
+		base := engine.Event{Time: at, Thread: max(st.Thread, 1), UUID: st.UUID, Meta: st.Meta, Partial: st.Partial, Extra: st.Extra,
+			Prov: engine.Provenance{Side: "import", File: file, Line: int64(st.StepID)}}
 		if len(st.Parts) > 0 {
 			json.Unmarshal(st.Parts, &base.Parts)
 		}
@@ -566,7 +568,7 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 		}
 		if st.Call != nil {
 			c := base
-			c.Kind, c.Call, c.Meta, c.Extra, c.Parts, c.Partial = KindModelCall, st.Call, "", nil, nil, false
+			c.Kind, c.Call, c.Meta, c.Extra, c.Parts, c.Partial = engine.KindModelCall, st.Call, "", nil, nil, false
 			if st.CallUUID != "" {
 				c.UUID = st.CallUUID
 			}
@@ -578,7 +580,7 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 			models[m]++
 		}
 		if st.FullUsage != nil || st.TokensIn != nil {
-			u := Usage{}
+			u := engine.Usage{}
 			if st.FullUsage != nil {
 				u = *st.FullUsage
 			} else {
@@ -592,7 +594,7 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 				}
 			}
 			ev := base
-			ev.Kind, ev.Usage, ev.Meta, ev.Extra, ev.Parts, ev.Partial = KindUsage, &u, "", nil, nil, false
+			ev.Kind, ev.Usage, ev.Meta, ev.Extra, ev.Parts, ev.Partial = engine.KindUsage, &u, "", nil, nil, false
 			if st.UsageUUID != "" {
 				ev.UUID = st.UsageUUID
 			}
@@ -605,37 +607,37 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 		case "system_init":
 			continue
 		case "user", "assistant":
-			ev.Kind, ev.Role, ev.Text = KindMessage, st.Type, str(st.Content)
+			ev.Kind, ev.Role, ev.Text = engine.KindMessage, st.Type, str(st.Content)
 		case "thinking":
-			ev.Kind, ev.Text, ev.Signature, ev.Data = KindThinking, str(st.Content), st.Signature, st.Data
+			ev.Kind, ev.Text, ev.Signature, ev.Data = engine.KindThinking, str(st.Content), st.Signature, st.Data
 		case "tool_call":
-			ev.Kind = KindToolCall
-			ev.Tool = &Tool{ID: str(st.ToolID), Name: str(st.Tool), Args: st.Input, Server: st.Server}
+			ev.Kind = engine.KindToolCall
+			ev.Tool = &engine.Tool{ID: str(st.ToolID), Name: str(st.Tool), Args: st.Input, Server: st.Server}
 			if st.Text != nil {
 				ev.Tool.Args, ev.Text = nil, *st.Text
 			}
 		case "tool_result":
-			ev.Kind = KindToolResult
-			ev.Tool = &Tool{ID: str(st.ToolID), Name: str(st.Tool), IsError: st.Success != nil && !*st.Success}
+			ev.Kind = engine.KindToolResult
+			ev.Tool = &engine.Tool{ID: str(st.ToolID), Name: str(st.Tool), IsError: st.Success != nil && !*st.Success}
 			ev.Text = str(st.Output)
 		default:
 			status := str(st.Status)
 			switch {
 			case st.Error != nil:
-				ev.Kind, ev.Error = KindError, st.Error
+				ev.Kind, ev.Error = engine.KindError, st.Error
 			case st.Rewrite != nil:
-				ev.Kind, ev.Rewrite = KindRewrite, st.Rewrite
+				ev.Kind, ev.Rewrite = engine.KindRewrite, st.Rewrite
 			case st.Record != nil:
-				ev.Kind, ev.Record = KindRecord, &Record{Type: st.Record.Type, Known: st.Record.Known}
+				ev.Kind, ev.Record = engine.KindRecord, &engine.Record{Type: st.Record.Type, Known: st.Record.Known}
 				if st.Record.Raw != "" {
 					ev.Record.Raw = json.RawMessage(st.Record.Raw)
 				}
 			case st.Role != "":
-				ev.Kind, ev.Role, ev.Text = KindMessage, st.Role, str(st.Text)
+				ev.Kind, ev.Role, ev.Text = engine.KindMessage, st.Role, str(st.Text)
 			case status == "system prompt" && st.Text != nil:
-				ev.Kind, ev.Text = KindSystem, *st.Text
+				ev.Kind, ev.Text = engine.KindSystem, *st.Text
 			case strings.HasPrefix(status, "interrupted: ") && st.Text != nil:
-				ev.Kind, ev.Text = KindInterruption, *st.Text
+				ev.Kind, ev.Text = engine.KindInterruption, *st.Text
 			case status == "model call":
 				continue
 			default:
@@ -643,17 +645,17 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 				if i < len(probe.Steps) {
 					raw = probe.Steps[i]
 				}
-				ev.Kind, ev.Record = KindRecord, &Record{Type: "trajectory/" + st.Type, Known: true, Raw: raw}
+				ev.Kind, ev.Record = engine.KindRecord, &engine.Record{Type: "trajectory/" + st.Type, Known: true, Raw: raw}
 			}
 		}
 		evs = append(evs, ev)
 	}
 	flush()
 	for _, ev := range evs {
-		if ev.Kind == KindError {
+		if ev.Kind == engine.KindError {
 			s.Errors++
 		}
-		if ev.Kind == KindModelCall {
+		if ev.Kind == engine.KindModelCall {
 			s.Requests++
 		}
 		s.Threads = max(s.Threads, ev.Thread)
@@ -661,7 +663,7 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 	// Models in order of first call.
 	seen := map[string]bool{}
 	for _, ev := range evs {
-		if ev.Kind != KindModelCall {
+		if ev.Kind != engine.KindModelCall {
 			continue
 		}
 		m := ev.Call.Model
@@ -670,12 +672,12 @@ func ReadTrajectory(data []byte, file string) (*Imported, error) {
 		}
 		if !seen[m] {
 			seen[m] = true
-			s.Models = append(s.Models, ModelUsage{Model: m, Requests: models[m]})
+			s.Models = append(s.Models, engine.ModelUsage{Model: m, Requests: models[m]})
 		}
 	}
 	for i := range evs {
 		evs[i].Seq = uint64(i + 1)
 	}
 	s.Events = uint64(len(evs))
-	return &Imported{Session: s, Events: evs}, nil
+	return &engine.Imported{Session: s, Events: evs}, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package export
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/bbox"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // BBoxOptions configure BBox.
@@ -24,7 +25,7 @@ type BBoxOptions struct {
 	// everything inline.
 	BlobThreshold int
 	// Blobs is where large outputs go. Nil keeps everything inline.
-	Blobs *Blobs
+	Blobs *engine.Blobs
 	// RepoSHA is the repository commit for the header; "unknown" when
 	// empty (the header requires the key).
 	RepoSHA string
@@ -34,7 +35,7 @@ type BBoxOptions struct {
 	// shown where they happened: a trip as an "@escalate" line, a
 	// half-open, close or reset as an "@notify" line; snapshots are not
 	// shown. With Task set, only those within the task's events are.
-	Breakers []BreakerRecord
+	Breakers []engine.BreakerRecord
 }
 
 // reservedArg are the metadata keys of a bbox call line; a tool argument
@@ -62,7 +63,7 @@ var reservedArg = map[string]bool{"id": true, "tid": true, "span": true, "parent
 // extra.provider and extra.request_id.
 //
 // The compact form is bbox.Write(w, doc, bbox.Compact).
-func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) {
+func BBox(s engine.Session, events []engine.Event, opts *BBoxOptions) (*bbox.Document, error) {
 	o := BBoxOptions{BlobThreshold: 1024}
 	if opts != nil {
 		o = *opts
@@ -70,7 +71,7 @@ func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) 
 			o.BlobThreshold = 1024
 		}
 	}
-	r := &renderer{o: o, imp: s.Import != nil, seen: map[string]bool{}, inline: map[string]*Event{}, skip: map[*Event]bool{}}
+	r := &renderer{o: o, imp: s.Import != nil, seen: map[string]bool{}, inline: map[string]*engine.Event{}, skip: map[*engine.Event]bool{}}
 	if !r.imp {
 		r.plan(events)
 	}
@@ -89,7 +90,7 @@ func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) 
 	// Imported events have no exchange: a call's metrics line follows its
 	// usage, and the calls of threads running side by side (parallel
 	// subagents) interleave, so each thread has its own open call.
-	open := map[int]*Event{}
+	open := map[int]*engine.Event{}
 	brk := o.Breakers
 	if o.Task != "" {
 		brk = breakersWithin(brk, events)
@@ -103,7 +104,7 @@ func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) 
 				brk = brk[1:]
 			}
 		}
-		if r.imp && ev.Kind == KindModelCall {
+		if r.imp && ev.Kind == engine.KindModelCall {
 			// A call without usage ends where its thread's next call begins.
 			if c := open[ev.Thread]; c != nil {
 				if err := r.metricsFor(c, nil); err != nil {
@@ -116,7 +117,7 @@ func BBox(s Session, events []Event, opts *BBoxOptions) (*bbox.Document, error) 
 			return nil, err
 		}
 		if r.imp {
-			if c := open[ev.Thread]; ev.Kind == KindUsage && c != nil {
+			if c := open[ev.Thread]; ev.Kind == engine.KindUsage && c != nil {
 				delete(open, ev.Thread)
 				if err := r.metricsFor(c, ev); err != nil {
 					return nil, err
@@ -158,22 +159,22 @@ type renderer struct {
 	// seen holds the call ids already introduced; inline maps a call id to
 	// the result written on its call line; skip holds those results.
 	seen   map[string]bool
-	inline map[string]*Event
-	skip   map[*Event]bool
+	inline map[string]*engine.Event
+	skip   map[*engine.Event]bool
 	step   int
-	call   *Event
-	usage  *Event
+	call   *engine.Event
+	usage  *engine.Event
 }
 
 // plan decides which results go inline: those that arrive in the next
 // model call of the call's thread.
-func (r *renderer) plan(events []Event) {
+func (r *renderer) plan(events []engine.Event) {
 	next := map[uint64]uint64{} // exchange → next exchange of its thread
 	last := map[int]uint64{}
-	calls := map[string]*Event{}
+	calls := map[string]*engine.Event{}
 	for i := range events {
 		ev := &events[i]
-		if ev.Kind == KindModelCall {
+		if ev.Kind == engine.KindModelCall {
 			if prev, ok := last[ev.Thread]; ok {
 				next[prev] = ev.Prov.Exchange
 			}
@@ -183,11 +184,11 @@ func (r *renderer) plan(events []Event) {
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {
-		case KindToolCall:
+		case engine.KindToolCall:
 			if ev.Tool != nil && calls[ev.Tool.ID] == nil {
 				calls[ev.Tool.ID] = ev
 			}
-		case KindToolResult:
+		case engine.KindToolResult:
 			if ev.Tool == nil {
 				continue
 			}
@@ -203,7 +204,7 @@ func (r *renderer) plan(events []Event) {
 	}
 }
 
-func (r *renderer) header(s Session, events []Event) *bbox.Header {
+func (r *renderer) header(s engine.Session, events []engine.Event) *bbox.Header {
 	h := &bbox.Header{Closed: true}
 	h.Set("format", "bbox/1")
 	h.Set("id", yamlScalar(s.ID))
@@ -252,7 +253,7 @@ func (r *renderer) header(s Session, events []Event) *bbox.Header {
 }
 
 // topModel is the model with the most requests.
-func topModel(s Session) string {
+func topModel(s engine.Session) string {
 	best := ""
 	n := 0
 	for _, m := range s.Models {
@@ -321,7 +322,7 @@ func lines(text string) (string, []string) {
 	return first, parts[1:]
 }
 
-func tid(ev *Event) string {
+func tid(ev *engine.Event) string {
 	if ev.Thread > 1 {
 		return " tid=" + strconv.Itoa(ev.Thread)
 	}
@@ -376,7 +377,7 @@ func splitMessage(body string) (string, []bbox.Field) {
 // fields returns the fields an imported event's line carries besides its
 // own: ts= (unless the line has it already), uuid=, meta= and extra=.
 // They are empty for a proxied session's events, which have none of them.
-func (r *renderer) fields(ev *Event, ts bool) (string, error) {
+func (r *renderer) fields(ev *engine.Event, ts bool) (string, error) {
 	var b strings.Builder
 	if r.imp && ts {
 		b.WriteString(" ts=" + stamp(ev.Time))
@@ -397,13 +398,13 @@ func (r *renderer) fields(ev *Event, ts bool) (string, error) {
 	return b.String(), nil
 }
 
-func (r *renderer) event(ev *Event) error {
+func (r *renderer) event(ev *engine.Event) error {
 	more, err := r.fields(ev, true)
 	if err != nil {
 		return err
 	}
 	switch ev.Kind {
-	case KindSystem:
+	case engine.KindSystem:
 		v, err := r.value(ev.Text, "text/plain")
 		if err != nil {
 			return err
@@ -412,7 +413,7 @@ func (r *renderer) event(ev *Event) error {
 			v = blobRef(ev, "text/plain")
 		}
 		r.add(bbox.Line{Kind: bbox.KindComment, Body: "system prompt=" + v + tid(ev) + more})
-	case KindMessage:
+	case engine.KindMessage:
 		text := ev.Text
 		if ev.TextBlob != "" {
 			text = blobRef(ev, "text/plain")
@@ -436,7 +437,7 @@ func (r *renderer) event(ev *Event) error {
 		default:
 			r.message(bbox.KindComment, ev.Role+": "+text, fields+more)
 		}
-	case KindThinking:
+	case engine.KindThinking:
 		text := ev.Text
 		if ev.TextBlob != "" {
 			text = blobRef(ev, "text/plain")
@@ -455,9 +456,9 @@ func (r *renderer) event(ev *Event) error {
 			fields += " partial=true"
 		}
 		r.message(bbox.KindThinking, text, fields+more)
-	case KindToolCall:
+	case engine.KindToolCall:
 		return r.toolCall(ev, more)
-	case KindToolResult:
+	case engine.KindToolResult:
 		if r.skip[ev] {
 			return nil
 		}
@@ -483,14 +484,14 @@ func (r *renderer) event(ev *Event) error {
 			r.seen[id] = true
 		}
 		r.add(bbox.Line{Kind: bbox.KindTool, Name: toolName(name), Body: body, Arrow: true, Result: res, More: lines})
-	case KindModelCall:
+	case engine.KindModelCall:
 		r.call, r.usage = ev, nil
-	case KindUsage:
+	case engine.KindUsage:
 		r.usage = ev
-	case KindError:
+	case engine.KindError:
 		e := ev.Error
 		if e == nil {
-			e = &Error{}
+			e = &engine.Error{}
 		}
 		body := fmt.Sprintf("error stage=%s", bbox.Quote(e.Stage))
 		if e.Status != 0 {
@@ -501,22 +502,22 @@ func (r *renderer) event(ev *Event) error {
 		}
 		body += " message=" + bbox.Quote(e.Message) + " level=error" + tid(ev) + more
 		r.add(bbox.Line{Kind: bbox.KindComment, Body: body})
-	case KindInterruption:
+	case engine.KindInterruption:
 		r.add(bbox.Line{Kind: bbox.KindComment, Body: "interrupted reason=" + bbox.Quote(ev.Text) + " level=warn" + tid(ev) + more})
-	case KindRewrite:
+	case engine.KindRewrite:
 		rw := ev.Rewrite
 		if rw == nil {
-			rw = &Rewrite{}
+			rw = &engine.Rewrite{}
 		}
 		if rw.Kind == "compaction" {
 			r.add(bbox.Line{Kind: bbox.KindLifecycle, Name: "compact", Body: fmt.Sprintf("reason=summary from=%d dropped=%d%s%s", rw.From, rw.Dropped, tid(ev), more)})
 		} else {
 			r.add(bbox.Line{Kind: bbox.KindComment, Body: fmt.Sprintf("%s from=%d kept=%d dropped=%d%s%s", rewriteKind(rw.Kind), rw.From, rw.Kept, rw.Dropped, tid(ev), more)})
 		}
-	case KindRecord:
+	case engine.KindRecord:
 		rec := ev.Record
 		if rec == nil {
-			rec = &Record{}
+			rec = &engine.Record{}
 		}
 		body := "record type=" + bbox.Quote(rec.Type)
 		if rec.Known {
@@ -550,12 +551,12 @@ func (r *renderer) metrics() error {
 
 // metricsFor writes the "# metrics" line of model call c with its usage
 // event (nil when it has none).
-func (r *renderer) metricsFor(c, usage *Event) error {
+func (r *renderer) metricsFor(c, usage *engine.Event) error {
 	if c == nil {
 		return nil
 	}
 	r.step++
-	var u Usage
+	var u engine.Usage
 	if usage != nil && usage.Usage != nil {
 		u = *usage.Usage
 	}
@@ -637,10 +638,10 @@ func toolName(name string) string {
 	return name
 }
 
-func (r *renderer) toolCall(ev *Event, more string) error {
+func (r *renderer) toolCall(ev *engine.Event, more string) error {
 	t := ev.Tool
 	if t == nil {
-		t = &Tool{}
+		t = &engine.Tool{}
 	}
 	kind := bbox.KindTool
 	name, isMCP := mcpName(t.Name)
@@ -700,7 +701,7 @@ func (r *renderer) toolCall(ev *Event, more string) error {
 
 // skipDone reports whether an inline result was already written (a
 // duplicate call id).
-func (r *renderer) skipDone(res *Event) bool {
+func (r *renderer) skipDone(res *engine.Event) bool {
 	if r.inline[res.Tool.ID] == nil {
 		return true
 	}
@@ -759,7 +760,7 @@ func (r *renderer) args(raw json.RawMessage, text string) (string, error) {
 // engine's TextLimit, which the data directory's blob store holds whole
 // (Event.TextBlob): such a text is always a blob in bbox/1, whatever the
 // threshold.
-func blobRef(ev *Event, mime string) string {
+func blobRef(ev *engine.Event, mime string) string {
 	return fmt.Sprintf("@blob sha256=%s bytes=%d mime=%s", ev.TextBlob, ev.TextBytes, mime)
 }
 
@@ -784,7 +785,7 @@ func (r *renderer) value(text, mime string) (string, error) {
 }
 
 // result renders a tool result as the text after the arrow.
-func (r *renderer) result(ev *Event) (string, []string, error) {
+func (r *renderer) result(ev *engine.Event) (string, []string, error) {
 	text := ev.Text
 	for _, p := range ev.Parts {
 		text = strings.TrimSpace(text + "\n" + partNote(p))
@@ -836,12 +837,12 @@ func partNote(p llm.Part) string {
 
 // breakersWithin returns the records of recs from the first event's time
 // to the last one's.
-func breakersWithin(recs []BreakerRecord, events []Event) []BreakerRecord {
+func breakersWithin(recs []engine.BreakerRecord, events []engine.Event) []engine.BreakerRecord {
 	if len(events) == 0 {
 		return nil
 	}
 	first, last := events[0].Time, events[len(events)-1].Time
-	var out []BreakerRecord
+	var out []engine.BreakerRecord
 	for _, b := range recs {
 		if b.Time >= first && b.Time <= last {
 			out = append(out, b)
@@ -853,7 +854,7 @@ func breakersWithin(recs []BreakerRecord, events []Event) []BreakerRecord {
 // breaker writes a circuit breaker change: "@escalate" for a trip (a
 // person has to look: the agent's requests are refused), "@notify" for
 // the rest. Snapshots only carry counters and are not shown.
-func (r *renderer) breaker(b *BreakerRecord) {
+func (r *renderer) breaker(b *engine.BreakerRecord) {
 	name, text := "notify", ""
 	switch b.Op {
 	case "snapshot":

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine"
@@ -83,14 +84,9 @@ type breakers interface {
 	sessions() engine.Reader
 }
 
-// errNoBreaker is the error for a session the breaker knows nothing of.
-func errNoBreaker(session string) error {
-	return fmt.Errorf("%w: the circuit breaker has no record of session %q: it records a session's first change (a trip) and, when the proxy stops, its counters; `bbengine breaker status` lists the sessions it knows", engine.ErrNotFound, session)
-}
-
 func openBreakers(c *ucli.Context, write bool) (breakers, func() error, error) {
 	dir := c.String("dir")
-	if r := runningProxy(dir); r != nil {
+	if r := api.Dial(dir); r != nil {
 		return &remoteBreakers{r}, func() error { return nil }, nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "wal")); errors.Is(err, os.ErrNotExist) && !write {
@@ -251,7 +247,7 @@ type localBreakers struct {
 }
 
 func openLocalBreakers(ctx context.Context, dir string, opts breaker.Options, write bool) (*localBreakers, func() error, error) {
-	e, log, closeEL, err := openEngineHere(ctx, dir, write)
+	e, log, closeEL, err := api.OpenEngine(ctx, dir, write)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,7 +290,7 @@ func (lb *localBreakers) record(r exchange.Breaker) error {
 func (lb *localBreakers) Status(id string) (breaker.Status, error) {
 	st, ok := lb.b.Status(id)
 	if !ok {
-		return st, errNoBreaker(id)
+		return st, api.NoBreakerError(id)
 	}
 	st.Live = false
 	return st, nil
@@ -332,98 +328,31 @@ func plainBreakers(recs []engine.BreakerRecord) []exchange.Breaker {
 }
 
 // remoteBreakers asks the running proxy.
-type remoteBreakers struct{ r *remote }
+type remoteBreakers struct{ r *api.Remote }
 
 func (rb *remoteBreakers) Status(id string) (breaker.Status, error) {
 	var st breaker.Status
-	return st, rb.r.get("/v1/breaker/"+url.PathEscape(id), nil, &st)
+	return st, rb.r.GetJSON("/v1/breaker/"+url.PathEscape(id), nil, &st)
 }
 
 func (rb *remoteBreakers) List() ([]breaker.Status, error) {
 	var out []breaker.Status
-	return out, rb.r.get("/v1/breaker", nil, &out)
+	return out, rb.r.GetJSON("/v1/breaker", nil, &out)
 }
 
 func (rb *remoteBreakers) Reset(id, by string) (breaker.Status, error) {
 	var st breaker.Status
 	b, _ := json.Marshal(map[string]string{"by": by})
-	return st, rb.r.do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/reset", nil, b, &st)
+	return st, rb.r.Do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/reset", nil, b, &st)
 }
 
 func (rb *remoteBreakers) Trip(id, reason string) (breaker.Status, error) {
 	var st breaker.Status
 	b, _ := json.Marshal(map[string]string{"reason": reason})
-	return st, rb.r.do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/trip", nil, b, &st)
+	return st, rb.r.Do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/trip", nil, b, &st)
 }
 
 func (rb *remoteBreakers) sessions() engine.Reader { return rb.r }
-
-// serveBreaker answers the breaker routes of the query endpoint:
-//
-//	GET  /v1/breaker                  every session's status
-//	GET  /v1/breaker/ID               one session's status
-//	GET  /v1/breaker/ID/records       its records as the engine keeps them
-//	POST /v1/breaker/ID/reset         {"by": "who"}
-//	POST /v1/breaker/ID/trip          {"reason": "why"}
-func (q *queryServer) serveBreaker(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) {
-	rest := strings.TrimPrefix(strings.TrimPrefix(path, "breaker"), "/")
-	id, op, _ := strings.Cut(rest, "/")
-	if u, err := url.PathUnescape(id); err == nil {
-		id = u
-	}
-	method := http.MethodGet
-	if op == "reset" || op == "trip" {
-		method = http.MethodPost
-	}
-	if r.Method != method {
-		reply(nil, &methodError{r.Method, r.URL.Path, method})
-		return
-	}
-	if op == "records" {
-		reply(q.e.Breakers(id))
-		return
-	}
-	if q.brk == nil {
-		reply(nil, errors.New("this process runs no circuit breaker"))
-		return
-	}
-	switch op {
-	case "":
-		if id == "" {
-			reply(q.brk.List(), nil)
-			return
-		}
-		st, ok := q.brk.Status(id)
-		if !ok {
-			reply(nil, errNoBreaker(id))
-			return
-		}
-		reply(st, nil)
-	case "reset", "trip":
-		var in struct{ By, Reason string }
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&in); err != nil {
-			reply(nil, fmt.Errorf("%w: %v", errBadRequest, err))
-			return
-		}
-		var st breaker.Status
-		var err error
-		if op == "reset" {
-			if _, ok := q.brk.Status(id); !ok {
-				reply(nil, errNoBreaker(id))
-				return
-			}
-			st, err = q.brk.Reset(id, in.By)
-		} else {
-			st, err = q.brk.Trip(id, in.Reason)
-		}
-		if err != nil {
-			err = fmt.Errorf("%w: %v", errBadRequest, err)
-		}
-		reply(st, err)
-	default:
-		reply(nil, noRoute(r))
-	}
-}
 
 // printBreakerList prints one line per session.
 func printBreakerList(w io.Writer, all []breaker.Status) error {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine"
@@ -52,8 +53,8 @@ func startCmdProxy(t *testing.T, global []string, args ...string) *cmdProxy {
 	}()
 	dir := global[slices.Index(global, "--dir")+1]
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		if r := runningProxy(dir); r != nil && r.proxy != "" {
-			p.addr = r.proxy
+		if r := api.Dial(dir); r != nil && r.Proxy != "" {
+			p.addr = r.Proxy
 			return p
 		}
 		select {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/api/httpapi"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
@@ -142,9 +144,9 @@ func (rg *harnessRig) must(t *testing.T, method, path, body string, v any) {
 // packWhen asks for a pack until ok accepts it: the proxy records an
 // exchange after its response has reached the client, so the engine
 // sees it a moment later.
-func (rg *harnessRig) packWhen(t *testing.T, body string, ok func(*packReply) bool) *packReply {
+func (rg *harnessRig) packWhen(t *testing.T, body string, ok func(*httpapi.PackReply) bool) *httpapi.PackReply {
 	t.Helper()
-	var p packReply
+	var p httpapi.PackReply
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		rg.must(t, http.MethodPost, "/v1/pack", body, &p)
 		if ok(&p) || time.Now().After(deadline) {
@@ -187,33 +189,33 @@ func TestHarnessAPI(t *testing.T) {
 	}
 
 	// Without the token, or with another one (the query endpoint's), 401.
-	q := runningProxy(rg.dir)
-	for _, tok := range []string{"", "not-the-token", q.token} {
+	q := api.Dial(rg.dir)
+	for _, tok := range []string{"", "not-the-token", q.Token} {
 		if code, b := rg.call(t, http.MethodPost, "/v1/goal", tok, `{"session":"h1","goal":"x"}`, nil); code != http.StatusUnauthorized || !strings.Contains(b, `"error":"bad or missing bearer token`) {
 			t.Errorf("token %q: %d %s", tok, code, b)
 		}
 	}
 
 	// The goal comes first, before the session's first request.
-	var noted Noted
+	var noted api.Noted
 	rg.must(t, http.MethodPost, "/v1/goal", `{"session":"h1","goal":"Ship the session cache"}`, &noted)
 	if noted.Offset == 0 || noted.Note.Op != "goal" || noted.Note.Source != "harness" {
 		t.Errorf("goal: %+v", noted)
 	}
-	var p packReply
+	var p httpapi.PackReply
 	rg.must(t, http.MethodPost, "/v1/pack", `{"session":"h1","task":"add the cache","task_id":"t1"}`, &p)
 	if p.Goal != "Ship the session cache" || p.GoalSource != "harness" || !strings.Contains(p.Markdown, "Goal: Ship the session cache") || p.TaskID != "t1" {
 		t.Fatalf("pack before the first request: %+v", p)
 	}
 	// A request carrying a header goal does not override it.
 	rg.send(t, "Add a cache to the session store.", map[string]string{"X-Bb-Session-Id": "h1", "X-Bb-Task-Id": "t1", "X-Bb-Session-Goal": "a header goal"})
-	p = *rg.packWhen(t, `{"session":"h1","task":"document the cache","task_id":"t2"}`, func(p *packReply) bool { return p.Artifacts > 0 })
+	p = *rg.packWhen(t, `{"session":"h1","task":"document the cache","task_id":"t2"}`, func(p *httpapi.PackReply) bool { return p.Artifacts > 0 })
 	if p.Goal != "Ship the session cache" || p.GoalSource != "harness" || p.Artifacts == 0 {
 		t.Errorf("pack after a header goal: goal %q from %q, %d artifacts", p.Goal, p.GoalSource, p.Artifacts)
 	}
 	// A header goal sets the goal of a session that had none.
 	rg.send(t, "Write the docs.", map[string]string{"X-Bb-Session-Id": "h2", "X-Bb-Session-Goal": "%C3%89crire%20la%20doc%20du%20cache"})
-	p = *rg.packWhen(t, `{"session":"h2"}`, func(p *packReply) bool { return p.Goal != "" })
+	p = *rg.packWhen(t, `{"session":"h2"}`, func(p *httpapi.PackReply) bool { return p.Goal != "" })
 	if p.Goal != "Écrire la doc du cache" || p.GoalSource != "header" {
 		t.Errorf("pack of a header goal: goal %q from %q", p.Goal, p.GoalSource)
 	}
@@ -292,7 +294,7 @@ func TestHarnessAPI(t *testing.T) {
 
 	// The query endpoint answers the same routes with its own token, and
 	// a remote Note goes through it.
-	m := &remoteMemory{q}
+	m := q
 	if _, err := m.Note(exchange.Note{Op: "checkpoint", Session: "h2", Text: "Docs drafted.", Source: "run"}); err != nil {
 		t.Fatal(err)
 	}
@@ -305,8 +307,8 @@ func TestHarnessAPI(t *testing.T) {
 		rs[0].Explain == nil || len(rs[0].Explain.Terms) == 0 || rs[0].Explain.BM25 <= 0 {
 		t.Errorf("remote Find: %+v, %v", rs, err)
 	}
-	var qp packReply
-	if err := q.do(http.MethodPost, "/v1/pack", nil, []byte(`{"session":"h2"}`), &qp); err != nil || qp.Checkpoint != "Docs drafted." || qp.Markdown == "" {
+	var qp httpapi.PackReply
+	if err := q.Do(http.MethodPost, "/v1/pack", nil, []byte(`{"session":"h2"}`), &qp); err != nil || qp.Checkpoint != "Docs drafted." || qp.Markdown == "" {
 		t.Errorf("pack on the query endpoint: %+v, %v", qp, err)
 	}
 
@@ -319,8 +321,8 @@ func TestHarnessAPI(t *testing.T) {
 				t.Fatalf("%v: %d %s%s", args, code, out, errs)
 			}
 		}
-		p1 := memJSON[packReply](t, "--dir", rg.dir, "mem", "context", "--session", "h1")
-		p2 := memJSON[packReply](t, "--dir", rg.dir, "mem", "context", "--session", "h2")
+		p1 := memJSON[httpapi.PackReply](t, "--dir", rg.dir, "mem", "context", "--session", "h1")
+		p2 := memJSON[httpapi.PackReply](t, "--dir", rg.dir, "mem", "context", "--session", "h2")
 		if p1.Goal != "Ship the session cache" || p1.Checkpoint != "The cache is in; the docs are next." || p2.Goal != "Écrire la doc du cache" || p2.Checkpoint != "Docs drafted." {
 			t.Errorf("after %v: h1 %q/%q, h2 %q/%q", args, p1.Goal, p1.Checkpoint, p2.Goal, p2.Checkpoint)
 		}
@@ -348,12 +350,12 @@ func TestNoteLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ix, err := index.Open(indexDir(dir), nil)
+	ix, err := index.Open(api.IndexDir(dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	m := &localMemory{e: e, ix: ix, log: log}
+	m := api.NewLocal(e, &api.LocalOptions{Index: ix, WAL: log})
 	n, err := m.Note(exchange.Note{Op: "outcome", Session: "l1", TaskID: "t1", Status: "success", Text: "Wrote the cache.", Source: "run"})
 	if err != nil || n.Artifact != engine.OutcomeID("l1", "t1") {
 		t.Fatalf("Note = %+v, %v", n, err)
@@ -382,7 +384,7 @@ func TestNoteLocal(t *testing.T) {
 	if b, _ := e.Brief("l1"); b.Checkpoint != "rotated [redacted:anthropic_key]" {
 		t.Errorf("checkpoint %q", b.Checkpoint)
 	}
-	ro := &localMemory{e: e, ix: ix}
+	ro := api.NewLocal(e, &api.LocalOptions{Index: ix})
 	if _, err := ro.Note(exchange.Note{Op: "goal", Session: "l1", Text: "x", Source: "run"}); err == nil {
 		t.Error("a read-only memory took a note")
 	}
@@ -435,7 +437,7 @@ func TestHarnessAPIFlags(t *testing.T) {
 		t.Errorf("a configured token still wrote api.token: %v", err)
 	}
 	rg := &harnessRig{api: addr, token: "0123456789abcdef-config"}
-	var noted Noted
+	var noted api.Noted
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		code, b := rg.call(t, http.MethodPost, "/v1/goal", rg.token, `{"session":"c1","goal":"from the config"}`, &noted)
 		if code == http.StatusOK {
@@ -445,7 +447,7 @@ func TestHarnessAPIFlags(t *testing.T) {
 			t.Fatalf("goal with the config's token: %d %s", code, b)
 		}
 	}
-	var p packReply
+	var p httpapi.PackReply
 	rg.must(t, http.MethodPost, "/v1/pack", `{"session":"c1"}`, &p)
 	if p.Goal != "from the config" {
 		t.Errorf("pack goal %q", p.Goal)

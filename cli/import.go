@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
@@ -433,10 +434,10 @@ type importSink interface {
 
 func openImportSink(c *ucli.Context) (importSink, error) {
 	dir := c.String("dir")
-	if r := runningProxy(dir); r != nil {
+	if r := api.Dial(dir); r != nil {
 		return &remoteSink{*r}, nil
 	}
-	if err := secureDataDir(dir); err != nil {
+	if err := api.SecureDataDir(dir); err != nil {
 		return nil, err
 	}
 	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
@@ -483,14 +484,14 @@ func (l *localSink) Close() error {
 	return err
 }
 
-type remoteSink struct{ r remote }
+type remoteSink struct{ r api.Remote }
 
 func (s *remoteSink) State(path string) (*engine.ImportFileState, error) {
 	var out struct {
 		Found bool                   `json:"found"`
 		State engine.ImportFileState `json:"state"`
 	}
-	if err := s.r.get("/v1/imports", url.Values{"path": {path}}, &out); err != nil {
+	if err := s.r.GetJSON("/v1/imports", url.Values{"path": {path}}, &out); err != nil {
 		return nil, err
 	}
 	if !out.Found {
@@ -509,19 +510,19 @@ func (s *remoteSink) Append(recs []exchange.Import) error {
 		body = binary.AppendUvarint(body[:start], uint64(len(payload)))
 		body = append(body, payload...)
 	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+s.r.addr+"/v1/imports", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.r.Addr+"/v1/imports", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.r.token)
+	req.Header.Set("Authorization", "Bearer "+s.r.Token)
 	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
 	if err != nil {
-		return fmt.Errorf("send records to the running proxy (pid %d): %w", s.r.pid, err)
+		return fmt.Errorf("send records to the running proxy (pid %d): %w", s.r.PID, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the running proxy (pid %d) refused the records: %s %s", s.r.pid, resp.Status, bytes.TrimSpace(msg))
+		return fmt.Errorf("the running proxy (pid %d) refused the records: %s %s", s.r.PID, resp.Status, bytes.TrimSpace(msg))
 	}
 	return nil
 }
@@ -531,7 +532,7 @@ func (s *remoteSink) Wait(ctx context.Context) error {
 		var out struct {
 			CaughtUp bool `json:"caught_up"`
 		}
-		if err := s.r.get("/v1/imports/wait", nil, &out); err != nil {
+		if err := s.r.GetJSON("/v1/imports/wait", nil, &out); err != nil {
 			return err
 		}
 		if out.CaughtUp {
@@ -545,51 +546,6 @@ func (s *remoteSink) Wait(ctx context.Context) error {
 
 func (s *remoteSink) Reader() engine.Reader { return &s.r }
 func (s *remoteSink) Close() error          { return nil }
-
-// serveImports answers the import endpoints of the query server.
-func (q *queryServer) serveImports(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) {
-	switch {
-	case path == "imports" && r.Method == http.MethodGet:
-		st, ok, err := q.e.ImportState(r.URL.Query().Get("path"))
-		reply(struct {
-			Found bool                   `json:"found"`
-			State engine.ImportFileState `json:"state"`
-		}{ok, st}, err)
-	case path == "imports" && r.Method == http.MethodPost:
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<30))
-		if err != nil {
-			reply(nil, fmt.Errorf("%w: read the records: %v", errBadQuery, err))
-			return
-		}
-		var recs []exchange.Import
-		for off := 0; off < len(body); {
-			n, k := binary.Uvarint(body[off:])
-			if k <= 0 || n > uint64(len(body)-off-k) {
-				reply(nil, fmt.Errorf("%w: record at byte %d is cut short", errBadQuery, off))
-				return
-			}
-			rec, err := exchange.DecodeImport(body[off+k : off+k+int(n)])
-			if err != nil {
-				reply(nil, fmt.Errorf("%w: record at byte %d: %v", errBadQuery, off, err))
-				return
-			}
-			recs = append(recs, rec)
-			off += k + int(n)
-		}
-		reply(struct {
-			Records int `json:"records"`
-		}{len(recs)}, engine.AppendImport(q.e.WAL(), recs))
-	case path == "imports/wait":
-		ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-		err := q.e.WaitCaughtUp(ctx)
-		cancel()
-		reply(struct {
-			CaughtUp bool `json:"caught_up"`
-		}{err == nil}, nil)
-	default:
-		reply(nil, noRoute(r))
-	}
-}
 
 // progress draws a progress bar on a terminal.
 type progress struct {

@@ -14,18 +14,6 @@ import (
 	"github.com/bbengine/bbengine/internal/private"
 )
 
-// secureDataDir makes the data directory dir and its wal/ owner-only
-// (package internal/private), creating them when missing.
-func secureDataDir(dir string) error {
-	if _, err := private.Secure(dir); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	if err := private.MkdirAll(filepath.Join(dir, "wal")); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	return nil
-}
-
 // loopbackAddr checks that addr is host:port with a loopback host, and
 // returns it with localhost spelt 127.0.0.1. The harness API and the MCP
 // server's HTTP transport hand out memory, so they serve this machine

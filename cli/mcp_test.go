@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api/tools"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
@@ -122,7 +122,7 @@ func checkMCPTools(t *testing.T, cs *mcp.ClientSession) {
 	var names []string
 	for _, tl := range res.Tools {
 		names = append(names, tl.Name)
-		def := toolNamed(tl.Name)
+		def := tools.Named(tl.Name)
 		if def == nil {
 			t.Errorf("unknown tool %q listed", tl.Name)
 			continue
@@ -139,7 +139,7 @@ func checkMCPTools(t *testing.T, cs *mcp.ClientSession) {
 			t.Errorf("%s: annotations %+v title %q", tl.Name, a, tl.Title)
 		}
 	}
-	want := toolNames()
+	want := tools.Names()
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
@@ -154,14 +154,14 @@ func checkMCPTools(t *testing.T, cs *mcp.ClientSession) {
 // pack, and bad input answered as tool errors.
 func checkMCPCalls(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
-	var found SearchOut
+	var found tools.SearchOut
 	callTool(t, cs, "memory_search", map[string]any{"query": "which cache did we choose for the session store", "k": 3}, &found)
 	if len(found.Cards) == 0 || len(found.Cards) > 3 || found.Cards[0].Type != engine.ArtifactDecision || !strings.Contains(found.Cards[0].Title, "ARC") {
 		t.Fatalf("memory_search: %+v", found.Cards)
 	}
 	arc := found.Cards[0].ID
 
-	var got GetOut
+	var got tools.GetOut
 	res := callTool(t, cs, "memory_get", map[string]any{"id": arc}, &got)
 	a := got.Artifact
 	if a.ID != arc || a.Decision == nil || !strings.Contains(a.Text, "scans evict hot entries") || len(a.Evidence) == 0 || len(got.Truncated) != 0 {
@@ -176,18 +176,18 @@ func checkMCPCalls(t *testing.T, cs *mcp.ClientSession) {
 		t.Errorf("memory_get: the text content does not carry the artifact: %q", resultText(res))
 	}
 	// A prefix works as in `mem get`.
-	var byPrefix GetOut
+	var byPrefix tools.GetOut
 	if callTool(t, cs, "memory_get", map[string]any{"id": arc[:9]}, &byPrefix); byPrefix.Artifact.ID != arc {
 		t.Errorf("memory_get by prefix: %s", byPrefix.Artifact.ID)
 	}
 
-	var rel RelatedOut
+	var rel tools.RelatedOut
 	callTool(t, cs, "memory_related", map[string]any{"id": arc, "k": 2}, &rel)
 	if rel.Artifact.ID != arc || len(rel.Supersedes) != 1 || !strings.Contains(rel.Supersedes[0].Title, "LRU") || len(rel.Adjacent) > 2 || len(rel.Events) == 0 {
 		t.Fatalf("memory_related: %+v", rel)
 	}
 
-	var p ContextOut
+	var p tools.ContextOut
 	res = callTool(t, cs, "memory_context_for_task", map[string]any{"session": memSession, "task": "tune the cache eviction in store/cache.go"}, &p)
 	if p.Session != "claude:"+memSession || len(p.Decisions) == 0 || !strings.Contains(p.Decisions[0].Text, "ARC") || p.Contract == "" ||
 		!strings.HasPrefix(p.Markdown, "<bbengine-context-pack") || resultText(res) != p.Markdown {
@@ -220,7 +220,7 @@ func checkMCPCalls(t *testing.T, cs *mcp.ClientSession) {
 		}
 	}
 	// The server still answers after the errors.
-	var again SearchOut
+	var again tools.SearchOut
 	if callTool(t, cs, "memory_search", map[string]any{"query": "TestSessionStoreEviction", "types": []string{"open_thread"}}, &again); len(again.Cards) != 1 {
 		t.Errorf("memory_search after errors: %+v", again.Cards)
 	}
@@ -284,7 +284,7 @@ func TestMCPProxyComesAndGoes(t *testing.T) {
 	cs := connectMCP(t, ct)
 	defer cs.Close()
 
-	var found SearchOut
+	var found tools.SearchOut
 	if callTool(t, cs, "memory_search", map[string]any{"query": "ARC cache"}, &found); len(found.Cards) == 0 {
 		t.Fatal("memory_search found nothing")
 	}
@@ -337,7 +337,7 @@ func TestMCPProxyComesAndGoes(t *testing.T) {
 	resp.Body.Close()
 	// The proxy writes the exchange's last frames after the client has
 	// its answer: ask until memory has it.
-	var viaProxy SearchOut
+	var viaProxy tools.SearchOut
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		callTool(t, cs, "memory_search", map[string]any{"query": "zebrafish queue"}, &viaProxy)
 		if len(viaProxy.Cards) > 0 || time.Since(start) > 10*time.Second {
@@ -347,7 +347,7 @@ func TestMCPProxyComesAndGoes(t *testing.T) {
 	if len(viaProxy.Cards) == 0 || viaProxy.Cards[0].Session != "mcp-proxy-1" {
 		t.Fatalf("memory_search through the proxy: %+v", viaProxy.Cards)
 	}
-	var p ContextOut
+	var p tools.ContextOut
 	callTool(t, cs, "memory_context_for_task", map[string]any{"session": "mcp-proxy-1", "task": "send the mail"}, &p)
 	if len(p.Decisions) != 1 || p.Decisions[0].ID != viaProxy.Cards[0].ID || !strings.Contains(p.Markdown, "zebrafish") {
 		t.Fatalf("memory_context_for_task through the proxy: %+v", p)
@@ -357,7 +357,7 @@ func TestMCPProxyComesAndGoes(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("proxy: %v", err)
 	}
-	var after SearchOut
+	var after tools.SearchOut
 	if callTool(t, cs, "memory_search", map[string]any{"query": "zebrafish queue"}, &after); len(after.Cards) == 0 || after.Cards[0].ID != viaProxy.Cards[0].ID {
 		t.Fatalf("memory_search after the proxy stopped: %+v", after.Cards)
 	}
@@ -467,11 +467,11 @@ func TestMCPHTTP(t *testing.T) {
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}})
 	defer cs.Close()
 	checkMCPTools(t, cs)
-	var found SearchOut
+	var found tools.SearchOut
 	if callTool(t, cs, "memory_search", map[string]any{"query": "ARC cache"}, &found); len(found.Cards) == 0 {
 		t.Fatal("memory_search over HTTP found nothing")
 	}
-	var got GetOut
+	var got tools.GetOut
 	if callTool(t, cs, "memory_get", map[string]any{"id": found.Cards[0].ID}, &got); got.Artifact.ID != found.Cards[0].ID || len(got.Artifact.Evidence) == 0 {
 		t.Fatalf("memory_get over HTTP: %+v", got)
 	}
@@ -521,45 +521,5 @@ func TestMCPFlags(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, errs)
 		}
-	}
-}
-
-func TestLoopbackOrigin(t *testing.T) {
-	for origin, want := range map[string]bool{
-		"http://localhost:3000": true, "http://127.0.0.1": true, "http://[::1]:8080": true,
-		"https://evil.example": false, "http://127.0.0.1.evil.example": false, "null": false, "http://10.0.0.1": false,
-	} {
-		if got := loopbackOrigin(origin); got != want {
-			t.Errorf("loopbackOrigin(%q) = %v, want %v", origin, got, want)
-		}
-	}
-}
-
-// TestBoundArtifact checks the caps memory_get applies to a big
-// artifact.
-func TestBoundArtifact(t *testing.T) {
-	a := engine.Artifact{ID: "abc", Text: strings.Repeat("é", maxArtifactText), Outcome: &engine.Outcome{}}
-	for i := range 40 {
-		a.Evidence = append(a.Evidence, engine.Evidence{Seq: uint64(i + 1)})
-		a.Files = append(a.Files, fmt.Sprintf("f%d.go", i))
-		a.Outcome.Summary = append(a.Outcome.Summary, "did a thing")
-	}
-	b, cut := boundArtifact(a)
-	if len(b.Text) > maxArtifactText || !strings.HasSuffix(b.Text, "…[cut]") || !strings.HasPrefix(b.Text, "éé") {
-		t.Errorf("text: %d bytes, ends %q", len(b.Text), b.Text[len(b.Text)-12:])
-	}
-	if len(b.Evidence) != maxEvidence || b.Evidence[0].Seq != 1 || b.Evidence[maxEvidence-1].Seq != 40 {
-		t.Errorf("evidence: %d entries, %d to %d", len(b.Evidence), b.Evidence[0].Seq, b.Evidence[len(b.Evidence)-1].Seq)
-	}
-	if len(b.Files) != maxListed || len(b.Outcome.Summary) != maxListed || len(a.Outcome.Summary) != 40 || len(a.Evidence) != 40 {
-		t.Errorf("lists: files %d summary %d (original %d, %d)", len(b.Files), len(b.Outcome.Summary), len(a.Outcome.Summary), len(a.Evidence))
-	}
-	want := []string{"text: the first 8192 of 16384 bytes", "evidence: the first 6 and the last 6 of 40 events", "files: the first 30 of 40",
-		"outcome.summary: the first 30 of 40", "bbengine mem get abc --json prints the whole artifact"}
-	if !slices.Equal(cut, want) {
-		t.Errorf("truncated:\n%q\nwant\n%q", cut, want)
-	}
-	if _, cut := boundArtifact(engine.Artifact{ID: "x", Text: "small"}); cut != nil {
-		t.Errorf("a small artifact was cut: %v", cut)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	ucli "github.com/urfave/cli/v2"
@@ -102,7 +101,7 @@ func memSearch(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	q := index.Query{Text: strings.Join(c.Args().Slice(), " "), Session: c.String("session"), Task: c.String("task"),
+	q := api.SearchRequest{Text: strings.Join(c.Args().Slice(), " "), Session: c.String("session"), Task: c.String("task"),
 		K: k, Types: types, IncludeForgotten: c.Bool("all"), AllProjects: c.Bool("all-projects"), Explain: c.Bool("explain")}
 	if p := c.String("project"); p != "" {
 		if q.Project, err = filepath.Abs(p); err != nil {
@@ -111,7 +110,7 @@ func memSearch(c *ucli.Context) error {
 	} else if wd, err := os.Getwd(); err == nil {
 		q.Dir = wd
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return err
 	}
@@ -248,7 +247,7 @@ func memGet(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return err
 	}
@@ -347,12 +346,12 @@ func memRelated(c *ucli.Context) error {
 	if k < 1 || k > 100 {
 		return usagef("mem related: -k %d: want 1 to 100", k)
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	r, err := m.Related(id, k)
+	r, err := m.Related(api.RelatedRequest{ID: id, K: k})
 	if err != nil {
 		return err
 	}
@@ -413,12 +412,12 @@ func memList(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	cards, err := m.List(c.Args().First(), types)
+	cards, err := m.List(api.ListRequest{Session: c.Args().First(), Types: types})
 	if err != nil {
 		return err
 	}
@@ -451,20 +450,12 @@ func correctCommand(op, usage string) *ucli.Command {
 			if c.NArg() != 1 {
 				return usagef("mem %s: give one artifact or session id", op)
 			}
-			m, closeFn, err := openMemory(c, true)
+			m, closeFn, err := openService(c, true)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			cr := exchange.Correction{Op: op, Target: "artifact", ID: c.Args().First(), Reason: c.String("reason")}
-			var out *Corrected
-			if lm, ok := m.(*localMemory); ok {
-				ctx, cancel := context.WithTimeout(c.Context, time.Minute)
-				defer cancel()
-				out, err = correctHere(ctx, lm, cr)
-			} else {
-				out, err = m.Correct(cr)
-			}
+			out, err := m.Correct(api.Correction{Op: op, Target: "artifact", ID: c.Args().First(), Reason: c.String("reason")})
 			if err != nil {
 				return err
 			}

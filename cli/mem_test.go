@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 )
@@ -106,7 +107,7 @@ func TestMem(t *testing.T) {
 		!strings.Contains(out, ".jsonl:") || !strings.Contains(out, "WAL ") {
 		t.Fatalf("mem get: %d\n%s%s", code, out, errs)
 	}
-	rel := memJSON[Related](t, "--dir", dir, "mem", "related", arc)
+	rel := memJSON[api.Related](t, "--dir", dir, "mem", "related", arc)
 	if len(rel.Supersedes) != 1 || !strings.Contains(rel.Supersedes[0].Title, "LRU") || len(rel.Events) == 0 || len(rel.Adjacent) == 0 {
 		t.Fatalf("mem related: %+v", rel)
 	}

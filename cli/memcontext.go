@@ -39,7 +39,7 @@ func memContext(c *ucli.Context) error {
 	if b := c.Int("budget"); c.IsSet("budget") && b <= 0 {
 		return usagef("mem context: --budget %d: want a positive number of tokens", b)
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 )
@@ -69,12 +70,12 @@ func BenchmarkContext(b *testing.B) {
 	if _, err := e.CatchUp(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	ix, err := index.Open(indexDir(dir), nil)
+	ix, err := index.Open(api.IndexDir(dir), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ix.Close()
-	m := &localMemory{e: e, ix: ix}
+	m := api.NewLocal(e, &api.LocalOptions{Index: ix})
 	const session = "claude:44444444-2222-4333-8444-555555555555"
 	st, _ := e.MemoryState(session)
 	b.Logf("session of %d tasks, %d artifacts", st.Tasks, len(st.Artifacts))
@@ -83,7 +84,7 @@ func BenchmarkContext(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			t0 := time.Now()
-			if _, err := m.Context(ContextRequest{Session: session, Task: task(i)}); err != nil {
+			if _, err := m.Context(api.ContextRequest{Session: session, Task: task(i)}); err != nil {
 				b.Fatal(err)
 			}
 			ds = append(ds, time.Since(t0))
@@ -138,7 +139,7 @@ func TestMemorySyncSkips(t *testing.T) {
 	}
 	defer ix.Close()
 	var passes atomic.Uint64
-	m := &localMemory{e: e, ix: ix, changes: &passes}
+	m := api.NewLocal(e, &api.LocalOptions{Index: ix, Changes: &passes})
 	found := func() int {
 		t.Helper()
 		cs, err := m.Search(index.Query{Text: "tune"})
@@ -147,7 +148,7 @@ func TestMemorySyncSkips(t *testing.T) {
 		}
 		return len(cs)
 	}
-	if err := m.sync(); err != nil {
+	if err := m.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if found() == 0 {
@@ -158,14 +159,14 @@ func TestMemorySyncSkips(t *testing.T) {
 	if err := ix.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.sync(); err != nil {
+	if err := m.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if n := found(); n != 0 {
 		t.Fatalf("a sync without a memory pass read the engine: %d cards", n)
 	}
 	passes.Add(1)
-	if err := m.sync(); err != nil {
+	if err := m.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if found() == 0 {

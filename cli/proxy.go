@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/api/httpapi"
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
@@ -258,7 +260,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(stderr, "bbengine proxy: warning: listening on %s, reachable from other machines; the proxy forwards your agents' credentials\n", addr)
 	}
-	var api *harnessAPI
+	var harness *httpapi.Harness
 	if cfg.api != "" {
 		addr, err := loopbackAddr(cfg.api)
 		token, file := "", ""
@@ -269,7 +271,7 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		} else if err != nil {
 			err = fmt.Errorf("proxy: harness API: %w", err)
 		} else {
-			api, err = listenHarness(addr, token, eng.query, pol)
+			harness, err = httpapi.Listen(addr, token, eng.query, pol)
 		}
 		if err != nil {
 			ln.Close()
@@ -284,10 +286,10 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 	}
 	eng.setProxy(addr)
 	printWiring(stdout, addr, walDir, opts.Mode, p)
-	if api != nil {
-		fmt.Fprintf(stdout, "Harness API http://%s/v1/ (Authorization: Bearer <api-token>): pack, outcomes, checkpoints, goal, search, artifacts\n", api.Addr())
+	if harness != nil {
+		fmt.Fprintf(stdout, "Harness API http://%s/v1/ (Authorization: Bearer <api-token>): pack, outcomes, checkpoints, goal, search, artifacts\n", harness.Addr())
 		if cfg.apiReady != nil {
-			cfg.apiReady <- api.Addr()
+			cfg.apiReady <- harness.Addr()
 		}
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
@@ -307,9 +309,9 @@ func runProxy(ctx context.Context, stdout, stderr io.Writer, cfg proxyConfig, re
 		fmt.Fprintf(stderr, "bbengine proxy: streams still open after %v; closing them\n", cfg.shutdown)
 		srv.Close()
 	}
-	if api != nil {
+	if harness != nil {
 		// The API writes notes to the WAL: it stops before the WAL does.
-		api.Close()
+		harness.Close()
 	}
 	recErr := p.Close()
 	syncErr := log.Sync()
@@ -361,11 +363,12 @@ type proxyEngine struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	e      *engine.Engine
-	qs     *queryServer
-	mem    *localMemory
+	qs     *httpapi.Server
+	mem    *api.Local
+	ix     *index.Index
 	// memory is signalled when the engine derived memory: the index
 	// syncer wakes on it. memoryN counts those passes (see
-	// localMemory.changes).
+	// api.LocalOptions.Changes).
 	memory  chan struct{}
 	memoryN atomic.Uint64
 	syncers sync.WaitGroup
@@ -532,20 +535,22 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		}
 	}
 	restored()
-	var mem *localMemory
-	if ix, err := index.Open(indexDir(dir), nil); err != nil {
+	var mem *api.Local
+	ix, err := index.Open(api.IndexDir(dir), nil)
+	if err != nil {
+		ix = nil
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)
 	} else {
-		mem = &localMemory{e: e, ix: ix, log: log, followed: true, red: red, timings: pe.metrics.retrieval, changes: &pe.memoryN}
+		mem = api.NewLocal(e, &api.LocalOptions{Index: ix, WAL: log, Followed: true, Redactor: red, Timer: pe.metrics.retrieval, Changes: &pe.memoryN})
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
 	}
-	qs, err := startQueryServer(e, mem, pe.brk, pe.guard)
+	qs, err := httpapi.Start(e, mem, pe.brk, pe.guard)
 	if err != nil {
 		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
 	}
 	pe.mu.Lock()
-	pe.e, pe.qs, pe.mem = e, qs, mem
+	pe.e, pe.qs, pe.mem, pe.ix = e, qs, mem, ix
 	if pe.addr != "" {
 		e.SetProxy(pe.addr)
 	}
@@ -580,7 +585,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 }
 
 // query returns the query server, or nil while the engine is not open.
-func (pe *proxyEngine) query() *queryServer {
+func (pe *proxyEngine) query() *httpapi.Server {
 	pe.mu.Lock()
 	defer pe.mu.Unlock()
 	return pe.qs
@@ -620,7 +625,7 @@ const indexIdleMax = 500 * time.Millisecond
 // start, then after the engine derived memory, keeping to the duty cycle
 // above and waiting for the proxy to be idle (see indexIdleMax). It runs
 // off the request path, on its own goroutine.
-func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf func(string, ...any)) {
+func (pe *proxyEngine) syncIndex(ctx context.Context, mem *api.Local, logf func(string, ...any)) {
 	defer pe.syncers.Done()
 	lowPriority()
 	var last time.Time
@@ -643,7 +648,7 @@ func (pe *proxyEngine) syncIndex(ctx context.Context, mem *localMemory, logf fun
 		default:
 		}
 		start := time.Now()
-		err := recovered("the memory index", mem.sync)
+		err := recovered("the memory index", mem.Sync)
 		last = time.Now()
 		took = last.Sub(start)
 		var retry <-chan time.Time
@@ -719,13 +724,13 @@ func (pe *proxyEngine) close() error {
 		// The engine panicked, or its store met a full disk: it cannot
 		// be used, not even to close.
 		if pe.mem != nil {
-			pe.mem.ix.Close()
+			pe.ix.Close()
 		}
 		return errors.New("derivation stopped after a panic or a full disk this run; the next start (or bbengine rebuild) derives what it missed from the WAL, where everything is recorded")
 	}
 	_, err := pe.e.CatchUp(context.Background())
 	if pe.mem != nil {
-		err = errors.Join(err, pe.mem.sync(), pe.mem.ix.Close())
+		err = errors.Join(err, pe.mem.Sync(), pe.ix.Close())
 	}
 	return errors.Join(err, pe.e.Close())
 }

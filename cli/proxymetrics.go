@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/internal/metric"
 	"github.com/bbengine/bbengine/proxy"
@@ -16,25 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The retrieval operations timed on /_bb/metrics
-// (bbengine_retrieval_seconds{op}).
-const (
-	opSearch = iota
-	opGet
-	opRelated
-	opContext
-	opList
-	opN
-)
-
-var opNames = [opN]string{"search", "get", "related", "context", "list"}
-
 // retrievalTimings time the proxy's memory reads, whoever asks: bbengine
 // mem and the MCP server through the query endpoint, and the harness API.
 // A nil *retrievalTimings times nothing.
 type retrievalTimings struct {
 	vec *metric.Vec
-	ops [opN]*metric.Histogram
+	ops [api.OpN]*metric.Histogram
 }
 
 func newRetrievalTimings() *retrievalTimings {
@@ -43,7 +31,7 @@ func newRetrievalTimings() *retrievalTimings {
 			"from the call of the operation (search, get an artifact, related, context pack, list) to its result, before the answer is encoded; "+
 			"a fresh=1 wait for derivation is not counted.",
 		retrievalBuckets, "op")}
-	for i, name := range opNames {
+	for i, name := range api.OpNames {
 		rt.ops[i] = rt.vec.With(name)
 	}
 	return rt
@@ -51,9 +39,9 @@ func newRetrievalTimings() *retrievalTimings {
 
 var retrievalBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
-// observe counts one retrieval of op that started at start. It
+// Observe counts one retrieval of op that started at start. It
 // allocates nothing.
-func (rt *retrievalTimings) observe(op int, start time.Time) {
+func (rt *retrievalTimings) Observe(op api.Op, start time.Time) {
 	if rt == nil {
 		return
 	}

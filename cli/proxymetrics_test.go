@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
@@ -227,8 +228,8 @@ func TestMetricsObserveAllocs(t *testing.T) {
 	var none *retrievalTimings
 	start := time.Now()
 	if n := testing.AllocsPerRun(1000, func() {
-		pm.retrieval.observe(opSearch, start)
-		none.observe(opGet, start)
+		pm.retrieval.Observe(api.OpSearch, start)
+		none.Observe(api.OpGet, start)
 		pm.onDerived(7, time.Millisecond)
 	}); n != 0 {
 		t.Fatalf("observing allocates %v times", n)

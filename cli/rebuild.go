@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/wal"
@@ -73,17 +74,17 @@ func rebuildCommand() *ucli.Command {
 				c.Set("index", "false")
 			}
 			defer e.Close()
-			ix, err := index.Open(indexDir(dir), nil)
+			ix, err := index.Open(api.IndexDir(dir), nil)
 			if err != nil {
 				// The index is derived from the store: set it aside too.
-				aside, aerr := setAside(indexDir(dir))
+				aside, aerr := setAside(api.IndexDir(dir))
 				if aerr != nil {
 					return fmt.Errorf("%w (and setting it aside failed: %v)", err, aerr)
 				}
 				out.SetAside = append(out.SetAside, aside)
 				fmt.Fprintf(c.App.ErrWriter, "bbengine: the search index in %s could not be read (%s); set it aside as %s and indexing again\n",
-					indexDir(dir), headLine(err), aside)
-				ix, err = index.Open(indexDir(dir), nil)
+					api.IndexDir(dir), headLine(err), aside)
+				ix, err = index.Open(api.IndexDir(dir), nil)
 			}
 			if err != nil {
 				return err

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/private"
@@ -108,11 +109,11 @@ func runAgent(c *ucli.Context) error {
 	}
 
 	// Capture: the running proxy, or one started for this task.
-	r := runningProxy(dir)
+	r := api.Dial(dir)
 	stopProxy := func() error { return nil }
-	if r == nil || r.proxy == "" {
+	if r == nil || r.Proxy == "" {
 		if r != nil {
-			return fmt.Errorf("run: process %d holds %s but runs no proxy; stop it, or run bbengine proxy", r.pid, dir)
+			return fmt.Errorf("run: process %d holds %s but runs no proxy; stop it, or run bbengine proxy", r.PID, dir)
 		}
 		if pl.task == "" {
 			// The task number needs the session's tasks: read them before
@@ -129,10 +130,10 @@ func runAgent(c *ucli.Context) error {
 			return err
 		}
 	} else if len(ups) > 0 || c.IsSet("mode") {
-		return usagef("run: a proxy already runs for %s (pid %d): --upstream and --mode apply only to a proxy run starts", dir, r.pid)
+		return usagef("run: a proxy already runs for %s (pid %d): --upstream and --mode apply only to a proxy run starts", dir, r.PID)
 	}
 	ranErr := func() error {
-		m := &remoteMemory{r}
+		m := r
 		if pl.task == "" {
 			var err error
 			if pl.task, err = nextTaskOf(m, pl.session); err != nil {
@@ -234,8 +235,8 @@ func (pl *runPlan) prepare(md string) (func(), error) {
 // and returns its exit status and a word on how it ended. While it runs,
 // SIGINT reaches it from the terminal directly; bbengine ignores it and
 // passes SIGTERM on.
-func (pl *runPlan) exec(c *ucli.Context, r *remote) (int, string, error) {
-	base := "http://" + r.proxy
+func (pl *runPlan) exec(c *ucli.Context, r *api.Remote) (int, string, error) {
+	base := "http://" + r.Proxy
 	cmd := exec.Command(pl.agent[0], pl.agent[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 	headers := fmt.Sprintf("X-Bb-Session-Id: %s\nX-Bb-Task-Id: %s\nX-Bb-Run-Id: %s", pl.session, pl.task, pl.runID)
@@ -296,7 +297,7 @@ func (pl *runPlan) exec(c *ucli.Context, r *remote) (int, string, error) {
 // startRunProxy starts a proxy for one run in this process, on a free
 // loopback port, logging to <dir>/run.log, and returns a client of it
 // once its query endpoint is up.
-func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*remote, func() error, error) {
+func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*api.Remote, func() error, error) {
 	if _, err := private.Secure(dir); err != nil {
 		return nil, nil, fmt.Errorf("run: data directory: %w", err)
 	}
@@ -326,7 +327,7 @@ func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*remote
 		return nil, nil, errors.Join(ctx.Err(), stop())
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		if r := runningProxy(dir); r != nil && r.proxy != "" && r.pid == os.Getpid() {
+		if r := api.Dial(dir); r != nil && r.Proxy != "" && r.PID == os.Getpid() {
 			return r, stop, nil
 		}
 		if time.Now().After(deadline) {
@@ -342,7 +343,7 @@ func nextTask(c *ucli.Context, session string) (string, error) {
 	if _, err := os.Stat(filepath.Join(c.String("dir"), "wal")); errors.Is(err, os.ErrNotExist) {
 		return "task-1", nil
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return "", err
 	}
@@ -352,8 +353,8 @@ func nextTask(c *ucli.Context, session string) (string, error) {
 
 // nextTaskOf is task-N+1 for a session whose tasks include task-N and no
 // higher: tasks run started before, and X-Bb-Task-Id values of that form.
-func nextTaskOf(m memory, session string) (string, error) {
-	cards, err := m.List(session, []engine.ArtifactType{engine.ArtifactOutcome})
+func nextTaskOf(m api.Service, session string) (string, error) {
+	cards, err := m.List(api.ListRequest{Session: session, Types: []engine.ArtifactType{engine.ArtifactOutcome}})
 	if errors.Is(err, engine.ErrNotFound) {
 		return "task-1", nil
 	}
@@ -403,13 +404,13 @@ func randHex(n int) string {
 
 // recordGoal records the session's goal (source "run") before the agent
 // starts; it beats a goal from an X-Bb-Session-Goal header.
-func recordGoal(m memory, session, goal string) error {
+func recordGoal(m api.Service, session, goal string) error {
 	_, err := m.Note(exchange.Note{Op: "goal", Session: session, Text: goal, Source: "run"})
 	return err
 }
 
 // recordOutcome records how the task ended, from the agent's exit.
-func recordOutcome(m memory, session, task, status, why string, code int, changes []exchange.FileStat) error {
+func recordOutcome(m api.Service, session, task, status, why string, code int, changes []exchange.FileStat) error {
 	_, err := m.Note(exchange.Note{Op: "outcome", Session: session, TaskID: task, Status: status, Text: why, Exit: &code, Changes: changes, Source: "run"})
 	return err
 }

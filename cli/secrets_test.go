@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/httpbody"
 	"github.com/bbengine/bbengine/proxy"
@@ -335,7 +336,7 @@ func TestSecretsAtRest(t *testing.T) {
 	for name, b := range pebbleContents(t, filepath.Join(dir, "db")) {
 		stored[name] = b
 	}
-	for name, b := range blugeContents(t, filepath.Join(indexDir(dir), "bluge")) {
+	for name, b := range blugeContents(t, filepath.Join(api.IndexDir(dir), "bluge")) {
 		stored[name] = b
 	}
 	if len(stored) < 10 {

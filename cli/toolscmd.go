@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/bbengine/bbengine/api/tools"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -37,64 +37,25 @@ func toolsCommand() *ucli.Command {
 	}
 }
 
-// openAITool is a function definition for OpenAI's Chat Completions and
-// Responses tools lists.
-type openAITool struct {
-	Type     string         `json:"type"`
-	Function openAIFunction `json:"function"`
-}
-
-type openAIFunction struct {
-	Name        string             `json:"name"`
-	Description string             `json:"description"`
-	Parameters  *jsonschema.Schema `json:"parameters"`
-}
-
-// anthropicTool is a tool definition for Anthropic's Messages API.
-type anthropicTool struct {
-	Name        string             `json:"name"`
-	Description string             `json:"description"`
-	InputSchema *jsonschema.Schema `json:"input_schema"`
-}
-
-// toolDefs returns the tools as function definitions in format.
-func toolDefs(format string) (any, error) {
-	switch format {
-	case "openai":
-		out := make([]openAITool, len(tools))
-		for i, t := range tools {
-			out[i] = openAITool{Type: "function", Function: openAIFunction{Name: t.Name, Description: t.Description, Parameters: t.In}}
-		}
-		return out, nil
-	case "anthropic":
-		out := make([]anthropicTool, len(tools))
-		for i, t := range tools {
-			out[i] = anthropicTool{Name: t.Name, Description: t.Description, InputSchema: t.In}
-		}
-		return out, nil
-	}
-	return nil, usagef("tools schema: --format %q: want openai or anthropic", format)
-}
-
 func toolsSchema(c *ucli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("tools schema: unexpected argument %q", c.Args().First())
 	}
-	defs, err := toolDefs(c.String("format"))
+	defs, err := tools.Defs(c.String("format"))
 	if err != nil {
-		return err
+		return usagef("tools schema: %v", err)
 	}
 	return writeJSON(c, defs)
 }
 
 func toolsCall(c *ucli.Context) error {
 	if c.NArg() == 0 || c.NArg() > 2 {
-		return usagef("tools call: give a tool name and its JSON arguments, e.g. bbengine tools call memory_get '{\"id\":\"ID\"}' (tools: %s)", strings.Join(toolNames(), ", "))
+		return usagef("tools call: give a tool name and its JSON arguments, e.g. bbengine tools call memory_get '{\"id\":\"ID\"}' (tools: %s)", strings.Join(tools.Names(), ", "))
 	}
 	name := c.Args().Get(0)
-	t := toolNamed(name)
+	t := tools.Named(name)
 	if t == nil {
-		return usagef("tools call: unknown tool %q (the tools are %s)", name, strings.Join(toolNames(), ", "))
+		return usagef("tools call: unknown tool %q (the tools are %s)", name, strings.Join(tools.Names(), ", "))
 	}
 	raw := []byte(c.Args().Get(1))
 	if c.Args().Get(1) == "-" {
@@ -103,16 +64,16 @@ func toolsCall(c *ucli.Context) error {
 			return fmt.Errorf("tools call %s: read the arguments from stdin: %w", name, err)
 		}
 	}
-	args, err := decodeArgs(t, raw)
+	args, err := tools.DecodeArgs(t, raw)
 	if err != nil {
 		return usagef("tools call %v", err)
 	}
-	m, closeFn, err := openMemory(c, false)
+	m, closeFn, err := openService(c, false)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	out, err := t.call(m, args)
+	out, err := t.Call(m, args)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bbengine/bbengine/api/tools"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,12 +43,12 @@ func TestToolsSchema(t *testing.T) {
 	}
 	check := func(format string, defs []def) {
 		t.Helper()
-		if len(defs) != len(tools) {
-			t.Fatalf("%s: %d definitions, want %d", format, len(defs), len(tools))
+		if len(defs) != len(tools.All) {
+			t.Fatalf("%s: %d definitions, want %d", format, len(defs), len(tools.All))
 		}
 		for i, d := range defs {
-			if d.Name != tools[i].Name {
-				t.Errorf("%s: definition %d is %q, want %q", format, i, d.Name, tools[i].Name)
+			if d.Name != tools.All[i].Name {
+				t.Errorf("%s: definition %d is %q, want %q", format, i, d.Name, tools.All[i].Name)
 			}
 			if !reflect.DeepEqual(d.Schema, mcpSchema[d.Name]) || d.Schema == nil {
 				t.Errorf("%s: %s parameters %v, the MCP server lists %v", format, d.Name, d.Schema, mcpSchema[d.Name])
@@ -119,28 +120,28 @@ func TestToolsCall(t *testing.T) {
 		}
 		return out
 	}
-	var found SearchOut
+	var found tools.SearchOut
 	if err := json.Unmarshal([]byte(call("memory_search", `{"query":"which cache did we choose","types":["decision"],"k":1}`)), &found); err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Cards) != 1 || !strings.Contains(found.Cards[0].Title, "ARC") {
 		t.Fatalf("memory_search: %+v", found.Cards)
 	}
-	var got GetOut
+	var got tools.GetOut
 	if err := json.Unmarshal([]byte(call("memory_get", `{"id":"`+found.Cards[0].ID+`"}`)), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Artifact.ID != found.Cards[0].ID || len(got.Artifact.Evidence) == 0 || got.Artifact.Evidence[0].Prov.First == 0 {
 		t.Fatalf("memory_get: %+v", got)
 	}
-	var p ContextOut
+	var p tools.ContextOut
 	if err := json.Unmarshal([]byte(call("memory_context_for_task", `{"session":"`+memSession[:8]+`","task":"cache eviction","budget":600}`)), &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.Budget.Total != 600 || len(p.Decisions) == 0 || !strings.Contains(p.Markdown, p.Decisions[0].ID) {
 		t.Fatalf("memory_context_for_task: %+v", p)
 	}
-	var rel RelatedOut
+	var rel tools.RelatedOut
 	if err := json.Unmarshal([]byte(call("memory_related", `{"id":"`+found.Cards[0].ID+`"}`)), &rel); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestToolsCall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tools call - : %v", err)
 	}
-	var fromStdin SearchOut
+	var fromStdin tools.SearchOut
 	if err := json.Unmarshal(out, &fromStdin); err != nil || len(fromStdin.Cards) != 1 || fromStdin.Cards[0].Type != engine.ArtifactThread {
 		t.Fatalf("tools call with stdin: %v %s", err, out)
 	}

@@ -1,4 +1,4 @@
-package cli
+package httpapi
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/pack"
 )
@@ -44,8 +44,8 @@ import (
 // route), 405 (a wrong method), 421 (a Host other than localhost,
 // 127.0.0.1 or [::1]: DNS rebinding).
 
-// packReply is a pack with its Markdown, as the harness API answers.
-type packReply struct {
+// PackReply is a pack with its Markdown, as the harness API answers.
+type PackReply struct {
 	*pack.Pack
 	Markdown string `json:"markdown"`
 }
@@ -75,7 +75,7 @@ type goalRequest struct {
 // serveHarness answers the harness API's routes and reports whether path
 // is one of them. Reads wait (briefly) for the engine to reach the WAL's
 // end, so that what a harness recorded or proxied just before is seen.
-func (q *queryServer) serveHarness(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) bool {
+func (q *Server) serveHarness(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) bool {
 	method := http.MethodPost
 	switch {
 	case path == "pack", path == "outcomes", path == "checkpoints", path == "goal":
@@ -97,7 +97,7 @@ func (q *queryServer) serveHarness(w http.ResponseWriter, r *http.Request, path 
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		q.e.WaitCaughtUp(ctx)
 		cancel()
-		if err := m.sync(); err != nil {
+		if err := m.Sync(); err != nil {
 			reply(nil, err)
 			return true
 		}
@@ -105,7 +105,7 @@ func (q *queryServer) serveHarness(w http.ResponseWriter, r *http.Request, path 
 	qv := r.URL.Query()
 	switch path {
 	case "pack":
-		var req ContextRequest
+		var req api.ContextRequest
 		if err := decodeBody(r, &req, 64<<10); err != nil {
 			reply(nil, err)
 			return true
@@ -123,7 +123,7 @@ func (q *queryServer) serveHarness(w http.ResponseWriter, r *http.Request, path 
 			reply(nil, err)
 			return true
 		}
-		reply(packReply{p, p.Markdown()}, nil)
+		reply(PackReply{p, p.Markdown()}, nil)
 	case "outcomes":
 		var req outcomeRequest
 		if err := decodeBody(r, &req, exchange.MaxNote); err != nil {
@@ -181,7 +181,7 @@ func (q *queryServer) serveHarness(w http.ResponseWriter, r *http.Request, path 
 			reply(nil, fmt.Errorf("%w: q: required (the words to search for)", errBadQuery))
 			return true
 		}
-		reply(m.Search(index.Query{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: types}))
+		reply(m.Search(api.SearchRequest{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: types}))
 	default:
 		id, err := url.PathUnescape(strings.TrimPrefix(path, "artifacts/"))
 		if err != nil || id == "" {
@@ -300,13 +300,13 @@ func fieldList(v any) string {
 	return strings.Join(names, ", ")
 }
 
-// harnessAPI serves the harness API on its own loopback address with
-// its own token. Until the proxy's engine is open it answers 503.
-type harnessAPI struct {
+// Harness serves the harness API on its own loopback address with its
+// own token. Until the proxy's engine is open it answers 503.
+type Harness struct {
 	token string
 	// query returns the query server whose handlers answer, or nil while
 	// the engine is not open.
-	query func() *queryServer
+	query func() *Server
 	// guard refuses requests for a host other than loopback (DNS
 	// rebinding) and those of web pages whose origin is not allowed.
 	guard *guard.Policy
@@ -315,13 +315,16 @@ type harnessAPI struct {
 	wg    sync.WaitGroup
 }
 
-// listenHarness listens on addr for the harness API.
-func listenHarness(addr, token string, query func() *queryServer, pol *guard.Policy) (*harnessAPI, error) {
+// Listen listens on addr for the harness API, whose requests must carry
+// token. query returns the query server whose handlers answer, or nil
+// while the engine is not open; pol refuses requests for a host other
+// than loopback and those of web pages whose origin is not allowed.
+func Listen(addr, token string, query func() *Server, pol *guard.Policy) (*Harness, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: harness API: listen on %s: %w", addr, err)
 	}
-	h := &harnessAPI{token: token, query: query, ln: ln, guard: pol}
+	h := &Harness{token: token, query: query, ln: ln, guard: pol}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	h.wg.Add(1)
 	go func() {
@@ -332,9 +335,9 @@ func listenHarness(addr, token string, query func() *queryServer, pol *guard.Pol
 }
 
 // Addr is the address the API listens on.
-func (h *harnessAPI) Addr() string { return h.ln.Addr().String() }
+func (h *Harness) Addr() string { return h.ln.Addr().String() }
 
-func (h *harnessAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.guard.Check(r); err != nil {
 		guard.WriteRefusal(w, err.(*guard.Refusal))
 		return
@@ -357,7 +360,7 @@ func (h *harnessAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Close stops the API, letting requests in flight finish (bounded).
-func (h *harnessAPI) Close() error {
+func (h *Harness) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := h.srv.Shutdown(ctx)

@@ -1,4 +1,4 @@
-package cli
+package tools
 
 import (
 	"bytes"
@@ -12,20 +12,20 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/pack"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The memory tools are defined once here, as typed handlers over the
-// memory interface, and served two ways: by `bbengine mcp` (the MCP
-// server registers each with mcp.AddTool) and by `bbengine tools`
-// (function definitions for OpenAI and Anthropic, and one call run from
-// a shell). Both take their schemas from the same inferred
-// *jsonschema.Schema values, so what a model is told and what is checked
-// cannot drift apart.
+// The memory tools are defined once here, as typed handlers over
+// api.Service, and served two ways: by `bbengine mcp` (package mcpserver
+// registers each with mcp.AddTool) and by `bbengine tools` (function
+// definitions for OpenAI and Anthropic, and one call run from a shell).
+// Both take their schemas from the same inferred *jsonschema.Schema
+// values, so what a model is told and what is checked cannot drift
+// apart.
 
 // Bounds on what one tool call returns.
 const (
@@ -119,9 +119,9 @@ type EventRef struct {
 	Prov engine.Provenance `json:"prov"`
 }
 
-// tool is one memory tool: its name, what it tells the model, its
+// Tool is one memory tool: its name, what it tells the model, its
 // schemas and its handler.
-type tool struct {
+type Tool struct {
 	Name        string
 	Title       string
 	Description string
@@ -129,15 +129,23 @@ type tool struct {
 	in          *jsonschema.Resolved
 	// call decodes arguments (already valid against In) and runs the
 	// handler.
-	call func(m memory, args json.RawMessage) (any, error)
-	// add registers the tool with an MCP server whose calls get memory
-	// from lend.
-	add func(s *mcp.Server, lend lender)
+	call func(m api.Service, args json.RawMessage) (any, error)
+	// add registers the tool with an MCP server whose calls get the
+	// service from lend.
+	add func(s *mcp.Server, lend Lender)
 }
 
-// lender lends memory to one tool call; the caller calls release when
-// done with it.
-type lender func(ctx context.Context) (m memory, release func(), err error)
+// Call runs t with arguments that DecodeArgs checked, and returns its
+// output.
+func (t *Tool) Call(s api.Service, args json.RawMessage) (any, error) { return t.call(s, args) }
+
+// AddTo registers t with an MCP server whose calls get the service from
+// lend.
+func (t *Tool) AddTo(s *mcp.Server, lend Lender) { t.add(s, lend) }
+
+// Lender lends the service to one tool call; the caller calls release
+// when done with it.
+type Lender func(ctx context.Context) (s api.Service, release func(), err error)
 
 // texter is an output with a text rendering for the model, sent as the
 // MCP result's content in place of the JSON.
@@ -159,7 +167,7 @@ func schemaOpts() *jsonschema.ForOptions {
 
 // newTool defines a tool from its handler; limit, when not nil, narrows
 // the inferred input schema (ranges).
-func newTool[In, Out any](name, title, desc string, limit func(*jsonschema.Schema), run func(m memory, in In) (Out, error)) *tool {
+func newTool[In, Out any](name, title, desc string, limit func(*jsonschema.Schema), run func(m api.Service, in In) (Out, error)) *Tool {
 	in, err := jsonschema.For[In](schemaOpts())
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
@@ -175,15 +183,15 @@ func newTool[In, Out any](name, title, desc string, limit func(*jsonschema.Schem
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
-	t := &tool{Name: name, Title: title, Description: desc, In: in, Out: out, in: resolved}
-	t.call = func(m memory, args json.RawMessage) (any, error) {
+	t := &Tool{Name: name, Title: title, Description: desc, In: in, Out: out, in: resolved}
+	t.call = func(m api.Service, args json.RawMessage) (any, error) {
 		var v In
 		if err := json.Unmarshal(args, &v); err != nil {
 			return nil, err
 		}
 		return run(m, v)
 	}
-	t.add = func(s *mcp.Server, lend lender) {
+	t.add = func(s *mcp.Server, lend Lender) {
 		mcp.AddTool(s, &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 			Annotations: &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true,
 				DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)}},
@@ -215,8 +223,8 @@ func between(prop string, lo, hi float64) func(*jsonschema.Schema) {
 	}
 }
 
-// tools are the memory tools, in the order they are listed.
-var tools = []*tool{
+// All are the memory tools, in the order they are listed.
+var All = []*Tool{
 	newTool("memory_search", "Search memory",
 		"Search the memory bbengine keeps of this project's agent sessions: decisions, constraints, what tasks did (outcomes), "+
 			"open threads and transcript excerpts, by keywords. Returns short cards with ids. Use it only for something the "+
@@ -238,9 +246,9 @@ var tools = []*tool{
 		between("k", 1, maxK), toolRelated),
 }
 
-// toolNamed returns the tool called name, or nil.
-func toolNamed(name string) *tool {
-	for _, t := range tools {
+// Named returns the tool called name, or nil.
+func Named(name string) *Tool {
+	for _, t := range All {
 		if t.Name == name {
 			return t
 		}
@@ -248,16 +256,16 @@ func toolNamed(name string) *tool {
 	return nil
 }
 
-// toolNames lists the tools' names.
-func toolNames() []string {
+// Names lists the tools' names.
+func Names() []string {
 	var out []string
-	for _, t := range tools {
+	for _, t := range All {
 		out = append(out, t.Name)
 	}
 	return out
 }
 
-func toolSearch(m memory, in SearchIn) (SearchOut, error) {
+func toolSearch(m api.Service, in SearchIn) (SearchOut, error) {
 	q := strings.TrimSpace(in.Query)
 	if q == "" {
 		return SearchOut{}, errors.New("memory_search: query is empty: give the words to look for")
@@ -274,7 +282,7 @@ func toolSearch(m memory, in SearchIn) (SearchOut, error) {
 			return SearchOut{}, fmt.Errorf("memory_search: types: %q is not an artifact type (decision, constraint, outcome, open_thread, transcript)", t)
 		}
 	}
-	cards, err := m.Search(index.Query{Text: q, Session: in.Session, Task: in.Task, Types: in.Types, K: k})
+	cards, err := m.Search(api.SearchRequest{Text: q, Session: in.Session, Task: in.Task, Types: in.Types, K: k})
 	if err != nil {
 		return SearchOut{}, fmt.Errorf("memory_search: %w", err)
 	}
@@ -284,7 +292,7 @@ func toolSearch(m memory, in SearchIn) (SearchOut, error) {
 	return SearchOut{Cards: nonNil(cards)}, nil
 }
 
-func toolGet(m memory, in GetIn) (GetOut, error) {
+func toolGet(m api.Service, in GetIn) (GetOut, error) {
 	id := strings.TrimSpace(in.ID)
 	if id == "" {
 		return GetOut{}, errors.New("memory_get: id is empty: give an id the context pack or memory_search lists")
@@ -293,25 +301,25 @@ func toolGet(m memory, in GetIn) (GetOut, error) {
 	if err != nil {
 		return GetOut{}, fmt.Errorf("memory_get %s: %w", id, err)
 	}
-	a, cut := boundArtifact(a)
+	a, cut := BoundArtifact(a)
 	return GetOut{Artifact: a, Truncated: cut}, nil
 }
 
-func toolContext(m memory, in ContextIn) (ContextOut, error) {
+func toolContext(m api.Service, in ContextIn) (ContextOut, error) {
 	if strings.TrimSpace(in.Session) == "" {
 		return ContextOut{}, errors.New("memory_context_for_task: session is empty: give the session id")
 	}
 	if in.Budget != 0 && (in.Budget < pack.MinTotal || in.Budget > maxBudget) {
 		return ContextOut{}, fmt.Errorf("memory_context_for_task: budget %d: want %d to %d tokens", in.Budget, pack.MinTotal, maxBudget)
 	}
-	p, err := m.Context(ContextRequest{Session: in.Session, Task: in.Task, TaskID: in.TaskID, Budget: in.Budget})
+	p, err := m.Context(api.ContextRequest{Session: in.Session, Task: in.Task, TaskID: in.TaskID, Budget: in.Budget})
 	if err != nil {
 		return ContextOut{}, fmt.Errorf("memory_context_for_task: %w", err)
 	}
 	return ContextOut{Markdown: p.Markdown(), Pack: *p}, nil
 }
 
-func toolRelated(m memory, in RelatedIn) (RelatedOut, error) {
+func toolRelated(m api.Service, in RelatedIn) (RelatedOut, error) {
 	id := strings.TrimSpace(in.ID)
 	if id == "" {
 		return RelatedOut{}, errors.New("memory_related: id is empty: give an artifact id")
@@ -323,7 +331,7 @@ func toolRelated(m memory, in RelatedIn) (RelatedOut, error) {
 	if k < 1 || k > maxK {
 		return RelatedOut{}, fmt.Errorf("memory_related: k %d: want 1 to %d", k, maxK)
 	}
-	r, err := m.Related(id, k)
+	r, err := m.Related(api.RelatedRequest{ID: id, K: k})
 	if err != nil {
 		return RelatedOut{}, fmt.Errorf("memory_related %s: %w", id, err)
 	}
@@ -336,9 +344,9 @@ func toolRelated(m memory, in RelatedIn) (RelatedOut, error) {
 	return out, nil
 }
 
-// boundArtifact caps an artifact's text and lists for a tool answer and
+// BoundArtifact caps an artifact's text and lists for a tool answer and
 // says what it cut.
-func boundArtifact(a engine.Artifact) (engine.Artifact, []string) {
+func BoundArtifact(a engine.Artifact) (engine.Artifact, []string) {
 	var cut []string
 	if len(a.Text) > maxArtifactText {
 		cut = append(cut, fmt.Sprintf("text: the first %d of %d bytes", maxArtifactText, len(a.Text)))
@@ -404,10 +412,10 @@ func clipText(s string, n int) string {
 	return s[:i] + mark
 }
 
-// decodeArgs checks raw arguments of t as the MCP server does (the
+// DecodeArgs checks raw arguments of t as the MCP server does (the
 // schema: types, ranges, required and unknown fields) and returns them
-// ready for t.call. Errors name the tool and the field.
-func decodeArgs(t *tool, raw []byte) (json.RawMessage, error) {
+// ready for t.Call. Errors name the tool and the field.
+func DecodeArgs(t *Tool, raw []byte) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		raw = []byte("{}")

@@ -1,4 +1,4 @@
-package cli
+package api
 
 import (
 	"container/list"
@@ -14,23 +14,6 @@ import (
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/pack"
 )
-
-// ContextRequest asks for the context pack of a task.
-type ContextRequest struct {
-	// Session is a session id (any id `bbengine sessions` accepts). A
-	// session with no recorded request yet gets a pack of its brief alone.
-	Session string `json:"session"`
-	// TaskID names the task about to start; Task describes it.
-	TaskID string `json:"task_id,omitempty"`
-	Task   string `json:"task,omitempty"`
-	// Budget is the total in tokens; 0 means the default (1,200), with
-	// the sections scaled to it.
-	Budget int `json:"budget,omitempty"`
-	// Project is the working directory of a session not recorded yet
-	// (a hook's cwd), whose project's memory the pack carries; a
-	// recorded session's own project wins.
-	Project string `json:"project,omitempty"`
-}
 
 // packTypes are the artifact types a pack is built from: transcript
 // segments are for search, not for the pack.
@@ -117,14 +100,14 @@ func (c *packs) keepArtifacts(session, digest string, arts []engine.Artifact) {
 }
 
 // Context builds (or finds in the cache) the context pack of a task.
-func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
-	defer m.timings.observe(opContext, time.Now())
+func (m *Local) Context(req ContextRequest) (*pack.Pack, error) {
+	defer m.observe(OpContext, time.Now())
 	if strings.TrimSpace(req.Session) == "" {
-		return nil, fmt.Errorf("%w: a context pack needs a session id", errBadQuery)
+		return nil, fmt.Errorf("%w: a context pack needs a session id", ErrBadQuery)
 	}
 	b := pack.BudgetFor(req.Budget)
 	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadQuery, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadQuery, err)
 	}
 	id, digest, err := m.e.MemoryDigest(req.Session)
 	known := err == nil
@@ -184,7 +167,7 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 	}
 	p, err := pack.Build(in)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadQuery, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadQuery, err)
 	}
 	m.packs.put(key, p)
 	return p, nil
@@ -194,7 +177,7 @@ func (m *localMemory) Context(req ContextRequest) (*pack.Pack, error) {
 // ordinal skip leave in force. It is kept while the project's state
 // (engine.ProjectState: its index entries and its sessions' memory
 // digests) stays put.
-func (m *localMemory) projectMemory(project string, skip uint64) (*engine.ProjectMemory, error) {
+func (m *Local) projectMemory(project string, skip uint64) (*engine.ProjectMemory, error) {
 	if project == "" {
 		return &engine.ProjectMemory{}, nil
 	}

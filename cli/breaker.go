@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -17,10 +13,8 @@ import (
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy/breaker"
-	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -73,21 +67,12 @@ func breakerCommand() *ucli.Command {
 	}
 }
 
-// breakers is what answers breaker commands: the running proxy's breaker,
-// or the records kept in the data directory.
-type breakers interface {
-	Status(session string) (breaker.Status, error)
-	List() ([]breaker.Status, error)
-	Reset(session, by string) (breaker.Status, error)
-	Trip(session, reason string) (breaker.Status, error)
-	// sessions reads the sessions of the data directory.
-	sessions() engine.Reader
-}
-
-func openBreakers(c *ucli.Context, write bool) (breakers, func() error, error) {
+// openBreakers returns the running proxy's breaker, or the one restored
+// here from the records kept in the data directory.
+func openBreakers(c *ucli.Context, write bool) (api.Breakers, func() error, error) {
 	dir := c.String("dir")
 	if r := api.Dial(dir); r != nil {
-		return &remoteBreakers{r}, func() error { return nil }, nil
+		return r, func() error { return nil }, nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "wal")); errors.Is(err, os.ErrNotExist) && !write {
 		return nil, nil, fmt.Errorf("no data directory at %s (bbengine proxy creates it; --dir names another)", dir)
@@ -96,7 +81,7 @@ func openBreakers(c *ucli.Context, write bool) (breakers, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return openLocalBreakers(c.Context, dir, opts, write)
+	return api.OpenLocalBreakers(c.Context, dir, opts, write)
 }
 
 func breakerStatus(c *ucli.Context) error {
@@ -109,7 +94,7 @@ func breakerStatus(c *ucli.Context) error {
 	}
 	defer closeB()
 	if c.NArg() == 0 {
-		all, err := b.List()
+		all, err := b.BreakerList()
 		if err != nil {
 			return err
 		}
@@ -121,7 +106,7 @@ func breakerStatus(c *ucli.Context) error {
 		}
 		return printBreakerList(c.App.Writer, all)
 	}
-	_, st, err := lookup(b, c.Args().First())
+	_, st, err := api.ResolveBreaker(b, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -130,21 +115,6 @@ func breakerStatus(c *ucli.Context) error {
 	}
 	printBreakerStatus(c.App.Writer, st, time.Now())
 	return nil
-}
-
-// lookup returns the session a command names, by its id or, when the
-// breaker knows no such id, by a unique prefix of a recorded session's
-// id, and its status (engine.ErrNotFound when the breaker knows nothing
-// of it: the id is then still resolved).
-func lookup(b breakers, id string) (string, breaker.Status, error) {
-	st, err := b.Status(id)
-	if errors.Is(err, engine.ErrNotFound) {
-		if s, serr := b.sessions().Session(id); serr == nil && s.ID != id {
-			id = s.ID
-			st, err = b.Status(id)
-		}
-	}
-	return id, st, err
 }
 
 func breakerChange(c *ucli.Context, op, reason string) error {
@@ -163,7 +133,7 @@ func breakerChange(c *ucli.Context, op, reason string) error {
 		return err
 	}
 	defer closeB()
-	id, _, err = lookup(b, id)
+	id, _, err = api.ResolveBreaker(b, id)
 	// A trip may stop a session the breaker has not seen yet; a reset
 	// needs one it knows.
 	if err != nil && (op == "reset" || !errors.Is(err, engine.ErrNotFound)) {
@@ -171,9 +141,9 @@ func breakerChange(c *ucli.Context, op, reason string) error {
 	}
 	var st breaker.Status
 	if op == "reset" {
-		st, err = b.Reset(id, whoami())
+		st, err = b.BreakerReset(api.BreakerResetRequest{Session: id, By: whoami()})
 	} else {
-		st, err = b.Trip(id, reason)
+		st, err = b.BreakerTrip(api.BreakerTripRequest{Session: id, Reason: reason})
 	}
 	if err != nil {
 		return err
@@ -236,123 +206,6 @@ func breakerOptions(configFile, project string, enabled bool) (breaker.Options, 
 	}
 	return o, nil
 }
-
-// localBreakers answers from the records the engine keeps, while no proxy
-// runs: a breaker restored from them, whose changes go to the WAL.
-type localBreakers struct {
-	e   *engine.Engine
-	log *wal.Log
-	b   *breaker.Breaker
-	ctx context.Context
-}
-
-func openLocalBreakers(ctx context.Context, dir string, opts breaker.Options, write bool) (*localBreakers, func() error, error) {
-	e, log, closeEL, err := api.OpenEngine(ctx, dir, write)
-	if err != nil {
-		return nil, nil, err
-	}
-	lb := &localBreakers{e: e, log: log, ctx: ctx}
-	opts.Source = "cli"
-	opts.Record = lb.record
-	lb.b = breaker.New(opts)
-	recs, err := e.BreakerLatest(maxBreakerRestore)
-	if err != nil {
-		closeEL()
-		return nil, nil, err
-	}
-	lb.b.Restore(plainBreakers(recs))
-	return lb, closeEL, nil
-}
-
-// maxBreakerRestore is how many of each session's latest records a
-// breaker is restored from: its transitions and the latest snapshot.
-const maxBreakerRestore = 21
-
-// record writes a change to the WAL, synced, and derives it.
-func (lb *localBreakers) record(r exchange.Breaker) error {
-	if lb.log == nil {
-		return errors.New("breaker: opened read-only")
-	}
-	p, err := exchange.AppendBreaker(nil, r)
-	if err != nil {
-		return err
-	}
-	if _, err := lb.log.Append(wal.Record{Kind: frame.KindBreaker, Time: r.Time, Payload: p}); err != nil {
-		return fmt.Errorf("write the breaker record to the WAL: %w", err)
-	}
-	if err := lb.log.Sync(); err != nil {
-		return fmt.Errorf("sync the WAL: %w", err)
-	}
-	_, err = lb.e.CatchUp(lb.ctx)
-	return err
-}
-
-func (lb *localBreakers) Status(id string) (breaker.Status, error) {
-	st, ok := lb.b.Status(id)
-	if !ok {
-		return st, api.NoBreakerError(id)
-	}
-	st.Live = false
-	return st, nil
-}
-
-func (lb *localBreakers) List() ([]breaker.Status, error) {
-	all := lb.b.List()
-	for i := range all {
-		all[i].Live = false
-	}
-	return all, nil
-}
-
-func (lb *localBreakers) Reset(id, by string) (breaker.Status, error) {
-	st, err := lb.b.Reset(id, by)
-	st.Live = false
-	return st, err
-}
-
-func (lb *localBreakers) Trip(id, reason string) (breaker.Status, error) {
-	st, err := lb.b.Trip(id, reason)
-	st.Live = false
-	return st, err
-}
-
-func (lb *localBreakers) sessions() engine.Reader { return lb.e }
-
-// plainBreakers returns the records of recs.
-func plainBreakers(recs []engine.BreakerRecord) []exchange.Breaker {
-	out := make([]exchange.Breaker, len(recs))
-	for i, r := range recs {
-		out[i] = r.Breaker
-	}
-	return out
-}
-
-// remoteBreakers asks the running proxy.
-type remoteBreakers struct{ r *api.Remote }
-
-func (rb *remoteBreakers) Status(id string) (breaker.Status, error) {
-	var st breaker.Status
-	return st, rb.r.GetJSON("/v1/breaker/"+url.PathEscape(id), nil, &st)
-}
-
-func (rb *remoteBreakers) List() ([]breaker.Status, error) {
-	var out []breaker.Status
-	return out, rb.r.GetJSON("/v1/breaker", nil, &out)
-}
-
-func (rb *remoteBreakers) Reset(id, by string) (breaker.Status, error) {
-	var st breaker.Status
-	b, _ := json.Marshal(map[string]string{"by": by})
-	return st, rb.r.Do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/reset", nil, b, &st)
-}
-
-func (rb *remoteBreakers) Trip(id, reason string) (breaker.Status, error) {
-	var st breaker.Status
-	b, _ := json.Marshal(map[string]string{"reason": reason})
-	return st, rb.r.Do(http.MethodPost, "/v1/breaker/"+url.PathEscape(id)+"/trip", nil, b, &st)
-}
-
-func (rb *remoteBreakers) sessions() engine.Reader { return rb.r }
 
 // printBreakerList prints one line per session.
 func printBreakerList(w io.Writer, all []breaker.Status) error {
@@ -475,58 +328,4 @@ func capsText(c breaker.Caps) string {
 		parts = append(parts, (time.Duration(c.MaxWallSeconds) * time.Second).String())
 	}
 	return strings.Join(parts, ", ")
-}
-
-// restoreBreaker gives b back what the breaker recorded before: the
-// records the engine keeps, and those of the WAL beyond what it has
-// derived so far, each session's in WAL order.
-func restoreBreaker(e *engine.Engine, log *wal.Log, b *breaker.Breaker) error {
-	recs, err := e.BreakerLatest(maxBreakerRestore)
-	if err != nil {
-		return err
-	}
-	applied, err := e.Applied()
-	if err != nil {
-		return err
-	}
-	tail, err := walBreakers(log, applied)
-	b.Restore(append(plainBreakers(recs), tail...))
-	return err
-}
-
-// walBreakers reads the breaker records of the WAL from offset from on;
-// one that does not decode is skipped (the engine logs it with its
-// offset when it derives it).
-func walBreakers(log *wal.Log, from uint64) ([]exchange.Breaker, error) {
-	r := log.NewReader()
-	defer r.Close()
-	err := r.Seek(from)
-	var be *wal.BoundaryError
-	switch {
-	case err == nil:
-	case errors.As(err, &be):
-		err = r.Seek(be.Next) // a repaired segment left a gap
-	case errors.Is(err, wal.ErrOutOfRange):
-		// Retention removed frames the engine had not derived.
-		if first, ferr := log.First(); ferr == nil && first > from {
-			err = r.Seek(first)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the WAL from offset %d: %w", from, err)
-	}
-	var out []exchange.Breaker
-	for r.Next() {
-		if r.Header().Kind != frame.KindBreaker {
-			continue
-		}
-		p, err := r.Payload()
-		if err != nil {
-			continue
-		}
-		if b, err := exchange.DecodeBreaker(p); err == nil {
-			out = append(out, b)
-		}
-	}
-	return out, r.Err()
 }

@@ -279,7 +279,7 @@ func TestRestoreBreakerTail(t *testing.T) {
 	}
 	appendTrip("tail", "two")
 	b := breaker.New(breaker.Options{Config: breaker.Defaults()})
-	if err := restoreBreaker(e, log, b); err != nil {
+	if err := api.RestoreBreaker(e, log, b); err != nil {
 		t.Fatal(err)
 	}
 	for session, detail := range map[string]string{"derived": "one", "tail": "two"} {

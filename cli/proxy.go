@@ -530,7 +530,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		}
 	}
 	if pe.brk != nil {
-		if err := restoreBreaker(e, log, pe.brk); err != nil {
+		if err := api.RestoreBreaker(e, log, pe.brk); err != nil {
 			logf("circuit breaker: restoring its recorded state: %v (sessions start afresh)", err)
 		}
 	}

@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -21,7 +16,6 @@ import (
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -218,7 +212,7 @@ type fileStamp struct {
 type importer struct {
 	c        *ucli.Context
 	source   string
-	sink     importSink
+	sink     api.ImportSink
 	seen     map[string]fileStamp
 	sessions map[string]bool
 	// missing holds the paths already reported unreadable, so that
@@ -421,131 +415,9 @@ func readSourceFiles(source string, info *engine.ImportInfo) ([]engine.ImportFil
 	return out, nil
 }
 
-// importSink is where imported records go: a local engine, or the
-// running proxy that owns the data directory.
-type importSink interface {
-	State(path string) (*engine.ImportFileState, error)
-	Append(recs []exchange.Import) error
-	// Wait returns when the engine has derived everything appended.
-	Wait(ctx context.Context) error
-	Reader() engine.Reader
-	Close() error
+func openImportSink(c *ucli.Context) (api.ImportSink, error) {
+	return api.OpenImportSink(c.String("dir"))
 }
-
-func openImportSink(c *ucli.Context) (importSink, error) {
-	dir := c.String("dir")
-	if r := api.Dial(dir); r != nil {
-		return &remoteSink{*r}, nil
-	}
-	if err := api.SecureDataDir(dir); err != nil {
-		return nil, err
-	}
-	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
-	if err != nil {
-		return nil, fmt.Errorf("open the WAL for import: %w", err)
-	}
-	// An import writes far more than it reads back: a small block cache
-	// keeps its memory small (see importMemoryLimit).
-	e, err := engine.Open(dir, &engine.Options{WAL: log, CacheSize: 8 << 20})
-	if err != nil {
-		log.Close()
-		return nil, err
-	}
-	return &localSink{e: e, log: log}, nil
-}
-
-type localSink struct {
-	e   *engine.Engine
-	log *wal.Log
-}
-
-func (l *localSink) State(path string) (*engine.ImportFileState, error) {
-	st, ok, err := l.e.ImportState(path)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &st, nil
-}
-
-func (l *localSink) Append(recs []exchange.Import) error { return engine.AppendImport(l.log, recs) }
-
-func (l *localSink) Wait(ctx context.Context) error {
-	_, err := l.e.CatchUp(ctx)
-	return err
-}
-
-func (l *localSink) Reader() engine.Reader { return l.e }
-
-func (l *localSink) Close() error {
-	err := l.e.Close()
-	if cerr := l.log.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-type remoteSink struct{ r api.Remote }
-
-func (s *remoteSink) State(path string) (*engine.ImportFileState, error) {
-	var out struct {
-		Found bool                   `json:"found"`
-		State engine.ImportFileState `json:"state"`
-	}
-	if err := s.r.GetJSON("/v1/imports", url.Values{"path": {path}}, &out); err != nil {
-		return nil, err
-	}
-	if !out.Found {
-		return nil, nil
-	}
-	return &out.State, nil
-}
-
-func (s *remoteSink) Append(recs []exchange.Import) error {
-	var body []byte
-	for i := range recs {
-		start := len(body)
-		body = append(body, make([]byte, binary.MaxVarintLen64)...)
-		body = exchange.AppendImport(body[:start], &recs[i])
-		payload := bytes.Clone(body[start:])
-		body = binary.AppendUvarint(body[:start], uint64(len(payload)))
-		body = append(body, payload...)
-	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+s.r.Addr+"/v1/imports", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.r.Token)
-	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
-	if err != nil {
-		return fmt.Errorf("send records to the running proxy (pid %d): %w", s.r.PID, err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the running proxy (pid %d) refused the records: %s %s", s.r.PID, resp.Status, bytes.TrimSpace(msg))
-	}
-	return nil
-}
-
-func (s *remoteSink) Wait(ctx context.Context) error {
-	for {
-		var out struct {
-			CaughtUp bool `json:"caught_up"`
-		}
-		if err := s.r.GetJSON("/v1/imports/wait", nil, &out); err != nil {
-			return err
-		}
-		if out.CaughtUp {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-}
-
-func (s *remoteSink) Reader() engine.Reader { return &s.r }
-func (s *remoteSink) Close() error          { return nil }
 
 // progress draws a progress bar on a terminal.
 type progress struct {

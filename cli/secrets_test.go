@@ -389,12 +389,12 @@ func walContents(t *testing.T, dir string) map[string][]byte {
 	}
 	for _, x := range a.Exchanges() {
 		if x.Start != nil && !x.Start.Decoded {
-			if b, err := httpbody.Decode(firstHeader(x.Start.Headers, "Content-Encoding"), x.RequestBody); err == nil {
+			if b, err := httpbody.Decode(api.FirstHeader(x.Start.Headers, "Content-Encoding"), x.RequestBody); err == nil {
 				out[fmt.Sprintf("wal exchange %d request body", x.ID)] = b
 			}
 		}
 		if x.Response != nil && (x.End == nil || !x.End.Decoded) {
-			if b, err := httpbody.Decode(firstHeader(x.Response.Headers, "Content-Encoding"), x.ResponseBody); err == nil {
+			if b, err := httpbody.Decode(api.FirstHeader(x.Response.Headers, "Content-Encoding"), x.ResponseBody); err == nil {
 				out[fmt.Sprintf("wal exchange %d response body", x.ID)] = b
 			}
 		}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,17 +9,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bbengine/bbengine/codec/atif"
-	"github.com/bbengine/bbengine/codec/bbox"
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/export"
 	ucli "github.com/urfave/cli/v2"
 )
 
 // exportFormats are the --to values.
-var exportFormats = []string{"atif", "bbox", "bbox-compact", "jsonl", "trajectory", "rlog", "json"}
+var exportFormats = api.ExportFormats
 
 // readBack names the importer that reads a format back for --check.
 var readBack = map[string]string{"atif": "atif", "bbox": "bbox", "bbox-compact": "bbox", "jsonl": "bbox", "trajectory": "trajectory"}
@@ -59,23 +56,15 @@ func exportCommand() *ucli.Command {
 				return err
 			}
 			defer closeR()
-			s, err := r.Session(c.Args().First())
+			ex, err := api.Export(r, exportRequest(c, c.Args().First(), to, engine.NewBlobs(c.String("dir"))))
 			if err != nil {
 				return err
 			}
-			events, err := r.Events(s.ID, engine.EventFilter{})
-			if err != nil {
-				return err
-			}
-			out, err := render(c, to, &s, events, engine.NewBlobs(c.String("dir")))
-			if err != nil {
-				return err
-			}
-			if err := writeOutput(c, out); err != nil {
+			if err := writeOutput(c, ex.Data); err != nil {
 				return err
 			}
 			if c.Bool("check") {
-				return checkOutput(c, to, "session", engine.Census(&s, events), out, engine.NewBlobs(c.String("dir")))
+				return checkOutput(c, to, "session", engine.Census(&ex.Session, ex.Events), ex.Data, engine.NewBlobs(c.String("dir")))
 			}
 			return nil
 		},
@@ -129,7 +118,7 @@ func convertCommand() *ucli.Command {
 				blobDir = filepath.Join(filepath.Dir(o), ".bbox-blobs")
 			}
 			blobs := engine.NewBlobsAt(blobDir)
-			out, err := render(c, to, &im.Session, im.Events, blobs)
+			out, err := api.Render(&im.Session, im.Events, nil, exportRequest(c, "", to, blobs))
 			if err != nil {
 				return err
 			}
@@ -214,49 +203,9 @@ func readFiles(from string, paths []string) ([]engine.ImportFile, string, []engi
 	return files, session, problems, nil
 }
 
-// render writes a session in format to.
-func render(c *ucli.Context, to string, s *engine.Session, events []engine.Event, blobs *engine.Blobs) ([]byte, error) {
-	var buf bytes.Buffer
-	switch to {
-	case "bbox", "bbox-compact", "jsonl":
-		doc, err := export.BBox(*s, events, &export.BBoxOptions{
-			BlobThreshold: c.Int("blob-threshold"), Blobs: blobs, RepoSHA: c.String("repo-sha")})
-		if err != nil {
-			return nil, err
-		}
-		switch to {
-		case "bbox":
-			err = bbox.Write(&buf, doc, bbox.Canonical)
-		case "bbox-compact":
-			err = bbox.Write(&buf, doc, bbox.Compact)
-		default:
-			err = bbox.WriteJSONL(&buf, doc)
-		}
-		return buf.Bytes(), err
-	case "atif", "trajectory", "rlog":
-		events = engine.MarkBlobTexts(events)
-	}
-	switch to {
-	case "atif":
-		t, err := export.ATIF(s, events, nil)
-		if err != nil {
-			return nil, err
-		}
-		return atif.Encode(t)
-	case "trajectory":
-		return export.Trajectory(s, events)
-	case "rlog":
-		return export.RLog(s, events)
-	case "json":
-		if events == nil {
-			events = []engine.Event{}
-		}
-		return jsonIndent(struct {
-			Session *engine.Session `json:"session"`
-			Events  []engine.Event  `json:"events"`
-		}{s, events})
-	}
-	return nil, fmt.Errorf("unknown format %q", to)
+// exportRequest is the request of the export flags.
+func exportRequest(c *ucli.Context, session, to string, blobs *engine.Blobs) api.ExportRequest {
+	return api.ExportRequest{Session: session, Format: to, BlobThreshold: c.Int("blob-threshold"), RepoSHA: c.String("repo-sha"), Blobs: blobs}
 }
 
 func writeOutput(c *ucli.Context, out []byte) error {
@@ -303,14 +252,4 @@ func checkOutput(c *ucli.Context, to, srcTitle string, src census.Counts, out []
 	}
 	fmt.Fprintf(w, "--check: nothing lost\n")
 	return nil
-}
-
-func jsonIndent(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

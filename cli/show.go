@@ -1,9 +1,8 @@
 package cli
 
 import (
-	"github.com/bbengine/bbengine/codec/bbox"
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/export"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -37,37 +36,13 @@ func showCommand() *ucli.Command {
 				return err
 			}
 			defer closeR()
-			s, err := r.Session(c.Args().First())
+			ex, err := api.Export(r, api.ExportRequest{Session: c.Args().First(), Format: format, Task: c.String("task"), Breakers: true,
+				BlobThreshold: c.Int("blob-threshold"), RepoSHA: c.String("repo-sha"), Blobs: engine.NewBlobs(c.String("dir"))})
 			if err != nil {
 				return err
 			}
-			events, err := r.Events(s.ID, engine.EventFilter{Task: c.String("task")})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				out, err := render(c, "json", &s, events, nil)
-				if err != nil {
-					return err
-				}
-				_, err = c.App.Writer.Write(out)
-				return err
-			}
-			brk, err := r.Breakers(s.ID)
-			if err != nil {
-				return err
-			}
-			doc, err := export.BBox(s, events, &export.BBoxOptions{
-				BlobThreshold: c.Int("blob-threshold"),
-				Blobs:         engine.NewBlobs(c.String("dir")),
-				RepoSHA:       c.String("repo-sha"),
-				Task:          c.String("task"),
-				Breakers:      brk,
-			})
-			if err != nil {
-				return err
-			}
-			return bbox.Write(c.App.Writer, doc, bbox.Canonical)
+			_, err = c.App.Writer.Write(ex.Data)
+			return err
 		},
 	}
 }

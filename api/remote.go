@@ -206,8 +206,17 @@ func (r *Remote) Note(n exchange.Note) (*Noted, error) {
 }
 
 func (r *Remote) Context(req ContextRequest) (*pack.Pack, error) {
+	return r.ContextWithin(context.Background(), req)
+}
+
+// ContextWithin is Context bounded by ctx: a hook gives up on a proxy
+// that does not answer in time.
+func (r *Remote) ContextWithin(ctx context.Context, req ContextRequest) (*pack.Pack, error) {
 	var out pack.Pack
-	return &out, r.GetJSON("/v1/memory/context", ContextQuery(req), &out)
+	if err := r.DoContext(ctx, http.MethodGet, "/v1/memory/context", ContextQuery(req), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // ContextQuery is the query of /v1/memory/context that asks for req.

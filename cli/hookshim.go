@@ -10,8 +10,10 @@ import (
 )
 
 // The names below keep hook.go building while it moves to its agents'
-// directories: it should call api.Dial, api.Remote.Context and
-// api.NewLocal directly, after which this file goes.
+// directories. Its pack should come from api.Remote.ContextWithin (a
+// proxy owns the directory: engine.ReadHolder gives its address and
+// token) or api.NewLocal(e, nil).Context (an engine opened here), after
+// which this file goes.
 
 // ContextRequest asks for the context pack of a task (api.ContextRequest).
 type ContextRequest = api.ContextRequest

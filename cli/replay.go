@@ -3,17 +3,15 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
@@ -64,33 +62,32 @@ func replayCommand() *ucli.Command {
 			if c.NArg() > 0 {
 				return usagef("replay: takes no arguments")
 			}
-			var from, to uint64
-			var err error
-			hasFrom, hasTo := c.IsSet("from"), c.IsSet("to")
-			if hasFrom {
-				if from, err = parseOffset("from", c.String("from")); err != nil {
-					return err
+			var req api.ReplayRequest
+			for _, f := range []struct {
+				name string
+				to   **uint64
+			}{{"from", &req.From}, {"to", &req.To}} {
+				if c.IsSet(f.name) {
+					off, err := parseOffset(f.name, c.String(f.name))
+					if err != nil {
+						return err
+					}
+					*f.to = &off
 				}
 			}
-			if hasTo {
-				if to, err = parseOffset("to", c.String("to")); err != nil {
-					return err
-				}
-			}
-			var kind frame.Kind
 			if c.IsSet("kind") {
 				k, ok := frame.ParseKind(c.String("kind"))
 				if !ok {
 					return usagef("replay: unknown --kind %q (want one of %s)", c.String("kind"), kindList())
 				}
-				kind = k
+				req.Kind = k
 			}
-			var exchange uint64
-			hasExchange := c.IsSet("exchange")
-			if hasExchange {
-				if exchange, err = strconv.ParseUint(c.String("exchange"), 0, 64); err != nil {
+			if c.IsSet("exchange") {
+				ex, err := strconv.ParseUint(c.String("exchange"), 0, 64)
+				if err != nil {
 					return usagef("replay: --exchange %q: want an exchange id (a non-negative integer)", c.String("exchange"))
 				}
+				req.Exchange = &ex
 			}
 			format := c.String("format")
 			if format != "text" && format != "jsonl" && format != "raw" {
@@ -102,13 +99,6 @@ func replayCommand() *ucli.Command {
 				return err
 			}
 			defer l.Close()
-			r := l.NewReader()
-			defer r.Close()
-			if hasFrom {
-				if err := r.Seek(from); err != nil {
-					return fmt.Errorf("replay --from %d in %s: %w", from, walDir(c), err)
-				}
-			}
 			ctx := c.Context
 			if ctx == nil {
 				ctx = context.Background()
@@ -119,46 +109,22 @@ func replayCommand() *ucli.Command {
 			w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 			defer w.Flush()
 			enc := json.NewEncoder(w)
-			for {
-				for r.Next() {
-					h := r.Header()
-					if hasTo && r.Offset() >= to {
-						return w.Flush()
-					}
-					if (kind != 0 && h.Kind != kind) || (hasExchange && h.Exchange != exchange) {
-						continue
-					}
-					p, err := r.Payload()
-					if err != nil {
-						return err
-					}
-					switch format {
-					case "raw":
-						w.Write(p)
-					case "jsonl":
-						if err := enc.Encode(jsonFrame(r.Offset(), h, p)); err != nil {
-							return err
-						}
-					default:
-						writeTextFrame(w, r.Offset(), h, p)
-					}
+			req.Follow, req.Idle = c.Bool("follow"), w.Flush
+			err = api.Replay(ctx, l, req, func(off uint64, h frame.Header, p []byte) error {
+				switch format {
+				case "raw":
+					w.Write(p)
+				case "jsonl":
+					return enc.Encode(api.NewFrame(off, h, p))
+				default:
+					writeTextFrame(w, off, h, p)
 				}
-				if err := r.Err(); err != nil {
-					return err
-				}
-				if !c.Bool("follow") {
-					return w.Flush()
-				}
-				if err := w.Flush(); err != nil {
-					return err
-				}
-				if err := r.Wait(ctx); err != nil {
-					if errors.Is(err, context.Canceled) {
-						return nil
-					}
-					return err
-				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
+			return w.Flush()
 		},
 	}
 }
@@ -172,33 +138,6 @@ func kindList() string {
 		s += k.String()
 	}
 	return s
-}
-
-type jsonFrameOut struct {
-	Offset        uint64 `json:"offset"`
-	Time          string `json:"time"`
-	Kind          string `json:"kind"`
-	Exchange      uint64 `json:"exchange,omitempty"`
-	Last          bool   `json:"last,omitempty"`
-	Compressed    bool   `json:"compressed,omitempty"`
-	Len           uint32 `json:"len"`
-	StoredLen     uint32 `json:"stored_len"`
-	Payload       string `json:"payload,omitempty"`
-	PayloadBase64 string `json:"payload_base64,omitempty"`
-}
-
-func jsonFrame(off uint64, h frame.Header, p []byte) jsonFrameOut {
-	j := jsonFrameOut{
-		Offset: off, Time: time.Unix(0, h.Time).UTC().Format(time.RFC3339Nano), Kind: h.Kind.String(),
-		Exchange: h.Exchange, Last: h.Flags&frame.FlagLast != 0, Compressed: h.Compressed(),
-		Len: h.RawLen, StoredLen: h.Len,
-	}
-	if utf8.Valid(p) {
-		j.Payload = string(p)
-	} else {
-		j.PayloadBase64 = base64.StdEncoding.EncodeToString(p)
-	}
-	return j
 }
 
 func writeTextFrame(w *bufio.Writer, off uint64, h frame.Header, p []byte) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -74,10 +75,10 @@ func TestReplay(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("jsonl exit %d", code)
 	}
-	var got []jsonFrameOut
+	var got []api.Frame
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		var j jsonFrameOut
+		var j api.Frame
 		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
 			t.Fatalf("bad JSONL line %q: %v", sc.Text(), err)
 		}

@@ -58,9 +58,36 @@ type Service interface {
 // SessionsRequest selects sessions. Zero fields select every one.
 type SessionsRequest = engine.SessionFilter
 
-// SearchRequest asks for the artifacts matching words (index.Query: text,
-// session and task to rank first, project, types, k, explain).
-type SearchRequest = index.Query
+// SearchRequest asks for the artifacts matching words. Its fields are
+// index.Query's, in the same order, so one converts to the other.
+type SearchRequest struct {
+	// Text is what to look for; it is analyzed like the indexed text.
+	// It must not be empty.
+	Text string `json:"text"`
+	// Session and Task are the scope of the search: artifacts of the
+	// same session, and more of the same task, rank higher. They boost,
+	// they do not filter.
+	Session string `json:"session,omitempty"`
+	Task    string `json:"task,omitempty"`
+	// Project is the project to search: a directory. Artifacts of its
+	// scope come first; others only with AllProjects, or when nothing in
+	// the scope matches, and then marked. When Project is empty, the
+	// scope is Session's project, else the project that holds Dir.
+	Project string `json:"project,omitempty"`
+	// Dir is where the caller runs (see Project).
+	Dir string `json:"dir,omitempty"`
+	// AllProjects returns the other projects' artifacts after the
+	// scope's.
+	AllProjects bool `json:"all_projects,omitempty"`
+	// Types, when not empty, keeps only artifacts of these types.
+	Types []engine.ArtifactType `json:"types,omitempty"`
+	// K is the number of cards wanted. The default is 10; at most 100.
+	K int `json:"k,omitempty"`
+	// IncludeForgotten returns artifacts the user forgot too.
+	IncludeForgotten bool `json:"include_forgotten,omitempty"`
+	// Explain fills each Result's Explain: how its score came about.
+	Explain bool `json:"explain,omitempty"`
+}
 
 // Result is one search result: a card, its project, and when asked why
 // it ranks where it does.

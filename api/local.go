@@ -142,7 +142,7 @@ func (m *Local) sync() error {
 	return nil
 }
 
-func (m *Local) Search(q index.Query) ([]engine.Card, error) {
+func (m *Local) Search(q SearchRequest) ([]engine.Card, error) {
 	rs, err := m.Find(q)
 	if err != nil || rs == nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (m *Local) Search(q index.Query) ([]engine.Card, error) {
 	return cards, nil
 }
 
-func (m *Local) Find(q index.Query) ([]index.Result, error) {
+func (m *Local) Find(q SearchRequest) ([]index.Result, error) {
 	defer m.observe(OpSearch, time.Now())
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, fmt.Errorf("%w: an empty query", ErrBadQuery)
@@ -169,11 +169,11 @@ func (m *Local) Find(q index.Query) ([]index.Result, error) {
 		}
 		q.Session = s.ID
 	}
-	rs, err := m.ix.Find(q)
+	rs, err := m.ix.Find(index.Query(q))
 	if err != nil {
 		return nil, err
 	}
-	return m.inForce(rs, q), nil
+	return m.inForce(rs, index.Query(q)), nil
 }
 
 // inForce answers with what is in force across the sessions of a

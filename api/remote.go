@@ -131,12 +131,12 @@ func (r *Remote) Breakers(id string) ([]engine.BreakerRecord, error) {
 	return out, r.GetJSON("/v1/breaker/"+url.PathEscape(id)+"/records", url.Values{"fresh": {"1"}}, &out)
 }
 
-func (r *Remote) Search(q index.Query) ([]engine.Card, error) {
+func (r *Remote) Search(q SearchRequest) ([]engine.Card, error) {
 	var out []engine.Card
 	return out, r.GetJSON("/v1/memory/search", SearchQuery(q), &out)
 }
 
-func (r *Remote) Find(q index.Query) ([]index.Result, error) {
+func (r *Remote) Find(q SearchRequest) ([]index.Result, error) {
 	v := SearchQuery(q)
 	v.Set("find", "1")
 	var out []index.Result
@@ -144,7 +144,7 @@ func (r *Remote) Find(q index.Query) ([]index.Result, error) {
 }
 
 // SearchQuery is the query of /v1/memory/search that asks for q.
-func SearchQuery(q index.Query) url.Values {
+func SearchQuery(q SearchRequest) url.Values {
 	v := url.Values{"q": {q.Text}, "fresh": {"1"}}
 	for name, val := range map[string]string{"session": q.Session, "task": q.Task, "project": q.Project, "dir": q.Dir} {
 		if val != "" {

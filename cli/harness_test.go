@@ -303,7 +303,7 @@ func TestHarnessAPI(t *testing.T) {
 	}
 	// mem search's Find goes through it too, with its results'
 	// explanations.
-	if rs, err := m.Find(index.Query{Text: "ARC cache", Explain: true, AllProjects: true, Dir: rg.dir}); err != nil || len(rs) == 0 ||
+	if rs, err := m.Find(api.SearchRequest{Text: "ARC cache", Explain: true, AllProjects: true, Dir: rg.dir}); err != nil || len(rs) == 0 ||
 		rs[0].Explain == nil || len(rs[0].Explain.Terms) == 0 || rs[0].Explain.BM25 <= 0 {
 		t.Errorf("remote Find: %+v, %v", rs, err)
 	}
@@ -360,7 +360,7 @@ func TestNoteLocal(t *testing.T) {
 	if err != nil || n.Artifact != engine.OutcomeID("l1", "t1") {
 		t.Fatalf("Note = %+v, %v", n, err)
 	}
-	cards, err := m.Search(index.Query{Text: "wrote cache", Session: "l1"})
+	cards, err := m.Search(api.SearchRequest{Text: "wrote cache", Session: "l1"})
 	if err != nil || len(cards) != 1 || cards[0].ID != n.Artifact {
 		t.Errorf("search after a local note: %+v, %v", cards, err)
 	}

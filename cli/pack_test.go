@@ -142,7 +142,7 @@ func TestMemorySyncSkips(t *testing.T) {
 	m := api.NewLocal(e, &api.LocalOptions{Index: ix, Changes: &passes})
 	found := func() int {
 		t.Helper()
-		cs, err := m.Search(index.Query{Text: "tune"})
+		cs, err := m.Search(api.SearchRequest{Text: "tune"})
 		if err != nil {
 			t.Fatal(err)
 		}

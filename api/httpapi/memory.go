@@ -13,7 +13,6 @@ import (
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/index"
 )
 
 // serveMemory answers /v1/memory/… for the query server.
@@ -48,7 +47,7 @@ func (q *Server) serveMemory(w http.ResponseWriter, r *http.Request, path string
 			return
 		}
 		k, _ := strconv.Atoi(qv.Get("k"))
-		sq := index.Query{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: ts, IncludeForgotten: qv.Get("all") != "",
+		sq := api.SearchRequest{Text: qv.Get("q"), Session: qv.Get("session"), Task: qv.Get("task"), K: k, Types: ts, IncludeForgotten: qv.Get("all") != "",
 			Project: qv.Get("project"), Dir: qv.Get("dir"), AllProjects: qv.Get("all_projects") != "", Explain: qv.Get("explain") != ""}
 		if qv.Get("find") != "" {
 			// Results: cards with their project and explanation.

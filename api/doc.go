@@ -1,14 +1,23 @@
 // Package api is the service layer: every operation a user or an agent
-// can ask of a data directory, as one typed request and response, behind
-// one interface, Service.
+// can ask of a data directory, as one typed request and response.
 //
-// Two implementations answer it. Local works in this process over an
-// open engine (and, for memory, its index); Remote asks the proxy that
-// owns the directory over loopback HTTP, the query endpoint that package
-// httpapi serves. Open picks one: the running proxy when there is one,
-// else the directory opened here. The CLI, the MCP server (mcpserver),
-// the tool schemas (tools), the harness HTTP API (httpapi) and the hooks
-// are adapters over Service; none holds an operation of its own.
+// Service holds the session queries (Sessions, Session, Events,
+// Exchange, Breakers) and the memory operations (Search, Find, Get,
+// Related, List, Context, Correct for forget and pin, Note). Two
+// implementations answer it: Local works in this process over an open
+// engine and, for memory, its index; Remote asks the proxy that owns the
+// directory over loopback HTTP (the query endpoint package httpapi
+// serves). Open picks one: the running proxy when there is one, else the
+// directory opened here.
+//
+// The operations that also need the WAL or the breaker are functions and
+// small interfaces beside it: Export (show and export), Render (convert),
+// ReadTrace, Replay, Breakers (status, reset, trip; Remote or
+// LocalBreakers) and ImportSink (Remote or LocalImportSink).
+//
+// The CLI, the MCP server (mcpserver), the tool schemas (tools), the
+// harness HTTP API (httpapi) and the hooks are adapters over these;
+// none holds an operation of its own.
 //
 //	cli ─┐  mcpserver ─┐  tools ─┐  hooks ─┐
 //	     ▼             ▼         ▼         ▼
@@ -17,7 +26,8 @@
 //	      api.Local             api.Remote ──HTTP──▶ httpapi.Server ─▶ api.Local (in the proxy)
 //	   engine, index, pack
 //
-// Imports point down: api may import engine, index, pack, wal, the codecs
-// and internal helpers; nothing below imports it. Local and Remote are
-// safe for concurrent use.
+// Imports point down: api may import engine, index, pack, export, wal,
+// proxy (for its breaker and helpers), the codecs and internal helpers;
+// nothing below imports it. Local, Remote and LocalBreakers are safe for
+// concurrent use.
 package api

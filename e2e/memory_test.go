@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/cli"
 	"github.com/bbengine/bbengine/engine"
 )
@@ -525,7 +526,7 @@ func checkMemory(t *testing.T, dir, session, queue string, list []engine.Card) {
 	if sqlite.Task == bolt.Task {
 		t.Errorf("both decisions are in task %q, want one per run", bolt.Task)
 	}
-	rel := bbJSON[cli.Related](t, dir, "mem", "related", sqlite.ID)
+	rel := bbJSON[api.Related](t, dir, "mem", "related", sqlite.ID)
 	if len(rel.SupersededBy) != 1 || rel.SupersededBy[0].ID != bolt.ID || len(rel.Events) == 0 {
 		t.Errorf("mem related %s: superseded by %+v, %d events", sqlite.ID, rel.SupersededBy, len(rel.Events))
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bbengine/bbengine/cli"
+	"github.com/bbengine/bbengine/api/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -199,7 +199,7 @@ func checkMCPGet(t *testing.T, exe, dir, id, text string) {
 		t.Fatalf("memory_get %s: %v %+v", id, err, res)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var out cli.GetOut
+	var out tools.GetOut
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("memory_get %s: %v\n%s", id, err, b)
 	}

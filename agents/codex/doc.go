@@ -11,5 +11,6 @@
 // agents.Agent (see the plan in package agents).
 //
 // It may import agents, agents/internal/*, engine, pack, codec/* and
-// internal/*; nothing imports it but cli and main.
+// internal/*. agents/all imports it to register it; cli and api find it
+// through the registry.
 package codex

@@ -164,8 +164,8 @@ func Names() []string {
 }
 
 // SessionHeaders returns known followed by the session headers of the
-// registered agents that it does not hold already (compared as
-// canonical header keys), in the order of All.
+// registered agents that it does not hold already (compared without
+// regard to case, as HTTP compares names), in the order of All.
 func SessionHeaders(known []string) []string {
 	out := slices.Clone(known)
 	for _, a := range All() {

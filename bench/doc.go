@@ -94,4 +94,9 @@
 //
 // Per-package benchmarks live beside their code:
 // go test -bench . ./codec/bbox ./codec/frame ./wal
+//
+// # Imports
+//
+// It may import every package of the module, cli included: it drives the
+// real commands. Nothing imports it but its own commands (bench/cmd/*).
 package bench

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,19 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/safefile"
 	"github.com/bbengine/bbengine/pack"
 	ucli "github.com/urfave/cli/v2"
 )
-
-// hookMaxChars is Claude Code's cap on one hook's additionalContext; the
-// pack builder keeps a pack under 9,000 characters (pack.DefaultMaxChars)
-// whatever its token budget, and the hook checks it.
-const hookMaxChars = 10000
-
-// hookTimeout is the time limit, in seconds, the installed hooks give the
-// hook command. The command gives up well before it (--timeout).
-const hookTimeout = 5
 
 // hookStateKeep is how long a per-session hook state file is kept.
 const hookStateKeep = 30 * 24 * time.Hour
@@ -70,47 +62,16 @@ func hookCommand() *ucli.Command {
 		Name:        "hook",
 		Usage:       "answer an agent's SessionStart or UserPromptSubmit hook with the session's context pack",
 		Description: desc,
-		Subcommands: []*ucli.Command{
-			{
-				Name:        "claude",
-				Usage:       "answer a Claude Code hook (settings.json hooks: SessionStart, UserPromptSubmit)",
+		Subcommands: agentCommands(func(a agents.Agent) *ucli.Command {
+			return &ucli.Command{
+				Name:        a.Name(),
+				Usage:       a.Doc().HookUsage,
 				Description: desc,
 				Flags:       flags(),
-				Action:      func(c *ucli.Context) error { return runHook(c, "claude") },
-			},
-			{
-				Name:        "codex",
-				Usage:       "answer a Codex hook (hooks.json with [features] codex_hooks = true: SessionStart, UserPromptSubmit)",
-				Description: desc,
-				Flags:       flags(),
-				Action:      func(c *ucli.Context) error { return runHook(c, "codex") },
-			},
-		},
+				Action:      func(c *ucli.Context) error { return runHook(c, a) },
+			}
+		}),
 	}
-}
-
-// hookInput is the part of a hook event the hook reads. Claude Code and
-// Codex send the same fields.
-type hookInput struct {
-	SessionID      string `json:"session_id"`
-	TranscriptPath string `json:"transcript_path"`
-	Cwd            string `json:"cwd"`
-	Event          string `json:"hook_event_name"`
-	// Source is why a session starts: startup, resume, clear or compact.
-	Source string `json:"source"`
-	// Prompt is what the user submitted (UserPromptSubmit).
-	Prompt string `json:"prompt"`
-}
-
-// hookOutput is the answer both agents take from a SessionStart or
-// UserPromptSubmit hook.
-type hookOutput struct {
-	Specific hookSpecific `json:"hookSpecificOutput"`
-}
-
-type hookSpecific struct {
-	Event   string `json:"hookEventName"`
-	Context string `json:"additionalContext"`
 }
 
 // hookState is what the hook remembers about one agent session: the
@@ -137,9 +98,13 @@ type hookState struct {
 // gave up on them; tests wait for them before removing the directory.
 var hookWork sync.WaitGroup
 
-// runHook answers one hook event. It returns nil whatever happens, even
-// a panic: what went wrong goes to stderr with --verbose only.
-func runHook(c *ucli.Context, agent string) (err error) {
+// runHook answers one hook event of agent a. It returns nil whatever
+// happens, even a panic: what went wrong goes to stderr with --verbose
+// only. The pack builder keeps a pack under 9,000 characters
+// (pack.DefaultMaxChars) whatever its token budget; the hook checks it
+// against the agent's cap.
+func runHook(c *ucli.Context, a agents.Agent) (err error) {
+	agent := a.Name()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
@@ -158,7 +123,7 @@ func runHook(c *ucli.Context, agent string) (err error) {
 		say("silent: unexpected argument %q", c.Args().First())
 		return nil
 	}
-	in, err := readHookInput(ctx, c.App.Reader)
+	in, err := readHookInput(ctx, a, c.App.Reader)
 	if err != nil {
 		say("silent: %v", err)
 		return nil
@@ -214,20 +179,18 @@ func runHook(c *ucli.Context, agent string) (err error) {
 		record()
 		say("silent: the pack of %s is empty", req.Session)
 		return nil
-	case len(md) > hookMaxChars:
-		say("silent: the pack has %d characters, over the agent's cap of %d", len(md), hookMaxChars)
+	case len(md) > a.HookMaxChars():
+		say("silent: the pack has %d characters, over the agent's cap of %d", len(md), a.HookMaxChars())
 		return nil
 	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(hookOutput{hookSpecific{Event: in.Event, Context: md}}); err != nil {
+	out, err := a.HookAnswer(in, md)
+	if err != nil {
 		say("silent: %v", err)
 		return nil
 	}
 	st.Chars = len(md)
 	record()
-	if _, err := c.App.Writer.Write(out.Bytes()); err != nil {
+	if _, err := c.App.Writer.Write(out); err != nil {
 		say("silent: %v", err)
 		return nil
 	}
@@ -239,10 +202,10 @@ func runHook(c *ucli.Context, agent string) (err error) {
 // a pasted file).
 const maxHookInput = 16 << 20
 
-// readHookInput reads and decodes the hook event, giving up when ctx
-// ends (a terminal on stdin never closes).
-func readHookInput(ctx context.Context, r io.Reader) (hookInput, error) {
-	var in hookInput
+// readHookInput reads the hook event and decodes it as agent a writes
+// it, giving up when ctx ends (a terminal on stdin never closes).
+func readHookInput(ctx context.Context, a agents.Agent, r io.Reader) (agents.HookEvent, error) {
+	var in agents.HookEvent
 	if r == nil {
 		return in, errors.New("no stdin")
 	}
@@ -267,7 +230,8 @@ func readHookInput(ctx context.Context, r io.Reader) (hookInput, error) {
 	case len(res.b) > maxHookInput:
 		return in, fmt.Errorf("the hook input is over %d bytes", maxHookInput)
 	}
-	if err := json.Unmarshal(res.b, &in); err != nil {
+	in, err := a.ParseHook(res.b)
+	if err != nil {
 		return in, fmt.Errorf("the hook input is not a JSON object: %v", err)
 	}
 	return in, nil
@@ -368,7 +332,7 @@ func writeHookState(path string, st hookState) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := writeAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := safefile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return err
 	}
 	if ents, err := os.ReadDir(dir); err == nil {
@@ -377,35 +341,6 @@ func writeHookState(path string, st hookState) error {
 				os.Remove(filepath.Join(dir, ent.Name()))
 			}
 		}
-	}
-	return nil
-}
-
-// writeAtomic writes b to path through a temporary file in the same
-// directory renamed over it, so a reader sees the old content or the new,
-// never a part.
-func writeAtomic(path string, b []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

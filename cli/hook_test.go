@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/agents/claude"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
@@ -47,16 +48,16 @@ func hookEvent(event, session, prompt string) string {
 }
 
 // decodeHook decodes the hook's answer; "" is no answer.
-func decodeHook(t *testing.T, out string) (hookOutput, bool) {
+func decodeHook(t *testing.T, out string) (claude.HookOutput, bool) {
 	t.Helper()
 	if out == "" {
-		return hookOutput{}, false
+		return claude.HookOutput{}, false
 	}
 	var raw map[string]map[string]string
 	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw) != 1 || len(raw["hookSpecificOutput"]) != 2 {
 		t.Fatalf("hook output is not {\"hookSpecificOutput\":{hookEventName,additionalContext}}: %v %q", err, out)
 	}
-	var o hookOutput
+	var o claude.HookOutput
 	json.Unmarshal([]byte(out), &o)
 	return o, true
 }
@@ -124,7 +125,7 @@ func TestHookProxy(t *testing.T) {
 	}
 	md := o.Specific.Context
 	if o.Specific.Event != "SessionStart" || !strings.HasPrefix(md, "<"+engine.PackTag+` session="claude:`+memSession+`"`) ||
-		!strings.Contains(md, "ARC cache") || !strings.Contains(md, "Never store session tokens") || len(md) > hookMaxChars {
+		!strings.Contains(md, "ARC cache") || !strings.Contains(md, "Never store session tokens") || len(md) > claude.HookMaxChars {
 		t.Fatalf("SessionStart answer: event %q, %d characters:\n%s", o.Specific.Event, len(md), md)
 	}
 	if strings.Contains(md, "LRU cache for the session store because") {
@@ -324,7 +325,7 @@ func TestHookLargeBudget(t *testing.T) {
 	}
 	md := o.Specific.Context
 	t.Logf("a pack with a budget of 40,000 tokens: %d characters (%s)", len(md), strings.TrimSpace(errs))
-	if len(md) > hookMaxChars || len(md) < 8000 {
-		t.Errorf("the pack has %d characters, want a full one under %d", len(md), hookMaxChars)
+	if len(md) > claude.HookMaxChars || len(md) < 8000 {
+		t.Errorf("the pack has %d characters, want a full one under %d", len(md), claude.HookMaxChars)
 	}
 }

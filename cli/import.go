@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -19,7 +20,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-var importSources = []string{"claude", "codex", "atif"}
+// importSources are the sources import reads: the registered agents'
+// logs, then ATIF documents.
+func importSources() []string { return append(agents.Names(), "atif") }
 
 // importMemoryLimit is the Go heap an import aims to stay under (unless
 // GOMEMLIMIT says otherwise): its live data is a few sessions and the
@@ -63,11 +66,11 @@ func importCommand() *ucli.Command {
 
 func runImport(c *ucli.Context) error {
 	if c.NArg() < 1 {
-		return usagef("import: name the source: %s", strings.Join(importSources, ", "))
+		return usagef("import: name the source: %s", strings.Join(importSources(), ", "))
 	}
 	source := c.Args().First()
-	if !slices.Contains(importSources, source) {
-		return usagef("import: unknown source %q (want %s)", source, strings.Join(importSources, ", "))
+	if !slices.Contains(importSources(), source) {
+		return usagef("import: unknown source %q (want %s)", source, strings.Join(importSources(), ", "))
 	}
 	roots := c.Args().Slice()[1:]
 	if c.Bool("all") {
@@ -115,25 +118,12 @@ func runImport(c *ucli.Context) error {
 
 // defaultLocations returns where the agent writes its logs.
 func defaultLocations(source string) []string {
-	home, _ := os.UserHomeDir()
-	var out []string
-	switch source {
-	case "claude":
-		dirs := []string{filepath.Join(home, ".claude"), filepath.Join(home, ".config", "claude")}
-		if v := os.Getenv("CLAUDE_CONFIG_DIR"); v != "" {
-			dirs = strings.Split(v, ",")
-		}
-		for _, d := range dirs {
-			out = append(out, filepath.Join(strings.TrimSpace(d), "projects"))
-		}
-	case "codex":
-		d := filepath.Join(home, ".codex")
-		if v := os.Getenv("CODEX_HOME"); v != "" {
-			d = v
-		}
-		out = append(out, filepath.Join(d, "sessions"), filepath.Join(d, "archived_sessions"))
+	a, ok := agents.Lookup(source)
+	if !ok {
+		return nil
 	}
-	return out
+	home, _ := os.UserHomeDir()
+	return a.LogDirs(home)
 }
 
 // sourceFiles lists the files of source under roots, in path order, and
@@ -181,26 +171,13 @@ func sourceFiles(source string, roots []string, defaults bool) ([]string, []erro
 	return keep, errs
 }
 
+// isSourceFile reports whether p is one of source's files: an agent's
+// log, or an ATIF document (*.json).
 func isSourceFile(source, p string) bool {
-	name := filepath.Base(p)
-	dir := filepath.Base(filepath.Dir(p))
-	switch source {
-	case "claude":
-		switch {
-		case dir == "tool-results":
-			return true
-		case dir == "subagents":
-			return strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".meta.json")
-		case filepath.Base(filepath.Dir(filepath.Dir(p))) == "subagents":
-			return false // subagents/workflows/…: journals, not transcripts
-		}
-		return strings.HasSuffix(name, ".jsonl")
-	case "codex":
-		return strings.HasPrefix(name, "rollout-") && (strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".jsonl.zst"))
-	case "atif":
-		return strings.HasSuffix(name, ".json")
+	if a, ok := agents.Lookup(source); ok {
+		return a.IsLog(p)
 	}
-	return false
+	return source == "atif" && strings.HasSuffix(filepath.Base(p), ".json")
 }
 
 // fileStamp is what --follow remembers of a file to skip unchanged ones.

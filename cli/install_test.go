@@ -2,13 +2,15 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/agents/claude"
+	"github.com/bbengine/bbengine/agents/codex"
 	"github.com/bbengine/bbengine/internal/jsonedit"
 )
 
@@ -156,7 +158,7 @@ func TestInstallClaudeMerge(t *testing.T) {
 				Enabled []string          `json:"enabledMcpjsonServers"`
 			}
 			json.Unmarshal([]byte(got), &doc)
-			if doc.Env["ANTHROPIC_BASE_URL"] != defaultBaseURL || doc.Env[baseURLMark] != defaultBaseURL || !strings.Contains(strings.Join(doc.Enabled, " "), "bbengine") {
+			if doc.Env["ANTHROPIC_BASE_URL"] != defaultBaseURL || doc.Env[claude.BaseURLMark] != defaultBaseURL || !strings.Contains(strings.Join(doc.Enabled, " "), "bbengine") {
 				t.Errorf("env %v, enabledMcpjsonServers %v", doc.Env, doc.Enabled)
 			}
 			var mcp struct {
@@ -252,7 +254,7 @@ func TestInstallClaudeProblems(t *testing.T) {
 	if _, errs, code := run(t, "install", "claude", "--project-dir", project, "--no-base-url"); code != 0 {
 		t.Errorf("--no-base-url: %q", errs)
 	}
-	if s := readOr(t, filepath.Join(dir, "settings.json")); !strings.Contains(s, "https://gateway.example") || strings.Contains(s, baseURLMark) {
+	if s := readOr(t, filepath.Join(dir, "settings.json")); !strings.Contains(s, "https://gateway.example") || strings.Contains(s, claude.BaseURLMark) {
 		t.Errorf("--no-base-url changed the base URL:\n%s", s)
 	}
 	if _, errs, code := run(t, "install", "claude", "--project-dir", project, "--force", "--base-url", "http://127.0.0.1:9999/"); code != 0 {
@@ -291,7 +293,7 @@ func TestInstallClaudeUser(t *testing.T) {
 	writeFile(t, config, ".claude.json", global)
 	out, errs, code := run(t, "--dir", data, "install", "claude", "--user", "--dry-run")
 	if code != 0 || !strings.Contains(out, "--- /dev/null\n+++ "+filepath.Join(config, "settings.json")) ||
-		!strings.Contains(out, `+            "command": `+jsonString(shellQuote(testExe(t))+" --dir "+data+" hook claude")) ||
+		!strings.Contains(out, `+            "command": `+jsonString(agents.ShellQuote(testExe(t))+" --dir "+data+" hook claude")) ||
 		!strings.Contains(out, "+    \"bbengine\": {") || !strings.Contains(out, "@@ ") {
 		t.Errorf("dry run: %d\n%s%s", code, out, errs)
 	}
@@ -330,30 +332,6 @@ func TestInstallClaudeUser(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// TestClaudeHooksSettings checks the fragment `bbengine run` passes to
-// claude --settings.
-func TestClaudeHooksSettings(t *testing.T) {
-	b, err := json.Marshal(claudeHooksSettings("/opt/my tools/bbengine", "/data dir"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `'/opt/my tools/bbengine' --dir '/data dir' hook claude`
-	for _, ev := range []string{"SessionStart", "UserPromptSubmit"} {
-		if got := hookCommands(t, string(b), ev); len(got) != 1 || got[0] != want {
-			t.Errorf("%s: %q, want %q", ev, got, want)
-		}
-	}
-	if !strings.Contains(string(b), `"timeout":5`) || !strings.Contains(string(b), `"type":"command"`) {
-		t.Errorf("settings: %s", b)
-	}
-	if !isOurHook(want, "claude", "/usr/bin/x") || isOurHook(want, "codex", "") || isOurHook("echo bbengine hook claude", "claude", "") {
-		t.Error("isOurHook")
-	}
-	if f := shellFields(`a 'b c' "d \"e\"" f\ g`); strings.Join(f, "|") != `a|b c|d "e"|f g` {
-		t.Errorf("shellFields: %q", f)
-	}
 }
 
 // TestInstallCodex installs into a Codex config with the user's
@@ -398,7 +376,7 @@ func TestInstallCodex(t *testing.T) {
 		t.Errorf("hooks.json: %s", hooks)
 	}
 	agents := readOr(t, filepath.Join(home, "AGENTS.md"))
-	if !strings.HasPrefix(agents, agentsOrig+"\n"+agentsBegin) || !strings.Contains(agents, "mem context --session \"$BBENGINE_SESSION\"") || !strings.HasSuffix(agents, agentsEnd+"\n") {
+	if !strings.HasPrefix(agents, agentsOrig+"\n"+codex.AgentsBegin) || !strings.Contains(agents, "mem context --session \"$BBENGINE_SESSION\"") || !strings.HasSuffix(agents, codex.AgentsEnd+"\n") {
 		t.Errorf("AGENTS.md:\n%s", agents)
 	}
 	if out, _, _ := run(t, "install", "codex", "--user"); strings.Count(out, "unchanged") != 3 {
@@ -461,31 +439,5 @@ func TestInstallCodex(t *testing.T) {
 	writeFile(t, home, "config.toml", "[features]\ncodex_hooks = false\n")
 	if _, errs, code := run(t, "install", "codex", "--user", "--no-mcp", "--no-base-url"); code != 0 || readOr(t, filepath.Join(home, "config.toml")) != "[features]\ncodex_hooks = false\n" {
 		t.Errorf("codex_hooks = false: %q\n%s", errs, readOr(t, filepath.Join(home, "config.toml")))
-	}
-}
-
-func TestUnifiedDiff(t *testing.T) {
-	lines := func(n int, f func(i int) string) string {
-		var b strings.Builder
-		for i := range n {
-			b.WriteString(f(i) + "\n")
-		}
-		return b.String()
-	}
-	before := lines(20, func(i int) string { return fmt.Sprint("line ", i) })
-	after := strings.Replace(strings.Replace(before, "line 2\n", "line 2\nnew A\n", 1), "line 17\n", "", 1)
-	want := "--- f\n+++ f\n" +
-		"@@ -1,6 +1,7 @@\n line 0\n line 1\n line 2\n+new A\n line 3\n line 4\n line 5\n" +
-		"@@ -15,6 +16,5 @@\n line 14\n line 15\n line 16\n-line 17\n line 18\n line 19\n"
-	if got := unifiedDiff("f", []byte(before), []byte(after)); got != want {
-		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
-	}
-	if got := unifiedDiff("f", nil, []byte("a\n")); got != "--- /dev/null\n+++ f\n@@ -0,0 +1,1 @@\n+a\n" {
-		t.Errorf("a new file: %q", got)
-	}
-	// A whole large file rewritten: no quadratic table, every line shown.
-	big := unifiedDiff("f", []byte(lines(3000, func(i int) string { return fmt.Sprint("a", i) })), []byte(lines(3000, func(i int) string { return fmt.Sprint("b", i) })))
-	if strings.Count(big, "\n-a") != 3000 || strings.Count(big, "\n+b") != 3000 {
-		t.Errorf("a large rewrite: %d removed, %d added lines", strings.Count(big, "\n-a"), strings.Count(big, "\n+b"))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bbengine/bbengine/agents/claude"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
@@ -211,7 +212,7 @@ func (pl *runPlan) prepare(md string) (func(), error) {
 		if err != nil {
 			return cleanup, fmt.Errorf("run: find the bbengine executable for Claude Code's hooks: %w", err)
 		}
-		b, err := json.Marshal(claudeHooksSettings(exe, pl.dir))
+		b, err := json.Marshal(claude.HooksSettings(exe, pl.dir))
 		if err != nil {
 			return cleanup, err
 		}

@@ -34,4 +34,7 @@
 // HTTP(S)_PROXY points at a local tripwire that refuses, and the test
 // reports, any request for another host; the node scripts give the SDKs a
 // fetch that refuses any URL not on loopback.
+//
+// It runs the built binary and imports nothing of bbengine's; nothing
+// imports it.
 package e2e

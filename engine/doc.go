@@ -78,4 +78,10 @@
 // importers with RegisterImporter; the engine never imports it, so a
 // program that opens an engine holding such imports links package export
 // (the CLI does).
+//
+// # Imports
+//
+// It may import wal, codec/* and internal/*, and nothing above it: the
+// agents registry, export, index, pack, proxy, api and cli all import
+// the engine, never the other way (internal/layers checks it).
 package engine

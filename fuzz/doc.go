@@ -3,4 +3,7 @@
 // WAL frame. Fuzz targets for a single package live beside its code.
 //
 // Run one with: go test -run '^$' -fuzz '^FuzzBBoxFrame$' ./fuzz
+//
+// It may import codec/* and wal (and any package below cli); nothing
+// imports it.
 package fuzz

@@ -65,4 +65,7 @@
 // Sessions are sorted by name, ids within a session sorted; the header's
 // session count detects a truncated file. docs/format/index.md lists the
 // document fields.
+//
+// It may import engine (its types), codec/* and internal/*; it never
+// imports pack, export or proxy, its peers. api and cli import it.
 package index

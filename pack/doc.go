@@ -24,4 +24,8 @@
 // and not mine it a second time (engine.StripPacks).
 //
 // Build is safe for concurrent use.
+//
+// It may import engine (its types), codec/* and internal/*; it never
+// imports index, export or proxy, its peers. The agents' directories,
+// api and cli import it.
 package pack

@@ -33,4 +33,12 @@
 // total, timed on every exchange without allocating (package
 // internal/metric); Proxy.Register adds what the process around the
 // proxy measures (derivation, retrieval, sizes: package cli).
+//
+// # Imports
+//
+// It may import wal, proxy/breaker, codec/*, internal/* and the agents
+// registry (package agents: the session headers of the registered
+// agents), and never engine's derivation, index, pack, export, the
+// agents' directories, api or cli. The process around it (cli) wires it
+// to the engine.
 package proxy

@@ -20,7 +20,11 @@ import (
 	"github.com/bbengine/bbengine/codec/jsonscan"
 )
 
-// sessionHeaders are the agents' own session headers, in order of trust.
+// sessionHeaders are the agents' own session headers the proxy knows by
+// itself, in order of trust: those of the agents with a directory under
+// agents/ (so a program that registers none still files their traffic
+// under their sessions) and of agents without one yet. New adds the
+// headers of the registered agents that are not here (agents.SessionHeaders).
 var sessionHeaders = []string{
 	"X-Claude-Code-Session-Id", // Claude Code 2.1.86+
 	"Session-Id",               // Codex
@@ -65,12 +69,13 @@ func sessionGoal(red *Redactor, v string) string {
 }
 
 // headerSession returns the session id from the request headers and the
-// header it came from.
-func headerSession(h http.Header) (string, string) {
+// header it came from; known are the agents' session headers, in order
+// of trust.
+func headerSession(h http.Header, known []string) (string, string) {
 	if v := h.Get("X-Bb-Session-Id"); exchange.ValidID(v) {
 		return v, "x-bb-session-id"
 	}
-	for _, k := range sessionHeaders {
+	for _, k := range known {
 		if v := h.Get(k); exchange.ValidID(v) {
 			return v, http.CanonicalHeaderKey(k)
 		}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/internal/bodybuf"
@@ -151,7 +152,11 @@ type Proxy struct {
 	// costs memory speed (bodyMemo).
 	bodies bodyMemo
 	guard  *guard.Policy
-	nextEx atomic.Uint64
+	// sessionHeaders are the headers an agent's own session id is read
+	// from, in order of trust: the proxy's own list and the registered
+	// agents' (agents.SessionHeaders). Set by New, not changed after.
+	sessionHeaders []string
+	nextEx         atomic.Uint64
 	// active counts the exchanges in progress (see Active).
 	active atomic.Int64
 	// unrecorded counts requests that came while the WAL failed:
@@ -195,7 +200,7 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy: %s id %q: at most 255 bytes, no control characters", id[0], id[1])
 		}
 	}
-	p := &Proxy{opts: o, log: log, upstreams: map[string]*url.URL{}, started: time.Now()}
+	p := &Proxy{opts: o, log: log, upstreams: map[string]*url.URL{}, started: time.Now(), sessionHeaders: agents.SessionHeaders(sessionHeaders)}
 	var err error
 	ups := map[string]string{}
 	for k, v := range DefaultUpstreams {
@@ -499,7 +504,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.active.Add(1)
 	defer p.active.Add(-1)
 
-	sess, src := headerSession(r.Header)
+	sess, src := headerSession(r.Header, p.sessionHeaders)
 	x.start = exchange.RequestStart{
 		RequestID: x.requestID, Method: r.Method, Path: r.URL.Path, Proto: r.Proto,
 		Client: r.RemoteAddr, Provider: route.Provider, Upstream: joinURL(route.Target, route.Path),

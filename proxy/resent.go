@@ -41,8 +41,14 @@ const maxResent = 256
 const maxKept = 16 << 20
 
 type segment struct {
-	end   int // offset of the segment's end in the body
-	sum   uint64
+	end int // offset of the segment's end in the body
+	sum uint64
+	// wsum is the hash of the window the segment was cut from (segChunk
+	// bytes from its start, fewer at the body's end; wlast when the
+	// window reached the end): the same window cuts the same segment,
+	// so a resent one is found without running redact.Cut again.
+	wsum  uint64
+	wlast bool
 	dirty bool // it holds a secret
 	// stored is the segment as the WAL stores it: its redacted bytes,
 	// as a snappy block when snappy is set. Kept only when compressed;
@@ -80,8 +86,18 @@ func (rs *resent) segments(session string, body []byte, red *Redactor) []segment
 	for start := 0; start < len(body); {
 		end := min(len(body), start+segChunk)
 		data := body[start:end]
+		last := end == len(body)
+		wsum := maphash.Bytes(rs.seed, data)
+		if i := len(segs); i < len(prev) && prev[i].wsum == wsum && prev[i].wlast == last && prev[i].end-start <= len(data) &&
+			(i == 0 && start == 0 || i > 0 && prev[i-1].end == start) {
+			// The window the last request cut this segment from: the
+			// same segment, clean or not as it was.
+			segs = append(segs, prev[i])
+			start = prev[i].end
+			continue
+		}
 		cut := len(data)
-		if end < len(body) {
+		if !last {
 			cut = redact.Cut(data, maxHold)
 			if i := redact.PEMHold(data[:cut]); i >= 0 && len(data)-i < maxPEM {
 				cut = i
@@ -91,9 +107,10 @@ func (rs *resent) segments(session string, body []byte, red *Redactor) []segment
 			}
 		}
 		seg := data[:cut]
-		s := segment{end: start + cut, sum: maphash.Bytes(rs.seed, seg)}
+		s := segment{end: start + cut, sum: maphash.Bytes(rs.seed, seg), wsum: wsum, wlast: last}
 		if i := len(segs); i < len(prev) && prev[i].end == s.end && prev[i].sum == s.sum {
 			s = prev[i]
+			s.wsum, s.wlast = wsum, last
 		} else {
 			out := red.Bytes(seg)
 			s.dirty = len(out) != len(seg) || string(out) != string(seg)

@@ -309,3 +309,77 @@ func TestGrowingSessionRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestResentCutsAsScanning: a segment found again by its window cuts the
+// body where scanning it anew would, also when the body shrinks or stops
+// on a window's edge (the same 64 KiB window once in the middle of a
+// body and once at its end), and its secret marks stay true.
+func TestResentCutsAsScanning(t *testing.T) {
+	red, err := NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		grown, _ := growingBodies(r, 30)
+		var bodies [][]byte
+		for _, b := range grown {
+			bodies = append(bodies, b)
+			switch r.IntN(4) {
+			case 0:
+				bodies = append(bodies, b) // sent again unchanged
+			case 1:
+				if k := len(b) / segChunk; k > 0 {
+					bodies = append(bodies, b[:k*segChunk], b) // cut on a window's edge
+				}
+			case 2:
+				bodies = append(bodies, b[:len(b)*2/3], b) // shrunk, then whole again
+			}
+		}
+		on, off := newResent(true), newResent(true)
+		off.off, off.seed = true, on.seed
+		found := 0
+		for i, body := range bodies {
+			prev := on.sessions["s"]
+			got := on.segments("s", body, red)
+			want := off.segments("s", body, red)
+			if len(got) != len(want) {
+				t.Fatalf("seed %d body %d: %d segments, scanning gives %d", seed, i, len(got), len(want))
+			}
+			for j := range got {
+				if got[j].end != want[j].end || got[j].sum != want[j].sum || got[j].dirty != want[j].dirty {
+					t.Fatalf("seed %d body %d segment %d: end %d sum %x dirty %v, scanning gives %d %x %v",
+						seed, i, j, got[j].end, got[j].sum, got[j].dirty, want[j].end, want[j].sum, want[j].dirty)
+				}
+				if j < len(prev) && got[j].wsum == prev[j].wsum {
+					found++
+				}
+			}
+			on.remember("s", got)
+		}
+		if found == 0 {
+			t.Fatalf("seed %d: no segment found again by its window", seed)
+		}
+	}
+}
+
+// BenchmarkResentSegments: the recorder's secret scan of a 700 KB body
+// whose every segment the session's last request already had.
+func BenchmarkResentSegments(b *testing.B) {
+	red, _ := NewRedactor(nil)
+	r := rand.New(rand.NewPCG(1, 2))
+	var body []byte
+	for bodies, _ := growingBodies(r, 200); len(body) < 700<<10; bodies = bodies[1:] {
+		body = bodies[0]
+		if len(bodies) == 1 {
+			break
+		}
+	}
+	rs := newResent(true)
+	rs.remember("s", rs.segments("s", body, red))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rs.segments("s", body, red)
+	}
+}

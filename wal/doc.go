@@ -99,4 +99,8 @@
 // (dir/LOCK); any number of processes may open it with Options.ReadOnly,
 // which never modifies anything and treats an incomplete frame at the end
 // of the last segment as not yet written.
+//
+// # Imports
+//
+// It may import codec/frame and internal/*, nothing else of bbengine's.
 package wal

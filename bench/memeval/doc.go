@@ -44,4 +44,6 @@
 // when ../shared is missing:
 //
 //	go test -count=1 -run TestGoldenEval -v ./bench/memeval
+//
+// It may import every package of the module; nothing imports it.
 package memeval

@@ -61,4 +61,7 @@
 // Parsing streams: Scanner reads one line (with its continuations) at a
 // time with about one allocation per line. Nothing here is safe for
 // concurrent mutation; a parsed Document may be read from many goroutines.
+//
+// It imports nothing of bbengine's, like every codec package; package
+// export turns engine sessions into bbox documents and back.
 package bbox

@@ -1,4 +1,3 @@
-// Package httpbody decodes HTTP bodies by their Content-Encoding.
 package httpbody
 
 import (

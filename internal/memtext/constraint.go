@@ -90,6 +90,11 @@ func imperativeVerb(w string) bool {
 	return true
 }
 
+// ruleScopeWords say where a rule holds, between "rule for" and its
+// colon.
+var ruleScopeWords = map[string]bool{"this": true, "the": true, "our": true, "repo": true, "repository": true,
+	"project": true, "codebase": true, "team": true, "service": true, "everyone": true, "all": true, "of": true, "us": true}
+
 // softImperatives after "don't"/"do not" are courtesies, not rules.
 var softImperatives = map[string]bool{
 	"worry": true, "hesitate": true, "know": true, "think": true, "mind": true, "bother": true, "see": true,
@@ -396,10 +401,18 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 			}
 		}
 	case "rule", "rules":
-		// "Rule one: …", "Hard rule: …", "Ground rules: …".
+		// "Rule one: …", "Hard rule: …", "Ground rules: …", "Ground
+		// rule for this repo: …".
 		j := i + 1
 		for j < len(a.toks) && j < i+3 && a.at(j) != ":" {
 			j++
+		}
+		if a.at(j) != ":" && a.at(i+1) == "for" {
+			// Where the rule holds: "for this repo", "for the team".
+			j = i + 2
+			for j < len(a.toks) && j < i+6 && ruleScopeWords[a.at(j)] {
+				j++
+			}
 		}
 		if a.at(j) != ":" || j+1 >= len(a.toks) || a.role == "assistant" {
 			return "", false, false

@@ -12,6 +12,10 @@ func TestFindRules(t *testing.T) {
 	}{
 		{"user", "Rule number one: nobody edits the generated protobuf code by hand.", "must not", true},
 		{"user", "Hard rule: keep every public function documented.", "must", false},
+		{"user", "Ground rule for this repo: schema changes reach production only through the deploy pipeline, never from someone's terminal.", "must not", true},
+		{"user", "House rule for the team: every PR gets a second reviewer.", "must", false},
+		{"user", "The rule for this repo is unclear to me.", "", false},
+		{"user", "We need a rule for the cache: it has no eviction.", "", false},
 		{"user", "The public REST schema is frozen, no renames of fields.", "must not", true},
 		{"user", "Each release has to keep the old config format readable.", "must", false},
 		{"user", "We have to support Python 3.9 until June.", "must", false},

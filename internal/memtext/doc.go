@@ -33,4 +33,6 @@
 // pattern inside an inline `code span` never triggers. The rules are
 // measured against testdata/labelled.jsonl (go test -run TestLabelled -v
 // prints precision and recall per type).
+//
+// It imports nothing of bbengine's, like every internal package.
 package memtext

@@ -1,4 +1,4 @@
-package cli
+package codex
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/agents/internal/settings"
 	"github.com/bbengine/bbengine/internal/jsonedit"
 	"github.com/bbengine/bbengine/pack"
 )
@@ -20,23 +22,23 @@ const (
 	tomlBegin      = "# bbengine:begin (added by `bbengine install codex`; `bbengine uninstall codex` removes it)"
 	tomlEnd        = "# bbengine:end"
 	tomlHooksLine  = "codex_hooks = true # added by `bbengine install codex`"
-	agentsBegin    = "<!-- bbengine:begin (added by `bbengine install codex`; `bbengine uninstall codex` removes it) -->"
-	agentsEnd      = "<!-- bbengine:end -->"
+	AgentsBegin    = "<!-- bbengine:begin (added by `bbengine install codex`; `bbengine uninstall codex` removes it) -->"
+	AgentsEnd      = "<!-- bbengine:end -->"
 	agentsMarkHead = "<!-- bbengine:begin"
 )
 
-// codexChanges computes the edits of Codex's files.
-func codexChanges(s setup) ([]*fileChange, error) {
-	var dir, agents string
-	if s.user {
+// Install computes the edits of Codex's files.
+func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
+	var dir, agentsFile string
+	if s.User {
 		dir = os.Getenv("CODEX_HOME")
 		if dir == "" {
-			dir = filepath.Join(s.home, ".codex")
+			dir = filepath.Join(s.Home, ".codex")
 		}
-		agents = filepath.Join(dir, "AGENTS.md")
+		agentsFile = filepath.Join(dir, "AGENTS.md")
 	} else {
-		dir = filepath.Join(s.projectDir, ".codex")
-		agents = filepath.Join(s.projectDir, "AGENTS.md")
+		dir = filepath.Join(s.ProjectDir, ".codex")
+		agentsFile = filepath.Join(s.ProjectDir, "AGENTS.md")
 	}
 	config := filepath.Join(dir, "config.toml")
 	cc, err := editText(config, func(text string) (string, error) { return codexConfig(config, text, s) })
@@ -44,29 +46,29 @@ func codexChanges(s setup) ([]*fileChange, error) {
 		return nil, err
 	}
 	hooksFile := filepath.Join(dir, "hooks.json")
-	hc, err := editJSON(hooksFile, 0o644, func(root *jsonedit.Object) error {
-		return editHooks(root, hooksFile, s, "codex")
+	hc, err := settings.EditJSON(hooksFile, 0o644, func(root *jsonedit.Object) error {
+		return settings.EditHooks(root, hooksFile, s, "codex")
 	})
 	if err != nil {
 		return nil, err
 	}
-	ac, err := editText(agents, func(text string) (string, error) { return agentsSection(text, s), nil })
+	ac, err := editText(agentsFile, func(text string) (string, error) { return agentsSection(text, s), nil })
 	if err != nil {
 		return nil, err
 	}
-	return []*fileChange{cc, hc, ac}, nil
+	return []*agents.Change{cc, hc, ac}, nil
 }
 
 // editText reads a text file ("" when it does not exist), lets edit
 // change it and returns the change; a file edit leaves blank is removed.
-func editText(path string, edit func(text string) (string, error)) (*fileChange, error) {
-	ch := &fileChange{File: path, perm: 0o644}
+func editText(path string, edit func(text string) (string, error)) (*agents.Change, error) {
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	var before, after []byte
 	if err == nil {
-		ch.before = b
+		before = b
 	}
 	text, err := edit(string(b))
 	if err != nil {
@@ -74,14 +76,13 @@ func editText(path string, edit func(text string) (string, error)) (*fileChange,
 	}
 	switch {
 	case text == string(b):
-		ch.after = ch.before
+		after = before
 	case strings.TrimSpace(text) == "":
-		ch.after = nil
+		after = nil
 	default:
-		ch.after = []byte(text)
+		after = []byte(text)
 	}
-	ch.setAction()
-	return ch, nil
+	return agents.NewChange(path, 0o644, before, after), nil
 }
 
 // stripMarked removes the lines from each line that starts with begin
@@ -124,7 +125,7 @@ var tomlFeature = regexp.MustCompile(`^\s*\[\s*features\s*\]\s*(#.*)?$`)
 // has none), and a marked codex_hooks line in the user's [features]
 // table when it has one. What the user wrote stays; a key the user set
 // already is an error naming the line rather than a duplicate.
-func codexConfig(path, text string, s setup) (string, error) {
+func codexConfig(path, text string, s *agents.Setup) (string, error) {
 	if _, err := toml.Decode(text, new(map[string]any)); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -144,7 +145,7 @@ func codexConfig(path, text string, s setup) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: not valid TOML without bbengine's blocks: %v; fix the file, bbengine left it as it is", path, err)
 	}
-	if s.uninstall {
+	if s.Uninstall {
 		return user, nil
 	}
 	lines := strings.SplitAfter(user, "\n")
@@ -173,8 +174,8 @@ func codexConfig(path, text string, s setup) (string, error) {
 		}
 	}
 	var top, tables []string
-	if s.baseURL != "" {
-		want := s.baseURL + "/v1"
+	if s.BaseURL != "" {
+		want := s.BaseURL + "/v1"
 		if v, ok := doc["openai_base_url"]; ok {
 			if v != want {
 				return "", fmt.Errorf("%s:%d: openai_base_url is %q already; set it to %q yourself, or install with --no-base-url to keep it", path,
@@ -184,15 +185,15 @@ func codexConfig(path, text string, s setup) (string, error) {
 			top = append(top, "openai_base_url = "+tomlString(want))
 		}
 	}
-	if s.mcp {
-		if md.IsDefined("mcp_servers", mcpName) {
+	if s.MCP {
+		if md.IsDefined("mcp_servers", settings.MCPName) {
 			return "", fmt.Errorf("%s:%d: [mcp_servers.%s] is defined already; remove it, or install with --no-mcp", path,
-				lineOf(regexp.MustCompile(`^\s*\[\s*mcp_servers\.`+mcpName+`\s*\]`)), mcpName)
+				lineOf(regexp.MustCompile(`^\s*\[\s*mcp_servers\.`+settings.MCPName+`\s*\]`)), settings.MCPName)
 		}
-		tables = append(tables, "[mcp_servers."+mcpName+"]", "command = "+tomlString(s.exe), "args = "+tomlArray(bbArgs(s.dir, "mcp")))
+		tables = append(tables, "[mcp_servers."+settings.MCPName+"]", "command = "+tomlString(s.Exe), "args = "+tomlArray(settings.Args(s.Dir, "mcp")))
 	}
 	addFeature := false
-	if s.hooks {
+	if s.Hooks {
 		switch {
 		case md.IsDefined("features", "codex_hooks"):
 			// The user's choice stands, on or off.
@@ -269,16 +270,16 @@ func tomlArray(ss []string) string {
 
 // agentsSection returns AGENTS.md with bbengine's marked section at its
 // end (replacing an earlier one), or without it for uninstall.
-func agentsSection(text string, s setup) string {
-	user := stripMarked(text, agentsMarkHead, agentsEnd)
-	if s.uninstall {
+func agentsSection(text string, s *agents.Setup) string {
+	user := stripMarked(text, agentsMarkHead, AgentsEnd)
+	if s.Uninstall {
 		return user
 	}
-	bb := shellQuote(s.exe)
-	for _, a := range bbArgs(s.dir) {
-		bb += " " + shellQuote(a)
+	bb := agents.ShellQuote(s.Exe)
+	for _, a := range settings.Args(s.Dir) {
+		bb += " " + agents.ShellQuote(a)
 	}
-	section := agentsBegin + "\n" +
+	section := AgentsBegin + "\n" +
 		"## Session memory (bbengine)\n\n" +
 		"bbengine records this agent's sessions and keeps a memory of each: decisions, constraints,\n" +
 		"what earlier tasks did, open threads, each with the id of where it came from.\n\n" +
@@ -289,7 +290,7 @@ func agentsSection(text string, s setup) string {
 		"- The tools are memory_get, memory_related, memory_search and memory_context_for_task\n" +
 		"  (MCP server `bbengine`), or the commands `" + bb + " mem get ID`,\n" +
 		"  `" + bb + " mem related ID` and `" + bb + " mem search \"QUERY\" --session ID`.\n" +
-		agentsEnd + "\n"
+		AgentsEnd + "\n"
 	switch {
 	case user == "":
 		return section

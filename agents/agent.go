@@ -1,0 +1,179 @@
+package agents
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Agent is what bbengine knows about one coding agent. An
+// implementation holds no state: every method may be called from any
+// goroutine.
+type Agent interface {
+	// Name is the agent's word in commands and session ids: "claude" in
+	// `bbengine install claude` and in "claude:<session id>". It is
+	// lower case and never changes.
+	Name() string
+
+	// Doc describes the agent for the command line.
+	Doc() Doc
+
+	// LogDirs returns where the agent writes its session logs by
+	// default, honouring its own environment variables (CLAUDE_CONFIG_DIR,
+	// CODEX_HOME), with home the user's home directory. A directory in
+	// the list need not exist.
+	LogDirs(home string) []string
+
+	// IsLog reports whether path, a file found under a log directory or
+	// a directory the user named, is one of the agent's logs.
+	IsLog(path string) bool
+
+	// SessionHeaders returns the HTTP request headers in which the agent
+	// sends its own session id to the provider, most trusted first, so
+	// that the proxy files its traffic under that session.
+	SessionHeaders() []string
+
+	// Install returns the edits of the agent's configuration files that
+	// set it up to use bbengine (hooks, MCP server, base URL), or with
+	// s.Uninstall the edits that take that out again. It writes nothing:
+	// the caller shows or applies the changes. An error names the file
+	// (and the line when it does not parse) and says what to do.
+	Install(s *Setup) ([]*Change, error)
+
+	// ParseHook decodes the hook event the agent writes on the hook
+	// command's stdin. The error is the decoder's, unwrapped.
+	ParseHook(b []byte) (HookEvent, error)
+
+	// HookAnswer returns what the hook command writes on stdout to put
+	// text into the conversation at ev (a SessionStart or
+	// UserPromptSubmit event), ending in a newline.
+	HookAnswer(ev HookEvent, text string) ([]byte, error)
+
+	// HookMaxChars is the most characters of text the agent takes from
+	// one hook answer.
+	HookMaxChars() int
+}
+
+// Doc is how the command line presents an agent.
+type Doc struct {
+	// Title is the agent's name for people: "Claude Code".
+	Title string
+	// InstallUsage and InstallDescription are the usage line and the
+	// description of `bbengine install NAME`.
+	InstallUsage, InstallDescription string
+	// ForceUsage is the usage of install's --force flag, "" when the
+	// agent's install has nothing to force.
+	ForceUsage string
+	// HookUsage is the usage line of `bbengine hook NAME`.
+	HookUsage string
+	// HookNote is said after an install that added hooks, "" for
+	// nothing.
+	HookNote string
+}
+
+// Setup is what an install puts into an agent's configuration, or for
+// an uninstall, where to take it out.
+type Setup struct {
+	// Exe is the bbengine executable the hooks and the MCP server run,
+	// and Dir the data directory they pass with --dir ("" for the
+	// default).
+	Exe, Dir string
+	// BaseURL is the proxy's address, "" to leave the agent's base URL
+	// alone.
+	BaseURL string
+	// MCP and Hooks add the MCP server and the hooks.
+	MCP, Hooks bool
+	// Force replaces settings of the user's own that bbengine would
+	// otherwise refuse to touch.
+	Force bool
+	// User edits the user's files, else those of ProjectDir.
+	User       bool
+	ProjectDir string
+	// Home is the user's home directory.
+	Home string
+	// Uninstall takes bbengine's settings out; only the fields above
+	// that say where (User, ProjectDir, Home, Exe) count then.
+	Uninstall bool
+}
+
+// HookEvent is the part of an agent's hook event that bbengine reads.
+type HookEvent struct {
+	// SessionID is the agent's own session id.
+	SessionID      string
+	TranscriptPath string
+	// Cwd is the directory the agent works in.
+	Cwd string
+	// Event is the hook's event name: SessionStart, UserPromptSubmit,
+	// or another the hook does not answer.
+	Event string
+	// Source is why a session starts: startup, resume, clear or compact.
+	Source string
+	// Prompt is what the user submitted (UserPromptSubmit).
+	Prompt string
+}
+
+var (
+	mu     sync.RWMutex
+	agents = map[string]Agent{}
+)
+
+// Register makes an agent known by its name. It is called from the
+// init function of the agent's package, and panics when the name is
+// taken or empty.
+func Register(a Agent) {
+	mu.Lock()
+	defer mu.Unlock()
+	name := a.Name()
+	if name == "" {
+		panic("agents: Register of an agent without a name")
+	}
+	if _, dup := agents[name]; dup {
+		panic(fmt.Sprintf("agents: Register called twice for %q", name))
+	}
+	agents[name] = a
+}
+
+// Lookup returns the agent registered under name.
+func Lookup(name string) (Agent, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	a, ok := agents[name]
+	return a, ok
+}
+
+// All returns the registered agents in the order of their names.
+func All() []Agent {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Agent, 0, len(agents))
+	for _, a := range agents {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
+}
+
+// Names returns the names of the registered agents, sorted.
+func Names() []string {
+	var out []string
+	for _, a := range All() {
+		out = append(out, a.Name())
+	}
+	return out
+}
+
+// SessionHeaders returns known followed by the session headers of the
+// registered agents that it does not hold already (compared without
+// regard to case, as HTTP compares names), in the order of All.
+func SessionHeaders(known []string) []string {
+	out := slices.Clone(known)
+	for _, a := range All() {
+		for _, h := range a.SessionHeaders() {
+			if !slices.ContainsFunc(out, func(k string) bool { return strings.EqualFold(k, h) }) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}

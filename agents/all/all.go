@@ -1,0 +1,6 @@
+package all
+
+import (
+	_ "github.com/bbengine/bbengine/agents/claude"
+	_ "github.com/bbengine/bbengine/agents/codex"
+)

@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/bbengine/bbengine/agents/claude"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
@@ -137,7 +135,7 @@ func runAgent(c *ucli.Context) error {
 		m := r
 		if pl.task == "" {
 			var err error
-			if pl.task, err = nextTaskOf(m, pl.session); err != nil {
+			if pl.task, err = api.NextTask(m, pl.session); err != nil {
 				return err
 			}
 		}
@@ -349,26 +347,7 @@ func nextTask(c *ucli.Context, session string) (string, error) {
 		return "", err
 	}
 	defer closeFn()
-	return nextTaskOf(m, session)
-}
-
-// nextTaskOf is task-N+1 for a session whose tasks include task-N and no
-// higher: tasks run started before, and X-Bb-Task-Id values of that form.
-func nextTaskOf(m api.Service, session string) (string, error) {
-	cards, err := m.List(api.ListRequest{Session: session, Types: []engine.ArtifactType{engine.ArtifactOutcome}})
-	if errors.Is(err, engine.ErrNotFound) {
-		return "task-1", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	n := 0
-	for _, c := range cards {
-		if k, err := strconv.Atoi(strings.TrimPrefix(c.Task, "task-")); err == nil && strings.HasPrefix(c.Task, "task-") && k > n {
-			n = k
-		}
-	}
-	return fmt.Sprintf("task-%d", n+1), nil
+	return api.NextTask(m, session)
 }
 
 // claudeAt finds Claude Code in an agent command line: its executable

@@ -150,7 +150,7 @@ func convertInputs(from, in string) ([]string, error) {
 	// outputs) and the flat agent files that name it.
 	stem := strings.TrimSuffix(in, ".jsonl")
 	if sub, err := os.Stat(stem); err == nil && sub.IsDir() {
-		more, errs := sourceFiles("claude", []string{stem}, false)
+		more, errs := api.SourceFiles("claude", []string{stem}, false)
 		if len(errs) > 0 {
 			return nil, errors.Join(errs...)
 		}

@@ -1,28 +1,18 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
-	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/engine"
 	ucli "github.com/urfave/cli/v2"
 )
-
-// importSources are the sources import reads: the registered agents'
-// logs, then ATIF documents.
-func importSources() []string { return append(agents.Names(), "atif") }
 
 // importMemoryLimit is the Go heap an import aims to stay under (unless
 // GOMEMLIMIT says otherwise): its live data is a few sessions and the
@@ -66,15 +56,15 @@ func importCommand() *ucli.Command {
 
 func runImport(c *ucli.Context) error {
 	if c.NArg() < 1 {
-		return usagef("import: name the source: %s", strings.Join(importSources(), ", "))
+		return usagef("import: name the source: %s", strings.Join(api.ImportSources(), ", "))
 	}
 	source := c.Args().First()
-	if !slices.Contains(importSources(), source) {
-		return usagef("import: unknown source %q (want %s)", source, strings.Join(importSources(), ", "))
+	if !slices.Contains(api.ImportSources(), source) {
+		return usagef("import: unknown source %q (want %s)", source, strings.Join(api.ImportSources(), ", "))
 	}
 	roots := c.Args().Slice()[1:]
 	if c.Bool("all") {
-		roots = append(roots, defaultLocations(source)...)
+		roots = append(roots, api.DefaultLocations(source)...)
 	} else if len(roots) == 0 {
 		return usagef("import %s: give a PATH or --all", source)
 	}
@@ -86,8 +76,21 @@ func runImport(c *ucli.Context) error {
 		return err
 	}
 	defer sink.Close()
-	im := &importer{c: c, source: source, sink: sink, seen: map[string]fileStamp{}, sessions: map[string]bool{}, missing: map[string]bool{}}
-	if err := im.round(roots, !c.Bool("quiet")); err != nil {
+	im := api.NewImporter(sink, source)
+	round := func(verbose bool) error {
+		rep := &importReport{w: c.App.ErrWriter}
+		st, err := im.Round(c.Context, roots, c.Bool("all"), verbose, rep)
+		if err != nil {
+			return err
+		}
+		if verbose || st.Records > 0 || st.Problems > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "imported %d records (%s) from %d files into %d sessions in %s (%s/s); %d unchanged, %d replaced, %d problems\n",
+				st.Records, humanBytes(st.Bytes), st.Files, st.Sessions, st.Took.Round(time.Millisecond),
+				humanBytes(int64(float64(st.Bytes)/max(st.Took.Seconds(), 1e-6))), st.Unchanged, st.Replaced, st.Problems)
+		}
+		return nil
+	}
+	if err := round(!c.Bool("quiet")); err != nil {
 		return err
 	}
 	if c.Bool("follow") {
@@ -100,296 +103,68 @@ func runImport(c *ucli.Context) error {
 				return nil
 			case <-tick.C:
 			}
-			if err := im.round(roots, false); err != nil {
+			if err := round(false); err != nil {
 				fmt.Fprintf(c.App.ErrWriter, "import: %v\n", err)
 			}
 		}
 	}
 	if c.Bool("check") {
-		if err := im.check(); err != nil {
+		if err := importCheck(c, im); err != nil {
 			return err
 		}
 	}
-	if im.problems > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("import: %d records or files skipped as unreadable (listed above); everything else was imported", im.problems)}
+	if n := im.Problems(); n > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("import: %d records or files skipped as unreadable (listed above); everything else was imported", n)}
 	}
 	return nil
 }
 
-// defaultLocations returns where the agent writes its logs.
-func defaultLocations(source string) []string {
-	a, ok := agents.Lookup(source)
-	if !ok {
-		return nil
-	}
-	home, _ := os.UserHomeDir()
-	return a.LogDirs(home)
-}
-
-// sourceFiles lists the files of source under roots, in path order, and
-// the errors of the paths it could not read. A missing default location
-// is not an error; a missing PATH is.
-func sourceFiles(source string, roots []string, defaults bool) ([]string, []error) {
-	var (
-		out  []string
-		errs []error
-	)
-	for _, root := range roots {
-		fi, err := os.Stat(root)
-		if err != nil {
-			if !defaults || !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if !fi.IsDir() {
-			out = append(out, root)
-			continue
-		}
-		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				errs = append(errs, err)
-				return nil // go on with the rest
-			}
-			if !d.IsDir() && isSourceFile(source, p) {
-				out = append(out, p)
-			}
-			return nil
-		})
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	// A compressed rollout next to its plain copy (Codex re-opening an
-	// archived session) is the same file: read the plain one.
-	keep := out[:0]
-	for _, p := range out {
-		if strings.HasSuffix(p, ".zst") && slices.Contains(out, strings.TrimSuffix(p, ".zst")) {
-			continue
-		}
-		keep = append(keep, p)
-	}
-	return keep, errs
-}
-
-// isSourceFile reports whether p is one of source's files: an agent's
-// log, or an ATIF document (*.json).
-func isSourceFile(source, p string) bool {
-	if a, ok := agents.Lookup(source); ok {
-		return a.IsLog(p)
-	}
-	return source == "atif" && strings.HasSuffix(filepath.Base(p), ".json")
-}
-
-// fileStamp is what --follow remembers of a file to skip unchanged ones.
-type fileStamp struct {
-	size  int64
-	mtime time.Time
-}
-
-type importer struct {
-	c        *ucli.Context
-	source   string
-	sink     api.ImportSink
-	seen     map[string]fileStamp
-	sessions map[string]bool
-	// missing holds the paths already reported unreadable, so that
-	// --follow reports each once; problems counts what was skipped.
-	missing  map[string]bool
-	problems int64
-}
-
-// round imports every file under roots that changed since the last round.
-func (im *importer) round(roots []string, verbose bool) error {
-	c := im.c
-	var problems int64
-	defer func() { im.problems += problems }()
-	files, errs := sourceFiles(im.source, roots, c.Bool("all"))
-	for _, err := range errs {
-		if !im.missing[err.Error()] {
-			im.missing[err.Error()] = true
-			fmt.Fprintf(c.App.ErrWriter, "import: %v (skipped)\n", err)
-			problems++
-		}
-	}
-	if err := im.sink.Wait(c.Context); err != nil {
+// importCheck prints, for every imported session, its source counts
+// beside what was derived.
+func importCheck(c *ucli.Context, im *api.Importer) error {
+	sessions, err := im.Check()
+	if err != nil {
 		return err
 	}
-	start := time.Now()
-	bar := newProgress(c.App.ErrWriter, len(files))
-	pipe := newImportPipe(c.Context, im.sink)
-	defer pipe.close()
-	var (
-		records, bytesIn             int64
-		changed, unchanged, replaced int
-		sessions                     = map[string]bool{}
-	)
-	for i, p := range files {
-		bar.update(i, bytesIn)
-		st, err := os.Stat(p)
-		if err != nil {
-			bar.clear()
-			fmt.Fprintf(c.App.ErrWriter, "import: %v (skipped)\n", err)
-			problems++
-			continue
-		}
-		stamp := fileStamp{st.Size(), st.ModTime()}
-		if old, ok := im.seen[p]; ok && old == stamp {
-			continue
-		}
-		im.seen[p] = stamp
-		state, err := im.sink.State(strings.TrimSuffix(p, ".zst"))
-		if err != nil {
-			return err
-		}
-		var n int64
-		fi, err := engine.ScanImport(im.source, p, state, func(recs []exchange.Import) error {
-			n += int64(len(recs))
-			return pipe.send(recs)
-		})
-		if perr := pipe.err(); perr != nil {
-			return perr
-		}
-		if cerr := c.Context.Err(); cerr != nil {
-			return cerr // stopped (Ctrl-C): not a problem of the file
-		}
-		if err != nil {
-			bar.clear()
-			fmt.Fprintf(c.App.ErrWriter, "import: %s: %v (skipped)\n", p, trimPath(err, p))
-			problems++
-			continue
-		}
-		if fi.Unreadable > 0 || fi.Empty && verbose {
-			bar.clear()
-		}
-		for _, pr := range fi.Problems {
-			fmt.Fprintf(c.App.ErrWriter, "import: %s\n", pr)
-		}
-		if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
-			fmt.Fprintf(c.App.ErrWriter, "import: %s: %d more records skipped, not listed\n", p, n)
-		}
-		problems += fi.Unreadable
-		switch {
-		case fi.Unreadable > 0 && n == 0 && state == nil:
-			fmt.Fprintf(c.App.ErrWriter, "import: %s: no %s record in it; nothing imported, no session\n", p, im.source)
-		case fi.Empty && state == nil && verbose:
-			fmt.Fprintf(c.App.ErrWriter, "import: %s: empty; nothing to import\n", p)
-		}
-		if n == 0 {
-			if state != nil {
-				unchanged++ // imported before, nothing new
-			}
-			continue
-		}
-		changed++
-		if fi.Replaced {
-			replaced++
-			bar.clear()
-			fmt.Fprintf(c.App.ErrWriter, "import: %s changed since it was imported; importing it again (generation %d)\n", p, fi.Gen)
-		}
-		sessions[fi.Session] = true
-		im.sessions[fi.Session] = true
-		records += n
-		bytesIn += fi.Bytes
-	}
-	if err := pipe.close(); err != nil {
-		return err
-	}
-	bar.done(len(files), bytesIn)
-	if bar.on && records > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "deriving %d sessions…\n", len(sessions))
-	}
-	if err := im.sink.Wait(c.Context); err != nil {
-		return err
-	}
-	if verbose || records > 0 || problems > 0 {
-		d := time.Since(start)
-		fmt.Fprintf(c.App.ErrWriter, "imported %d records (%s) from %d files into %d sessions in %s (%s/s); %d unchanged, %d replaced, %d problems\n",
-			records, humanBytes(bytesIn), changed, len(sessions), d.Round(time.Millisecond),
-			humanBytes(int64(float64(bytesIn)/max(d.Seconds(), 1e-6))), unchanged, replaced, problems)
-	}
-	return nil
-}
-
-// trimPath drops a leading "path: " from err's text, which names path
-// already.
-func trimPath(err error, path string) string {
-	msg := err.Error()
-	for _, prefix := range []string{path + ": ", "open " + path + ": "} {
-		if strings.HasPrefix(msg, prefix) {
-			return strings.TrimPrefix(msg, prefix)
-		}
-	}
-	return msg
-}
-
-// check compares every imported session's source counts with its
-// derived events.
-func (im *importer) check() error {
-	ids := slices.Sorted(func(yield func(string) bool) {
-		for id := range im.sessions {
-			if !yield(id) {
-				return
-			}
-		}
-	})
-	r := im.sink.Reader()
 	lost := 0
-	for _, id := range ids {
-		s, err := r.Session(id)
-		if err != nil {
+	for _, s := range sessions {
+		fmt.Fprintf(c.App.Writer, "%s (%d files)\n", s.Session, s.Files)
+		if err := census.WriteTable(c.App.Writer, "source", "imported", s.Rows); err != nil {
 			return err
 		}
-		events, err := r.Events(s.ID, engine.EventFilter{})
-		if err != nil {
-			return err
-		}
-		files, err := readSourceFiles(im.source, s.Import)
-		if err != nil {
-			return err
-		}
-		src := engine.SourceCensus(im.source, files)
-		res := engine.Census(&s, events)
-		rows := census.Compare(src, res)
-		fmt.Fprintf(im.c.App.Writer, "%s (%d files)\n", s.ID, len(files))
-		if err := census.WriteTable(im.c.App.Writer, "source", "imported", rows); err != nil {
-			return err
-		}
-		if !census.Lossless(rows) {
+		if !census.Lossless(s.Rows) {
 			lost++
 		}
 	}
 	if lost > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("import --check: %d of %d sessions lost or changed data", lost, len(ids))}
+		return &exitError{code: 1, msg: fmt.Sprintf("import --check: %d of %d sessions lost or changed data", lost, len(sessions))}
 	}
-	fmt.Fprintf(im.c.App.Writer, "import --check: %d sessions, nothing lost\n", len(ids))
+	fmt.Fprintf(c.App.Writer, "import --check: %d sessions, nothing lost\n", len(sessions))
 	return nil
 }
 
-// readSourceFiles reads a session's source files as they are now.
-func readSourceFiles(source string, info *engine.ImportInfo) ([]engine.ImportFile, error) {
-	if info == nil {
-		return nil, nil
+// importReport shows an import round on w: "import: " lines, and a
+// progress bar on a terminal.
+type importReport struct {
+	w   io.Writer
+	bar *progress
+}
+
+func (r *importReport) Start(total int)                 { r.bar = newProgress(r.w, total) }
+func (r *importReport) Progress(files int, bytes int64) { r.bar.update(files, bytes) }
+func (r *importReport) Done(files int, bytes int64)     { r.bar.done(files, bytes) }
+
+func (r *importReport) Say(msg string) {
+	if r.bar != nil {
+		r.bar.clear()
 	}
-	var out []engine.ImportFile
-	for _, p := range info.Files {
-		real := p
-		if _, err := os.Stat(p); err != nil {
-			if _, zerr := os.Stat(p + ".zst"); zerr != nil {
-				return nil, err
-			}
-			real = p + ".zst"
-		}
-		fi, err := engine.ReadImport(source, real, nil)
-		if err != nil {
-			return nil, err
-		}
-		f := engine.ImportFile{Path: fi.Path}
-		for _, r := range fi.Records {
-			f.Records = append(f.Records, engine.ImportRecord{Import: r})
-		}
-		out = append(out, f)
+	fmt.Fprintf(r.w, "import: %s\n", msg)
+}
+
+func (r *importReport) Deriving(sessions int) {
+	if r.bar.on {
+		fmt.Fprintf(r.w, "deriving %d sessions…\n", sessions)
 	}
-	return out, nil
 }
 
 func openImportSink(c *ucli.Context) (api.ImportSink, error) {

@@ -1,4 +1,4 @@
-package cli
+package api
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/wal"
@@ -30,7 +29,7 @@ import (
 // A pipe is used by one goroutine; close waits for everything sent.
 type importPipe struct {
 	ctx   context.Context
-	sink  api.ImportSink
+	sink  ImportSink
 	log   *wal.Log // the local sink's WAL, nil for a running proxy
 	jobs  chan *pipeJob
 	order chan *pipeJob
@@ -79,12 +78,12 @@ func appendFrames(log *wal.Log, frames []wal.Record) error {
 	return nil
 }
 
-func newImportPipe(ctx context.Context, sink api.ImportSink) *importPipe {
+func newImportPipe(ctx context.Context, sink ImportSink) *importPipe {
 	workers := runtime.GOMAXPROCS(0)
 	p := &importPipe{ctx: ctx, sink: sink, jobs: make(chan *pipeJob, 2*workers), order: make(chan *pipeJob, 2*workers),
 		derive: make(chan struct{}, 1), caught: make(chan struct{}, 1)}
-	if ls, ok := sink.(*api.LocalImportSink); ok {
-		p.log = ls.WAL()
+	if ls, ok := sink.(*LocalImportSink); ok {
+		p.log = ls.log
 	}
 	for range workers {
 		p.wg.Go(p.work)

@@ -10,10 +10,11 @@
 // serves). Open picks one: the running proxy when there is one, else the
 // directory opened here.
 //
-// The operations that also need the WAL or the breaker are functions and
-// small interfaces beside it: Export (show and export), Render (convert),
-// ReadTrace, Replay, Breakers (status, reset, trip; Remote or
-// LocalBreakers) and ImportSink (Remote or LocalImportSink).
+// The operations that also need the WAL, the breaker or the agents' logs
+// are functions and small types beside it: Export (show and export),
+// Render (convert), ReadTrace, Replay, NextTask, Breakers (status, reset,
+// trip; Remote or LocalBreakers) and Importer over an ImportSink (the
+// running proxy, or LocalImportSink).
 //
 // The CLI, the MCP server (mcpserver), the tool schemas (tools), the
 // harness HTTP API (httpapi) and the hooks are adapters over these;
@@ -26,8 +27,8 @@
 //	      api.Local             api.Remote ──HTTP──▶ httpapi.Server ─▶ api.Local (in the proxy)
 //	   engine, index, pack
 //
-// Imports point down: api may import engine, index, pack, export, wal,
-// proxy (for its breaker and helpers), the codecs and internal helpers;
-// nothing below imports it. Local, Remote and LocalBreakers are safe for
+// Imports point down: api may import engine, agents (the registry, not
+// an agent), index, pack, export, wal, proxy (for its breaker and
+// helpers), the codecs and internal helpers; nothing below imports it. Local, Remote and LocalBreakers are safe for
 // concurrent use.
 package api

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,11 @@ type surfaceAnswers struct {
 	artifact engine.Artifact
 	markdown string
 	pack     json.RawMessage
+	// related is what surrounds the first card: the ids of what it
+	// replaced, what replaced it and its neighbours, and the sequence
+	// numbers of its events (nil for the harness API, which has no such
+	// route).
+	related []string
 }
 
 const (
@@ -54,7 +60,7 @@ func TestSurfacesAgree(t *testing.T) {
 	if err := closeLocal(); err != nil {
 		t.Fatal(err)
 	}
-	if len(want.cards) == 0 || want.artifact.ID != want.cards[0].ID || !strings.Contains(want.markdown, "ARC") {
+	if len(want.cards) == 0 || want.artifact.ID != want.cards[0].ID || !strings.Contains(want.markdown, "ARC") || len(want.related) < 3 {
 		t.Fatalf("the service answers %+v", want)
 	}
 
@@ -73,6 +79,9 @@ func TestSurfacesAgree(t *testing.T) {
 		}
 		if got.pack != nil && !reflect.DeepEqual(asJSONValue(t, got.pack), asJSONValue(t, want.pack)) {
 			t.Errorf("%s: the pack is\n%s\nwant\n%s", surface, got.pack, want.pack)
+		}
+		if got.related != nil && !reflect.DeepEqual(got.related, want.related) {
+			t.Errorf("%s: related is %v, want %v", surface, got.related, want.related)
 		}
 	}
 	surfaces := func(when string) {
@@ -112,6 +121,43 @@ func serviceAnswers(t *testing.T, s api.Service, session string) surfaceAnswers 
 	}
 	out.markdown = p.Markdown()
 	out.pack = mustJSON(t, p)
+	r, err := s.Related(api.RelatedRequest{ID: out.cards[0].ID, K: surfaceK})
+	if err != nil {
+		t.Fatalf("Related: %v", err)
+	}
+	out.related = relatedKeys(r.Supersedes, r.SupersededBy, r.Adjacent, eventSeqs(r.Events))
+	return out
+}
+
+// relatedKeys lists the ids of what surrounds an artifact, by section,
+// and its events' sequence numbers.
+func relatedKeys(sup, by, adj []engine.Card, seqs []uint64) []string {
+	out := []string{}
+	for name, cs := range map[string][]engine.Card{"supersedes": sup, "superseded_by": by, "adjacent": adj} {
+		for _, c := range cs {
+			out = append(out, name+" "+c.ID)
+		}
+	}
+	for _, s := range seqs {
+		out = append(out, "event "+strconv.FormatUint(s, 10))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func eventSeqs(evs []engine.Event) []uint64 {
+	var out []uint64
+	for _, ev := range evs {
+		out = append(out, ev.Seq)
+	}
+	return out
+}
+
+func refSeqs(evs []tools.EventRef) []uint64 {
+	var out []uint64
+	for _, ev := range evs {
+		out = append(out, ev.Seq)
+	}
 	return out
 }
 
@@ -130,6 +176,8 @@ func cliAnswers(t *testing.T, dir, session string) surfaceAnswers {
 	raw := memJSON[json.RawMessage](t, "--dir", dir, "mem", "context", "--session", session, "--task", surfaceTask)
 	out.pack = raw
 	out.markdown = packMarkdown(t, raw)
+	r := memJSON[api.Related](t, "--dir", dir, "mem", "related", "-k", strconv.Itoa(surfaceK), out.cards[0].ID)
+	out.related = relatedKeys(r.Supersedes, r.SupersededBy, r.Adjacent, eventSeqs(r.Events))
 	return out
 }
 
@@ -156,6 +204,9 @@ func toolAnswers(t *testing.T, dir, session string) surfaceAnswers {
 	var p tools.ContextOut
 	call("memory_context_for_task", tools.ContextIn{Session: session, Task: surfaceTask}, &p)
 	out.markdown, out.pack = p.Markdown, mustJSON(t, p.Pack)
+	var rel tools.RelatedOut
+	call("memory_related", tools.RelatedIn{ID: found.Cards[0].ID, K: surfaceK}, &rel)
+	out.related = relatedKeys(rel.Supersedes, rel.SupersededBy, rel.Adjacent, refSeqs(rel.Events))
 	return out
 }
 
@@ -189,6 +240,9 @@ func mcpAnswers(t *testing.T, dir, session string) surfaceAnswers {
 		t.Errorf("MCP: the pack's text content is not its Markdown")
 	}
 	out.markdown, out.pack = p.Markdown, mustJSON(t, p.Pack)
+	var rel tools.RelatedOut
+	callTool(t, cs, "memory_related", tools.RelatedIn{ID: found.Cards[0].ID, K: surfaceK}, &rel)
+	out.related = relatedKeys(rel.Supersedes, rel.SupersededBy, rel.Adjacent, refSeqs(rel.Events))
 	return out
 }
 

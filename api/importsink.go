@@ -63,6 +63,7 @@ type LocalImportSink struct {
 // WAL returns the log records are appended to.
 func (l *LocalImportSink) WAL() *wal.Log { return l.log }
 
+// State implements ImportSink.
 func (l *LocalImportSink) State(path string) (*engine.ImportFileState, error) {
 	st, ok, err := l.e.ImportState(path)
 	if err != nil || !ok {
@@ -71,17 +72,21 @@ func (l *LocalImportSink) State(path string) (*engine.ImportFileState, error) {
 	return &st, nil
 }
 
+// Append implements ImportSink.
 func (l *LocalImportSink) Append(recs []exchange.Import) error {
 	return engine.AppendImport(l.log, recs)
 }
 
+// Wait implements ImportSink.
 func (l *LocalImportSink) Wait(ctx context.Context) error {
 	_, err := l.e.CatchUp(ctx)
 	return err
 }
 
+// Reader implements ImportSink.
 func (l *LocalImportSink) Reader() engine.Reader { return l.e }
 
+// Close closes the engine, then the WAL.
 func (l *LocalImportSink) Close() error {
 	err := l.e.Close()
 	if cerr := l.log.Close(); err == nil {

@@ -108,12 +108,21 @@ func IndexDir(dir string) string { return filepath.Join(dir, "index") }
 // without an index.
 var errNoIndex = errors.New("memory: no index is open")
 
+// Sessions implements Service.
 func (m *Local) Sessions(f SessionsRequest) ([]engine.Session, error) { return m.e.Sessions(f) }
-func (m *Local) Session(id string) (engine.Session, error)            { return m.e.Session(id) }
-func (m *Local) Exchange(id uint64) (engine.Exchange, error)          { return m.e.Exchange(id) }
+
+// Session implements Service.
+func (m *Local) Session(id string) (engine.Session, error) { return m.e.Session(id) }
+
+// Exchange implements Service.
+func (m *Local) Exchange(id uint64) (engine.Exchange, error) { return m.e.Exchange(id) }
+
+// Breakers implements Service.
 func (m *Local) Breakers(session string) ([]engine.BreakerRecord, error) {
 	return m.e.Breakers(session)
 }
+
+// Events implements Service.
 func (m *Local) Events(session string, f engine.EventFilter) ([]engine.Event, error) {
 	return m.e.Events(session, f)
 }
@@ -142,6 +151,7 @@ func (m *Local) sync() error {
 	return nil
 }
 
+// Search implements Service.
 func (m *Local) Search(q SearchRequest) ([]engine.Card, error) {
 	rs, err := m.Find(q)
 	if err != nil || rs == nil {
@@ -154,6 +164,7 @@ func (m *Local) Search(q SearchRequest) ([]engine.Card, error) {
 	return cards, nil
 }
 
+// Find implements Service.
 func (m *Local) Find(q SearchRequest) ([]index.Result, error) {
 	defer m.observe(OpSearch, time.Now())
 	if strings.TrimSpace(q.Text) == "" {
@@ -285,6 +296,7 @@ func (m *Local) Get(id string) (engine.Artifact, error) {
 	return a, nil
 }
 
+// Related implements Service.
 func (m *Local) Related(req RelatedRequest) (*Related, error) {
 	defer m.observe(OpRelated, time.Now())
 	if m.ix == nil {
@@ -355,6 +367,7 @@ func trimEvent(ev engine.Event) engine.Event {
 	return ev
 }
 
+// List implements Service.
 func (m *Local) List(req ListRequest) ([]engine.Card, error) {
 	session, types := req.Session, req.Types
 	defer m.observe(OpList, time.Now())

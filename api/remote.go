@@ -88,6 +88,7 @@ func (r *Remote) DoContext(ctx context.Context, method, path string, q url.Value
 	return json.Unmarshal(b, v)
 }
 
+// Sessions implements Service by asking the running proxy.
 func (r *Remote) Sessions(f SessionsRequest) ([]engine.Session, error) {
 	q := url.Values{"fresh": {"1"}}
 	if f.Since != 0 {
@@ -100,11 +101,13 @@ func (r *Remote) Sessions(f SessionsRequest) ([]engine.Session, error) {
 	return out, r.GetJSON("/v1/sessions", q, &out)
 }
 
+// Session implements Service by asking the running proxy.
 func (r *Remote) Session(id string) (engine.Session, error) {
 	var out engine.Session
 	return out, r.GetJSON("/v1/sessions/"+url.PathEscape(id), url.Values{"fresh": {"1"}}, &out)
 }
 
+// Events implements Service by asking the running proxy.
 func (r *Remote) Events(id string, f engine.EventFilter) ([]engine.Event, error) {
 	q := url.Values{"fresh": {"1"}}
 	if f.Task != "" {
@@ -120,6 +123,7 @@ func (r *Remote) Events(id string, f engine.EventFilter) ([]engine.Event, error)
 	return out, r.GetJSON("/v1/sessions/"+url.PathEscape(id)+"/events", q, &out)
 }
 
+// Exchange implements Service by asking the running proxy.
 func (r *Remote) Exchange(id uint64) (engine.Exchange, error) {
 	var out engine.Exchange
 	return out, r.GetJSON("/v1/exchanges/"+strconv.FormatUint(id, 10), url.Values{"fresh": {"1"}}, &out)
@@ -131,11 +135,13 @@ func (r *Remote) Breakers(id string) ([]engine.BreakerRecord, error) {
 	return out, r.GetJSON("/v1/breaker/"+url.PathEscape(id)+"/records", url.Values{"fresh": {"1"}}, &out)
 }
 
+// Search implements Service by asking the running proxy.
 func (r *Remote) Search(q SearchRequest) ([]engine.Card, error) {
 	var out []engine.Card
 	return out, r.GetJSON("/v1/memory/search", SearchQuery(q), &out)
 }
 
+// Find implements Service by asking the running proxy.
 func (r *Remote) Find(q SearchRequest) ([]index.Result, error) {
 	v := SearchQuery(q)
 	v.Set("find", "1")
@@ -165,16 +171,19 @@ func SearchQuery(q SearchRequest) url.Values {
 	return v
 }
 
+// Get implements Service by asking the running proxy.
 func (r *Remote) Get(id string) (engine.Artifact, error) {
 	var out engine.Artifact
 	return out, r.GetJSON("/v1/memory/artifacts/"+url.PathEscape(id), url.Values{"fresh": {"1"}}, &out)
 }
 
+// Related implements Service by asking the running proxy.
 func (r *Remote) Related(req RelatedRequest) (*Related, error) {
 	var out Related
 	return &out, r.GetJSON("/v1/memory/artifacts/"+url.PathEscape(req.ID)+"/related", url.Values{"fresh": {"1"}, "k": {strconv.Itoa(req.K)}}, &out)
 }
 
+// List implements Service by asking the running proxy.
 func (r *Remote) List(req ListRequest) ([]engine.Card, error) {
 	v := url.Values{"fresh": {"1"}}
 	if req.Session != "" {
@@ -187,6 +196,7 @@ func (r *Remote) List(req ListRequest) ([]engine.Card, error) {
 	return out, r.GetJSON("/v1/memory/artifacts", v, &out)
 }
 
+// Correct implements Service by asking the running proxy.
 func (r *Remote) Correct(cr exchange.Correction) (*Corrected, error) {
 	body, err := json.Marshal(cr)
 	if err != nil {
@@ -196,6 +206,7 @@ func (r *Remote) Correct(cr exchange.Correction) (*Corrected, error) {
 	return &out, r.Do(http.MethodPost, "/v1/memory/corrections", nil, body, &out)
 }
 
+// Note implements Service by asking the running proxy.
 func (r *Remote) Note(n exchange.Note) (*Noted, error) {
 	body, err := json.Marshal(n)
 	if err != nil {
@@ -205,6 +216,7 @@ func (r *Remote) Note(n exchange.Note) (*Noted, error) {
 	return &out, r.Do(http.MethodPost, "/v1/memory/notes", nil, body, &out)
 }
 
+// Context implements Service by asking the running proxy.
 func (r *Remote) Context(req ContextRequest) (*pack.Pack, error) {
 	return r.ContextWithin(context.Background(), req)
 }

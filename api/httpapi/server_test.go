@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// TestServerAnswers checks the query endpoint's contract over a real
+// engine and index: the bearer token, the loopback Host, and the status
+// each kind of error answers with.
+func TestServerAnswers(t *testing.T) {
+	dir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	e, err := engine.Open(dir, &engine.Options{WAL: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ix, err := index.Open(api.IndexDir(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	srv, err := Start(e, api.NewLocal(e, &api.LocalOptions{Index: ix, WAL: log}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	h, held, err := engine.ReadHolder(dir)
+	if err != nil || !held || h.Addr == "" || h.Token == "" {
+		t.Fatalf("lock file: %+v %v %v", h, held, err)
+	}
+
+	for _, tc := range []struct {
+		method, path, body, host, token string
+		code                            int
+		want                            string
+	}{
+		{"GET", "/v1/sessions", "", "", "nope", 401, "bad or missing bearer token"},
+		{"GET", "/v1/sessions", "", "evil.example", h.Token, 421, ""},
+		{"POST", "/v1/goal", `{"session":"s1","goal":"Ship the cache"}`, "", h.Token, 200, `"op":"goal"`},
+		{"POST", "/v1/goal", `{"session":"s1","goal":"x","colour":"red"}`, "", h.Token, 400, `unknown field \"colour\" (the fields are session, goal)`},
+		{"GET", "/v1/goal", "", "", h.Token, 405, "GET /v1/goal: use POST"},
+		{"GET", "/v1/memory/search?q=", "", "", h.Token, 400, "an empty query"},
+		{"GET", "/v1/memory/artifacts/ffffffffffff", "", "", h.Token, 404, `"not_found":true`},
+		{"GET", "/v1/exchanges/x", "", "", h.Token, 400, `bad query: exchange id \"x\" is not a number`},
+		{"GET", "/v1/nothing", "", "", h.Token, 404, "no route GET /v1/nothing"},
+		{"GET", "/v1/breaker", "", "", h.Token, 500, "this process runs no circuit breaker"},
+		{"POST", "/v1/pack", `{"session":"s1"}`, "", h.Token, 200, `"goal":"Ship the cache"`},
+	} {
+		req, err := http.NewRequest(tc.method, "http://"+h.Addr+tc.path, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		req.Header.Set("Authorization", "Bearer "+tc.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s: %d %s, want %d with %q", tc.method, tc.path, resp.StatusCode, b, tc.code, tc.want)
+		}
+		if tc.code != 421 && !json.Valid(b) {
+			t.Errorf("%s %s: the answer is not JSON: %s", tc.method, tc.path, b)
+		}
+	}
+}

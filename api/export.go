@@ -3,10 +3,13 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/bbengine/bbengine/codec/atif"
 	"github.com/bbengine/bbengine/codec/bbox"
+	"github.com/bbengine/bbengine/codec/census"
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/export"
 )
@@ -121,4 +124,31 @@ func Render(s *engine.Session, events []engine.Event, brk []engine.BreakerRecord
 		return buf.Bytes(), err
 	}
 	return nil, fmt.Errorf("unknown format %q", req.Format)
+}
+
+// readBack names the importer that reads a format back.
+var readBack = map[string]string{"atif": "atif", "bbox": "bbox", "bbox-compact": "bbox", "jsonl": "bbox", "trajectory": "trajectory"}
+
+// ErrNoReadBack is CheckExport's error for a format no importer reads
+// (rlog, json: reports, not lossless formats).
+var ErrNoReadBack = errors.New("api: the format cannot be read back")
+
+// CheckExport reads out, an output in format, back with its format's
+// importer and compares its counts with src, the counts of what it was
+// written from (package census): the rows say what was lost or changed.
+func CheckExport(format string, src census.Counts, out []byte) ([]census.Row, error) {
+	source := readBack[format]
+	if source == "" {
+		return nil, ErrNoReadBack
+	}
+	name := "output." + format
+	rec := engine.ImportRecord{Import: exchange.Import{Source: source, File: name, Kind: exchange.ImportDoc, Data: out}}
+	im, err := engine.DeriveImport(source, source+":check", []engine.ImportFile{{Path: name, Records: []engine.ImportRecord{rec}}})
+	if err != nil {
+		return nil, err
+	}
+	res := engine.Census(&im.Session, im.Events)
+	// Records and parse errors describe the source files, not the output.
+	res.Records, res.ParseErrors = src.Records, src.ParseErrors
+	return census.Compare(src, res), nil
 }

@@ -11,16 +11,12 @@ import (
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
-	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	ucli "github.com/urfave/cli/v2"
 )
 
 // exportFormats are the --to values.
 var exportFormats = api.ExportFormats
-
-// readBack names the importer that reads a format back for --check.
-var readBack = map[string]string{"atif": "atif", "bbox": "bbox", "bbox-compact": "bbox", "jsonl": "bbox", "trajectory": "trajectory"}
 
 func exportFlags() []ucli.Flag {
 	return []ucli.Flag{
@@ -64,7 +60,7 @@ func exportCommand() *ucli.Command {
 				return err
 			}
 			if c.Bool("check") {
-				return checkOutput(c, to, "session", engine.Census(&ex.Session, ex.Events), ex.Data, engine.NewBlobs(c.String("dir")))
+				return checkOutput(c, to, "session", engine.Census(&ex.Session, ex.Events), ex.Data)
 			}
 			return nil
 		},
@@ -126,7 +122,7 @@ func convertCommand() *ucli.Command {
 				return err
 			}
 			if c.Bool("check") {
-				return checkOutput(c, to, from, engine.SourceCensus(from, files), out, blobs)
+				return checkOutput(c, to, from, engine.SourceCensus(from, files), out)
 			}
 			return nil
 		},
@@ -225,25 +221,18 @@ func writeOutput(c *ucli.Context, out []byte) error {
 // checkOutput reads out back with its format's importer and compares
 // its counts with src. Formats no importer reads (rlog, json) are
 // compared on what the session itself derived.
-func checkOutput(c *ucli.Context, to, srcTitle string, src census.Counts, out []byte, blobs *engine.Blobs) error {
+func checkOutput(c *ucli.Context, to, srcTitle string, src census.Counts, out []byte) error {
 	w := c.App.ErrWriter
 	if c.String("output") != "" {
 		w = c.App.Writer
 	}
-	source := readBack[to]
-	if source == "" {
+	rows, err := api.CheckExport(to, src, out)
+	if errors.Is(err, api.ErrNoReadBack) {
 		return &exitError{code: 1, msg: fmt.Sprintf("--check: %s output cannot be read back (it is a report, not a lossless format); check bbox, jsonl, atif or trajectory", to)}
 	}
-	name := "output." + to
-	rec := engine.ImportRecord{Import: exchange.Import{Source: source, File: name, Kind: exchange.ImportDoc, Data: out}}
-	im, err := engine.DeriveImport(source, source+":check", []engine.ImportFile{{Path: name, Records: []engine.ImportRecord{rec}}})
 	if err != nil {
 		return fmt.Errorf("--check: read the %s output back: %w", to, err)
 	}
-	res := engine.Census(&im.Session, im.Events)
-	// Records and parse errors describe the source files, not the output.
-	res.Records, res.ParseErrors = src.Records, src.ParseErrors
-	rows := census.Compare(src, res)
 	if err := census.WriteTable(w, srcTitle, to, rows); err != nil {
 		return err
 	}

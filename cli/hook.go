@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/api"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +132,7 @@ func runHook(c *ucli.Context, a agents.Agent) (err error) {
 		say("silent: event %q (only SessionStart and UserPromptSubmit carry the pack)", in.Event)
 		return nil
 	}
-	req := ContextRequest{Session: c.String("session"), TaskID: c.String("task-id"), Task: c.String("task"), Budget: c.Int("budget"), Project: in.Cwd}
+	req := api.ContextRequest{Session: c.String("session"), TaskID: c.String("task-id"), Task: c.String("task"), Budget: c.Int("budget"), Project: in.Cwd}
 	if req.Session == "" {
 		req.Session = in.SessionID
 	}
@@ -239,7 +239,7 @@ func readHookInput(ctx context.Context, a agents.Agent, r io.Reader) (agents.Hoo
 
 // hookPack builds the pack of req: through the proxy that owns dir when
 // one runs, else with the engine opened here. Both are bounded by ctx.
-func hookPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, error) {
+func hookPack(ctx context.Context, dir string, req api.ContextRequest) (*pack.Pack, error) {
 	h, held, err := engine.ReadHolder(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read the lock of %s: %v", dir, err)
@@ -248,12 +248,7 @@ func hookPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, 
 		if h.Addr == "" {
 			return nil, fmt.Errorf("process %d holds %s and serves no queries", h.PID, dir)
 		}
-		r := &remote{addr: h.Addr, token: h.Token, pid: h.PID}
-		var p pack.Pack
-		if err := r.doContext(ctx, http.MethodGet, "/v1/memory/context", contextQuery(req), nil, &p); err != nil {
-			return nil, err
-		}
-		return &p, nil
+		return (&api.Remote{Addr: h.Addr, Token: h.Token, PID: h.PID}).ContextWithin(ctx, req)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
 		return nil, fmt.Errorf("no data directory at %s: %v", dir, err)
@@ -284,7 +279,7 @@ func hookPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, 
 
 // localPack opens the engine of dir, catches up with the WAL within ctx
 // and builds the pack; the index is not needed for it.
-func localPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, error) {
+func localPack(ctx context.Context, dir string, req api.ContextRequest) (*pack.Pack, error) {
 	e, err := engine.Open(dir, nil)
 	if err != nil {
 		return nil, err
@@ -293,8 +288,7 @@ func localPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack,
 	if _, err := e.CatchUp(ctx); err != nil {
 		return nil, err
 	}
-	m := &localMemory{e: e}
-	return m.Context(req)
+	return api.NewLocal(e, nil).Context(req)
 }
 
 // stateName is the file name of an agent session's hook state: the id

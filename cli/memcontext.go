@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/bbengine/bbengine/api"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -48,7 +49,7 @@ func memContext(c *ucli.Context) error {
 	if project == "" {
 		project, _ = os.Getwd()
 	}
-	p, err := m.Context(ContextRequest{Session: c.String("session"), Task: c.String("task"), TaskID: c.String("task-id"), Budget: c.Int("budget"), Project: project})
+	p, err := m.Context(api.ContextRequest{Session: c.String("session"), Task: c.String("task"), TaskID: c.String("task-id"), Budget: c.Int("budget"), Project: project})
 	if err != nil {
 		return err
 	}

@@ -144,7 +144,7 @@ func runAgent(c *ucli.Context) error {
 				return fmt.Errorf("run: record the goal: %w", err)
 			}
 		}
-		p, err := m.Context(ContextRequest{Session: pl.session, TaskID: pl.task, Task: pl.describe, Budget: c.Int("budget")})
+		p, err := m.Context(api.ContextRequest{Session: pl.session, TaskID: pl.task, Task: pl.describe, Budget: c.Int("budget")})
 		if err != nil {
 			return fmt.Errorf("run: build the context pack: %w", err)
 		}

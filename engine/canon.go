@@ -112,6 +112,11 @@ type canonicalizer struct {
 	files          map[string]*ImportFileState
 	dirtyFiles     map[string]bool
 	pendingImports map[string]bool
+	// handed are the events of the sessions deriveImports derived in
+	// this pass, for deriveMemory (importhand.go); handedBytes their
+	// encoded size.
+	handed      map[string][]Event
+	handedBytes int
 
 	// memPending are the sessions whose memory to derive at the end of
 	// the pass (marked in the store too); scanPending is set until the
@@ -192,7 +197,7 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 func (e *Engine) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies, NewRequestBody: bodybuf.Get}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
-		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
+		handed: map[string][]Event{}, memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
@@ -309,7 +308,8 @@ type importJob struct {
 	res     chan importResult
 }
 
-// importResult is a session derived by its importer, its events encoded.
+// importResult is a session derived by its importer, its events encoded
+// (events) and as decoding those gives them (im.Events, see handEvent).
 type importResult struct {
 	im     *Imported // nil when no importer could derive it
 	events [][]byte
@@ -371,13 +371,12 @@ func (e *Engine) deriveImportJob(j *importJob) importResult {
 	for i := range im.Events {
 		ev := &im.Events[i]
 		ev.Seq = uint64(i + 1)
-		b, err := json.Marshal(ev)
+		v, err := encodeHanded(ev, e.opts.Redactor)
 		if err != nil {
-			return importResult{err: fmt.Errorf("engine: encode %q: %w", []byte{prefixEvent}, err)}
+			return importResult{err: fmt.Errorf("engine: event %d of session %s: %w", i+1, j.id, err)}
 		}
-		r.events[i] = e.opts.Redactor.JSON(b)
+		r.events[i] = v
 	}
-	im.Events = nil
 	return r
 }
 
@@ -390,6 +389,7 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 	}
 	// Drop the old timeline, and the memory folded from it.
 	delete(c.folds, id)
+	delete(c.handed, id)
 	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {
@@ -398,11 +398,20 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 		if s.Source == "" {
 			s.Source = "import:" + j.source
 		}
+		size := 0
 		for i, v := range r.events {
 			if err := c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil); err != nil {
 				return err
 			}
+			size += len(v)
 		}
+		if c.handedBytes+size <= maxHanded {
+			// Memory derivation, later in this pass, takes them
+			// instead of reading them back.
+			c.handed[id] = r.im.Events
+			c.handedBytes += size
+		}
+		r.im.Events = nil
 		s.Events = uint64(len(r.events))
 		c.progress.Events += len(r.events)
 	}

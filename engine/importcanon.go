@@ -368,10 +368,11 @@ func (e *Engine) deriveImportJob(j *importJob) importResult {
 	}
 	files = nil // the records are not needed any more
 	r := importResult{im: im, events: make([][]byte, len(im.Events))}
+	var enc eventEncoder
 	for i := range im.Events {
 		ev := &im.Events[i]
 		ev.Seq = uint64(i + 1)
-		v, err := encodeHanded(ev, e.opts.Redactor)
+		v, err := encodeHanded(&enc, ev, e.opts.Redactor)
 		if err != nil {
 			return importResult{err: fmt.Errorf("engine: event %d of session %s: %w", i+1, j.id, err)}
 		}

@@ -26,7 +26,7 @@ func marshalRaw(t testing.TB, r []byte) []byte {
 	return b
 }
 
-func TestNormalizeRaw(t *testing.T) {
+func TestAppendNormal(t *testing.T) {
 	for _, in := range []string{
 		`{}`, `[]`, `null`, `1.5e3`, `"x"`,
 		`{"a":1,"b":[true,false,null]}`,
@@ -40,21 +40,14 @@ func TestNormalizeRaw(t *testing.T) {
 		`["a" , "b c" ,{"k" : "v w"}]`,
 		`{"e":"\u003c already escaped \u0026"}`,
 	} {
-		got, want := normalizeRaw(json.RawMessage(in)), marshalRaw(t, []byte(in))
-		if !bytes.Equal(got, want) {
-			t.Errorf("normalizeRaw(%q) = %q, want %q", in, got, want)
+		got, want := appendNormal([]byte("x"), []byte(in)), marshalRaw(t, []byte(in))
+		if !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Errorf("appendNormal(%q) = %q, want %q", in, got[1:], want)
 		}
-		// What is normal already is returned as it is.
-		if n := normalizeRaw(json.RawMessage(want)); &n[0] != &want[0] {
-			t.Errorf("normalizeRaw(%q) copied a normal value", want)
-		}
-	}
-	if got := normalizeRaw(json.RawMessage{}); got != nil {
-		t.Errorf("normalizeRaw(empty) = %q, want nil", got)
 	}
 }
 
-func FuzzNormalizeRaw(f *testing.F) {
+func FuzzAppendNormal(f *testing.F) {
 	for _, s := range []string{`{"a": "<b> & c"}`, "[1, 2,\n3]", `"\u2028"`, "\"\xe2\x80\xa8\""} {
 		f.Add([]byte(s))
 	}
@@ -62,8 +55,8 @@ func FuzzNormalizeRaw(f *testing.F) {
 		if !json.Valid(in) {
 			return
 		}
-		if got, want := normalizeRaw(in), marshalRaw(t, in); !bytes.Equal(got, want) {
-			t.Fatalf("normalizeRaw(%q) = %q, want %q", in, got, want)
+		if got, want := appendNormal(nil, in), marshalRaw(t, in); !bytes.Equal(got, want) {
+			t.Fatalf("appendNormal(%q) = %q, want %q", in, got, want)
 		}
 	})
 }
@@ -72,9 +65,10 @@ func FuzzNormalizeRaw(f *testing.F) {
 // equals what decoding its stored form gives, as Engine.Events does.
 func checkHanded(t *testing.T, what string, events []Event, red *redact.Redactor) {
 	t.Helper()
+	var enc eventEncoder
 	for i := range events {
 		ev := events[i]
-		stored, err := encodeHanded(&ev, red)
+		stored, err := encodeHanded(&enc, &ev, red)
 		if err != nil {
 			t.Fatalf("%s: event %d: %v", what, i+1, err)
 		}
@@ -140,7 +134,7 @@ func dirExists(p string) bool {
 }
 
 // TestHandEventTypes fails when Event gains a field of a type whose
-// decoding normalizeEvent does not know to match: a map, an interface,
+// encoding and decoding the eventEncoder does not know: a map, an interface,
 // a float, another RawMessage field, a slice of another type.
 func TestHandEventTypes(t *testing.T) {
 	known := map[reflect.Type]bool{
@@ -160,9 +154,9 @@ func TestHandEventTypes(t *testing.T) {
 			for f := range ty.Fields() {
 				name := ty.Name() + "." + f.Name
 				if !f.IsExported() || f.Tag.Get("json") == "-" {
-					// Not encoded: normalizeEvent must clear it.
+					// Not encoded: the eventEncoder must clear it.
 					if !cleared[name] {
-						t.Errorf("%s.%s is not encoded: teach normalizeEvent (importhand.go) to clear it", path, f.Name)
+						t.Errorf("%s.%s is not encoded: teach the eventEncoder (eventenc.go) to clear it", path, f.Name)
 					}
 					continue
 				}
@@ -170,7 +164,7 @@ func TestHandEventTypes(t *testing.T) {
 			}
 		case reflect.Slice:
 			if !known[ty] {
-				t.Errorf("%s: a slice of type %s: teach normalizeEvent (importhand.go) how it decodes", path, ty)
+				t.Errorf("%s: a slice of type %s: teach the eventEncoder (eventenc.go) how it decodes", path, ty)
 				return
 			}
 			if ty == reflect.TypeFor[json.RawMessage]() {
@@ -181,12 +175,12 @@ func TestHandEventTypes(t *testing.T) {
 				walk(path+"[]", ty.Elem())
 			}
 		default:
-			t.Errorf("%s: a %s: teach normalizeEvent (importhand.go) how it decodes", path, ty)
+			t.Errorf("%s: a %s: teach the eventEncoder (eventenc.go) how it decodes", path, ty)
 		}
 	}
 	walk("Event", reflect.TypeFor[Event]())
 	if raws != 6 {
-		t.Errorf("Event holds %d RawMessage fields, normalizeEvent knows 6", raws)
+		t.Errorf("Event holds %d RawMessage fields, the eventEncoder knows 6", raws)
 	}
 }
 

@@ -530,8 +530,14 @@ func compareU64(a, b uint64) int {
 }
 
 func (c *canonicalizer) ensureBatch() {
+	c.ensureBatchSize(0)
+}
+
+// ensureBatchSize is ensureBatch with a new batch's buffer allocated for
+// size bytes at once (0: Pebble's default, grown by doubling).
+func (c *canonicalizer) ensureBatchSize(size int) {
 	if c.batch == nil {
-		c.batch = c.e.db.NewBatch()
+		c.batch = c.e.db.NewBatchWithSize(size)
 		c.opened = map[uint64]uint64{}
 		c.closed = map[uint64]bool{}
 	}

@@ -16,14 +16,37 @@ import (
 // byte (TestEventEncoder compares them on the golden corpora and on
 // events with every field set), without its reflection: encoding an
 // import's events was a tenth of its CPU. It also makes the event what
-// decoding its encoding gives (see encodeHanded): each json.RawMessage
-// field becomes the bytes written for it.
+// decoding its encoding gives (see encodeHanded), but for the
+// json.RawMessage fields written otherwise than they are: fixes says
+// where in b each was written.
 type eventEncoder struct {
 	b []byte
 	// invalid is set when a string held invalid UTF-8, written as
 	// U+FFFD: decoding gives the string with U+FFFD in its place.
 	invalid bool
+	fixes   []rawFix
 	err     error
+}
+
+// rawFix is a RawMessage field, and where in the encoding its value is.
+type rawFix struct {
+	p          *json.RawMessage
+	start, end int
+}
+
+// reset makes e ready for the next event.
+func (e *eventEncoder) reset() {
+	e.b, e.invalid, e.err = e.b[:0], false, nil
+	clear(e.fixes)
+	e.fixes = e.fixes[:0]
+}
+
+// fix points each RawMessage field written otherwise than it was at its
+// value in enc, the encoding (or a copy of it).
+func (e *eventEncoder) fix(enc []byte) {
+	for _, f := range e.fixes {
+		*f.p = enc[f.start:f.end:f.end]
+	}
 }
 
 var errRawInvalid = errors.New("json: error calling MarshalJSON for type json.RawMessage: invalid JSON")
@@ -202,11 +225,18 @@ func (e *eventEncoder) parts(ps []llm.Part) {
 }
 
 // close ends an object whose fields are all omitempty, started at n:
-// its first field's comma goes.
+// its first field's comma goes, and what was written after it moves
+// back a byte.
 func (e *eventEncoder) close(n int) {
 	if len(e.b) > n {
 		copy(e.b[n:], e.b[n+1:])
 		e.b = e.b[:len(e.b)-1]
+		for i := range e.fixes {
+			if f := &e.fixes[i]; f.start > n {
+				f.start--
+				f.end--
+			}
+		}
 	}
 	e.b = append(e.b, '}')
 }
@@ -243,7 +273,7 @@ func (e *eventEncoder) optRaw(key string, r *json.RawMessage) {
 }
 
 // raw appends *r as encoding/json writes a RawMessage (nil as null),
-// and sets *r to what was written.
+// and notes r in fixes when that differs from *r.
 func (e *eventEncoder) raw(r *json.RawMessage) {
 	if *r == nil {
 		e.b = append(e.b, "null"...)
@@ -259,7 +289,7 @@ func (e *eventEncoder) raw(r *json.RawMessage) {
 	n := len(e.b)
 	e.b = appendNormal(e.b, *r)
 	if w := e.b[n:]; !bytes.Equal(w, *r) {
-		*r = bytes.Clone(w)
+		e.fixes = append(e.fixes, rawFix{r, n, len(e.b)})
 	}
 }
 

@@ -19,7 +19,7 @@ func checkEncoder(t *testing.T, what string, events []Event) {
 	for i := range events {
 		want, werr := json.Marshal(&events[i])
 		ev := events[i]
-		enc.b, enc.err = enc.b[:0], nil
+		enc.reset()
 		enc.event(&ev)
 		if (werr != nil) != (enc.err != nil) {
 			t.Fatalf("%s: event %d: error %v, json.Marshal's %v", what, i+1, enc.err, werr)
@@ -109,7 +109,7 @@ func TestEventEncoderAllocs(t *testing.T) {
 	var enc eventEncoder
 	enc.event(&ev)
 	if n := testing.AllocsPerRun(100, func() {
-		enc.b = enc.b[:0]
+		enc.reset()
 		enc.event(&ev)
 	}); n != 0 {
 		t.Errorf("encoding an event allocates %v times, want 0", n)

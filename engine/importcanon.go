@@ -13,6 +13,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/wal"
 )
 
 // Imported logs are derived per session, not per frame: an import frame
@@ -236,7 +237,10 @@ func (c *canonicalizer) deriveImports() error {
 	if len(c.pendingImports) == 0 {
 		return nil
 	}
-	c.ensureBatch()
+	// Batches of imported events fill up: allocated whole, not grown
+	// from Pebble's default by doubling (twice the allocation).
+	batchSize := c.e.opts.BatchBytes + c.e.opts.BatchBytes/4
+	c.ensureBatchSize(batchSize)
 	if err := c.writeImportFiles(); err != nil {
 		return err
 	}
@@ -284,6 +288,18 @@ func (c *canonicalizer) deriveImports() error {
 		if r.err != nil {
 			return r.err
 		}
+		// A batch that would not hold the session's events is
+		// committed first, and the next one sized for them.
+		need := 0
+		for _, v := range r.events {
+			need += len(v) + 32 // and the key and lengths
+		}
+		if !c.batch.Empty() && c.batch.Len()+need > batchSize {
+			if err := c.commit(); err != nil {
+				return err
+			}
+		}
+		c.ensureBatchSize(max(batchSize, need+64<<10))
 		if err := c.applyImported(id, j, r); err != nil {
 			return err
 		}
@@ -291,7 +307,7 @@ func (c *canonicalizer) deriveImports() error {
 			if err := c.commit(); err != nil {
 				return err
 			}
-			c.ensureBatch()
+			c.ensureBatchSize(batchSize)
 		}
 	}
 	return nil
@@ -346,8 +362,11 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 // it and encodes its events. It is safe for concurrent use.
 func (e *Engine) deriveImportJob(j *importJob) importResult {
 	var files []ImportFile
+	// One reader for all the files: each has a read buffer of its own.
+	wr := e.log.NewReader()
+	defer wr.Close()
 	for i := range j.files {
-		recs, err := e.readImportRecords(&j.files[i])
+		recs, err := e.readImportRecords(wr, &j.files[i])
 		if err != nil {
 			return importResult{err: err}
 		}
@@ -442,12 +461,20 @@ func (c *canonicalizer) dropImportFolds() {
 	}
 }
 
+// recordArena is the largest arena readImportRecords copies records
+// into (a record larger than it has one of its own size).
+const recordArena = 1 << 20
+
 // readImportRecords reads the records of a file's current generation
-// back from the WAL.
-func (e *Engine) readImportRecords(fs *ImportFileState) ([]ImportRecord, error) {
-	r := e.log.NewReader()
-	defer r.Close()
+// back from the WAL with r. Their data share arenas that grow from 64
+// KiB to recordArena bytes, so that a small file does not cost a large
+// one's.
+func (e *Engine) readImportRecords(r *wal.Reader, fs *ImportFileState) ([]ImportRecord, error) {
 	out := make([]ImportRecord, 0, fs.Records)
+	var (
+		arena     []byte
+		arenaSize int
+	)
 	for _, run := range fs.Runs {
 		if err := r.Seek(run.Start); err != nil {
 			return nil, fmt.Errorf("engine: read %s back from WAL offset %d: %w", fs.Path, run.Start, err)
@@ -474,7 +501,13 @@ func (e *Engine) readImportRecords(fs *ImportFileState) ([]ImportRecord, error) 
 				end = rec.Offset + int64(len(rec.Data)) + 1
 			}
 			n++
-			rec.Data = append([]byte(nil), rec.Data...)
+			if cap(arena)-len(arena) < len(rec.Data) {
+				arenaSize = min(max(2*arenaSize, 64<<10), recordArena)
+				arena = make([]byte, 0, max(arenaSize, len(rec.Data)))
+			}
+			start := len(arena)
+			arena = append(arena, rec.Data...)
+			rec.Data = arena[start:len(arena):len(arena)]
 			rec.Source, rec.Session, rec.File, rec.Kind = fs.Source, fs.Session, fs.Path, strings.Clone(rec.Kind)
 			out = append(out, ImportRecord{Import: rec, WAL: r.Offset()})
 		}

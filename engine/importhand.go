@@ -16,8 +16,9 @@ import (
 // memory RebuildMemory derives from the store. encodeHanded makes them so:
 //
 //   - json.RawMessage fields decode as encoding/json wrote them: compact,
-//     with <, >, &, U+2028 and U+2029 escaped. The eventEncoder sets each
-//     to what it wrote.
+//     with <, >, &, U+2028 and U+2029 escaped. Each one the eventEncoder
+//     wrote otherwise than it was is pointed at its value in the stored
+//     bytes.
 //   - An empty slice of an omitempty field decodes as nil, a nil
 //     RawMessage of a field without omitempty as "null", and a field
 //     that is not encoded as its zero value: the eventEncoder sets them so.
@@ -75,7 +76,7 @@ func appendNormal(dst, src []byte) []byte {
 // makes *ev what decoding that gives. enc is a scratch encoder, its
 // buffer reused.
 func encodeHanded(enc *eventEncoder, ev *Event, red *redact.Redactor) ([]byte, error) {
-	enc.b, enc.invalid, enc.err = enc.b[:0], false, nil
+	enc.reset()
 	enc.event(ev)
 	if enc.err != nil {
 		return nil, fmt.Errorf("encode: %w", enc.err)
@@ -86,6 +87,7 @@ func encodeHanded(enc *eventEncoder, ev *Event, red *redact.Redactor) ([]byte, e
 	if len(stored) == len(b) && &stored[0] == &b[0] {
 		stored = bytes.Clone(b)
 		if !enc.invalid {
+			enc.fix(stored)
 			return stored, nil
 		}
 	}

@@ -130,6 +130,9 @@ type canonicalizer struct {
 	briefs map[string]*Brief
 	// folds are the memory derivations kept of recent sessions.
 	folds map[string]*memFold
+	// corrected is set, for a deriveMemory, when the store holds a
+	// correction.
+	corrected bool
 
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset

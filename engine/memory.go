@@ -155,6 +155,16 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	clear(c.memPending)
+	// Most stores hold no correction: then no artifact's is looked up
+	// (a lookup of an absent key reads every level).
+	c.corrected = false
+	err := c.e.scan([]byte{prefixIndex, memCorrection}, func(_, _ []byte) error {
+		c.corrected = true
+		return errStopScan
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return err
+	}
 	// The events deriveImports handed over are for this pass only: a
 	// session left for the next pass reads its events from the store.
 	handed := c.handed
@@ -362,8 +372,15 @@ type memFold struct {
 // import of many sessions would hold them all.
 const maxFolds = 64
 
-// correction returns the correction state of key, cached.
-func (f *memFold) correction(e *Engine, key []byte) (CorrectionState, error) {
+// errStopScan ends a scan early.
+var errStopScan = errors.New("engine: stop scan")
+
+// correction returns the correction state of key, cached; none when the
+// store holds no correction at all (corrected unset).
+func (f *memFold) correction(e *Engine, corrected bool, key []byte) (CorrectionState, error) {
+	if !corrected {
+		return CorrectionState{}, nil
+	}
 	if cs, ok := f.corr[string(key)]; ok {
 		return cs, nil
 	}
@@ -554,13 +571,13 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 			f.keys[a.ID] = keys
 		}
 		stored[a.ID] = sum
-		cs, err := f.correction(e, correctionKey("artifact", a.ID))
+		cs, err := f.correction(e, c.corrected, correctionKey("artifact", a.ID))
 		if err != nil {
 			return f, written, err
 		}
 		digestArtifact(h, a.ID, &sum, cs)
 	}
-	cs, err := f.correction(e, correctionKey("session", s.ID))
+	cs, err := f.correction(e, c.corrected, correctionKey("session", s.ID))
 	if err != nil {
 		return f, written, err
 	}

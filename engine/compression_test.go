@@ -46,6 +46,23 @@ func TestCompressionLevels(t *testing.T) {
 	if size := m.Levels[last].TablesSize; size > 2000*int64(len(val))/4 {
 		t.Errorf("last level holds %d bytes for %d of values: not compressed", size, 2000*len(val))
 	}
+	tables, err := e.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range tables {
+		for _, tb := range level {
+			p := tb.Properties
+			if p.NumDataBlocks == 0 {
+				continue
+			}
+			// Blocks are cut at their uncompressed size.
+			if max := 2*p.RawKeySize/tableBlock + 2*p.RawValueSize/tableBlock + 2; p.NumDataBlocks > max {
+				t.Errorf("table %s: %d data blocks for %d bytes of keys and values, want at most %d (blocks of %d bytes)",
+					tb.FileNum, p.NumDataBlocks, p.RawKeySize+p.RawValueSize, max, tableBlock)
+			}
+		}
+	}
 	for _, i := range []int{0, 999, 1999} {
 		v, closer, err := e.db.Get(fmt.Appendf(nil, "zz-test-%05d", i))
 		if err != nil {

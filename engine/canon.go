@@ -117,6 +117,9 @@ type canonicalizer struct {
 	// encoded size.
 	handed      map[string][]Event
 	handedBytes int
+	// lastRecs holds, for a dirty file, the data of its last record,
+	// whose SHA-256 writeImportFiles puts in its state.
+	lastRecs map[string][]byte
 
 	// memPending are the sessions whose memory to derive at the end of
 	// the pass (marked in the store too); scanPending is set until the
@@ -200,7 +203,7 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 func (e *Engine) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies, NewRequestBody: bodybuf.Get}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
-		handed: map[string][]Event{}, memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
+		handed: map[string][]Event{}, lastRecs: map[string][]byte{}, memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err

@@ -131,11 +131,17 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 		}
 	}
 	st.Path, st.Source, st.Session = rec.File, rec.Source, rec.Session
-	sum := sha256.Sum256(rec.Data)
 	if st.Records == 0 {
+		sum := sha256.Sum256(rec.Data)
 		st.HeadSHA = hex.EncodeToString(sum[:])
+		st.LastSHA = st.HeadSHA
+		delete(c.lastRecs, rec.File)
+	} else {
+		// Hashing every record cost more than keeping the last one
+		// until the state is written (writeImportFiles).
+		c.lastRecs[rec.File] = append(c.lastRecs[rec.File][:0], rec.Data...)
 	}
-	st.LastSHA, st.LastOffset = hex.EncodeToString(sum[:]), rec.Offset
+	st.LastOffset = rec.Offset
 	st.Records++
 	if whole {
 		st.End = int64(len(rec.Data))
@@ -205,6 +211,11 @@ func (c *canonicalizer) writeImportFiles() error {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
+		if last, ok := c.lastRecs[p]; ok {
+			sum := sha256.Sum256(last)
+			c.files[p].LastSHA = hex.EncodeToString(sum[:])
+			delete(c.lastRecs, p)
+		}
 		if err := c.setJSON(importFileKey(p), c.files[p]); err != nil {
 			return err
 		}
@@ -256,12 +267,16 @@ func (c *canonicalizer) deriveImports() error {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			// One WAL reader (and its 1 MiB read buffer) per worker.
+			wr := c.e.log.NewReader()
+			defer wr.Close()
+			enc := &eventEncoder{}
 			for j := range jobs {
 				func() {
 					var r importResult
 					defer func() { j.res <- r }()
 					defer catch(&r.err)
-					r = c.e.deriveImportJob(j)
+					r = c.e.deriveImportJob(wr, enc, j)
 				}()
 			}
 		})
@@ -358,13 +373,11 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 	return j, nil
 }
 
-// deriveImportJob reads a session's records back from the WAL, derives
-// it and encodes its events. It is safe for concurrent use.
-func (e *Engine) deriveImportJob(j *importJob) importResult {
+// deriveImportJob reads a session's records back from the WAL with wr,
+// derives it and encodes its events with enc. It is safe for concurrent
+// use with other readers and encoders.
+func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob) importResult {
 	var files []ImportFile
-	// One reader for all the files: each has a read buffer of its own.
-	wr := e.log.NewReader()
-	defer wr.Close()
 	for i := range j.files {
 		recs, err := e.readImportRecords(wr, &j.files[i])
 		if err != nil {
@@ -387,11 +400,10 @@ func (e *Engine) deriveImportJob(j *importJob) importResult {
 	}
 	files = nil // the records are not needed any more
 	r := importResult{im: im, events: make([][]byte, len(im.Events))}
-	var enc eventEncoder
 	for i := range im.Events {
 		ev := &im.Events[i]
 		ev.Seq = uint64(i + 1)
-		v, err := encodeHanded(&enc, ev, e.opts.Redactor)
+		v, err := encodeHanded(enc, ev, e.opts.Redactor)
 		if err != nil {
 			return importResult{err: fmt.Errorf("engine: event %d of session %s: %w", i+1, j.id, err)}
 		}

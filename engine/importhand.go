@@ -31,8 +31,12 @@ import (
 // that Event holds no type the eventEncoder does not know.
 
 // maxHanded is how many bytes of encoded events a pass keeps decoded
-// for memory derivation; the sessions beyond it read theirs back.
-const maxHanded = 32 << 20
+// for memory derivation; the sessions beyond it read theirs back. A pass
+// of an import derives what about pipeDerive (16 MiB) of records
+// brought (at 20 copies of the golden corpus at most 20 MB of events),
+// so nearly every session is handed over, and the memory this holds
+// stays bounded whatever the sessions' sizes.
+const maxHanded = 24 << 20
 
 // appendNormal appends src, valid JSON, to dst as encoding/json's
 // compaction of a Marshaler's output writes it.

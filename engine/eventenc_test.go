@@ -136,4 +136,3 @@ func FuzzValidRaw(f *testing.F) {
 		}
 	})
 }
-

@@ -38,37 +38,53 @@ import (
 // stays bounded whatever the sessions' sizes.
 const maxHanded = 24 << 20
 
+// normalIn and normalOut mark the bytes appendNormal stops at inside a
+// string and outside one: the quote, the backslash, the bytes encoding/json
+// escapes (<, >, & and the first byte of U+2028 and U+2029) and, outside
+// a string, whitespace.
+var normalIn, normalOut = func() (in, out [256]bool) {
+	for _, c := range []byte("\"\\<>&\xe2") {
+		in[c], out[c] = true, true
+	}
+	for _, c := range []byte(" \t\n\r") {
+		out[c] = true
+	}
+	return in, out
+}()
+
 // appendNormal appends src, valid JSON, to dst as encoding/json's
 // compaction of a Marshaler's output writes it.
 func appendNormal(dst, src []byte) []byte {
 	const hex = "0123456789abcdef"
-	in, esc, start := false, false, 0
+	in, start := false, 0
 	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
+		tab := &normalOut
+		if in {
+			tab = &normalIn
+		}
+		for i < len(src) && !tab[src[i]] {
+			i++
+		}
+		if i == len(src) {
+			break
+		}
+		switch c := src[i]; {
 		case c == '<' || c == '>' || c == '&':
 			dst = append(dst, src[start:i]...)
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 			start = i + 1
-			continue
-		case c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8:
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
-			i += 2
-			start = i + 1
-			continue
-		case esc:
-			esc = false
-		case in:
-			switch c {
-			case '\\':
-				esc = true
-			case '"':
-				in = false
+		case c == 0xE2:
+			if i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 {
+				dst = append(dst, src[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
+				i += 2
+				start = i + 1
 			}
+		case c == '\\':
+			i++ // the escaped byte: one of "\/bfnrtu, in a string
 		case c == '"':
-			in = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			in = !in
+		default: // whitespace outside a string
 			dst = append(dst, src[start:i]...)
 			start = i + 1
 		}

@@ -207,3 +207,27 @@ func TestImportMemoryRebuilt(t *testing.T) {
 		t.Fatalf("RebuildMemory changed the memory the import derived:\n%s", diffLines(before, after))
 	}
 }
+
+// BenchmarkAppendNormal normalizes the records of a golden Claude log:
+// the largest RawMessages an import's events carry.
+func BenchmarkAppendNormal(b *testing.B) {
+	sessions := goldenClaude(b)
+	var recs [][]byte
+	size := 0
+	for _, s := range sessions[:1] {
+		for _, f := range s.files {
+			for _, r := range f.Records {
+				recs = append(recs, r.Data)
+				size += len(r.Data)
+			}
+		}
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	var dst []byte
+	for b.Loop() {
+		for _, r := range recs {
+			dst = appendNormal(dst[:0], r)
+		}
+	}
+}

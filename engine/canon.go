@@ -112,6 +112,14 @@ type canonicalizer struct {
 	files          map[string]*ImportFileState
 	dirtyFiles     map[string]bool
 	pendingImports map[string]bool
+	// handed are the events of the sessions deriveImports derived in
+	// this pass, for deriveMemory (importhand.go); handedBytes their
+	// encoded size.
+	handed      map[string][]Event
+	handedBytes int
+	// lastRecs holds, for a dirty file, the data of its last record,
+	// whose SHA-256 writeImportFiles puts in its state.
+	lastRecs map[string][]byte
 
 	// memPending are the sessions whose memory to derive at the end of
 	// the pass (marked in the store too); scanPending is set until the
@@ -125,6 +133,9 @@ type canonicalizer struct {
 	briefs map[string]*Brief
 	// folds are the memory derivations kept of recent sessions.
 	folds map[string]*memFold
+	// corrected is set, for a deriveMemory, when the store holds a
+	// correction.
+	corrected bool
 
 	batch    *pebble.Batch
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
@@ -192,7 +203,7 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 func (e *Engine) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies, NewRequestBody: bodybuf.Get}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
 		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
-		memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
+		handed: map[string][]Event{}, lastRecs: map[string][]byte{}, memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.Applied(); err != nil {
 		return nil, err
@@ -525,8 +536,14 @@ func compareU64(a, b uint64) int {
 }
 
 func (c *canonicalizer) ensureBatch() {
+	c.ensureBatchSize(0)
+}
+
+// ensureBatchSize is ensureBatch with a new batch's buffer allocated for
+// size bytes at once (0: Pebble's default, grown by doubling).
+func (c *canonicalizer) ensureBatchSize(size int) {
 	if c.batch == nil {
-		c.batch = c.e.db.NewBatch()
+		c.batch = c.e.db.NewBatchWithSize(size)
 		c.opened = map[uint64]uint64{}
 		c.closed = map[uint64]bool{}
 	}

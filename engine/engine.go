@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bbengine/bbengine/codec/redact"
@@ -196,7 +197,7 @@ func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
 	if o.FS != nil {
 		base = o.FS
 	}
-	db, err = pebble.Open(dbDir, &pebble.Options{
+	po := &pebble.Options{
 		FS:                         newOwnerFS(base),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
@@ -216,7 +217,9 @@ func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
 				}
 			},
 		},
-	})
+	}
+	setCompression(po)
+	db, err = pebble.Open(dbDir, po)
 	if err == nil {
 		return db, nil
 	}
@@ -225,6 +228,31 @@ func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
 	}
 	return nil, &DamagedError{Path: dbDir, Err: err}
 }
+
+// setCompression writes the tables of level 0 uncompressed and those of
+// the levels below with snappy, in blocks of tableBlock bytes. A flush
+// writes every byte derived into a level 0 table, which the next
+// compaction reads once and rewrites below: compressing it cost more CPU
+// than the disk it saved (at 200 copies of the golden corpus compaction
+// was a fifth of an import's CPU, snappy an eighth), while the levels
+// below, where the data stays, keep the store small. Readers tell each
+// block's compression from its trailer, so stores written with any
+// setting open alike.
+func setCompression(o *pebble.Options) {
+	for i := range o.Levels {
+		o.Levels[i].BlockSize = tableBlock
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+	}
+	o.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+}
+
+// tableBlock is the size of a table's data blocks. Pebble's default, 4
+// KiB, made a table writer issue a write system call per block (its
+// buffer is as large) and compress in small pieces: at 200 copies of
+// the golden corpus 32 KiB blocks (CockroachDB's size) took 8% less CPU
+// and made the store a quarter smaller. A point read decodes a larger
+// block; the derived state is read mostly in ranges.
+const tableBlock = 32 << 10
 
 // safeCheck is check with Pebble's panics turned into errors.
 func (e *Engine) safeCheck() (err error) {

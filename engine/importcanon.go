@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/wal"
 )
 
 // Imported logs are derived per session, not per frame: an import frame
@@ -131,11 +131,17 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 		}
 	}
 	st.Path, st.Source, st.Session = rec.File, rec.Source, rec.Session
-	sum := sha256.Sum256(rec.Data)
 	if st.Records == 0 {
+		sum := sha256.Sum256(rec.Data)
 		st.HeadSHA = hex.EncodeToString(sum[:])
+		st.LastSHA = st.HeadSHA
+		delete(c.lastRecs, rec.File)
+	} else {
+		// Hashing every record cost more than keeping the last one
+		// until the state is written (writeImportFiles).
+		c.lastRecs[rec.File] = append(c.lastRecs[rec.File][:0], rec.Data...)
 	}
-	st.LastSHA, st.LastOffset = hex.EncodeToString(sum[:]), rec.Offset
+	st.LastOffset = rec.Offset
 	st.Records++
 	if whole {
 		st.End = int64(len(rec.Data))
@@ -205,6 +211,11 @@ func (c *canonicalizer) writeImportFiles() error {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
+		if last, ok := c.lastRecs[p]; ok {
+			sum := sha256.Sum256(last)
+			c.files[p].LastSHA = hex.EncodeToString(sum[:])
+			delete(c.lastRecs, p)
+		}
 		if err := c.setJSON(importFileKey(p), c.files[p]); err != nil {
 			return err
 		}
@@ -237,7 +248,10 @@ func (c *canonicalizer) deriveImports() error {
 	if len(c.pendingImports) == 0 {
 		return nil
 	}
-	c.ensureBatch()
+	// Batches of imported events fill up: allocated whole, not grown
+	// from Pebble's default by doubling (twice the allocation).
+	batchSize := c.e.opts.BatchBytes + c.e.opts.BatchBytes/4
+	c.ensureBatchSize(batchSize)
 	if err := c.writeImportFiles(); err != nil {
 		return err
 	}
@@ -253,12 +267,16 @@ func (c *canonicalizer) deriveImports() error {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			// One WAL reader (and its 1 MiB read buffer) per worker.
+			wr := c.e.log.NewReader()
+			defer wr.Close()
+			enc := &eventEncoder{}
 			for j := range jobs {
 				func() {
 					var r importResult
 					defer func() { j.res <- r }()
 					defer catch(&r.err)
-					r = c.e.deriveImportJob(j)
+					r = c.e.deriveImportJob(wr, enc, j)
 				}()
 			}
 		})
@@ -285,6 +303,18 @@ func (c *canonicalizer) deriveImports() error {
 		if r.err != nil {
 			return r.err
 		}
+		// A batch that would not hold the session's events is
+		// committed first, and the next one sized for them.
+		need := 0
+		for _, v := range r.events {
+			need += len(v) + 32 // and the key and lengths
+		}
+		if !c.batch.Empty() && c.batch.Len()+need > batchSize {
+			if err := c.commit(); err != nil {
+				return err
+			}
+		}
+		c.ensureBatchSize(max(batchSize, need+64<<10))
 		if err := c.applyImported(id, j, r); err != nil {
 			return err
 		}
@@ -292,7 +322,7 @@ func (c *canonicalizer) deriveImports() error {
 			if err := c.commit(); err != nil {
 				return err
 			}
-			c.ensureBatch()
+			c.ensureBatchSize(batchSize)
 		}
 	}
 	return nil
@@ -309,7 +339,8 @@ type importJob struct {
 	res     chan importResult
 }
 
-// importResult is a session derived by its importer, its events encoded.
+// importResult is a session derived by its importer, its events encoded
+// (events) and as decoding those gives them (im.Events, see handEvent).
 type importResult struct {
 	im     *Imported // nil when no importer could derive it
 	events [][]byte
@@ -342,12 +373,13 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 	return j, nil
 }
 
-// deriveImportJob reads a session's records back from the WAL, derives
-// it and encodes its events. It is safe for concurrent use.
-func (e *Engine) deriveImportJob(j *importJob) importResult {
+// deriveImportJob reads a session's records back from the WAL with wr,
+// derives it and encodes its events with enc. It is safe for concurrent
+// use with other readers and encoders.
+func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob) importResult {
 	var files []ImportFile
 	for i := range j.files {
-		recs, err := e.readImportRecords(&j.files[i])
+		recs, err := e.readImportRecords(wr, &j.files[i])
 		if err != nil {
 			return importResult{err: err}
 		}
@@ -371,13 +403,12 @@ func (e *Engine) deriveImportJob(j *importJob) importResult {
 	for i := range im.Events {
 		ev := &im.Events[i]
 		ev.Seq = uint64(i + 1)
-		b, err := json.Marshal(ev)
+		v, err := encodeHanded(enc, ev, e.opts.Redactor)
 		if err != nil {
-			return importResult{err: fmt.Errorf("engine: encode %q: %w", []byte{prefixEvent}, err)}
+			return importResult{err: fmt.Errorf("engine: event %d of session %s: %w", i+1, j.id, err)}
 		}
-		r.events[i] = e.opts.Redactor.JSON(b)
+		r.events[i] = v
 	}
-	im.Events = nil
 	return r
 }
 
@@ -390,6 +421,7 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 	}
 	// Drop the old timeline, and the memory folded from it.
 	delete(c.folds, id)
+	delete(c.handed, id)
 	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {
@@ -398,11 +430,20 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 		if s.Source == "" {
 			s.Source = "import:" + j.source
 		}
+		size := 0
 		for i, v := range r.events {
 			if err := c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil); err != nil {
 				return err
 			}
+			size += len(v)
 		}
+		if c.handedBytes+size <= maxHanded {
+			// Memory derivation, later in this pass, takes them
+			// instead of reading them back.
+			c.handed[id] = r.im.Events
+			c.handedBytes += size
+		}
+		r.im.Events = nil
 		s.Events = uint64(len(r.events))
 		c.progress.Events += len(r.events)
 	}
@@ -432,12 +473,20 @@ func (c *canonicalizer) dropImportFolds() {
 	}
 }
 
+// recordArena is the largest arena readImportRecords copies records
+// into (a record larger than it has one of its own size).
+const recordArena = 1 << 20
+
 // readImportRecords reads the records of a file's current generation
-// back from the WAL.
-func (e *Engine) readImportRecords(fs *ImportFileState) ([]ImportRecord, error) {
-	r := e.log.NewReader()
-	defer r.Close()
+// back from the WAL with r. Their data share arenas that grow from 64
+// KiB to recordArena bytes, so that a small file does not cost a large
+// one's.
+func (e *Engine) readImportRecords(r *wal.Reader, fs *ImportFileState) ([]ImportRecord, error) {
 	out := make([]ImportRecord, 0, fs.Records)
+	var (
+		arena     []byte
+		arenaSize int
+	)
 	for _, run := range fs.Runs {
 		if err := r.Seek(run.Start); err != nil {
 			return nil, fmt.Errorf("engine: read %s back from WAL offset %d: %w", fs.Path, run.Start, err)
@@ -464,7 +513,13 @@ func (e *Engine) readImportRecords(fs *ImportFileState) ([]ImportRecord, error) 
 				end = rec.Offset + int64(len(rec.Data)) + 1
 			}
 			n++
-			rec.Data = append([]byte(nil), rec.Data...)
+			if cap(arena)-len(arena) < len(rec.Data) {
+				arenaSize = min(max(2*arenaSize, 64<<10), recordArena)
+				arena = make([]byte, 0, max(arenaSize, len(rec.Data)))
+			}
+			start := len(arena)
+			arena = append(arena, rec.Data...)
+			rec.Data = arena[start:len(arena):len(arena)]
 			rec.Source, rec.Session, rec.File, rec.Kind = fs.Source, fs.Session, fs.Path, strings.Clone(rec.Kind)
 			out = append(out, ImportRecord{Import: rec, WAL: r.Offset()})
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -243,6 +244,7 @@ func (fi *FileImport) scan(path string, st *ImportFileState) error {
 	}
 	defer f.Close()
 	sc := agentlog.NewScanner(f, fi.From, line)
+	defer sc.Release()
 	blank := true
 	for sc.Next() {
 		l := sc.Line()
@@ -330,6 +332,11 @@ func (fi *FileImport) scan(path string, st *ImportFileState) error {
 // into the chunk's arena, and hands the chunk over when it is full.
 func (fi *FileImport) add(line, off int64, data []byte) error {
 	if cap(fi.arena)-len(fi.arena) < len(data) {
+		// A chunk ends when its arena is full: the next arena is not
+		// left holding one record.
+		if err := fi.flush(); err != nil {
+			return err
+		}
 		// Arenas grow from 64 KiB to a chunk's size, so that a small
 		// file does not cost a chunk's allocation.
 		fi.arenaSize = min(max(2*fi.arenaSize, 64<<10), importChunk)
@@ -367,6 +374,7 @@ func (fi *FileImport) continues(path string, st *ImportFileState) (bool, error) 
 	}
 	defer f.Close()
 	sc := agentlog.NewScanner(f, 0, 0)
+	defer sc.Release()
 	// The first record: the first line that is one.
 	var (
 		firstOff int64 = -1
@@ -395,6 +403,7 @@ func (fi *FileImport) continues(path string, st *ImportFileState) (bool, error) 
 		}
 		defer g.Close()
 		sc = agentlog.NewScanner(g, st.LastOffset, 0)
+		defer sc.Release()
 		if sc.Next() {
 			return sha(sc.Line().Data) == st.LastSHA, nil
 		}
@@ -544,7 +553,14 @@ func redactRecord(data []byte) []byte {
 // caller. It is safe for concurrent use: the redaction, most of an
 // append's cost, can run on every processor.
 func EncodeImports(recs []exchange.Import) ([]wal.Record, error) {
-	var arena []byte
+	// The arena is sized for the records as they are, so that it is
+	// allocated once (it grows only when redaction lengthens one).
+	size := 0
+	for i := range recs {
+		r := &recs[i]
+		size += 2 + 6*binary.MaxVarintLen64 + len(r.Source) + len(r.Session) + len(r.File) + len(r.Kind) + len(r.Data)
+	}
+	arena := make([]byte, 0, size)
 	out := make([]wal.Record, 0, len(recs))
 	starts := make([]int, 0, len(recs))
 	for i := range recs {

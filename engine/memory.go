@@ -155,6 +155,20 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	clear(c.memPending)
+	// Most stores hold no correction: then no artifact's is looked up
+	// (a lookup of an absent key reads every level).
+	c.corrected = false
+	err := c.e.scan([]byte{prefixIndex, memCorrection}, func(_, _ []byte) error {
+		c.corrected = true
+		return errStopScan
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return err
+	}
+	// The events deriveImports handed over are for this pass only: a
+	// session left for the next pass reads its events from the store.
+	handed := c.handed
+	c.handed, c.handedBytes = map[string][]Event{}, 0
 	if len(ids) == 0 {
 		if c.pinsChanged {
 			c.pinsChanged = false
@@ -199,9 +213,10 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 				}
 				break
 			}
-			j := memJob{id: id, kept: c.folds[id]}
+			j := memJob{id: id, kept: c.folds[id], events: handed[id]}
+			delete(handed, id)
 			var err error
-			if j.f, j.written, err = c.deriveSessionMemory(b, id, j.kept); err != nil {
+			if j.f, j.written, err = c.deriveSessionMemory(b, id, j.kept, j.events); err != nil {
 				delete(c.folds, id)
 				return err
 			}
@@ -209,7 +224,7 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 				return err
 			}
 		}
-	} else if err := c.deriveMemoryConcurrently(ctx, ids, workers, applied); err != nil {
+	} else if err := c.deriveMemoryConcurrently(ctx, ids, workers, handed, applied); err != nil {
 		return err
 	}
 	if err := c.e.held(); err != nil {
@@ -228,12 +243,14 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 }
 
 // memJob is the memory derivation of one session: its fold as the
-// canonicalizer keeps it (kept, or nil), and what deriving it gave: the
+// canonicalizer keeps it (kept, or nil), its events when an import
+// handed them over (nil: read from the store), and what deriving it gave: the
 // writes in b (nil: the pass's batch), the fold to keep (f) and the
 // artifacts written.
 type memJob struct {
 	id      string
 	kept    *memFold
+	events  []Event
 	b       *pebble.Batch
 	f       *memFold
 	written int
@@ -248,7 +265,7 @@ type memJob struct {
 // touches only its own fold and batch, and reads only keys of its own
 // session, which no other job's writes touch. Sessions left when ctx is
 // done are marked pending again.
-func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []string, workers int, applied func(*memJob) error) error {
+func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []string, workers int, handed map[string][]Event, applied func(*memJob) error) error {
 	window := 2 * workers
 	queue := make(chan *memJob, window)
 	var wg sync.WaitGroup
@@ -258,7 +275,8 @@ func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []stri
 				func() {
 					defer close(j.done)
 					defer catch(&j.err)
-					j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept)
+					j.f, j.written, j.err = c.deriveSessionMemory(j.b, j.id, j.kept, j.events)
+					j.events = nil
 				}()
 			}
 		})
@@ -284,7 +302,8 @@ func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []stri
 		}
 		for ; next < len(ids) && next < i+window; next++ {
 			id := ids[next]
-			j := &memJob{id: id, kept: c.folds[id], b: c.e.db.NewBatch(), done: make(chan struct{})}
+			j := &memJob{id: id, kept: c.folds[id], events: handed[id], b: c.e.db.NewBatch(), done: make(chan struct{})}
+			delete(handed, id)
 			inflight = append(inflight, j)
 			queue <- j
 		}
@@ -353,8 +372,15 @@ type memFold struct {
 // import of many sessions would hold them all.
 const maxFolds = 64
 
-// correction returns the correction state of key, cached.
-func (f *memFold) correction(e *Engine, key []byte) (CorrectionState, error) {
+// errStopScan ends a scan early.
+var errStopScan = errors.New("engine: stop scan")
+
+// correction returns the correction state of key, cached; none when the
+// store holds no correction at all (corrected unset).
+func (f *memFold) correction(e *Engine, corrected bool, key []byte) (CorrectionState, error) {
+	if !corrected {
+		return CorrectionState{}, nil
+	}
 	if cs, ok := f.corr[string(key)]; ok {
 		return cs, nil
 	}
@@ -379,8 +405,10 @@ func (c *canonicalizer) dropCorrections(session string) {
 // fold returns the memory fold of session s with every event of s folded
 // in: kept (the canonicalizer's, or nil) with the new events added when
 // they extend what it read, or a new one loaded from all the events and
-// what is stored. It reads the store only; keepFold keeps the result.
-func (c *canonicalizer) fold(s *Session, kept *memFold) (*memFold, error) {
+// what is stored. handed, when not nil, are the session's events as its
+// import derived them (importhand.go), used when they are all of them.
+// It reads the store only; keepFold keeps the result.
+func (c *canonicalizer) fold(s *Session, kept *memFold, handed []Event) (*memFold, error) {
 	e := c.e
 	f := kept
 	if f != nil && s.Events < f.seen {
@@ -403,9 +431,12 @@ func (c *canonicalizer) fold(s *Session, kept *memFold) (*memFold, error) {
 		}
 	}
 	f = &memFold{s: *s, stored: map[string][32]byte{}, keys: map[string][]string{}}
-	evs, err := e.Events(s.ID, EventFilter{})
-	if err != nil {
-		return nil, err
+	evs := handed
+	if handed == nil || uint64(len(handed)) != s.Events {
+		var err error
+		if evs, err = e.Events(s.ID, EventFilter{}); err != nil {
+			return nil, err
+		}
 	}
 	f.m = newMiner(&f.s, e.opts.Redactor)
 	f.m.load(evs)
@@ -482,7 +513,7 @@ func lastSeq(evs []Event, seq uint64) uint64 {
 // session not recorded) and the number of artifacts written. It reads
 // the store and writes only b and the fold, so sessions may be derived
 // concurrently.
-func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *memFold) (*memFold, int, error) {
+func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *memFold, handed []Event) (*memFold, int, error) {
 	e := c.e
 	var s Session
 	ok, err := e.getJSON(sessionKey(nil, id), &s)
@@ -492,7 +523,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	if !ok {
 		return nil, 0, nil // a correction of a session not (yet) recorded
 	}
-	f, err := c.fold(&s, kept)
+	f, err := c.fold(&s, kept, handed)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -540,13 +571,13 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 			f.keys[a.ID] = keys
 		}
 		stored[a.ID] = sum
-		cs, err := f.correction(e, correctionKey("artifact", a.ID))
+		cs, err := f.correction(e, c.corrected, correctionKey("artifact", a.ID))
 		if err != nil {
 			return f, written, err
 		}
 		digestArtifact(h, a.ID, &sum, cs)
 	}
-	cs, err := f.correction(e, correctionKey("session", s.ID))
+	cs, err := f.correction(e, c.corrected, correctionKey("session", s.ID))
 	if err != nil {
 		return f, written, err
 	}

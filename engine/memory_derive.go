@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/bbengine/bbengine/internal/memtext"
 )
 
@@ -117,13 +119,16 @@ func firstLine(s string, n int) string {
 	return ""
 }
 
-// toolArgs decodes a tool call's arguments into a map.
+// toolArgs decodes a tool call's arguments into a map. The v1
+// semantics of go-json-experiment decode what encoding/json does
+// (FuzzToolArgs) in half the time: an import's memory derivation
+// decodes every call's arguments, some twice.
 func toolArgs(ev *Event) map[string]any {
 	if ev.Tool == nil || len(ev.Tool.Args) == 0 {
 		return nil
 	}
 	var m map[string]any
-	if json.Unmarshal(ev.Tool.Args, &m) != nil {
+	if jsonv1.Unmarshal(ev.Tool.Args, &m) != nil {
 		return nil
 	}
 	return m

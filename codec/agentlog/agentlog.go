@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -69,6 +70,14 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !strings.HasSuffix(path, ".zst") {
+		// A plain file is read as it is: its reader (a Scanner)
+		// buffers.
+		var head [4]byte
+		if n, err := f.ReadAt(head[:], 0); (err == nil || err == io.EOF) && !bytes.Equal(head[:n], zstdMagic) {
+			return &File{r: f, f: f, path: path}, nil
+		}
+	}
 	br := bufio.NewReaderSize(f, 256<<10)
 	head, _ := br.Peek(4)
 	if !strings.HasSuffix(path, ".zst") && !bytes.Equal(head, zstdMagic) {
@@ -109,7 +118,7 @@ func OpenAt(path string, off int64) (*File, error) {
 			f.Close()
 			return nil, err
 		}
-		f.r = bufio.NewReaderSize(f.f, 256<<10)
+		f.r = f.f
 		f.off = off
 		return f, nil
 	}
@@ -167,10 +176,27 @@ type Skip struct {
 	Err    error
 }
 
+// readers are the Scanners' read buffers (1 MiB each), for reuse: an
+// import reads hundreds of files.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<20) }}
+
 // NewScanner reads lines from r, whose first byte is at offset of the
-// log and begins line number line+1.
+// log and begins line number line+1. Release gives its buffer back.
 func NewScanner(r io.Reader, offset, line int64) *Scanner {
-	return &Scanner{r: bufio.NewReaderSize(r, 1<<20), off: offset, num: line}
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Scanner{r: br, off: offset, num: line}
+}
+
+// Release gives the scanner's read buffer back for another scanner to
+// reuse; s, and the Data of its lines, must not be used after it. It is
+// safe to call twice.
+func (s *Scanner) Release() {
+	if s.r != nil {
+		s.r.Reset(nil)
+		readers.Put(s.r)
+		s.r = nil
+	}
 }
 
 // Next reads the next complete line. It returns false at the end of the

@@ -171,3 +171,36 @@ func TestCorruptZstd(t *testing.T) {
 		t.Logf("%s: %d lines read, then %v", tc.name, n, ce)
 	}
 }
+
+// TestScannerRelease reads files one after another with released
+// scanners: a reused read buffer carries nothing from the last file.
+func TestScannerRelease(t *testing.T) {
+	dir := t.TempDir()
+	for i, content := range []string{"{\"a\":1}\n{\"a\":2}\n{\"partial", "", "x", "{\"b\":1}\n", "\x28\xb5"} {
+		p := filepath.Join(dir, "f.jsonl")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, off := range []int64{0, int64(min(len(content), 8))} {
+			f, err := OpenAt(p, off)
+			if err != nil {
+				t.Fatalf("file %d at %d: %v", i, off, err)
+			}
+			s := NewScanner(f, off, 0)
+			var got strings.Builder
+			for _, l := range lines(t, s) {
+				got.Write(l.Data)
+				got.WriteByte('\n')
+			}
+			if tl := s.TailLine(); tl.Data != nil {
+				got.Write(tl.Data)
+			}
+			s.Release()
+			s.Release()
+			f.Close()
+			if want := content[off:]; got.String() != want {
+				t.Errorf("file %d at %d: read %q, want %q", i, off, got.String(), want)
+			}
+		}
+	}
+}

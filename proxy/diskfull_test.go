@@ -235,11 +235,18 @@ func TestEndReleasedAfterWrite(t *testing.T) {
 }
 
 // TestRequestForwardedWhileRecorded: in lossless mode a request larger
-// than a handler records itself goes upstream while its frames are
-// written, and nothing of its response reaches the client before they
-// are.
+// than a handler records itself, and under --sync always any request,
+// goes upstream while its frames are written, and nothing of its
+// response reaches the client before they are.
 func TestRequestForwardedWhileRecorded(t *testing.T) {
-	rg := newFaultyRig(t, Lossless, wal.SyncInterval)
+	big := `{"model":"claude-sonnet-4","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", inlineRequest+1) + `"}]}`
+	small := `{"model":"claude-sonnet-4","stream":true,"messages":[]}`
+	t.Run("interval/large", func(t *testing.T) { forwardedWhileRecorded(t, wal.SyncInterval, big) })
+	t.Run("always/small", func(t *testing.T) { forwardedWhileRecorded(t, wal.SyncAlways, small) })
+}
+
+func forwardedWhileRecorded(t *testing.T, sync wal.SyncPolicy, body string) {
+	rg := newFaultyRig(t, Lossless, sync)
 	release := make(chan struct{})
 	var armed atomic.Bool
 	hold := func() {
@@ -256,11 +263,8 @@ func TestRequestForwardedWhileRecorded(t *testing.T) {
 		err  error
 	}
 	got := make(chan result, 1)
-	// A body larger than a handler writes itself before forwarding
-	// (inlineRequest): the recorder writes it while it goes upstream.
-	big := `{"model":"claude-sonnet-4","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", inlineRequest+1) + `"}]}`
 	go func() {
-		code, body, err := rg.postBody("/v1/messages", big)
+		code, body, err := rg.postBody("/v1/messages", body)
 		got <- result{code, body, err}
 	}()
 	for deadline := time.Now().Add(10 * time.Second); rg.upstreamRequests() == before; time.Sleep(time.Millisecond) {

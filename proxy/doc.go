@@ -6,7 +6,8 @@
 // are written, and the end of a response only after every frame of the
 // exchange is. A large request goes upstream while the recorder's
 // goroutine writes its frames; a small one (64 KiB at most) the handler
-// writes itself when the recorder is idle, as it does the end of an
+// writes itself when the recorder is idle (under wal.SyncAlways it too
+// goes upstream while its frames are synced), as it does the end of an
 // exchange, with the head and chunks of a small sized reply it held back:
 // a write, not a handoff to another goroutine and back.
 //

@@ -297,7 +297,7 @@ func (r *recorder) request(x *exch, ack chan error) {
 	// are made.
 	x.holdBody()
 	it := item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack}
-	if ack != nil && len(x.body) <= inlineRequest {
+	if ack != nil && len(x.body) <= inlineRequest && r.log.SyncPolicy() != wal.SyncAlways {
 		if !r.send(it) {
 			x.dropBody()
 		}
@@ -314,7 +314,8 @@ func (r *recorder) request(x *exch, ack chan error) {
 // inlineRequest is the largest request body whose frames a handler
 // writes itself before it forwards the request (send), when the recorder
 // is idle: cheaper than a handoff. A larger one goes upstream while the
-// recorder writes it.
+// recorder writes it, and so does every request under wal.SyncAlways,
+// so that its fdatasync overlaps the upstream's round trip.
 const inlineRequest = 64 << 10
 
 // holdReply is the largest sized response whose head and chunks an

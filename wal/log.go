@@ -471,6 +471,9 @@ func (l *Log) Dir() string { return l.dir }
 // where that is shorter (the default), and so takes Snappy records.
 func (l *Log) Compresses() bool { return !l.opts.NoCompression }
 
+// SyncPolicy reports when the log syncs what it writes.
+func (l *Log) SyncPolicy() SyncPolicy { return l.opts.Sync }
+
 // Recovery returns what Open truncated, or nil if the log was clean.
 func (l *Log) Recovery() *Recovery { return l.recovery }
 

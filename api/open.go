@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	// Every agent registers its log importer with the engine: an engine
+	// opened here derives the sessions imported from its logs.
+	_ "github.com/bbengine/bbengine/agents/all"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/private"

@@ -1,4 +1,4 @@
-package engine
+package claude
 
 // The Claude Code importer (source "claude").
 //
@@ -17,7 +17,7 @@ package engine
 // sidechains, CLI ≤ 1.0.x) is in the thread of its parent, and a user or
 // assistant sidechain line whose parent is not an earlier line of its
 // file starts a new one. Threads are numbered in order of first
-// appearance; every thread but 1 is a Session.Agents entry, whose Type
+// appearance; every thread but 1 is an engine.Session.Agents entry, whose Type
 // and Description come from its .meta.json and whose Call is the Agent
 // (Task) tool call that started it, from the meta's toolUseId or the
 // toolUseResult.agentId of that call's result.
@@ -50,13 +50,13 @@ package engine
 //	                     compactMetadata and logicalParentUuid
 //	any other line       record (Type "type/subtype", Raw the line):
 //	                     Known for the types codec/claude knows, else
-//	                     Unknown. summary lines also give Session.Title
+//	                     Unknown. summary lines also give engine.Session.Title
 //	                     (the last one; a custom-title wins).
 //	meta records         record "meta" (Known), before the agent's first
 //	                     line; spill records no result named: record
 //	                     "spill" (Raw: the text as a JSON string)
 //
-// Lines that are not JSON objects are counted in Session.Import.Errors
+// Lines that are not JSON objects are counted in engine.Session.Import.Errors
 // and skipped. So Census over the events equals codec/claude.Count over
 // the lines, plus one kept record per meta file and unused spill.
 
@@ -76,14 +76,15 @@ import (
 	"github.com/bbengine/bbengine/codec/claude"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
 )
 
-func init() { registerImporter("claude", importClaude) }
+func init() { engine.RegisterImporter("claude", importClaude) }
 
 // cline is one parsed line of a Claude Code log.
 type cline struct {
 	r    claude.Record
-	src  *ImportRecord
+	src  *engine.ImportRecord
 	file string
 	t    int64 // the line's timestamp, or the one before it in its file
 	own  int64 // the line's own timestamp (0: none)
@@ -96,19 +97,19 @@ type cline struct {
 
 // claudeImport holds one session's import.
 type claudeImport struct {
-	s      Session
-	events []Event
+	s      engine.Session
+	events []engine.Event
 	last   int64 // time of the previous event
 	// threads maps a subagent's agentId ("\x00"+uuid for inline roots) to
 	// its thread; uuidThread maps a sidechain line's uuid to its thread.
 	threads    map[string]int
 	uuidThread map[string]int
 	inline     int // the latest inline sidechain thread
-	metas      map[string]*ImportRecord
+	metas      map[string]*engine.ImportRecord
 	calls      map[string]string // agentId → the tool call that started it
 	names      map[string]string // tool call id → tool name
-	spills     map[string]*ImportRecord
-	usedSpill  map[*ImportRecord]bool
+	spills     map[string]*engine.ImportRecord
+	usedSpill  map[*engine.ImportRecord]bool
 	title      string
 	custom     string
 	unknown    int64
@@ -119,14 +120,14 @@ type claudeImport struct {
 	usage    map[string]*claude.Usage
 }
 
-func importClaude(session string, files []ImportFile) (*Imported, error) {
-	im := &claudeImport{threads: map[string]int{}, uuidThread: map[string]int{}, metas: map[string]*ImportRecord{},
-		calls: map[string]string{}, names: map[string]string{}, spills: map[string]*ImportRecord{},
-		usedSpill: map[*ImportRecord]bool{}, open: map[string]int{}, lastLine: map[string]int{}, usage: map[string]*claude.Usage{}}
+func importClaude(session string, files []engine.ImportFile) (*engine.Imported, error) {
+	im := &claudeImport{threads: map[string]int{}, uuidThread: map[string]int{}, metas: map[string]*engine.ImportRecord{},
+		calls: map[string]string{}, names: map[string]string{}, spills: map[string]*engine.ImportRecord{},
+		usedSpill: map[*engine.ImportRecord]bool{}, open: map[string]int{}, lastLine: map[string]int{}, usage: map[string]*claude.Usage{}}
 	s := &im.s
 	s.Agent = "claude-code"
 	s.Threads = 1
-	info := &ImportInfo{Source: "claude"}
+	info := &engine.ImportInfo{Source: "claude"}
 	s.Import = info
 	parsed := parseClaude(files)
 	var perFile [][]cline
@@ -198,8 +199,8 @@ func importClaude(session string, files []ImportFile) (*Imported, error) {
 			continue
 		}
 		raw, _ := json.Marshal(string(rec.Data))
-		im.add(Event{Kind: KindRecord, Time: im.last, Thread: 1, Record: &Record{Type: "spill", Known: true, Raw: raw},
-			Prov: Provenance{Side: "import", First: rec.WAL, Last: rec.WAL, File: rec.File, Line: rec.Line}})
+		im.add(engine.Event{Kind: engine.KindRecord, Time: im.last, Thread: 1, Record: &engine.Record{Type: "spill", Known: true, Raw: raw},
+			Prov: engine.Provenance{Side: "import", First: rec.WAL, Last: rec.WAL, File: rec.File, Line: rec.Line}})
 	}
 	switch {
 	case im.custom != "":
@@ -214,11 +215,11 @@ func importClaude(session string, files []ImportFile) (*Imported, error) {
 			s.First = ev.Time
 		}
 		s.Last = max(s.Last, ev.Time)
-		if ev.Kind == KindError {
+		if ev.Kind == engine.KindError {
 			s.Errors++
 		}
 	}
-	return &Imported{Session: im.s, Events: im.events}, nil
+	return &engine.Imported{Session: im.s, Events: im.events}, nil
 }
 
 // parsedLine is a line record parsed.
@@ -230,7 +231,7 @@ type parsedLine struct {
 
 // parseClaude parses the line records of files on every processor: the
 // parser is most of an import's time. The result is indexed like files.
-func parseClaude(files []ImportFile) [][]parsedLine {
+func parseClaude(files []engine.ImportFile) [][]parsedLine {
 	out := make([][]parsedLine, len(files))
 	type span struct{ f, from, to int }
 	var spans []span
@@ -361,7 +362,7 @@ func (im *claudeImport) thread(key, agentID string) int {
 	im.s.Threads++
 	t := im.s.Threads
 	im.threads[key] = t
-	a := Agent{Thread: t, ID: agentID, Call: im.calls[agentID]}
+	a := engine.Agent{Thread: t, ID: agentID, Call: im.calls[agentID]}
 	if m := im.metas[agentID]; m != nil {
 		var meta struct {
 			AgentType   string `json:"agentType"`
@@ -382,7 +383,7 @@ func responseKey(thread int, r *claude.Record, i int) string {
 	return strconv.Itoa(thread) + "\x00" + k
 }
 
-func (im *claudeImport) add(ev Event) int {
+func (im *claudeImport) add(ev engine.Event) int {
 	if ev.Time == 0 {
 		ev.Time = im.last
 	}
@@ -398,8 +399,8 @@ func (im *claudeImport) addMeta(id string, thread int) {
 		return
 	}
 	delete(im.metas, id)
-	im.add(Event{Kind: KindRecord, Time: im.last, Thread: thread, Record: &Record{Type: "meta", Known: true, Raw: bytes.Clone(rec.Data)},
-		Prov: Provenance{Side: "import", First: rec.WAL, Last: rec.WAL, File: rec.File, Line: rec.Line}})
+	im.add(engine.Event{Kind: engine.KindRecord, Time: im.last, Thread: thread, Record: &engine.Record{Type: "meta", Known: true, Raw: bytes.Clone(rec.Data)},
+		Prov: engine.Provenance{Side: "import", First: rec.WAL, Last: rec.WAL, File: rec.File, Line: rec.Line}})
 }
 
 // line adds the events of line i.
@@ -422,17 +423,17 @@ func (im *claudeImport) line(lines []cline, i int) {
 			s.Branch = r.GitBranch
 		}
 	}
-	prov := Provenance{Side: "import", First: l.src.WAL, Last: l.src.WAL, File: l.file, Line: l.src.Line, RequestID: r.RequestID}
-	ev := func(k Kind) Event {
-		return Event{Kind: k, Time: t, Thread: thread, UUID: r.UUID, Prov: prov}
+	prov := engine.Provenance{Side: "import", First: l.src.WAL, Last: l.src.WAL, File: l.file, Line: l.src.Line, RequestID: r.RequestID}
+	ev := func(k engine.Kind) engine.Event {
+		return engine.Event{Kind: k, Time: t, Thread: thread, UUID: r.UUID, Prov: prov}
 	}
 	record := func(known bool) {
-		e := ev(KindRecord)
+		e := ev(engine.KindRecord)
 		typ := r.Kind()
 		if typ == "" {
 			typ = "unknown"
 		}
-		e.Record = &Record{Type: typ, Known: known, Raw: bytes.Clone(l.src.Data)}
+		e.Record = &engine.Record{Type: typ, Known: known, Raw: bytes.Clone(l.src.Data)}
 		if !known {
 			im.unknown++
 		}
@@ -444,20 +445,20 @@ func (im *claudeImport) line(lines []cline, i int) {
 	case r.Type == "user":
 		im.user(r, ev, record)
 	case r.Type == "assistant" && r.Synthetic():
-		e := ev(KindError)
+		e := ev(engine.KindError)
 		msg := "synthetic assistant message"
 		if r.Message != nil {
 			if text, _ := joinText(r.Message.Content); text != "" {
 				msg = text
 			}
 		}
-		e.Error = &Error{Stage: "client", Type: "synthetic", Message: msg}
+		e.Error = &engine.Error{Stage: "client", Type: "synthetic", Message: msg}
 		im.add(e)
 	case r.Type == "assistant":
 		im.assistant(lines, i, thread, ev)
 	case r.Type == "system" && r.Subtype == "compact_boundary":
-		e := ev(KindRewrite)
-		e.Rewrite = &Rewrite{Kind: "compaction", From: thread}
+		e := ev(engine.KindRewrite)
+		e.Rewrite = &engine.Rewrite{Kind: "compaction", From: thread}
 		extra := struct {
 			CompactMetadata   json.RawMessage `json:"compactMetadata,omitempty"`
 			LogicalParentUUID string          `json:"logicalParentUuid,omitempty"`
@@ -476,7 +477,7 @@ func (im *claudeImport) line(lines []cline, i int) {
 }
 
 // user adds the events of a user line.
-func (im *claudeImport) user(r *claude.Record, ev func(Kind) Event, record func(bool)) {
+func (im *claudeImport) user(r *claude.Record, ev func(engine.Kind) engine.Event, record func(bool)) {
 	kind := r.UserKind()
 	if kind == "" {
 		record(true)
@@ -487,9 +488,9 @@ func (im *claudeImport) user(r *claude.Record, ev func(Kind) Event, record func(
 		if b.Type != "tool_result" {
 			continue
 		}
-		e := ev(KindToolResult)
+		e := ev(engine.KindToolResult)
 		e.Role = "user"
-		e.Tool = &Tool{ID: b.ToolUseID, Name: im.names[b.ToolUseID], IsError: b.IsError}
+		e.Tool = &engine.Tool{ID: b.ToolUseID, Name: im.names[b.ToolUseID], IsError: b.IsError}
 		if b.Content != nil {
 			e.Text, e.Parts = joinText(*b.Content)
 		}
@@ -502,7 +503,7 @@ func (im *claudeImport) user(r *claude.Record, ev func(Kind) Event, record func(
 	if kind == "results" {
 		return
 	}
-	e := ev(KindMessage)
+	e := ev(engine.KindMessage)
 	e.Role = "user"
 	var c claude.Content
 	if !m.Content.List {
@@ -525,7 +526,7 @@ func (im *claudeImport) user(r *claude.Record, ev func(Kind) Event, record func(
 	}
 	im.add(e)
 	if kind == "prompt" && r.Interrupted() {
-		in := ev(KindInterruption)
+		in := ev(engine.KindInterruption)
 		in.Text = e.Text
 		im.add(in)
 	}
@@ -533,7 +534,7 @@ func (im *claudeImport) user(r *claude.Record, ev func(Kind) Event, record func(
 
 // spilled replaces a tool result's in-line placeholder with the output
 // Claude Code spilled to tool-results/<id>.txt.
-func (im *claudeImport) spilled(r *claude.Record, e *Event) {
+func (im *claudeImport) spilled(r *claude.Record, e *engine.Event) {
 	if !bytes.Contains(r.ToolUseResult, []byte(`"persistedOutputPath"`)) {
 		return
 	}
@@ -555,14 +556,14 @@ func (im *claudeImport) spilled(r *claude.Record, e *Event) {
 // assistant adds the events of an assistant line: the model call at the
 // first line of its response, the line's blocks, and the usage at its
 // last.
-func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(Kind) Event) {
+func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(engine.Kind) engine.Event) {
 	r := &lines[i].r
 	key := responseKey(thread, r, i)
 	m := r.Message
 	call, ok := im.open[key]
 	if !ok {
-		e := ev(KindModelCall)
-		e.Call = &Call{API: llm.AnthropicMessages, Provider: "anthropic", Status: 200, Complete: true}
+		e := ev(engine.KindModelCall)
+		e.Call = &engine.Call{API: llm.AnthropicMessages, Provider: "anthropic", Status: 200, Complete: true}
 		call = im.add(e)
 		im.open[key] = call
 	}
@@ -581,7 +582,7 @@ func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(Kind) Ev
 			im.usage[key] = m.Usage
 		}
 		if !m.Content.List {
-			e := ev(KindMessage)
+			e := ev(engine.KindMessage)
 			e.Role = "assistant"
 			e.Text = m.Content.Text
 			im.add(e)
@@ -589,21 +590,21 @@ func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(Kind) Ev
 		for _, b := range m.Content.Blocks {
 			switch b.Type {
 			case "thinking":
-				e := ev(KindThinking)
+				e := ev(engine.KindThinking)
 				e.Role, e.Text, e.Signature = "assistant", b.Thinking, b.Signature
 				im.add(e)
 			case "redacted_thinking":
-				e := ev(KindThinking)
+				e := ev(engine.KindThinking)
 				e.Role, e.Data = "assistant", b.Data
 				im.add(e)
 			case "tool_use", "server_tool_use":
-				e := ev(KindToolCall)
+				e := ev(engine.KindToolCall)
 				e.Role = "assistant"
-				e.Tool = &Tool{ID: b.ID, Name: b.Name, Args: json.RawMessage(bytes.Clone(b.Input)), Server: b.Type == "server_tool_use"}
+				e.Tool = &engine.Tool{ID: b.ID, Name: b.Name, Args: json.RawMessage(bytes.Clone(b.Input)), Server: b.Type == "server_tool_use"}
 				im.names[b.ID] = b.Name
 				im.add(e)
 			default:
-				e := ev(KindMessage)
+				e := ev(engine.KindMessage)
 				e.Role = "assistant"
 				e.Text, e.Parts = joinText(claude.Content{List: true, Blocks: []claude.Block{b}})
 				im.add(e)
@@ -615,14 +616,14 @@ func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(Kind) Ev
 	}
 	im.events[call].Prov.Last = lines[i].src.WAL
 	delete(im.open, key)
-	var u Usage
+	var u engine.Usage
 	if cu := im.usage[key]; cu != nil {
-		u = Usage{Input: cu.InputTokens + cu.CacheReadInputTokens + cu.CacheCreationInputTokens, Output: cu.OutputTokens,
+		u = engine.Usage{Input: cu.InputTokens + cu.CacheReadInputTokens + cu.CacheCreationInputTokens, Output: cu.OutputTokens,
 			CacheRead: cu.CacheReadInputTokens, CacheCreation: cu.CacheCreationInputTokens}
 		if cc := cu.CacheCreation; cc != nil {
 			u.CacheCreation5m, u.CacheCreation1h = cc.Ephemeral5m, cc.Ephemeral1h
 		}
-		e := ev(KindUsage)
+		e := ev(engine.KindUsage)
 		e.Usage = &u
 		im.add(e)
 		delete(im.usage, key)
@@ -634,9 +635,9 @@ func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(Kind) Ev
 	if model == "" {
 		model = "unknown"
 	}
-	j := slices.IndexFunc(s.Models, func(m ModelUsage) bool { return m.Model == model })
+	j := slices.IndexFunc(s.Models, func(m engine.ModelUsage) bool { return m.Model == model })
 	if j < 0 {
-		s.Models = append(s.Models, ModelUsage{Model: model})
+		s.Models = append(s.Models, engine.ModelUsage{Model: model})
 		j = len(s.Models) - 1
 	}
 	s.Models[j].Requests++

@@ -1,4 +1,4 @@
-package engine
+package claude
 
 import (
 	"bytes"
@@ -13,36 +13,37 @@ import (
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/claude"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
 )
 
-var claudeGolden = filepath.Join("..", "..", "shared", "agentlogs-golden", "claude")
+var claudeGolden = filepath.Join("..", "..", "..", "shared", "agentlogs-golden", "claude")
 
 // claudeSession is the files of one golden session, as bbengine import
 // groups them.
 type claudeSession struct {
 	id    string
-	files []ImportFile
+	files []engine.ImportFile
 	lines [][]byte // every line of its .jsonl files
 	metas int
 	size  int64
 }
 
 // readLog reads a log file as import line records.
-func readLog(t testing.TB, path, session string) (ImportFile, [][]byte, int64) {
+func readLog(t testing.TB, path, session string) (engine.ImportFile, [][]byte, int64) {
 	t.Helper()
 	f, err := agentlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	file := ImportFile{Path: path}
+	file := engine.ImportFile{Path: path}
 	var lines [][]byte
 	sc := agentlog.NewScanner(f, 0, 0)
 	for sc.Next() {
 		l := sc.Line()
 		data := bytes.Clone(l.Data)
 		lines = append(lines, data)
-		file.Records = append(file.Records, ImportRecord{Import: exchange.Import{Source: "claude", Session: session, File: path,
+		file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{Source: "claude", Session: session, File: path,
 			Kind: exchange.ImportLine, Offset: l.Offset, Line: l.Number, Data: data}})
 	}
 	if sc.Err() != nil {
@@ -98,12 +99,12 @@ func goldenClaude(t testing.TB) []*claudeSession {
 	for _, m := range metas {
 		sib := strings.TrimSuffix(m, ".meta.json") + ".jsonl"
 		for _, s := range byID {
-			if slices.ContainsFunc(s.files, func(f ImportFile) bool { return f.Path == sib }) {
+			if slices.ContainsFunc(s.files, func(f engine.ImportFile) bool { return f.Path == sib }) {
 				data, err := os.ReadFile(m)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.files = append(s.files, ImportFile{Path: m, Records: []ImportRecord{{Import: exchange.Import{Source: "claude",
+				s.files = append(s.files, engine.ImportFile{Path: m, Records: []engine.ImportRecord{{Import: exchange.Import{Source: "claude",
 					File: m, Kind: exchange.ImportMeta, Data: data}}}})
 				s.metas++
 			}
@@ -133,7 +134,7 @@ func TestImportClaudeGolden(t *testing.T) {
 	}
 	for _, s := range sessions {
 		t.Run(s.id, func(t *testing.T) {
-			im, err := DeriveImport("claude", "claude:"+s.id, s.files)
+			im, err := engine.DeriveImport("claude", "claude:"+s.id, s.files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +150,7 @@ func TestImportClaudeGolden(t *testing.T) {
 			}
 			want.Records += int64(s.metas)
 			want.Kept += int64(s.metas)
-			got := Census(&im.Session, im.Events)
+			got := engine.Census(&im.Session, im.Events)
 			if got != want {
 				var b strings.Builder
 				census.WriteTable(&b, "source", "import", census.Compare(want, got))
@@ -161,7 +162,7 @@ func TestImportClaudeGolden(t *testing.T) {
 }
 
 // checkClaudeSession checks what every imported session must have.
-func checkClaudeSession(t *testing.T, im *Imported) {
+func checkClaudeSession(t *testing.T, im *engine.Imported) {
 	t.Helper()
 	s := im.Session
 	if s.Agent != "claude-code" || s.Import == nil || s.Import.Source != "claude" {
@@ -171,18 +172,18 @@ func checkClaudeSession(t *testing.T, im *Imported) {
 		t.Errorf("threads %d, agents %d", s.Threads, len(s.Agents))
 	}
 	calls := 0
-	var usage Usage
+	var usage engine.Usage
 	for i, ev := range im.Events {
 		if ev.Seq != uint64(i+1) || ev.Prov.Side != "import" || ev.Thread < 1 || ev.Thread > s.Threads {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
-		if ev.Kind == KindModelCall {
+		if ev.Kind == engine.KindModelCall {
 			calls++
 		}
-		if ev.Kind == KindUsage {
+		if ev.Kind == engine.KindUsage {
 			usage.Add(*ev.Usage)
 		}
-		if ev.Kind == KindRecord && !json.Valid(ev.Record.Raw) {
+		if ev.Kind == engine.KindRecord && !json.Valid(ev.Record.Raw) {
 			t.Errorf("event %d: record raw is not JSON", ev.Seq)
 		}
 	}
@@ -211,7 +212,7 @@ func TestImportClaudeDeterministic(t *testing.T) {
 	for _, s := range goldenClaude(t) {
 		var out [2][]byte
 		for i := range out {
-			im, err := DeriveImport("claude", "claude:"+s.id, s.files)
+			im, err := engine.DeriveImport("claude", "claude:"+s.id, s.files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,19 +248,19 @@ func TestImportClaudeKeepsUnknown(t *testing.T) {
 	}
 	file, lines, _ := readLog(t, main, "claude:"+sid)
 	spillPath := filepath.Join(dir, sid, "tool-results", "toolu_1.txt")
-	spill := ImportFile{Path: spillPath, Records: []ImportRecord{{Import: exchange.Import{Source: "claude", File: spillPath,
+	spill := engine.ImportFile{Path: spillPath, Records: []engine.ImportRecord{{Import: exchange.Import{Source: "claude", File: spillPath,
 		Kind: exchange.ImportSpill, Data: []byte("a\nb\nc\n")}}}}
-	im, err := DeriveImport("claude", "claude:"+sid, []ImportFile{file, spill})
+	im, err := engine.DeriveImport("claude", "claude:"+sid, []engine.ImportFile{file, spill})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := im.Session
-	if got, want := *s.Import, (ImportInfo{Source: "claude", Files: []string{main, spillPath}, Records: 9, Errors: 1, Unknown: 1}); !slices.Equal(got.Files, want.Files) ||
+	if got, want := *s.Import, (engine.ImportInfo{Source: "claude", Files: []string{main, spillPath}, Records: 9, Errors: 1, Unknown: 1}); !slices.Equal(got.Files, want.Files) ||
 		got.Records != want.Records || got.Errors != want.Errors || got.Unknown != want.Unknown {
 		t.Errorf("import info %+v, want %+v", got, want)
 	}
 	want := claude.Count(lines)
-	got := Census(&s, im.Events)
+	got := engine.Census(&s, im.Events)
 	want.Records++ // the spill
 	if got != want {
 		var b strings.Builder
@@ -270,21 +271,21 @@ func TestImportClaudeKeepsUnknown(t *testing.T) {
 	for _, ev := range im.Events {
 		k := string(ev.Kind)
 		switch ev.Kind {
-		case KindRecord:
+		case engine.KindRecord:
 			k += ":" + ev.Record.Type
 			if !ev.Record.Known {
 				k += "?"
 			}
-		case KindToolResult:
+		case engine.KindToolResult:
 			if ev.Text != "a\nb\nc\n" || ev.Tool.Name != "Bash" || !bytes.Contains(ev.Extra, []byte(`"persistedOutputPath"`)) {
 				t.Errorf("tool result %+v", ev)
 			}
-		case KindModelCall:
+		case engine.KindModelCall:
 			if c := ev.Call; c.StopReason != "tool_use" || c.Model != "claude-opus-4-7" || c.ResponseID != "msg_1" || ev.Prov.RequestID != "req_1" {
 				t.Errorf("model call %+v", c)
 			}
-		case KindUsage:
-			if *ev.Usage != (Usage{Input: 13, Output: 7, CacheRead: 10}) {
+		case engine.KindUsage:
+			if *ev.Usage != (engine.Usage{Input: 13, Output: 7, CacheRead: 10}) {
 				t.Errorf("usage %+v", *ev.Usage)
 			}
 		}
@@ -311,7 +312,7 @@ func BenchmarkImportClaude(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, s := range sessions {
-			if _, err := DeriveImport("claude", "claude:"+s.id, s.files); err != nil {
+			if _, err := engine.DeriveImport("claude", "claude:"+s.id, s.files); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -330,18 +331,18 @@ func FuzzImportClaude(f *testing.F) {
 		`{"type":"system","subtype":"compact_boundary","uuid":"b","compactMetadata":{"trigger":"auto"}}` + "\n" +
 		`{"type":"mystery"}` + "\n" + `{bad` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file := ImportFile{Path: "/p/s.jsonl"}
+		file := engine.ImportFile{Path: "/p/s.jsonl"}
 		var lines [][]byte
 		for i, l := range bytes.Split(data, []byte("\n")) {
 			lines = append(lines, l)
-			file.Records = append(file.Records, ImportRecord{Import: exchange.Import{Source: "claude", File: file.Path,
+			file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{Source: "claude", File: file.Path,
 				Kind: exchange.ImportLine, Line: int64(i + 1), Data: l}, WAL: uint64(i)})
 		}
-		im, err := DeriveImport("claude", "claude:s", []ImportFile{file})
+		im, err := engine.DeriveImport("claude", "claude:s", []engine.ImportFile{file})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := Census(&im.Session, im.Events), claude.Count(lines); got != want {
+		if got, want := engine.Census(&im.Session, im.Events), claude.Count(lines); got != want {
 			var b strings.Builder
 			census.WriteTable(&b, "source", "import", census.Compare(want, got))
 			t.Fatalf("census differs:\n%s", b.String())

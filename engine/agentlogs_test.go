@@ -15,6 +15,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/agentlog"
 	"github.com/bbengine/bbengine/codec/claude"
+	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
 )
 
@@ -132,4 +133,48 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func codexGolden(t testing.TB) []string {
+	dir := filepath.Join("..", "..", "shared", "agentlogs-golden", "codex")
+	paths, _ := filepath.Glob(filepath.Join(dir, "*", "rollout-*.jsonl"))
+	if len(paths) == 0 {
+		t.Skipf("no golden Codex rollouts under %s", dir)
+	}
+	return paths
+}
+
+// readRollout reads a rollout through codec/agentlog, as the import
+// does, into import records and raw lines.
+func readRollout(t testing.TB, path string) (ImportFile, [][]byte) {
+	f, err := agentlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := agentlog.NewScanner(f, 0, 0)
+	file := ImportFile{Path: path}
+	var lines [][]byte
+	for sc.Next() {
+		l := sc.Line()
+		data := bytes.Clone(l.Data)
+		lines = append(lines, data)
+		file.Records = append(file.Records, ImportRecord{Import: exchange.Import{
+			Source: "codex", File: path, Kind: exchange.ImportLine, Offset: l.Offset, Line: l.Number, Data: data,
+		}, WAL: uint64(l.Number)})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return file, lines
+}
+
+func deriveRollout(t testing.TB, file ImportFile) *Imported {
+	first, _ := codex.ParseLine(file.Records[0].Data)
+	id := codex.SessionID(file.Path, first)
+	im, err := DeriveImport("codex", "codex:"+id, []ImportFile{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return im
 }

@@ -8,4 +8,5 @@ package export_test
 
 import (
 	_ "github.com/bbengine/bbengine/agents/claude"
+	_ "github.com/bbengine/bbengine/agents/codex"
 )

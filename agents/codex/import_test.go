@@ -1,4 +1,4 @@
-package engine
+package codex
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"github.com/bbengine/bbengine/codec/agentlog"
 	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
 	"github.com/klauspost/compress/zstd"
 )
 
 func codexGolden(t testing.TB) []string {
-	dir := filepath.Join("..", "..", "shared", "agentlogs-golden", "codex")
+	dir := filepath.Join("..", "..", "..", "shared", "agentlogs-golden", "codex")
 	paths, _ := filepath.Glob(filepath.Join(dir, "*", "rollout-*.jsonl"))
 	if len(paths) == 0 {
 		t.Skipf("no golden Codex rollouts under %s", dir)
@@ -25,20 +26,20 @@ func codexGolden(t testing.TB) []string {
 
 // readRollout reads a rollout through codec/agentlog, as the import
 // does, into import records and raw lines.
-func readRollout(t testing.TB, path string) (ImportFile, [][]byte) {
+func readRollout(t testing.TB, path string) (engine.ImportFile, [][]byte) {
 	f, err := agentlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	sc := agentlog.NewScanner(f, 0, 0)
-	file := ImportFile{Path: path}
+	file := engine.ImportFile{Path: path}
 	var lines [][]byte
 	for sc.Next() {
 		l := sc.Line()
 		data := bytes.Clone(l.Data)
 		lines = append(lines, data)
-		file.Records = append(file.Records, ImportRecord{Import: exchange.Import{
+		file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{
 			Source: "codex", File: path, Kind: exchange.ImportLine, Offset: l.Offset, Line: l.Number, Data: data,
 		}, WAL: uint64(l.Number)})
 	}
@@ -48,10 +49,10 @@ func readRollout(t testing.TB, path string) (ImportFile, [][]byte) {
 	return file, lines
 }
 
-func deriveRollout(t testing.TB, file ImportFile) *Imported {
+func deriveRollout(t testing.TB, file engine.ImportFile) *engine.Imported {
 	first, _ := codex.ParseLine(file.Records[0].Data)
 	id := codex.SessionID(file.Path, first)
-	im, err := DeriveImport("codex", "codex:"+id, []ImportFile{file})
+	im, err := engine.DeriveImport("codex", "codex:"+id, []engine.ImportFile{file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestImportCodexGolden(t *testing.T) {
 			file, lines := readRollout(t, path)
 			im := deriveRollout(t, file)
 			want := codex.Count(lines)
-			got := Census(&im.Session, im.Events)
+			got := engine.Census(&im.Session, im.Events)
 			if got != want {
 				t.Errorf("census of the events differs from the source census:\n got %+v\nwant %+v", got, want)
 			}
@@ -78,7 +79,7 @@ func TestImportCodexGolden(t *testing.T) {
 			if s.Usage.Input-s.Usage.CacheRead != want.TokensIn || s.Usage.Output != want.TokensOut {
 				t.Errorf("usage = %+v, census %+v", s.Usage, want)
 			}
-			var perModel Usage
+			var perModel engine.Usage
 			for _, m := range s.Models {
 				perModel.Add(m.Usage)
 			}
@@ -120,9 +121,9 @@ func TestImportCodexEvents(t *testing.T) {
 	for _, ev := range im.Events[:16] {
 		k := string(ev.Kind)
 		switch {
-		case ev.Kind == KindMessage:
+		case ev.Kind == engine.KindMessage:
 			k += "/" + ev.Role + "/" + ev.Meta
-		case ev.Kind == KindRecord:
+		case ev.Kind == engine.KindRecord:
 			k += "/" + ev.Record.Type
 		}
 		kinds = append(kinds, k)
@@ -183,13 +184,13 @@ func TestImportCodexExtra(t *testing.T) {
 			}
 		}
 		switch {
-		case ev.Kind == KindToolResult && x["exec_command_end"] != nil:
+		case ev.Kind == engine.KindToolResult && x["exec_command_end"] != nil:
 			exec++
-		case ev.Kind == KindToolResult && x["patch_apply_end"] != nil:
+		case ev.Kind == engine.KindToolResult && x["patch_apply_end"] != nil:
 			patch++
-		case ev.Kind == KindToolCall && ev.Tool.Server && x["web_search_end"] != nil && strings.HasPrefix(ev.Tool.ID, "ws_"):
+		case ev.Kind == engine.KindToolCall && ev.Tool.Server && x["web_search_end"] != nil && strings.HasPrefix(ev.Tool.ID, "ws_"):
 			search++
-		case ev.Kind == KindToolCall && ev.Tool.Name == "apply_patch":
+		case ev.Kind == engine.KindToolCall && ev.Tool.Name == "apply_patch":
 			var args struct{ Input string }
 			if json.Unmarshal(ev.Tool.Args, &args) != nil || !strings.HasPrefix(args.Input, "*** Begin Patch") {
 				t.Errorf("apply_patch args = %s", ev.Tool.Args)
@@ -239,7 +240,7 @@ func TestImportCodexZstd(t *testing.T) {
 	if !bytes.Equal(ja, jb) {
 		t.Error("the zstd rollout derives differently from the plain one")
 	}
-	if got, want := Census(&b.Session, b.Events), codex.Count(lines); got != want {
+	if got, want := engine.Census(&b.Session, b.Events), codex.Count(lines); got != want {
 		t.Errorf("census %+v, want %+v", got, want)
 	}
 	// With both files in one directory, the plain one is read.
@@ -248,7 +249,7 @@ func TestImportCodexZstd(t *testing.T) {
 		t.Fatal(err)
 	}
 	pf, _ = readRollout(t, plain)
-	both, err := DeriveImport("codex", a.Session.ID, []ImportFile{zf, pf})
+	both, err := engine.DeriveImport("codex", a.Session.ID, []engine.ImportFile{zf, pf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,10 +278,10 @@ func TestImportCodexBadLines(t *testing.T) {
 	n := int64(len(lines))
 	for i, s := range extra {
 		lines = append(lines, []byte(s))
-		file.Records = append(file.Records, ImportRecord{Import: exchange.Import{Source: "codex", File: path, Kind: exchange.ImportLine, Line: n + int64(i) + 1, Data: []byte(s)}})
+		file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{Source: "codex", File: path, Kind: exchange.ImportLine, Line: n + int64(i) + 1, Data: []byte(s)}})
 	}
 	im := deriveRollout(t, file)
-	got, want := Census(&im.Session, im.Events), codex.Count(lines)
+	got, want := engine.Census(&im.Session, im.Events), codex.Count(lines)
 	if got != want {
 		t.Errorf("census %+v, want %+v", got, want)
 	}
@@ -289,7 +290,7 @@ func TestImportCodexBadLines(t *testing.T) {
 	}
 	var unknown []string
 	for _, ev := range im.Events {
-		if ev.Kind == KindRecord && !ev.Record.Known {
+		if ev.Kind == engine.KindRecord && !ev.Record.Known {
 			unknown = append(unknown, ev.Record.Type)
 			if !json.Valid(ev.Record.Raw) {
 				t.Errorf("raw %q", ev.Record.Raw)
@@ -327,7 +328,7 @@ func BenchmarkImportCodex(b *testing.B) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DeriveImport("codex", "codex:x", []ImportFile{file}); err != nil {
+		if _, err := engine.DeriveImport("codex", "codex:x", []engine.ImportFile{file}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package codex
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // The Codex importer derives one session from one rollout file
@@ -55,14 +56,14 @@ import (
 // When a session's files include both rollout X.jsonl and X.jsonl.zst,
 // only the plain one is read (Codex re-materialises a compressed
 // rollout to append to it).
-func init() { registerImporter("codex", importCodex) }
+func init() { engine.RegisterImporter("codex", importCodex) }
 
-func importCodex(session string, files []ImportFile) (*Imported, error) {
-	im := &Imported{}
+func importCodex(session string, files []engine.ImportFile) (*engine.Imported, error) {
+	im := &engine.Imported{}
 	s := &im.Session
 	s.Agent = "codex"
 	s.Threads = 1
-	s.Import = &ImportInfo{Source: "codex"}
+	s.Import = &engine.ImportInfo{Source: "codex"}
 	plain := map[string]bool{}
 	for _, f := range files {
 		plain[f.Path] = true
@@ -87,9 +88,9 @@ func importCodex(session string, files []ImportFile) (*Imported, error) {
 
 // codexImport is the state of importing one rollout file.
 type codexImport struct {
-	im       *Imported
+	im       *engine.Imported
 	file     string
-	recs     []ImportRecord // the records that parsed, parallel to lines
+	recs     []engine.ImportRecord // the records that parsed, parallel to lines
 	lines    []codex.Line
 	time     int64 // of the last event
 	model    string
@@ -102,7 +103,7 @@ type codexImport struct {
 	names         map[string]string // call id → tool name
 }
 
-func (ci *codexImport) run(records []ImportRecord) {
+func (ci *codexImport) run(records []engine.ImportRecord) {
 	s := &ci.im.Session
 	for _, r := range records {
 		s.Import.Records++
@@ -130,12 +131,12 @@ func (ci *codexImport) run(records []ImportRecord) {
 
 // prov returns the provenance of an event made of records idx (indexes
 // into ci.recs, any order).
-func (ci *codexImport) prov(idx ...int) Provenance {
+func (ci *codexImport) prov(idx ...int) engine.Provenance {
 	lo, hi := slices.Min(idx), slices.Max(idx)
-	return Provenance{Side: "import", First: ci.recs[lo].WAL, Last: ci.recs[hi].WAL, File: ci.file, Line: ci.recs[lo].Line}
+	return engine.Provenance{Side: "import", First: ci.recs[lo].WAL, Last: ci.recs[hi].WAL, File: ci.file, Line: ci.recs[lo].Line}
 }
 
-func (ci *codexImport) add(ev Event, i int) {
+func (ci *codexImport) add(ev engine.Event, i int) {
 	if t := ci.lines[i].Time; t != 0 {
 		ci.time = t
 	}
@@ -148,7 +149,7 @@ func (ci *codexImport) record(i int, typ string, known bool, extra json.RawMessa
 	if !known {
 		ci.im.Session.Import.Unknown++
 	}
-	ci.add(Event{Kind: KindRecord, Record: &Record{Type: typ, Known: known, Raw: ci.recs[i].Data}, Extra: extra, Prov: ci.prov(i)}, i)
+	ci.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: typ, Known: known, Raw: ci.recs[i].Data}, Extra: extra, Prov: ci.prov(i)}, i)
 }
 
 // output notes model output at line i: it opens a response when none is
@@ -163,12 +164,12 @@ func (ci *codexImport) output(i int) {
 
 func (ci *codexImport) modelCall(i int) {
 	s := &ci.im.Session
-	ci.add(Event{Kind: KindModelCall, Call: &Call{API: llm.OpenAIResponses, Provider: ci.provider, Model: ci.model, Complete: true, Status: 200}, Prov: ci.prov(i)}, i)
+	ci.add(engine.Event{Kind: engine.KindModelCall, Call: &engine.Call{API: llm.OpenAIResponses, Provider: ci.provider, Model: ci.model, Complete: true, Status: 200}, Prov: ci.prov(i)}, i)
 	s.Requests++
 	ci.respModel = ci.model
-	k := slices.IndexFunc(s.Models, func(m ModelUsage) bool { return m.Model == ci.model })
+	k := slices.IndexFunc(s.Models, func(m engine.ModelUsage) bool { return m.Model == ci.model })
 	if k < 0 {
-		s.Models = append(s.Models, ModelUsage{Model: ci.model})
+		s.Models = append(s.Models, engine.ModelUsage{Model: ci.model})
 		k = len(s.Models) - 1
 	}
 	s.Models[k].Requests++
@@ -184,7 +185,7 @@ func (ci *codexImport) line(i int, folded []bool, ends map[string][]int) {
 		ci.event(i, folded)
 	case l.Type == codex.TypeCompacted:
 		ci.open = false
-		ci.add(Event{Kind: KindRewrite, Text: l.Compacted.Message, Rewrite: &Rewrite{Kind: "compaction", From: 1}, Prov: ci.prov(i)}, i)
+		ci.add(engine.Event{Kind: engine.KindRewrite, Text: l.Compacted.Message, Rewrite: &engine.Rewrite{Kind: "compaction", From: 1}, Prov: ci.prov(i)}, i)
 		ci.record(i, l.Type, true, nil)
 	case l.Meta != nil:
 		m := l.Meta
@@ -255,7 +256,7 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 	switch it.Type {
 	case "message":
 		if it.Role == "assistant" {
-			ev := Event{Kind: KindMessage, Role: "assistant", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(mirror("agent_message")...)}
+			ev := engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(mirror("agent_message")...)}
 			if it.Phase != "" {
 				ev.Extra = jsonObject("phase", it.Phase)
 			}
@@ -266,7 +267,7 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 			ci.lines[i+1].Event != nil && ci.lines[i+1].Event.Type == "user_message" {
 			return // the user_message after it makes the event
 		}
-		ev := Event{Kind: KindMessage, Role: "user", Meta: "developer", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(i)}
+		ev := engine.Event{Kind: engine.KindMessage, Role: "user", Meta: "developer", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(i)}
 		if it.Role != "user" {
 			ev.Extra = jsonObject("role", it.Role)
 		}
@@ -276,10 +277,10 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 		if text == "" {
 			text = codex.Text(it.Reasoning)
 		}
-		ci.add(Event{Kind: KindThinking, Role: "assistant", Text: text, Data: it.Encrypted, Prov: ci.prov(mirror("agent_reasoning")...)}, i)
+		ci.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: text, Data: it.Encrypted, Prov: ci.prov(mirror("agent_reasoning")...)}, i)
 	case "function_call", "custom_tool_call", "local_shell_call":
-		tool := &Tool{ID: it.CallID, Name: it.Name}
-		ev := Event{Kind: KindToolCall, Role: "assistant", Tool: tool, Prov: ci.prov(i)}
+		tool := &engine.Tool{ID: it.CallID, Name: it.Name}
+		ev := engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: ci.prov(i)}
 		switch it.Type {
 		case "function_call":
 			if args, ok := compactJSON(it.Arguments); ok {
@@ -303,16 +304,16 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 		ci.add(ev, i)
 	case "web_search_call":
 		id := codex.WebSearchID(ci.lines, i, ci.recs[i].Line)
-		tool := &Tool{ID: id, Name: "web_search", Args: it.Action, Server: true, SyntheticID: strings.HasPrefix(id, "web_search#")}
+		tool := &engine.Tool{ID: id, Name: "web_search", Args: it.Action, Server: true, SyntheticID: strings.HasPrefix(id, "web_search#")}
 		idx := mirror("web_search_end")
-		ev := Event{Kind: KindToolCall, Role: "assistant", Tool: tool, Prov: ci.prov(idx...)}
+		ev := engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: ci.prov(idx...)}
 		if len(idx) > 1 {
 			ev.Extra = rawObject(map[string]json.RawMessage{"web_search_end": ci.lines[idx[1]].Payload})
 		}
 		ci.add(ev, i)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
-		tool := &Tool{ID: it.CallID, Name: ci.names[it.CallID]}
-		ev := Event{Kind: KindToolResult, Role: "tool", Tool: tool}
+		tool := &engine.Tool{ID: it.CallID, Name: ci.names[it.CallID]}
+		ev := engine.Event{Kind: engine.KindToolResult, Role: "tool", Tool: tool}
 		if o := it.Output; o != nil {
 			ev.Text = o.Text
 			ev.Parts = codexParts(o.Content)
@@ -341,7 +342,7 @@ func (ci *codexImport) event(i int, folded []bool) {
 	switch ev.Type {
 	case "user_message":
 		ci.open = false
-		out := Event{Kind: KindMessage, Role: "user", Text: ev.Message, Prov: ci.prov(i)}
+		out := engine.Event{Kind: engine.KindMessage, Role: "user", Text: ev.Message, Prov: ci.prov(i)}
 		if codex.MirrorsUser(ci.lines, i) {
 			out.Prov = ci.prov(i-1, i)
 			for _, p := range ci.lines[i-1].Item.Content {
@@ -360,7 +361,7 @@ func (ci *codexImport) event(i int, folded []bool) {
 			return
 		}
 		ci.output(i)
-		out := Event{Kind: KindMessage, Role: "assistant", Text: ev.Message, Prov: ci.prov(i)}
+		out := engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: ev.Message, Prov: ci.prov(i)}
 		if ev.Phase != "" {
 			out.Extra = jsonObject("phase", ev.Phase)
 		}
@@ -370,7 +371,7 @@ func (ci *codexImport) event(i int, folded []bool) {
 			return
 		}
 		ci.output(i)
-		ci.add(Event{Kind: KindThinking, Role: "assistant", Text: ev.Text, Prov: ci.prov(i)}, i)
+		ci.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: ev.Text, Prov: ci.prov(i)}, i)
 	case "web_search_end":
 		if codex.Mirror(ci.lines, i) < 0 {
 			ci.record(i, typ, true, nil)
@@ -389,15 +390,15 @@ func (ci *codexImport) event(i int, folded []bool) {
 			ci.modelCall(i)
 		}
 		ci.open, ci.waiting = false, false
-		u := Usage{Input: d.Input, Output: d.Output, CacheRead: d.Cached, Reasoning: d.Reasoning}
-		ci.add(Event{Kind: KindUsage, Usage: &u, Extra: l.Payload, Prov: ci.prov(i)}, i)
+		u := engine.Usage{Input: d.Input, Output: d.Output, CacheRead: d.Cached, Reasoning: d.Reasoning}
+		ci.add(engine.Event{Kind: engine.KindUsage, Usage: &u, Extra: l.Payload, Prov: ci.prov(i)}, i)
 		s := &ci.im.Session
 		s.Usage.Add(u)
-		k := slices.IndexFunc(s.Models, func(m ModelUsage) bool { return m.Model == ci.respModel })
+		k := slices.IndexFunc(s.Models, func(m engine.ModelUsage) bool { return m.Model == ci.respModel })
 		s.Models[k].Usage.Add(u)
 	case "error":
 		ci.im.Session.Errors++
-		ci.add(Event{Kind: KindError, Error: &Error{Stage: "agent", Message: ev.Message}, Extra: l.Payload, Prov: ci.prov(i)}, i)
+		ci.add(engine.Event{Kind: engine.KindError, Error: &engine.Error{Stage: "agent", Message: ev.Message}, Extra: l.Payload, Prov: ci.prov(i)}, i)
 	default:
 		if !folded[i] {
 			ci.record(i, typ, codex.KnownEvent(ev.Type), nil)

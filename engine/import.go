@@ -171,14 +171,44 @@ func Census(s *Session, events []Event) census.Counts {
 	return c
 }
 
-// sourceCensus maps a source to the function that counts its files'
-// records by that source's own rules, independently of its importer.
-var sourceCensus = map[string]func(files []ImportFile) census.Counts{}
+// A LogFormat is what the engine needs of an agent's own log format
+// besides its Importer: how ReadImport and ScanImport check its lines
+// and name the session of a file, and how the data-loss check counts
+// its records. An agent's package registers it with RegisterLogFormat,
+// beside its importer. Every field may be nil.
+type LogFormat struct {
+	// CheckLine returns why a line of a source file is not a record of
+	// the source, or nil when it is one (a record of a type the importer
+	// does not know is one). Nil: any JSON object is a record.
+	CheckLine func(line []byte) error
+	// Session returns the id of the session a source file belongs to
+	// (the engine names it "<source>:<id>"), from the file's path and its
+	// first record (nil when it has none); "" for the file's name without
+	// its extensions, which is also what a nil Session gives.
+	Session func(path string, first []byte) string
+	// Census counts what a session's files hold by the format's own
+	// rules (see codec/census), independently of the importer. Nil:
+	// every count is NA.
+	Census func(files []ImportFile) census.Counts
+}
+
+// formats maps a source to its log format.
+var formats = map[string]LogFormat{}
+
+// RegisterLogFormat makes f the log format of source. Call it from an
+// init function, as RegisterImporter; it panics when source already has
+// a log format.
+func RegisterLogFormat(source string, f LogFormat) {
+	if _, ok := formats[source]; ok {
+		panic("engine: RegisterLogFormat called twice for " + source)
+	}
+	formats[source] = f
+}
 
 // SourceCensus counts what source files hold, for the data-loss check.
 // A source without a census of its own reports every count as NA.
 func SourceCensus(source string, files []ImportFile) census.Counts {
-	if fn := sourceCensus[source]; fn != nil {
+	if fn := formats[source].Census; fn != nil {
 		return fn(files)
 	}
 	na := int64(census.NA)

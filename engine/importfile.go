@@ -14,8 +14,6 @@ import (
 	"sync"
 
 	"github.com/bbengine/bbengine/codec/agentlog"
-	"github.com/bbengine/bbengine/codec/claude"
-	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/redact"
@@ -137,10 +135,9 @@ var errNotATIF = errors.New(`not an ATIF document: no "schema_version": "ATIF-v1
 // CheckRecord returns why data, one record of a source file of kind, is
 // not a record of source, or nil when it is one:
 //
-//	claude lines      a JSON object with a string "type"
-//	codex lines       a JSON object with a string "type" (or a
-//	                  pre-envelope "record_type" or "id")
-//	other lines       a JSON object
+//	lines             what the source's LogFormat.CheckLine accepts
+//	                  (Claude Code, Codex: a JSON object with a string
+//	                  "type"), else a JSON object
 //	.meta.json        a JSON object
 //	atif document     a JSON object with "schema_version": "ATIF-…"
 //	spill, bbox       anything (text)
@@ -160,10 +157,8 @@ func CheckRecord(source, kind string, data []byte) error {
 			return errNotATIF
 		}
 		return nil
-	case kind == exchange.ImportLine && source == "claude":
-		return claude.CheckLine(data)
-	case kind == exchange.ImportLine && source == "codex":
-		return codex.CheckLine(data)
+	case kind == exchange.ImportLine && formats[source].CheckLine != nil:
+		return formats[source].CheckLine(data)
 	}
 	_, err := agentlog.Fields(data)
 	return err
@@ -480,35 +475,13 @@ func sha(b []byte) string {
 func sessionOf(source, path string, first []byte) string {
 	name := filepath.Base(path)
 	stem := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".zst"), ".jsonl"), ".json")
+	if fn := formats[source].Session; fn != nil {
+		if id := fn(path, first); id != "" {
+			return source + ":" + id
+		}
+		return source + ":" + stem
+	}
 	switch source {
-	case "claude":
-		// <sid>/subagents/agent-*.jsonl (and .meta.json), <sid>/tool-results/*.
-		dir := filepath.Base(filepath.Dir(path))
-		if dir == "subagents" || dir == "tool-results" {
-			return "claude:" + filepath.Base(filepath.Dir(filepath.Dir(path)))
-		}
-		var v struct {
-			SessionID string `json:"sessionId"`
-		}
-		if first != nil && json.Unmarshal(first, &v) == nil && v.SessionID != "" {
-			return "claude:" + v.SessionID
-		}
-		return "claude:" + stem
-	case "codex":
-		var v struct {
-			Type    string `json:"type"`
-			Payload struct {
-				ID string `json:"id"`
-			} `json:"payload"`
-		}
-		if first != nil && json.Unmarshal(first, &v) == nil && v.Type == "session_meta" && v.Payload.ID != "" {
-			return "codex:" + v.Payload.ID
-		}
-		// rollout-YYYY-MM-DDThh-mm-ss-<uuid>
-		if len(stem) >= 36 && strings.HasPrefix(stem, "rollout-") {
-			return "codex:" + stem[len(stem)-36:]
-		}
-		return "codex:" + stem
 	case "atif":
 		var v struct {
 			SessionID    string `json:"session_id"`

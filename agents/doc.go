@@ -25,32 +25,33 @@
 //     (ParseHook) and the answer that adds the context pack to the
 //     conversation (HookAnswer, HookMaxChars).
 //
-// The plan for what is still outside: reading an agent's log into
-// import records and canonicalizing those records live today in
-// codec/claude, codec/codex and engine (import_claude.go,
-// import_codex.go, importcanon.go, importfile.go). They become methods of
-// Agent, in the same directories:
+// Its log import is not a method of Agent: the agent's package registers
+// it with the engine from the same init function, or another of its
+// files (agents/claude/import.go, logformat.go):
 //
-//	// Importer derives a session from its import records: today's
-//	// engine.Importer of the source, registered with
-//	// engine.RegisterImporter when the agent registers.
-//	Importer() engine.Importer
-//	// ReadLog reads the records of one log file from where the last
-//	// import stopped, as cli's readSourceFiles does now.
-//	ReadLog(path string, info *engine.ImportInfo) ([]engine.ImportFile, error)
+//	func init() {
+//		engine.RegisterImporter("gemini", importGemini)
+//		engine.RegisterLogFormat("gemini", engine.LogFormat{...})
+//	}
 //
-// so that no source name is spelled out in engine or cli, and the
-// versions an agent knows (the log formats its reader accepts) are its
-// reader's to state. That step waits for the rewrite of those files for
-// speed to land.
+// The engine.Importer derives a session's events from the records of
+// its files (a pure function: rebuild derives the same bytes); the
+// engine.LogFormat says which lines are records, which session a file
+// belongs to, and how the data-loss check counts them. So the Claude
+// Code and Codex importers live in agents/claude and agents/codex, and
+// the engine's import code names no agent. The generic import (reading
+// files line by line, canonicalizing records, the WAL) stays in the
+// engine. Every program that opens an engine holding imported sessions
+// links agents/all (cli and api do), as it links export for the session
+// formats.
 //
 // Register is called from init functions only; Lookup, All, Names and
 // SessionHeaders are safe for concurrent use.
 //
 // Imports: the package is low in the map so that everything can use it:
-// it may import internal/* and codec/* (and engine types once the import
-// methods land); it must not import proxy, pack, index, export, api or
-// cli, and the proxy may import it. The agents' own packages
-// (agents/<name>) sit above pack and proxy and may import engine, pack
-// and codec; only cli, api and main import them.
+// it may import internal/* and codec/*; it must not import proxy, pack,
+// index, export, api or cli, and the proxy may import it. The agents'
+// own packages (agents/<name>) sit above pack and proxy and may import
+// engine, pack and codec; only cli, api and main import them (and tests
+// of lower packages, to link the importers).
 package agents

@@ -73,11 +73,14 @@
 // # Importers
 //
 // An imported session is derived again from all its records by the
-// Importer of its source. The session formats (bbox/1, ATIF, trajectory
-// JSON) are written and read by package export, which registers their
-// importers with RegisterImporter; the engine never imports it, so a
-// program that opens an engine holding such imports links package export
-// (the CLI does).
+// Importer of its source. The engine holds none: each agent's package
+// (agents/claude, agents/codex) registers the importer of its logs with
+// RegisterImporter and their LogFormat with RegisterLogFormat, and
+// package export those of the session formats (bbox/1, ATIF, trajectory
+// JSON). The engine never imports them, so a program that opens an
+// engine holding such imports links agents/all and export (the CLI
+// does); an imported session whose source has no importer derives no
+// events.
 //
 // # Imports
 //

@@ -44,17 +44,19 @@ type Imported struct {
 // return is for input no importer could use at all.
 type Importer func(session string, files []ImportFile) (*Imported, error)
 
-// importers maps a source name to its importer; each importer's file
-// registers itself.
+// importers maps a source name to its importer; each importer's package
+// registers it.
 var importers = map[string]Importer{}
 
-// RegisterImporter makes fn the importer of source, for the importers
-// that live outside the engine (package export registers "atif", "bbox"
-// and "trajectory"). Call it from an init function: the map is not
-// guarded, and imports read it. An imported session whose source has no
-// importer in the running program derives no events (the engine logs
-// it), so every program that opens an engine links the same importers.
-// It panics when fn is nil or source already has an importer.
+// RegisterImporter makes fn the importer of source. Every importer lives
+// outside the engine: the agents' packages register theirs ("claude"
+// from agents/claude, "codex" from agents/codex) and package export
+// registers "atif", "bbox" and "trajectory". Call it from an init
+// function: the map is not guarded, and imports read it. An imported
+// session whose source has no importer in the running program derives
+// no events (the engine logs it), so every program that opens an engine
+// links the same importers. It panics when fn is nil or source already
+// has an importer.
 func RegisterImporter(source string, fn Importer) {
 	if fn == nil {
 		panic("engine: RegisterImporter of a nil importer for " + source)
@@ -64,8 +66,6 @@ func RegisterImporter(source string, fn Importer) {
 	}
 	importers[source] = fn
 }
-
-func registerImporter(source string, fn Importer) { importers[source] = fn }
 
 // ImportSources lists the registered importers.
 func ImportSources() []string {

@@ -205,3 +205,7 @@ func TestImportSecondPassMemory(t *testing.T) {
 	}
 	sameAfterRebuild(t, e, dump(t, e), "rebuild after a session imported in two passes")
 }
+
+// registerImporter sets the importer of source, again when a test runs
+// twice (RegisterImporter panics then).
+func registerImporter(source string, fn Importer) { importers[source] = fn }

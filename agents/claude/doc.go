@@ -5,9 +5,11 @@
 // header it sends, and its hook protocol. Importing the package
 // registers the agent as "claude" (see package agents).
 //
-// Reading transcripts into import records and canonicalizing them
-// still live in codec/claude and engine; they move here behind methods of
-// agents.Agent (see the plan in package agents).
+// It also registers the importer of source "claude" with the engine
+// (import.go: a session's transcripts, subagent files, .meta.json and
+// spilled tool outputs to events) and its log format (logformat.go: the
+// line check, the session of a file, the source census); codec/claude
+// parses and counts the lines.
 //
 // It may import agents, agents/internal/*, engine, pack, codec/* and
 // internal/*. agents/all imports it to register it; cli and api find it

@@ -6,9 +6,10 @@
 // sends, and its hook protocol (Claude Code's). Importing the package
 // registers the agent as "codex" (see package agents).
 //
-// Reading rollouts into import records and canonicalizing them still
-// live in codec/codex and engine; they move here behind methods of
-// agents.Agent (see the plan in package agents).
+// It also registers the importer of source "codex" with the engine
+// (import.go: a rollout to events) and its log format (logformat.go: the
+// line check, the session of a rollout, the source census); codec/codex
+// parses and counts the lines.
 //
 // It may import agents, agents/internal/*, engine, pack, codec/* and
 // internal/*. agents/all imports it to register it; cli and api find it

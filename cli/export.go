@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/engine"
@@ -69,7 +70,7 @@ func exportCommand() *ucli.Command {
 
 func convertCommand() *ucli.Command {
 	flags := append([]ucli.Flag{
-		&ucli.StringFlag{Name: "from", Usage: "input format: claude, codex, atif or bbox (bbox/1 text or its JSONL)", Required: true},
+		&ucli.StringFlag{Name: "from", Usage: "input format: " + orList(convertSources()) + " (bbox/1 text or its JSONL)", Required: true},
 	}, exportFlags()...)
 	return &ucli.Command{
 		Name:      "convert",
@@ -87,8 +88,8 @@ func convertCommand() *ucli.Command {
 				return usagef("convert: need exactly one IN file")
 			}
 			from, to := c.String("from"), c.String("to")
-			if !slices.Contains([]string{"claude", "codex", "atif", "bbox"}, from) {
-				return usagef("convert --from %q: want claude, codex, atif or bbox", from)
+			if !slices.Contains(convertSources(), from) {
+				return usagef("convert --from %q: want %s", from, orList(convertSources()))
 			}
 			if !slices.Contains(exportFormats, to) {
 				return usagef("convert --to %q: want one of %s", to, strings.Join(exportFormats, ", "))
@@ -127,6 +128,27 @@ func convertCommand() *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// convertSources are what convert reads: the logs of every registered
+// agent that imports its logs, then the formats read back (atif, bbox).
+func convertSources() []string {
+	imports := engine.ImportSources()
+	var out []string
+	for _, n := range agents.Names() {
+		if slices.Contains(imports, n) {
+			out = append(out, n)
+		}
+	}
+	return append(out, "atif", "bbox")
+}
+
+// orList joins names as "a, b, c or d".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // convertInputs lists the files one converted session is read from.

@@ -3,8 +3,8 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"github.com/bbengine/bbengine/internal/safefile"
 	"os"
-	"strings"
 
 	"github.com/bbengine/bbengine/codec/bbox"
 	ucli "github.com/urfave/cli/v2"
@@ -81,32 +81,5 @@ func writeFileAtomic(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(dirOf(path), ".bbengine-fmt-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexByte(path, os.PathSeparator); i >= 0 {
-		return path[:i+1]
-	}
-	return "."
+	return safefile.WriteFile(path, data, mode)
 }

@@ -208,8 +208,10 @@ func (r *recorder) send(it item) bool {
 		it.ack <- errClosed
 		return false
 	}
+	// Held items come only before an end (add holds from the response
+	// head on), so its body is scanned once, whole, at that end.
 	for i := range held {
-		held[i].whole = held[i].kind == itChunk && it.kind == itEnd
+		held[i].whole = held[i].kind == itChunk
 	}
 	if r.queued.Load() == 0 && r.rmu.TryLock() {
 		// Every item sent before is made into frames and written, and

@@ -88,8 +88,7 @@ func (rs *resent) segments(session string, body []byte, red *Redactor) []segment
 		data := body[start:end]
 		last := end == len(body)
 		wsum := maphash.Bytes(rs.seed, data)
-		if i := len(segs); i < len(prev) && prev[i].wsum == wsum && prev[i].wlast == last && prev[i].end-start <= len(data) &&
-			(i == 0 && start == 0 || i > 0 && prev[i-1].end == start) {
+		if i := len(segs); i < len(prev) && prev[i].wsum == wsum && prev[i].wlast == last && (i == 0 || prev[i-1].end == start) {
 			// The window the last request cut this segment from: the
 			// same segment, clean or not as it was.
 			segs = append(segs, prev[i])

@@ -406,9 +406,12 @@ func (m *SessionMeta) decode(b []byte) error {
 		if err := json.Unmarshal(m.SourceRaw, &obj); err != nil {
 			return err
 		}
+		// The smallest key, "" included: a map's order is random, so
+		// an empty key must not read as "none yet".
+		first := true
 		for k := range obj {
-			if m.Source == "" || k < m.Source {
-				m.Source = k
+			if first || k < m.Source {
+				m.Source, first = k, false
 			}
 		}
 	}

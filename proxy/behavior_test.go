@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -690,4 +692,61 @@ func TestBigCompressedBroken(t *testing.T) {
 		t.Errorf("recorded body starts %.120q", body)
 	}
 	t.Logf("unscanned: %s", x.End.Unscanned)
+}
+
+// TestSizedReplyFlushedAsItComes: a reply with a Content-Length whose
+// upstream sends it in two parts reaches the client part by part; the
+// first part is not held in a buffer until the rest arrives.
+func TestSizedReplyFlushedAsItComes(t *testing.T) {
+	first, rest := `{"id":"msg_1","content":[{"type":"text","text":"half`, ` and the other half"}]}`
+	gate := make(chan struct{})
+	var gateOnce sync.Once
+	open := func() { gateOnce.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	up := &upstream{Server: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(first)+len(rest)))
+		io.WriteString(w, first)
+		w.(http.Flusher).Flush()
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, rest)
+	}))}
+	t.Cleanup(up.Close)
+	rg := newRigWith(t, up, nil)
+	req, _ := http.NewRequest("POST", rg.srv.URL+"/v1/messages", strings.NewReader(`{"model":"m"}`))
+	var resp *http.Response
+	got := make(chan error, 1)
+	buf := make([]byte, len(first))
+	go func() {
+		var err error
+		if resp, err = client.Do(req); err == nil {
+			_, err = io.ReadFull(resp.Body, buf)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil || string(buf) != first {
+			t.Fatalf("first part: %q, %v", buf, err)
+		}
+	case <-time.After(10 * time.Second):
+		open()
+		<-got
+		t.Fatal("the first part of a sized reply did not reach the client before the rest was sent")
+	}
+	defer resp.Body.Close()
+	open()
+	tail, err := io.ReadAll(resp.Body)
+	if err != nil || string(tail) != rest {
+		t.Fatalf("rest: %q, %v", tail, err)
+	}
+	x := only(t, rg.readWAL(t))
+	if string(x.ResponseBody) != first+rest || x.End == nil || !x.End.Complete {
+		t.Fatalf("recorded %q, end %+v", x.ResponseBody, x.End)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -240,15 +241,26 @@ func New(log *wal.Log, opts *Options) (*Proxy, error) {
 	p.rec = newRecorder(p, o.QueueLen)
 	p.breaker = p.newBreaker(o.Breaker)
 	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      timedTransport{tr},
-		FlushInterval:  -1,
+		Rewrite:   p.rewrite,
+		Transport: timedTransport{tr},
+		// FlushInterval stays 0: ReverseProxy flushes a stream (SSE, or
+		// no Content-Length) after every write by itself, and
+		// clientWriter flushes every other response's writes. -1 would
+		// also flush a sized reply's headers alone, from a timer
+		// goroutine, one more write system call per exchange.
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		BufferPool:     bufferPool{},
 		ErrorLog:       stdlog.New(logfWriter(o.Logf), "", 0),
 	}
 	return p, nil
+}
+
+// isEventStream reports whether ct's media type is text/event-stream, as
+// ReverseProxy decides it.
+func isEventStream(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/event-stream"
 }
 
 // timedTransport notes when each request is handed to the upstream
@@ -279,6 +291,15 @@ func (w *clientWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	if n > 0 && w.x.clientFirst == 0 {
 		w.x.clientFirst = time.Since(w.x.arrived)
+	}
+	if err == nil && w.x.flushWrites {
+		// A sized reply whose upstream sends it slowly, or a stream
+		// labelled as something else, reaches the client as it comes.
+		if f, ok := w.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		} else {
+			err = http.NewResponseController(w.ResponseWriter).Flush()
+		}
 	}
 	return n, err
 }
@@ -385,6 +406,7 @@ type exch struct {
 	// and end as read from the upstream, and the first body byte written
 	// to the client.
 	upSend, upHead, upFirst, upEnd, clientFirst time.Duration
+	flushWrites                                 bool // clientWriter flushes each write (ReverseProxy does not)
 	// out is the client's ResponseWriter as ReverseProxy writes to it:
 	// it notes clientFirst.
 	out clientWriter
@@ -740,6 +762,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		x.encoding = enc
 	}
 	x.sniff.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+	// ReverseProxy flushes streams itself (an event-stream media type, or
+	// no length); clientWriter flushes the rest.
+	x.flushWrites = resp.ContentLength >= 0 && !isEventStream(resp.Header.Get("Content-Type"))
 	p.metrics.ttfb.WithLabelValues(x.route.Provider).Observe(x.ttfb.Seconds())
 	x.holding = p.opts.Mode != Degrade && resp.ContentLength >= 0 && resp.ContentLength <= holdReply
 	p.rec.responseStart(x, resp.Header.Clone(), resp.Proto)

@@ -98,6 +98,12 @@ func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly 
 			if role == "assistant" && via == "" {
 				m.proseThread(t, ev, f)
 			}
+		case "question":
+			// A question the user leaves open on purpose ("… Leave it
+			// open."); Find reports a user's question only then.
+			if role == "user" && (via == "" || via == "question tool") && !decisionsOnly {
+				m.userQuestion(t, ev, f)
+			}
 		}
 		if role == "assistant" && via == "" {
 			m.resolveProse(ev, f)
@@ -603,6 +609,24 @@ func (m *miner) questions(t *mtask, final *Event, text string, next *Event) []*A
 		out = append(out, a)
 	}
 	return out
+}
+
+// userQuestion opens a thread for a question the user left open; a later
+// decision about the same things closes it (see project_resolve.go).
+func (m *miner) userQuestion(t *mtask, ev *Event, f memtext.Finding) {
+	if !m.ownThread(ev.Thread) {
+		return
+	}
+	id := artifactID("thr", m.s.ID, "question", fmt.Sprint(ev.Seq), f.Key)
+	if _, ok := m.threads[id]; ok {
+		return
+	}
+	a := m.base(ArtifactThread, id, t, ev)
+	a.Status = "open"
+	a.Thread = &Thread{Kind: "question", Text: f.Sentence}
+	a.Title = capText("question: "+f.Sentence, 160)
+	a.Symbols = memtext.Identifiers(f.Sentence)
+	m.threads[id] = a
 }
 
 // todos opens threads for the TODO and FIXME comments an edit writes

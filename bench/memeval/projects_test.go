@@ -21,6 +21,7 @@ var (
 	update = flag.Bool("update", false, "rewrite testdata/projects/facts.json from the cards declared beside the sessions")
 	// projectsQueries is the query file TestProjectsEval asks; the smoke
 	// file (testdata/projects/queries_smoke.json) only checks the harness.
+	storeMisses     = flag.Bool("projects.storemisses", false, "list the cards whose artifact is not in the store with its type and status")
 	projectsQueries = flag.String("projects.queries", filepath.Join("testdata", "projects", "queries.json"), "query file of the projects eval")
 )
 
@@ -474,6 +475,15 @@ func evalProjects(t *testing.T, title string, facts factsFile, queries []projQue
 			if n > 1 {
 				dupThreads++
 			}
+		}
+		if !found && *storeMisses {
+			var near []string
+			for _, a := range all {
+				if projectSessions[c.Project][a.Session] && holds(a, c.Contains) && a.Type != engine.ArtifactSegment && a.Type != engine.ArtifactOutcome {
+					near = append(near, fmt.Sprintf("%s/%s", a.Type, statusOf(a)))
+				}
+			}
+			t.Logf("store miss %s (%s %s) %q; same text as %v", c.ID, c.Kind, c.Status, c.Contains, near)
 		}
 		h := storeHit[c.Kind]
 		h[1]++

@@ -223,6 +223,11 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		if a.at(i-1) == "should" || a.at(i-1) == "must" || a.at(i-1) == "shall" {
 			return "", false, false // read at the modal
 		}
+		if a.role == "user" && a.neverOfThing(i) {
+			// "Refresh tokens are never written to logs", "customer
+			// emails never go into logs".
+			return "never", true, true
+		}
 		v := i + 1
 		for a.at(v) == "," || a.at(v) == "ever" {
 			v++
@@ -395,9 +400,32 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	case "frozen":
 		switch a.at(i - 1) {
-		case "is", "are", "stays", "stay", "remains", "remain", "be":
+		case "is", "are", "stays", "stay", "remains", "remain", "be", "it's", "that's":
 			if a.role != "assistant" && !a.hedgedModal(i) && a.at(i-2) != "not" {
 				return "must not", true, true
+			}
+		}
+	case "stone":
+		// "its field names are set in stone".
+		if a.role == "user" && a.at(i-1) == "in" && a.at(i-2) == "set" && a.at(i-3) != "not" && !a.hedgedModal(i) {
+			return "must not", true, true
+		}
+	case "non-negotiable":
+		if a.role == "user" {
+			return "must", false, true
+		}
+	case "ceiling", "limit", "cap":
+		// "The build has a hard ceiling of 5 KB."
+		if a.role == "user" && a.at(i-1) == "hard" && a.at(i+1) == "of" {
+			return "must", false, true
+		}
+	case "convention", "conventions":
+		// "Convention, please follow it: staging models are stg_…".
+		if a.role == "user" && a.labelStart(i) {
+			for j := i + 1; j < len(a.toks) && j < i+7; j++ {
+				if a.at(j) == ":" && j+1 < len(a.toks) {
+					return "must", false, true
+				}
 			}
 		}
 	case "rule", "rules":
@@ -432,6 +460,9 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 		return "must", false, true
 	case "no":
+		if a.role == "user" && a.noRule(i) {
+			return "must not", true, true
+		}
 		// "No new dependencies without asking me first."
 		if a.role == "assistant" || !a.clauseStart(i) {
 			return "", false, false
@@ -482,6 +513,11 @@ func (a *analysis) constraintAt(i int) (string, bool, bool) {
 		}
 	case "only":
 		if next == "use" && a.clauseStart(i) {
+			return "only", false, true
+		}
+		// "terraform apply for prod only ever runs from the Atlantis
+		// workflow", "product images only through next/image".
+		if p := a.at(i - 1); a.role == "user" && !a.clauseStart(i) && !a.hedgedModal(i) && (next == "ever" && a.isWord(i+2) || next == "through" || next == "via") && a.isWord(i-1) && !personal(p) && p != "it" && p != "i" && p != "you" {
 			return "only", false, true
 		}
 		v := next
@@ -901,4 +937,59 @@ func (a *analysis) openQuestion(ss []sent, si int) bool {
 		}
 	}
 	return true
+}
+
+// neverOfThing reads a rule about a thing at "never" (token i): a
+// passive ("tokens are never written to logs", "originals are never
+// modified") or a movement ("emails never go into logs"), with a
+// subject that is not a person or "it".
+func (a *analysis) neverOfThing(i int) bool {
+	if a.hedgedModal(i) {
+		return false
+	}
+	p, v := a.at(i-1), a.at(i+1)
+	switch p {
+	case "is", "are", "get", "gets", "be":
+		subj := a.at(i - 2)
+		return participle(v) && subj != "" && !personal(subj) && subj != "it" && subj != "this" && subj != "that" && subj != "i" && subj != "you" && subj != "there"
+	}
+	switch v {
+	case "go", "goes", "leave", "leaves", "reach", "reaches", "appear", "appears":
+		return a.isWord(i-1) && !personal(p) && p != "it" && p != "this" && p != "that" && p != "i" && p != "you" && p != "they" && p != "he" && p != "she"
+	}
+	return false
+}
+
+// noRuleStops may follow a clause-opening "no" that states no rule: "no
+// need to …", "no worries", "no changes needed".
+var noRuleStops = map[string]bool{
+	"need": true, "worries": true, "worry": true, "problem": true, "problems": true, "idea": true, "thanks": true,
+	"luck": true, "rush": true, "way": true, "longer": true, "more": true, "matter": true, "issue": true,
+	"issues": true, "one": true, "doubt": true, "clue": true, "change": true, "reason": true, "big": true,
+	"hurry": true, "pressure": true, "longer,": true, "errors": true, "response": true, "output": true,
+	"results": true, "result": true, "tests": true, "test": true, "it": true, "that": true, "this": true,
+}
+
+// noRule reads a user's prohibition opened by "no" at a clause's start
+// and bounded by where it holds: "No floating point anywhere in the
+// money path", "no client components under app/checkout", "no slug
+// changes, ever".
+func (a *analysis) noRule(i int) bool {
+	if !(i == 0 || a.at(i-1) == "," || a.at(i-1) == "so" && a.at(i-2) == "," || a.clauseStart(i)) || a.question {
+		return false
+	}
+	if !a.isWord(i+1) || noRuleStops[a.at(i+1)] || !a.isWord(i+2) && a.at(i+2) != "<" {
+		return false
+	}
+	for j := i + 2; j < len(a.toks); j++ {
+		switch a.at(j) {
+		case "anywhere", "ever", "allowed", "permitted", "outside":
+			return true
+		case "under":
+			return a.isWord(j+1) || a.toks[j+1].kind == tCode
+		case "needed", "required", "found", "left", "yet", "so":
+			return false
+		}
+	}
+	return false
 }

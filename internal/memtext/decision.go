@@ -91,6 +91,11 @@ func (a *analysis) insteadOpener() (decHit, bool) {
 // decisionAt tries every decision pattern whose trigger is token i.
 func (a *analysis) decisionAt(i int) (decHit, bool) {
 	w := a.toks[i].w
+	if a.role == "user" {
+		if h, ok := a.valueChange(i); ok {
+			return h, true
+		}
+	}
 	switch w {
 	case "decided", "decide":
 		if !(a.subjectBefore(i) || (i == 0 && a.at(1) == ":") || a.at(i-1) == "finally" && i == 1) {
@@ -222,6 +227,11 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 		if w == "use" && a.role != "assistant" && a.notUseBefore(i) >= 0 {
 			// "don't use X for Y, use Z": Z replaces X.
 			return decHit{trig: i, obj: i + 1, kind: dkOption}, true
+		}
+		if w == "use" && a.role == "user" && a.at(i-1) == "," && !prohibitionOpen[a.at(0)] && a.isWord(i+1) && !a.useForNarration(i) && !notSubject[a.at(i+1)] && !a.toolObject(i+1) && !a.reuse(i+1) && !a.hasWordAfter(i, "if") {
+			// "shipping_country is gone for good, use billing_country
+			// as the fallback."
+			return a.imperative(i)
 		}
 		if !a.clauseStart(i) && !a.forClauseBefore(i) {
 			// "we're switching", "I'm switching", "we switched"
@@ -524,6 +534,11 @@ func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 	if w == "stick" && a.at(v+1) == "with" {
 		return decHit{trig: trig, obj: v + 2, kind: dkOption}, true
 	}
+	if _, known := decisionVerbs[w]; !known && a.insteadAfter(v) && a.isWord(v) && !narrationVerbs[w] && !hedges[w] && imperativeVerb(w) {
+		// "I'll put the runner in its own binary instead of running it
+		// at boot": a choice between two ways, whatever the verb.
+		return decHit{trig: trig, obj: -1, kind: dkAction}, true
+	}
 	k, ok := decisionVerbs[w]
 	if !ok || w == "stick" {
 		return decHit{}, false
@@ -772,18 +787,24 @@ func (a *analysis) settings() ([]string, string, bool) {
 		first++
 	}
 	stem, ok := taskVerbs[a.at(first)]
-	if !ok {
-		return nil, "", false
+	if a.at(first) == "kick" && a.at(first+1) == "off" {
+		// "Kick off the fine-tune: learning rate 3e-5, batch size 16."
+		stem, ok = "run", true
 	}
 	with := -1
-	for j := first + 1; j < len(a.toks) && j < first+8; j++ {
-		if a.at(j) == "with" || a.at(j) == "using" {
-			with = j
-			break
+	if ok {
+		for j := first + 1; j < len(a.toks) && j < first+12; j++ {
+			if a.at(j) == "with" || a.at(j) == "using" || a.at(j) == ":" {
+				with = j
+				break
+			}
+			if a.toks[j].kind == tPunct && a.at(j) != "-" {
+				return nil, "", false
+			}
 		}
-		if a.toks[j].kind == tPunct && a.at(j) != "-" {
-			return nil, "", false
-		}
+	} else if label, c := a.settingsLabel(first); c > 0 {
+		// "Rate limiting: 20 messages per 10 seconds, keyed per user id."
+		stem, with = label, c
 	}
 	if with < 0 {
 		return nil, "", false
@@ -819,7 +840,45 @@ func (a *analysis) settings() ([]string, string, bool) {
 	if !valued || len(out) == 0 {
 		return nil, "", false
 	}
+	if !taskSettings[stem] {
+		return out, stem, true
+	}
 	return out, stem + " settings", true
+}
+
+// taskSettings are the stems of taskVerbs: a task request's settings are
+// "<stem> settings"; a labelled list is about its label.
+var taskSettings = func() map[string]bool {
+	m := map[string]bool{}
+	for _, v := range taskVerbs {
+		m[v] = true
+	}
+	return m
+}()
+
+// settingsLabelStops open a label that introduces no settings: a report
+// or a log line ("Error: exit code 1", "Update: 3 tests fail").
+var settingsLabelStops = map[string]bool{
+	"error": true, "errors": true, "update": true, "step": true, "note": true, "output": true, "result": true,
+	"results": true, "status": true, "exit": true, "warning": true, "traceback": true, "fail": true, "failed": true,
+	"test": true, "tests": true, "log": true, "logs": true, "time": true, "build": true, "line": true, "todo": true,
+	"question": true, "answer": true, "ps": true, "edit": true, "summary": true, "fixme": true, "context": true,
+	"example": true, "e.g": true, "i.e": true, "plan": true, "total": true, "found": true, "got": true, "expected": true,
+	"actual": true, "before": true, "after": true, "now": true, "today": true, "yesterday": true, "version": true,
+}
+
+// settingsLabel reads a label of one to three words and its colon at the
+// start of a sentence whose list starts with a value: "Rate limiting:
+// 20 messages per 10 seconds". It returns the label and the colon's index.
+func (a *analysis) settingsLabel(first int) (string, int) {
+	j := first
+	for j < len(a.toks) && j < first+3 && a.isWord(j) && !hasDigit(a.at(j)) && !settingsLabelStops[a.at(j)] && !personal(a.at(j)) && a.at(j) != "you" && a.at(j) != "i" && a.at(j) != "it" {
+		j++
+	}
+	if j == first || a.at(j) != ":" || j+1 >= len(a.toks) || !hasDigit(a.at(j+1)) {
+		return "", -1
+	}
+	return strings.ToLower(a.raw(first, j)), j
 }
 
 func hasDigit(s string) bool {
@@ -1272,11 +1331,13 @@ func (a *analysis) options(f *Finding, h decHit) {
 		}
 		j := h.obj
 		k := j
-		for k < len(a.toks) && a.at(k) != "to" {
+		for k < len(a.toks) && a.at(k) != "to" && a.at(k) != "at" {
 			k++
 		}
-		f.Subject = strings.Join(articleless(words(a.raw(j, k))), " ")
-		f.SubjectFrom = "the setting the sentence sets"
+		if subj := strings.Join(articleless(words(a.raw(j, k))), " "); !pronounSubject[subj] {
+			f.Subject = subj
+			f.SubjectFrom = "the setting the sentence sets"
+		}
 		if k+1 < len(a.toks) {
 			end := k + 1
 			for end < len(a.toks) && a.toks[end].kind != tPunct && !optionStop[a.at(end)] {
@@ -1400,3 +1461,66 @@ func reasonOpener(s string) bool {
 	}
 	return false
 }
+
+// insteadAfter reports an alternative named after token v: "instead of",
+// "rather than".
+func (a *analysis) insteadAfter(v int) bool {
+	for j := v + 1; j+1 < len(a.toks); j++ {
+		if a.at(j) == "instead" && a.at(j+1) == "of" || a.at(j) == "rather" && a.at(j+1) == "than" {
+			return true
+		}
+	}
+	return false
+}
+
+// valueVerbs change a setting to a value: "drop the LR to 2e-5", "cap it
+// at 3 days", "throttle captures at 100 requests per second".
+var valueVerbs = map[string]bool{
+	"drop": true, "cap": true, "throttle": true, "limit": true, "reduce": true, "increase": true,
+	"decrease": true, "pin": true, "bump": true, "raise": true, "lower": true, "set": true, "change": true,
+	"go": true, "cut": true,
+}
+
+// valueChange reads a user's imperative that sets something to a value
+// at token i, at a clause's start or after "and", "but" or a comma: "and
+// drop the LR to 2e-5", "Go down to 5% for the non-error traces", "cap
+// it at 3 days".
+func (a *analysis) valueChange(i int) (decHit, bool) {
+	w := a.at(i)
+	if !valueVerbs[w] || a.question || a.cond {
+		return decHit{}, false
+	}
+	switch a.at(i - 1) {
+	case "", ",", "and", "but", "then", "please", "just", "also", ":", ";", "—":
+	default:
+		if !a.clauseStart(i) {
+			return decHit{}, false
+		}
+	}
+	obj := i + 1
+	if w == "go" {
+		if n := a.at(i + 1); n != "down" && n != "up" {
+			return decHit{}, false
+		}
+		obj = i + 2
+	}
+	for j := obj; j < len(a.toks) && j < i+8; j++ {
+		if t := a.toks[j]; t.kind == tPunct && t.w != "-" && t.w != "%" {
+			return decHit{}, false
+		}
+		if (a.at(j) == "to" || a.at(j) == "at") && j+1 < len(a.toks) && hasDigit(a.at(j+1)) {
+			if w == "go" {
+				return decHit{trig: i, obj: j, kind: dkSet}, true
+			}
+			return decHit{trig: i, obj: obj, kind: dkSet}, true
+		}
+	}
+	return decHit{}, false
+}
+
+// prohibitionOpen opens a rule, not a choice: "Do not mock the database,
+// use the test container."
+var prohibitionOpen = map[string]bool{"do": true, "don't": true, "dont": true, "never": true, "always": true}
+
+// pronounSubject names nothing by itself: "cap it at 3 days".
+var pronounSubject = map[string]bool{"it": true, "them": true, "this": true, "that": true, "these": true, "those": true, "": true}

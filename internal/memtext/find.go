@@ -103,12 +103,20 @@ func Find(text string, opts FindOptions) []Finding {
 		}
 		if modal, neg, ok := a.constraint(); ok {
 			out = append(out, a.finding(TypeConstraint, func(f *Finding) { f.Modal, f.Negative = modal, neg }))
+		} else if opts.Role == "user" && !a.question && !a.cond && i+1 < len(ss) && ruleMarker(low[ss[i+1].s:ss[i+1].e]) {
+			// "Config changes go through staging for 24h first. That's
+			// the rule."
+			out = append(out, a.finding(TypeConstraint, func(f *Finding) { f.Modal = "must" }))
 		}
 		out = a.markers(out)
 		if a.blocker() {
 			out = append(out, a.finding(TypeBlocker, nil))
 		}
 		if opts.Questions && opts.Role != "user" && (a.question && a.openQuestion(ss, i) || !a.question && a.askStatement()) {
+			out = append(out, a.finding(TypeQuestion, nil))
+		} else if opts.Role == "user" && a.question && (i+1 < len(ss) && parked(low[ss[i+1].s:ss[i+1].e]) || parkedLabel(low[sn.s:sn.e])) {
+			// The user leaves a question open on purpose: "Do we split
+			// the state per team or per environment? Leave it open."
 			out = append(out, a.finding(TypeQuestion, nil))
 		}
 	}
@@ -339,4 +347,47 @@ func (a *analysis) subjectBefore(i int) bool {
 var placeWords = map[string]bool{
 	"branch": true, "directory": true, "dir": true, "folder": true, "worktree": true, "tab": true, "window": true,
 	"terminal": true, "shell": true, "mode": true, "file": true, "repo": true, "checkout": true, "main": true,
+}
+
+// ruleMarker reports whether a sentence only says that the one before it
+// is a rule: "That's the rule.", "This is non-negotiable."
+func ruleMarker(low string) bool {
+	low = strings.TrimRight(strings.TrimSpace(low), ".!")
+	switch low {
+	case "that's the rule", "that is the rule", "this is the rule", "that's a hard rule", "this is a hard rule",
+		"that's non-negotiable", "this is non-negotiable", "non-negotiable", "no exceptions", "that's a rule",
+		"this is a rule", "those are the rules", "that's final":
+		return true
+	}
+	return false
+}
+
+// parkMarkers say that the question before them stays open for now.
+var parkMarkers = []string{
+	"leave it open", "leave that open", "leave this open", "keep it open", "no need to answer", "don't answer",
+	"park it", "park that", "park this", "not decide today", "let's not decide", "decide later", "get back to me",
+	"think about it", "for later", "open for now", "no rush on", "don't implement it yet", "don't decide yet",
+	"we'll decide", "not now",
+}
+
+// parked reports whether a sentence after a user's question leaves it
+// open: "Leave it open.", "Think about it, no need to answer now."
+func parked(low string) bool {
+	for _, m := range parkMarkers {
+		if strings.Contains(low, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// parkedLabel reports whether a user's question is labelled as one for
+// later: "One more thing for later: …", "Open question: …".
+func parkedLabel(low string) bool {
+	c := strings.IndexByte(low, ':')
+	if c < 0 || c > 40 {
+		return false
+	}
+	label := low[:c]
+	return strings.Contains(label, "for later") || strings.Contains(label, "open question") || strings.Contains(label, "open point")
 }

@@ -383,6 +383,9 @@ func conflicts(d, e *Decision) bool {
 		// The same choice restated in other words is no replacement.
 		return len(d.Chooses) == 0 || !sameChoice(d.Chooses, e.Chooses)
 	}
+	if _, ok := valueChange(d, e); ok {
+		return true
+	}
 	terms := memtext.Terms(e.Statement)
 	for _, r := range d.Replaces {
 		for _, c := range e.Chooses {
@@ -409,10 +412,64 @@ func conflictWhy(d, e *Decision) string {
 		}
 		return why
 	}
+	if why, ok := valueChange(d, e); ok {
+		return why
+	}
 	for _, r := range d.Replaces {
 		return "drops " + r
 	}
 	return ""
+}
+
+// valueChange reports whether decision d sets anew a quantity e set: both
+// state a value of one unit, the values differ, and d either shares a
+// word with e ("memory") or changes the value relative to what it was
+// ("go down to 5%"). It says so for a person: "10% -> 5%".
+func valueChange(d, e *Decision) (string, bool) {
+	dv := memtext.Values(d.Statement)
+	if len(dv) == 0 {
+		return "", false
+	}
+	ev := memtext.Values(e.Statement)
+	for _, x := range dv {
+		for _, y := range ev {
+			if x.Unit != y.Unit || x.Num == y.Num || slices.Contains(ev, x) {
+				continue
+			}
+			if memtext.RelativeChange(d.Statement) || sharesSettingWord(d, e, x.Unit) {
+				return fmt.Sprintf("the same quantity set anew: %s%s, was %s%s", x.Num, unitText(x.Unit), y.Num, unitText(y.Unit)), true
+			}
+		}
+	}
+	return "", false
+}
+
+// sharesSettingWord reports whether d and e share a content word that is
+// not the unit itself: what the quantity is of.
+func sharesSettingWord(d, e *Decision, unit string) bool {
+	a := memtext.Terms(d.Statement + " " + d.Subject)
+	b := memtext.Terms(e.Statement + " " + e.Subject)
+	for _, w := range a {
+		if w == unit || strings.Trim(w, "0123456789.%") == "" || valueUnitWord(w) {
+			continue
+		}
+		if _, ok := slices.BinarySearch(b, w); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// valueUnitWord reports whether w is only a unit or a number with one.
+func valueUnitWord(w string) bool {
+	return len(memtext.Values("1 "+w)) == 1 || len(memtext.Values(w)) == 1
+}
+
+func unitText(u string) string {
+	if u == "%" {
+		return u
+	}
+	return " " + u
 }
 
 // sameChoice reports whether two decisions choose the same option, in

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,8 @@ import (
 //	'i' 'p' project 0x00 'R' option 0x00 artifact id      active decision, by an option it replaces
 //	'i' 'p' project 0x00 'P' command 0x00 artifact id     outcome with a passing test run, by the command's first two words
 //	'i' 'p' project 0x00 'Q' term 0x00 artifact id        open question, by term
+//	'i' 'p' project 0x00 'U' unit 0x00 artifact id        active decision, by the unit of a value it states
+//	'i' 'p' project 0x00 'A' term 0x00 artifact id        outcome, by a term of its task's prompt (answers)
 //
 // Each value is the session's ordinal (8 bytes, big-endian). The entries
 // of an artifact change only when the artifact does, so keeping the index
@@ -51,6 +54,8 @@ const (
 	ProjectReplaced   = 'R'
 	ProjectPassed     = 'P'
 	ProjectQuestion   = 'Q'
+	ProjectUnit       = 'U'
+	ProjectPrompt     = 'A'
 )
 
 // ProjectOf returns the project of a session: its working directory,
@@ -87,8 +92,12 @@ func projectKeys(project string, a *Artifact) []string {
 		add(ProjectSubject, d.Subject)
 		add(ProjectTerm, decisionOptions(d)...)
 		add(ProjectReplaced, d.Replaces...)
+		for _, v := range memtext.Values(d.Statement) {
+			add(ProjectUnit, v.Unit)
+		}
 	case a.Outcome != nil:
 		add(ProjectPassed, passedKeys(a.Outcome)...)
+		add(ProjectPrompt, promptTerms(a.Outcome.Prompt)...)
 	case a.Constraint != nil && a.Status == "active":
 		add(ProjectConstraint, constraintCore(a.Constraint.Statement)...)
 	case a.Thread != nil && a.Status == "open":
@@ -151,4 +160,26 @@ func (e *Engine) ProjectIndex(project string, kind byte, term string) ([]Project
 		return nil
 	})
 	return out, err
+}
+
+// maxPromptTerms bounds the project index entries of one task's prompt.
+const maxPromptTerms = 24
+
+// promptTerms are the terms of a task's prompt that the project index
+// keeps: those of its first 400 bytes, at most maxPromptTerms, the
+// longest first (the most telling), so that a question an earlier
+// session left open finds the prompt that answers it.
+func promptTerms(p string) []string {
+	if len(p) > 400 {
+		p = p[:400]
+	}
+	ts := memtext.Terms(p)
+	if len(ts) <= maxPromptTerms {
+		return ts
+	}
+	ts = slices.Clone(ts)
+	slices.SortStableFunc(ts, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	ts = ts[:maxPromptTerms]
+	slices.Sort(ts)
+	return ts
 }

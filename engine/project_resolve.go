@@ -75,6 +75,8 @@ type projectView struct {
 	questions map[string][]string // ProjectQuestion
 	tests     map[string][]string // ProjectTest
 	passed    map[string][]string // ProjectPassed
+	units     map[string][]string // ProjectUnit
+	prompts   map[string][]string // ProjectPrompt
 	// digest, when set, takes every entry scan reads (scanProject).
 	digest hash.Hash
 }
@@ -82,7 +84,7 @@ type projectView struct {
 func newProjectView(e *Engine, project string) *projectView {
 	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{},
 		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{}, questions: map[string][]string{},
-		tests: map[string][]string{}, passed: map[string][]string{}}
+		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}}
 }
 
 // add takes one entry of the project index.
@@ -104,6 +106,10 @@ func (v *projectView) add(kind byte, term, id string, ord uint64) {
 		m = v.tests
 	case ProjectPassed:
 		m = v.passed
+	case ProjectUnit:
+		m = v.units
+	case ProjectPrompt:
+		m = v.prompts
 	default:
 		return
 	}
@@ -206,6 +212,9 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 			if d.Subject != "" && b.Decision.Subject == d.Subject {
 				return fmt.Sprintf("a later decision on the same subject (%s)", d.Subject), true
 			}
+			if why, ok := valueChange(b.Decision, d); ok {
+				return "a later decision: " + why, true
+			}
 			return fmt.Sprintf("a later decision replaces %q", strings.Join(b.Decision.Replaces, ", ")), true
 		}
 		if d.Subject != "" {
@@ -215,6 +224,11 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 		}
 		for _, c := range decisionOptions(d) {
 			if err := consider(v.replaced[c], ok); err != nil {
+				return nil, err
+			}
+		}
+		for _, x := range memtext.Values(d.Statement) {
+			if err := consider(v.units[x.Unit], ok); err != nil {
 				return nil, err
 			}
 		}
@@ -244,6 +258,20 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 				return "a later decision answers it", true
 			}); err != nil {
 				return nil, err
+			}
+		}
+		if best == nil {
+			// The user's first words to a later session answer it:
+			// "About the open question: amounts are int64 minor units."
+			for _, t := range q {
+				if err := consider(v.prompts[t], func(b *Artifact) (string, bool) {
+					if b.Outcome == nil || !answers(q, promptTerms(b.Outcome.Prompt)) {
+						return "", false
+					}
+					return "the user answered it in a later session: " + capText(b.Outcome.Prompt, 120), true
+				}); err != nil {
+					return nil, err
+				}
 			}
 		}
 	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "failing_test":
@@ -333,6 +361,11 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 				return nil, err
 			}
 		}
+		for _, x := range memtext.Values(a.Decision.Statement) {
+			if err := v.scan(ProjectUnit, x.Unit); err != nil {
+				return nil, err
+			}
+		}
 	case a.Constraint != nil:
 		for _, t := range constraintCore(a.Constraint.Statement) {
 			if err := v.scan(ProjectConstraint, t); err != nil {
@@ -342,6 +375,9 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 	case a.Thread != nil && a.Thread.Kind == "question":
 		for _, t := range memtext.Terms(a.Thread.Text) {
 			if err := v.scan(ProjectTerm, t); err != nil {
+				return nil, err
+			}
+			if err := v.scan(ProjectPrompt, t); err != nil {
 				return nil, err
 			}
 		}
@@ -498,4 +534,16 @@ func (v *projectView) reachable(skip uint64) map[string]bool {
 	mark(v.tests, func(t string) bool { return other(v.passed, t) || other(v.tests, t) })
 	mark(v.questions, func(t string) bool { return other(v.terms, t) })
 	return out
+}
+
+// answers reports whether a prompt with terms p takes up question q: they
+// share at least two terms, and at least 30% of the smaller set.
+func answers(q, p []string) bool {
+	n := 0
+	for _, t := range q {
+		if _, ok := slices.BinarySearch(p, t); ok {
+			n++
+		}
+	}
+	return n >= 2 && n*10 >= min(len(q), len(p))*3
 }

@@ -172,3 +172,66 @@ func TestProjectResolve(t *testing.T) {
 		t.Errorf("after a rebuild: state %s (was %s), %d in force (was %d)", again.State, state, len(again.InForce), len(pm.InForce))
 	}
 }
+
+// TestProjectResolveValuesAndAnswers: a later session that sets a
+// quantity anew ("go down to 5%", "bring the memory down to 512 MB")
+// takes the earlier setting out of force, though it names it otherwise,
+// and a quantity of the same unit about something else does not; a
+// question left open at the end of a session is closed by the next
+// session's first prompt that takes it up.
+func TestProjectResolveValuesAndAnswers(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	defer log.Close()
+	defer e.Close()
+
+	one := newClaudeLog("44444444-0000-4000-8000-000000000011")
+	one.user("Add tail sampling: keep all errors, sample the rest at 10%.")
+	one.reply(textBlock("Done."))
+	one.user("Lambda settings: 1024 MB memory, 20 s timeout.")
+	one.reply(textBlock("The export job is ready. Should invoices be grouped by customer or by billing month?"))
+	s1 := writeSession(t, e, dir, one)
+
+	two := newClaudeLog("44444444-0000-4000-8000-000000000012")
+	two.t = one.t.Add(24 * time.Hour)
+	two.user("Invoices are grouped by customer, one file per customer and month.")
+	two.reply(textBlock("Done."))
+	two.user("Go down to 5% for the non-error traces.")
+	two.reply(textBlock("Done."))
+	two.user("Bring the lambda memory down to 512 MB.")
+	two.reply(textBlock("Done."))
+	two.user("Set the cache TTL to 300 s.")
+	two.reply(textBlock("Done."))
+	s2 := writeSession(t, e, dir, two)
+
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := e.Artifacts(s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampling, lambda := onlyOne(t, a1, ArtifactDecision, "10%"), onlyOne(t, a1, ArtifactDecision, "1024 MB")
+	question := onlyOne(t, a1, ArtifactThread, "grouped by customer")
+	five, memory := onlyOne(t, a2, ArtifactDecision, "5%"), onlyOne(t, a2, ArtifactDecision, "512 MB")
+	onlyOne(t, a2, ArtifactDecision, "300 s")
+	for _, tt := range []struct {
+		a      Artifact
+		status string
+		by     string
+		reason string
+	}{
+		{sampling, "superseded", five.ID, "5%, was 10%"},
+		{lambda, "superseded", memory.ID, "512 mb, was 1024 mb"},
+		{question, "closed", "", "answered it in a later session"},
+	} {
+		r, err := e.Resolve(tt.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil || r.Status != tt.status || r.Session != s2 || tt.by != "" && r.By != tt.by || !strings.Contains(r.Reason, tt.reason) {
+			t.Errorf("%s: resolved %+v, want %s by %s (%q)", tt.a.Title, r, tt.status, tt.by, tt.reason)
+		}
+	}
+}

@@ -1478,7 +1478,7 @@ func (a *analysis) insteadAfter(v int) bool {
 var valueVerbs = map[string]bool{
 	"drop": true, "cap": true, "throttle": true, "limit": true, "reduce": true, "increase": true,
 	"decrease": true, "pin": true, "bump": true, "raise": true, "lower": true, "set": true, "change": true,
-	"go": true, "cut": true,
+	"go": true, "cut": true, "bring": true, "scale": true,
 }
 
 // valueChange reads a user's imperative that sets something to a value

@@ -1,0 +1,89 @@
+package memtext
+
+import "strings"
+
+// Value is a quantity a sentence states: a number and its unit ("10%",
+// "512 MB", "30 seconds", "60 Hz"), the unit normalised ("%", "mb", "s",
+// "hz"). Values let a later setting replace an earlier one of the same
+// kind of quantity when the two are worded differently: "sample the rest
+// at 10%" and "go down to 5% for the non-error traces".
+type Value struct {
+	Num, Unit string
+}
+
+// valueUnits maps the unit words Values knows to their normal form.
+var valueUnits = map[string]string{
+	"%": "%", "percent": "%",
+	"hz": "hz", "khz": "khz",
+	"kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "kib": "kb", "mib": "mb", "gib": "gb",
+	"ms": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+	"h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+	"d": "d", "day": "d", "days": "d", "rps": "rps", "qps": "qps",
+	"epochs": "epochs", "epoch": "epochs", "replicas": "replicas", "workers": "workers", "threads": "threads",
+}
+
+// Values returns the quantities s states, in order: a number followed by
+// a unit word or written against it ("10%", "512MB", "30s", "5 minutes").
+// A number without a unit is no value: it cannot be compared.
+func Values(s string) []Value {
+	var out []Value
+	low := lowerASCII(s)
+	for i := 0; i < len(low); i++ {
+		c := low[i]
+		if c < '0' || c > '9' || i > 0 && (isIdentByte(low[i-1]) || low[i-1] == '.' || low[i-1] == ':') {
+			continue
+		}
+		j := i
+		for j < len(low) && (low[j] >= '0' && low[j] <= '9' || low[j] == '.' || low[j] == ',' && j+1 < len(low) && low[j+1] >= '0' && low[j+1] <= '9') {
+			j++
+		}
+		num := strings.TrimRight(strings.ReplaceAll(low[i:j], ",", ""), ".")
+		k := j
+		if k < len(low) && low[k] == ' ' {
+			k++
+		}
+		e := k
+		for e < len(low) && (low[e] >= 'a' && low[e] <= 'z' || low[e] == '%') {
+			e++
+			if low[e-1] == '%' {
+				break
+			}
+		}
+		if u, ok := valueUnits[low[k:e]]; ok && num != "" {
+			out = append(out, Value{Num: num, Unit: u})
+		}
+		i = e
+	}
+	return out
+}
+
+func isIdentByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-' || c >= '0' && c <= '9'
+}
+
+// RelativeChange reports whether s changes a setting relative to what it
+// was ("go down to 5%", "bring memory down to 512 MB", "bump the tick to
+// 60 Hz", "drop it to 5"): it replaces an earlier value even when it does
+// not name the setting the same way.
+func RelativeChange(s string) bool {
+	low := lowerASCII(s)
+	for _, m := range []string{" down to ", " up to "} {
+		for i := strings.Index(low, m); i >= 0; {
+			if j := i + len(m); j < len(low) && low[j] >= '0' && low[j] <= '9' {
+				return true
+			}
+			k := strings.Index(low[i+1:], m)
+			if k < 0 {
+				break
+			}
+			i += 1 + k
+		}
+	}
+	for _, m := range []string{"bump ", "lower ", "raise ", "halve ", "double ", "drop it to ", "drop them to ", "cut it to ", "reduce ", "increase ", "decrease "} {
+		if strings.HasPrefix(low, strings.TrimLeft(m, " ")) || strings.Contains(low, m) {
+			return true
+		}
+	}
+	return false
+}

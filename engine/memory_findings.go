@@ -800,7 +800,15 @@ func (m *miner) testThreads(t *mtask, call, res *Event, cmd string, tr memtext.T
 		if tr.Summary != "" {
 			title += " (" + tr.Summary + ")"
 		}
-		a.Thread = &Thread{Kind: "failing_test", Text: title, Test: name}
+		text := title
+		if res != nil && !named {
+			// What failed, in the runner's words: "● sync › uploads
+			// queued photos when back online".
+			if d := memtext.FailureDetails(m.text(res.Text), 3); len(d) > 0 {
+				text = capText(title+": "+strings.Join(d, "; "), 400)
+			}
+		}
+		a.Thread = &Thread{Kind: "failing_test", Text: text, Test: name}
 		a.Title = capText(title, 160)
 		a.Commands = []string{norm}
 		a.Symbols = memtext.Identifiers(name)
@@ -849,6 +857,10 @@ func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
 	// output escapes its newlines).
 	errLine, _, _ = strings.Cut(errLine, "\\n")
 	errLine = strings.TrimSpace(errLine)
+	details := memtext.FailureDetails(output, 3)
+	if errLine == "" && len(details) > 0 {
+		errLine, details = details[0], details[1:]
+	}
 	if what == "" || errLine == "" {
 		return
 	}
@@ -869,7 +881,11 @@ func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
 	a := m.base(ArtifactThread, id, t, ev)
 	a.Status = "open"
 	title := what + " fails: " + errLine
-	a.Thread = &Thread{Kind: "failure", Text: capText(title, 400), Test: tool}
+	text := title
+	if len(details) > 0 {
+		text += " (" + strings.Join(details, "; ") + ")"
+	}
+	a.Thread = &Thread{Kind: "failure", Text: capText(text, 400), Test: tool}
 	a.Title = capText(title, 160)
 	a.Commands = []string{capText(cmd, 300)}
 	a.Errors = []string{errLine}
@@ -880,10 +896,10 @@ func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
 // succeeded closes the failure threads of the tool that cmd runs: a
 // later run of it succeeded.
 func (m *miner) succeeded(ev *Event, cmd string) {
-	tool := toolWord(cmd)
+	tools := commandTools(cmd)
 	for _, o := range m.list(m.threads) {
 		a := m.threads[o.ID]
-		if a.Status == "open" && a.Thread.Kind == "failure" && a.Thread.Test == tool {
+		if a.Status == "open" && a.Thread.Kind == "failure" && slices.Contains(tools, a.Thread.Test) {
 			m.close(a, ev, "a later run succeeded: "+capText(cmd, 120))
 		}
 	}
@@ -1040,4 +1056,20 @@ func docFile(path string) bool {
 		}
 	}
 	return false
+}
+
+// commandTools are the tools (toolWord) of each command a shell line runs
+// in sequence ("npm run codegen && npm run build"): when the line
+// succeeded, each of them did.
+func commandTools(cmd string) []string {
+	var out []string
+	for _, part := range strings.FieldsFunc(strings.ReplaceAll(cmd, "&&", ";"), func(r rune) bool { return r == ';' || r == '\n' }) {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		if w := toolWord(part); !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }

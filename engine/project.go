@@ -29,6 +29,7 @@ import (
 //	'i' 'p' project 0x00 'Q' term 0x00 artifact id        open question, by term
 //	'i' 'p' project 0x00 'U' unit 0x00 artifact id        active decision, by the unit of a value it states
 //	'i' 'p' project 0x00 'A' term 0x00 artifact id        outcome, by a term of its task's prompt (answers)
+//	'i' 'p' project 0x00 'O' tool 0x00 artifact id        outcome with a command that succeeded, by its tool (toolWord)
 //
 // Each value is the session's ordinal (8 bytes, big-endian). The entries
 // of an artifact change only when the artifact does, so keeping the index
@@ -56,6 +57,7 @@ const (
 	ProjectQuestion   = 'Q'
 	ProjectUnit       = 'U'
 	ProjectPrompt     = 'A'
+	ProjectSucceeded  = 'O'
 )
 
 // ProjectOf returns the project of a session: its working directory,
@@ -98,6 +100,7 @@ func projectKeys(project string, a *Artifact) []string {
 	case a.Outcome != nil:
 		add(ProjectPassed, passedKeys(a.Outcome)...)
 		add(ProjectPrompt, promptTerms(a.Outcome.Prompt)...)
+		add(ProjectSucceeded, succeededTools(a.Outcome)...)
 	case a.Constraint != nil && a.Status == "active":
 		add(ProjectConstraint, constraintCore(a.Constraint.Statement)...)
 	case a.Thread != nil && a.Status == "open":
@@ -182,4 +185,17 @@ func promptTerms(p string) []string {
 	ts = ts[:maxPromptTerms]
 	slices.Sort(ts)
 	return ts
+}
+
+// succeededTools are the tools (toolWord) of the commands of an outcome
+// that ran without an error: a later session's success closes an earlier
+// failure of the same tool.
+func succeededTools(o *Outcome) []string {
+	var out []string
+	for _, c := range o.Commands {
+		if c.Error == "" && (c.Exit == nil || *c.Exit == 0) && c.Test != "failed" {
+			out = append(out, commandTools(c.Command)...)
+		}
+	}
+	return out
 }

@@ -77,6 +77,7 @@ type projectView struct {
 	passed    map[string][]string // ProjectPassed
 	units     map[string][]string // ProjectUnit
 	prompts   map[string][]string // ProjectPrompt
+	succeeded map[string][]string // ProjectSucceeded
 	// digest, when set, takes every entry scan reads (scanProject).
 	digest hash.Hash
 }
@@ -84,7 +85,7 @@ type projectView struct {
 func newProjectView(e *Engine, project string) *projectView {
 	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{},
 		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{}, questions: map[string][]string{},
-		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}}
+		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}, succeeded: map[string][]string{}}
 }
 
 // add takes one entry of the project index.
@@ -110,6 +111,8 @@ func (v *projectView) add(kind byte, term, id string, ord uint64) {
 		m = v.units
 	case ProjectPrompt:
 		m = v.prompts
+	case ProjectSucceeded:
+		m = v.succeeded
 	default:
 		return
 	}
@@ -274,6 +277,31 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 				}
 			}
 		}
+	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "":
+		// A later session's task that takes the work up and succeeds:
+		// "Continue the mail work: … transactional mail gets its own
+		// queue" for "todo: decide whether transactional mail gets its
+		// own queue".
+		status = "closed"
+		q := memtext.Terms(a.Thread.Text)
+		for _, t := range q {
+			if err := consider(v.prompts[t], func(b *Artifact) (string, bool) {
+				if b.Outcome == nil || b.Outcome.Status != "success" || !answers(q, promptTerms(b.Outcome.Prompt)) {
+					return "", false
+				}
+				return "a later session's task took it up and succeeded: " + capText(b.Outcome.Prompt, 120), true
+			}); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "failure" && a.Thread.Test != "":
+		status = "closed"
+		tool := a.Thread.Test
+		if err := consider(v.succeeded[tool], func(b *Artifact) (string, bool) {
+			return fmt.Sprintf("a later session ran %s and it succeeded", tool), b.Type == ArtifactOutcome
+		}); err != nil {
+			return nil, err
+		}
 	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "failing_test":
 		key := testKey(a)
 		if key == "" {
@@ -378,6 +406,18 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 				return nil, err
 			}
 			if err := v.scan(ProjectPrompt, t); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil && a.Thread.Kind == "todo" && a.Thread.File == "":
+		for _, t := range memtext.Terms(a.Thread.Text) {
+			if err := v.scan(ProjectPrompt, t); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil && a.Thread.Kind == "failure":
+		if a.Thread.Test != "" {
+			if err := v.scan(ProjectSucceeded, a.Thread.Test); err != nil {
 				return nil, err
 			}
 		}

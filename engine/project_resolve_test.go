@@ -235,3 +235,54 @@ func TestProjectResolveValuesAndAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectResolveFailuresAndTodos: a run that crashed is an open
+// thread, named by its error and what failed, which a later session's
+// successful run of the same tool closes; a TODO the agent left is
+// closed by a later session's task that takes it up and succeeds.
+func TestProjectResolveFailuresAndTodos(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	defer log.Close()
+	defer e.Close()
+
+	one := newClaudeLog("44444444-0000-4000-8000-000000000021")
+	one.user("Start the summarizer training.")
+	one.reply(use("toolu_1", "Bash", map[string]any{"command": "python train.py --config summ.yaml"}))
+	one.result("toolu_1", "Traceback (most recent call last):\n  File \"train.py\", line 88, in step\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB\nExit code 1", true)
+	one.reply(textBlock("It ran out of GPU memory. TODO: decide whether transactional mail gets its own queue."))
+	s1 := writeSession(t, e, dir, one)
+
+	two := newClaudeLog("44444444-0000-4000-8000-000000000022")
+	two.t = one.t.Add(24 * time.Hour)
+	two.user("Continue the mail work: transactional mail gets its own queue with concurrency 20.")
+	two.reply(use("toolu_2", "Bash", map[string]any{"command": "python train.py --config summ.yaml --batch 8"}))
+	two.result("toolu_2", "epoch 3/3 done, rougeL 0.41", false)
+	two.reply(textBlock("Done: the queue is split and the training finished."))
+	s2 := writeSession(t, e, dir, two)
+
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oom := onlyOne(t, a1, ArtifactThread, "CUDA out of memory")
+	todo := onlyOne(t, a1, ArtifactThread, "transactional mail")
+	for _, tt := range []struct {
+		a      Artifact
+		reason string
+	}{
+		{oom, "ran python and it succeeded"},
+		{todo, "took it up and succeeded"},
+	} {
+		if tt.a.Status != "open" {
+			t.Fatalf("%s is %s in its own session", tt.a.Title, tt.a.Status)
+		}
+		r, err := e.Resolve(tt.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil || r.Status != "closed" || r.Session != s2 || !strings.Contains(r.Reason, tt.reason) {
+			t.Errorf("%s: resolved %+v, want closed (%q)", tt.a.Title, r, tt.reason)
+		}
+	}
+}

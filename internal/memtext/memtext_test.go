@@ -322,6 +322,8 @@ func TestFirstErrorLine(t *testing.T) {
 		{"npm ERR! code ENOENT\n", "npm ERR! code ENOENT"},
 		{"--- FAIL: TestX (0.00s)\n", "--- FAIL: TestX (0.00s)"},
 		{"fatal: not a git repository\n", "fatal: not a git repository"},
+		{"Failed to compile.\n./page.tsx\nType error: Property 'v' does not exist.\n", "Type error: Property 'v' does not exist."},
+		{"==31337==ERROR: AddressSanitizer: heap-use-after-free on address 0x60\n", "==31337==ERROR: AddressSanitizer: heap-use-after-free on address 0x60"},
 		{"panic: boom\n\ngoroutine 1", "panic: boom"},
 		{"all fine\n", ""},
 		{"error: " + strings.Repeat("x", 300), "error: " + strings.Repeat("x", 193)},

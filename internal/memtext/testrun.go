@@ -402,7 +402,7 @@ func errorLine(t string) bool {
 	if strings.HasPrefix(t, "FAIL") && (len(t) == 4 || !isAlnum(t[4])) || strings.HasPrefix(t, "--- FAIL") || strings.HasPrefix(t, "ERROR") {
 		return true
 	}
-	if strings.Contains(lt, "command not found") || strings.Contains(t, ": error:") || strings.Contains(t, ": error ") ||
+	if strings.Contains(lt, "command not found") || strings.Contains(t, ": error:") || strings.Contains(t, ": error ") || strings.HasPrefix(lt, "type error:") || strings.Contains(t, "==ERROR: ") ||
 		strings.Contains(lt, "no such file or directory") || strings.Contains(t, "Segmentation fault") {
 		return true
 	}
@@ -460,7 +460,74 @@ func FailureKind(cmd, output string) string {
 	if has("build", "compile", "tsc", "install", "sync", "make", "mvn", "gradle", "javac", "gcc", "g++", "clang", "rustc", "mypy", "pyright", "dialyzer", "vet", "lint", "credo", "eslint", "ruff", "clippy", "check") {
 		return "Build"
 	}
+	if IsTestCommand(cmd) {
+		// A test run whose output names no test the parser knows.
+		return "Test run"
+	}
+	if has("validate", "plan", "apply", "deploy", "backfill", "migrate", "size-limit", "dbt", "airflow", "dagster", "terraform", "helm", "kubectl") {
+		return "Run"
+	}
+	if strings.Contains(output, "Traceback (most recent call last)") || strings.Contains(output, "panicked at") || strings.Contains(output, "panic: ") {
+		// A program that crashed: the crash is work left open.
+		return "Run"
+	}
 	return ""
+}
+
+// failureMarkers mark a line of a failed run's output that says what
+// failed: a test runner's failed test, a sanitizer's report, a limit
+// exceeded.
+var failureMarkers = []string{"●", "✕", "✗", " FAILED", "FAIL ", "***Failed", "Failure/Error", "==ERROR", "exceeded", " failed", "panicked at", "[ERROR]", "Error:", "error:"}
+
+// FailureDetails returns up to max lines of a failed run's output, other
+// than FirstErrorLine's, that say what failed ("● sync › uploads queued
+// photos when back online", "1) MonthlyInvoicesJob skips cancelled
+// subscriptions", "==1==ERROR: AddressSanitizer: heap-use-after-free"),
+// or, when none does, the lines right after the first error line (the
+// file and the argument an error names). Each is trimmed and capped at
+// 200 bytes.
+func FailureDetails(output string, max int) []string {
+	first := FirstErrorLine(output)
+	var out []string
+	var after []string
+	seenFirst := false
+	for l := range strings.Lines(output) {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "Exit code ") || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "File \"") {
+			continue
+		}
+		t = capBytes(t, maxErrorLine)
+		if t == first {
+			seenFirst = true
+			continue
+		}
+		if seenFirst && len(after) < max {
+			after = append(after, t)
+		}
+		if len(out) >= max {
+			continue
+		}
+		for _, m := range failureMarkers {
+			if strings.Contains(t, m) || numberedFailure(t) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return after
+	}
+	return out
+}
+
+// numberedFailure reports a numbered failure of RSpec or ExUnit: "1)
+// MonthlyInvoicesJob skips …", "1) test retries on SMTP 4xx (…)".
+func numberedFailure(t string) bool {
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	return i > 0 && i+1 < len(t) && t[i] == ')' && t[i+1] == ' '
 }
 
 // ErrorSignature returns an error line with what changes between runs

@@ -36,3 +36,33 @@ func TestValues(t *testing.T) {
 		}
 	}
 }
+
+func TestFailureDetails(t *testing.T) {
+	for _, tt := range []struct {
+		out  string
+		want []string
+	}{
+		{"FAIL e2e/sync.test.ts\n  ● sync › uploads queued photos when back online\n    Timed out\nExit code 1",
+			[]string{"● sync › uploads queued photos when back online"}},
+		{"Failures:\n  1) MonthlyInvoicesJob skips cancelled subscriptions\n     Failure/Error: expect(x).to eq(2)\n",
+			[]string{"1) MonthlyInvoicesJob skips cancelled subscriptions"}}, // the Failure/Error line is FirstErrorLine's
+		{"Error: Unsupported argument\n  on main.tf line 14:\n  14:   enable_classiclink = false\nExit code 1",
+			[]string{"on main.tf line 14:", "14:   enable_classiclink = false"}},
+		{"all good\n", nil},
+	} {
+		if got := FailureDetails(tt.out, 3); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("FailureDetails(%q) = %q, want %q", tt.out, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ cmd, out, want string }{
+		{"python train.py", "Traceback (most recent call last):\nValueError: x", "Run"},
+		{"terraform plan", "Error: Unsupported argument", "Run"},
+		{"npx jest", "FAIL x", "Test run"},
+		{"grep -r foo .", "", ""},
+		{"cat missing.txt", "cat: missing.txt: No such file or directory", ""},
+	} {
+		if got := FailureKind(tt.cmd, tt.out); got != tt.want {
+			t.Errorf("FailureKind(%q) = %q, want %q", tt.cmd, got, tt.want)
+		}
+	}
+}

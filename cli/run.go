@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -20,9 +19,8 @@ import (
 	"github.com/bbengine/bbengine/agents/claude"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
-	"github.com/bbengine/bbengine/wal"
+	"github.com/bbengine/bbengine/server"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -125,7 +123,7 @@ func runAgent(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		if r, stopProxy, err = startRunProxy(c.Context, dir, proxy.Options{Upstreams: ups, Mode: mode, Session: pl.session, Task: pl.task, Run: pl.runID, Breaker: &bopts}); err != nil {
+		if r, stopProxy, err = server.StartRun(c.Context, dir, proxy.Options{Upstreams: ups, Mode: mode, Session: pl.session, Task: pl.task, Run: pl.runID, Breaker: &bopts}); err != nil {
 			return err
 		}
 	} else if len(ups) > 0 || c.IsSet("mode") {
@@ -291,49 +289,6 @@ func (pl *runPlan) exec(c *ucli.Context, r *api.Remote) (int, string, error) {
 		return ee.ExitCode(), fmt.Sprintf("the agent exited with status %d", ee.ExitCode()), nil
 	}
 	return 0, "", fmt.Errorf("run: %s: %w", pl.agent[0], err)
-}
-
-// startRunProxy starts a proxy for one run in this process, on a free
-// loopback port, logging to <dir>/run.log, and returns a client of it
-// once its query endpoint is up.
-func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*api.Remote, func() error, error) {
-	if _, err := private.Secure(dir); err != nil {
-		return nil, nil, fmt.Errorf("run: data directory: %w", err)
-	}
-	logf, err := private.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
-	if err != nil {
-		return nil, nil, fmt.Errorf("run: log: %w", err)
-	}
-	fmt.Fprintf(logf, "--- bbengine run %s, session %s, task %s, %s\n", opts.Run, opts.Session, opts.Task, time.Now().Format(time.RFC3339))
-	pctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- runProxy(pctx, io.Discard, logf, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval, opts: opts, shutdown: 30 * time.Second}, ready)
-	}()
-	stop := func() error {
-		cancel()
-		err := <-errc
-		return errors.Join(err, logf.Close())
-	}
-	select {
-	case <-ready:
-	case err := <-errc:
-		cancel()
-		logf.Close()
-		return nil, nil, fmt.Errorf("run: start the proxy: %w", err)
-	case <-ctx.Done():
-		return nil, nil, errors.Join(ctx.Err(), stop())
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if r := api.Dial(dir); r != nil && r.Proxy != "" && r.PID == os.Getpid() {
-			return r, stop, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, errors.Join(fmt.Errorf("run: the proxy's engine did not open within 30s (see %s)", filepath.Join(dir, "run.log")), stop())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // nextTask is task-N for the session's next task, read from the data

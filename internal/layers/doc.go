@@ -13,6 +13,7 @@
 //	export, index, pack, proxy  peers: never import each other
 //	agents/*                    one directory per agent
 //	api                         the service layer and its adapters
+//	server                      the proxy and the engine beside it; MCP
 //	cli
 //	main, bench, e2e, fuzz
 //

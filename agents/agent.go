@@ -34,6 +34,18 @@ type Agent interface {
 	// that the proxy files its traffic under that session.
 	SessionHeaders() []string
 
+	// Family says how the agent's recorded sessions are known: the name
+	// derivation gives them, the User-Agent words of its requests, the
+	// import sources of its logs. Families sets Coding.
+	Family() Family
+
+	// SessionFiles returns the files one session is read from when the
+	// user names one of its log files, path, that exists and is no
+	// directory (bbengine convert): path first, then the files of the
+	// same session that the agent keeps beside it (Claude Code's folder
+	// of subagents and spilled tool outputs), or path alone.
+	SessionFiles(path string) ([]string, error)
+
 	// Install returns the edits of the agent's configuration files that
 	// set it up to use bbengine (hooks, MCP server, base URL), or with
 	// s.Uninstall the edits that take that out again. It writes nothing:

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -151,7 +150,9 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// convertInputs lists the files one converted session is read from.
+// convertInputs lists the files one converted session is read from:
+// in, and for an agent's log what its agent keeps of the session beside
+// it (agents.Agent.SessionFiles).
 func convertInputs(from, in string) ([]string, error) {
 	fi, err := os.Stat(in)
 	if err != nil {
@@ -160,37 +161,10 @@ func convertInputs(from, in string) ([]string, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("%s is a directory: convert takes one session file (bbengine import reads folders)", in)
 	}
-	paths := []string{in}
-	if from != "claude" {
-		return paths, nil
+	if a, ok := agents.Lookup(from); ok {
+		return a.SessionFiles(in)
 	}
-	// A main session file brings its folder (subagents, spilled tool
-	// outputs) and the flat agent files that name it.
-	stem := strings.TrimSuffix(in, ".jsonl")
-	if sub, err := os.Stat(stem); err == nil && sub.IsDir() {
-		more, errs := api.SourceFiles("claude", []string{stem}, false)
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
-		paths = append(paths, more...)
-	}
-	if !strings.HasPrefix(filepath.Base(in), "agent-") {
-		id := filepath.Base(stem)
-		flat, _ := filepath.Glob(filepath.Join(filepath.Dir(in), "agent-*.jsonl"))
-		for _, p := range flat {
-			if b, err := os.ReadFile(p); err == nil && bytes.Contains(firstLine(b), []byte(`"sessionId":"`+id+`"`)) {
-				paths = append(paths, p)
-			}
-		}
-	}
-	return paths, nil
-}
-
-func firstLine(b []byte) []byte {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return b[:i]
-	}
-	return b
+	return []string{in}, nil
 }
 
 // readFiles reads files for a conversion: all of one session.

@@ -189,3 +189,23 @@ func SessionHeaders(known []string) []string {
 	}
 	return out
 }
+
+// A Launcher is an Agent that `bbengine run` can hand its hooks on its
+// command line, for one run, without touching its settings files. An
+// agent that is no Launcher gets the context pack through the {pack}
+// placeholder and BBENGINE_PACK_FILE alone.
+type Launcher interface {
+	Agent
+
+	// LaunchAt returns the index in argv, a command line bbengine run
+	// starts, of the agent's program (its executable, or its script
+	// after an interpreter), or -1 when argv does not run the agent.
+	LaunchAt(argv []string) int
+
+	// LaunchArgs returns the arguments to insert after the agent's
+	// program so that it runs bbengine's hooks (exe, with --dir dir when
+	// dir is not "") during the run, and the temporary files it wrote for
+	// them, which the caller removes when the run ends (also after an
+	// error).
+	LaunchArgs(exe, dir string) (args, files []string, err error)
+}

@@ -356,8 +356,6 @@ func (pe *proxyEngine) waitIdle(ctx context.Context, max time.Duration) bool {
 	return true
 }
 
-// close stops following, derives and indexes what is left and closes the
-// engine and the index.
 // hold tells derivation not to write derived state: from the first time
 // the WAL cannot be written until the proxy stops. A full disk is shared
 // with Pebble, whose own log may have failed meanwhile, and a Pebble
@@ -374,6 +372,8 @@ func (pe *proxyEngine) hold(log *wal.Log, logf func(string, ...any)) bool {
 	return pe.filled.Load()
 }
 
+// close stops following, derives and indexes what is left and closes the
+// engine and the index.
 func (pe *proxyEngine) close() error {
 	pe.cancel()
 	<-pe.done

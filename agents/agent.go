@@ -34,6 +34,18 @@ type Agent interface {
 	// that the proxy files its traffic under that session.
 	SessionHeaders() []string
 
+	// Family says how the agent's recorded sessions are known: the name
+	// derivation gives them, the User-Agent words of its requests, the
+	// import sources of its logs. Families sets Coding.
+	Family() Family
+
+	// SessionFiles returns the files one session is read from when the
+	// user names one of its log files, path, that exists and is no
+	// directory (bbengine convert): path first, then the files of the
+	// same session that the agent keeps beside it (Claude Code's folder
+	// of subagents and spilled tool outputs), or path alone.
+	SessionFiles(path string) ([]string, error)
+
 	// Install returns the edits of the agent's configuration files that
 	// set it up to use bbengine (hooks, MCP server, base URL), or with
 	// s.Uninstall the edits that take that out again. It writes nothing:
@@ -176,4 +188,24 @@ func SessionHeaders(known []string) []string {
 		}
 	}
 	return out
+}
+
+// A Launcher is an Agent that `bbengine run` can hand its hooks on its
+// command line, for one run, without touching its settings files. An
+// agent that is no Launcher gets the context pack through the {pack}
+// placeholder and BBENGINE_PACK_FILE alone.
+type Launcher interface {
+	Agent
+
+	// LaunchAt returns the index in argv, a command line bbengine run
+	// starts, of the agent's program (its executable, or its script
+	// after an interpreter), or -1 when argv does not run the agent.
+	LaunchAt(argv []string) int
+
+	// LaunchArgs returns the arguments to insert after the agent's
+	// program so that it runs bbengine's hooks (exe, with --dir dir when
+	// dir is not "") during the run, and the temporary files it wrote for
+	// them, which the caller removes when the run ends (also after an
+	// error).
+	LaunchArgs(exe, dir string) (args, files []string, err error)
 }

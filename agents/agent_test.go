@@ -1,12 +1,15 @@
 package agents_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/agents"
 	_ "github.com/bbengine/bbengine/agents/all"
+	"github.com/bbengine/bbengine/engine"
 )
 
 // TestRegistry checks that agents/all registers every agent under its
@@ -114,6 +117,79 @@ func TestLogs(t *testing.T) {
 			if a.IsLog(p) {
 				t.Errorf("%s: IsLog(%q) = true", c.agent, p)
 			}
+		}
+	}
+}
+
+// TestFamilies checks the families handed to the engine: the agents'
+// first (coding agents all), then the clients known without a
+// directory, in the order the User-Agent is matched; and that each
+// agent's import sources are registered importers, its own name among
+// them when it imports its logs.
+func TestFamilies(t *testing.T) {
+	var names []string
+	for _, f := range agents.Families() {
+		names = append(names, f.Name)
+	}
+	want := []string{"claude-code", "codex", "gemini-cli", "opencode", "anthropic-sdk", "openai-sdk", "aider", "cursor", "cline"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("Families() = %q, want %q", names, want)
+	}
+	for _, a := range agents.All() {
+		f := agents.Families()[slices.Index(names, a.Family().Name)]
+		if !f.Coding || len(f.UserAgents) == 0 {
+			t.Errorf("%s: family %+v: not a coding agent, or no User-Agent words", a.Name(), f)
+		}
+		for _, w := range f.UserAgents {
+			if w != strings.ToLower(w) {
+				t.Errorf("%s: User-Agent word %q is not lower case", a.Name(), w)
+			}
+		}
+		if slices.Contains(engine.ImportSources(), a.Name()) && !slices.Contains(f.Sources, a.Name()) {
+			t.Errorf("%s: Sources %q lack the agent's name, which has an importer", a.Name(), f.Sources)
+		}
+		for _, src := range f.Sources {
+			if !slices.Contains(engine.ImportSources(), src) {
+				t.Errorf("%s: source %q has no importer", a.Name(), src)
+			}
+		}
+	}
+}
+
+// TestSessionFiles checks what convert reads for one named log: Claude
+// Code's main file brings its folder's logs and the flat agent files
+// that name its session; a Codex rollout is alone.
+func TestSessionFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, data string) string {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	main := write("s1.jsonl", `{"type":"user","sessionId":"s1"}`+"\n")
+	sub := write("s1/subagents/agent-a.jsonl", `{"type":"user","sessionId":"s1"}`+"\n")
+	meta := write("s1/subagents/agent-a.meta.json", `{"agentType":"x"}`)
+	spill := write("s1/tool-results/t1.txt", "out")
+	write("s1/subagents/workflows/w.jsonl", "{}\n")
+	flat := write("agent-b.jsonl", `{"type":"user","sessionId":"s1"}`+"\n")
+	write("agent-c.jsonl", `{"type":"user","sessionId":"s2"}`+"\n")
+	for _, c := range []struct {
+		agent, path string
+		want        []string
+	}{
+		{"claude", main, []string{main, sub, meta, spill, flat}},
+		{"claude", flat, []string{flat}},
+		{"codex", main, []string{main}},
+	} {
+		a, _ := agents.Lookup(c.agent)
+		got, err := a.SessionFiles(c.path)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%s: SessionFiles(%s) = %q, %v; want %q", c.agent, c.path, got, err, c.want)
 		}
 	}
 }

@@ -16,14 +16,24 @@
 //
 // An Agent covers, for its agent:
 //
-//   - where its logs live (LogDirs, IsLog);
+//   - where its logs live (LogDirs, IsLog), and which files make one
+//     session when the user names one of them (SessionFiles, for
+//     bbengine convert);
+//   - how its recorded sessions are known (Family): the name derivation
+//     gives them ("claude-code"), the User-Agent words of its requests,
+//     its import sources. agents/all hands Families (every agent's, then
+//     those of the clients bbengine knows without a directory) to the
+//     engine with engine.RegisterFamily, so that the engine names no
+//     agent;
 //   - installing and uninstalling bbengine in its settings: hooks, the
 //     MCP server, the base URL (Install returns Changes, which the caller
 //     shows as a diff or applies with a backup);
 //   - the session identity it sends through the proxy (SessionHeaders);
 //   - its hook protocol: the event it writes on the hook's stdin
 //     (ParseHook) and the answer that adds the context pack to the
-//     conversation (HookAnswer, HookMaxChars).
+//     conversation (HookAnswer, HookMaxChars);
+//   - optionally, how bbengine run gives it its hooks on the command line
+//     for one run (Launcher: Claude Code's --settings).
 //
 // Its log import is not a method of Agent: the agent's package registers
 // it with the engine from the same init function, or another of its
@@ -45,8 +55,8 @@
 // links agents/all (cli and api do), as it links export for the session
 // formats.
 //
-// Register is called from init functions only; Lookup, All, Names and
-// SessionHeaders are safe for concurrent use.
+// Register is called from init functions only; Lookup, All, Names,
+// Families and SessionHeaders are safe for concurrent use.
 //
 // Imports: the package is low in the map so that everything can use it:
 // it may import internal/* and codec/*; it must not import proxy, pack,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/server"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -67,7 +68,8 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		return 0
 	}
 	var ue *usageError
-	if errors.As(err, &ue) {
+	var ce *server.ConfigError
+	if errors.As(err, &ue) || errors.As(err, &ce) {
 		fmt.Fprintf(stderr, "bbengine: %v\n", err)
 		return 2
 	}

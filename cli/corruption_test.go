@@ -15,6 +15,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -304,8 +305,8 @@ func proxyReports(t *testing.T, dir, next string) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &stdout, &stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-			opts: proxy.Options{Upstreams: map[string]string{"anthropic": "http://127.0.0.1:9"}}, shutdown: 5 * time.Second}, ready)
+		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": "http://127.0.0.1:9"}}, Shutdown: 5 * time.Second}, ready)
 	}()
 	var addr string
 	select {

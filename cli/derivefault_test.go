@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -45,8 +46,8 @@ func TestDerivationDiskFull(t *testing.T) {
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		go func() {
-			done <- runProxy(ctx, &stdout, stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-				opts: proxy.Options{Upstreams: map[string]string{"openai": up.URL}}, shutdown: 5 * time.Second, fs: fs}, ready)
+			done <- server.Run(ctx, &stdout, stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+				Proxy: proxy.Options{Upstreams: map[string]string{"openai": up.URL}}, Shutdown: 5 * time.Second, FS: fs}, ready)
 		}()
 		select {
 		case addr = <-ready:

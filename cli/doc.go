@@ -2,7 +2,11 @@
 //
 // It is the only package that knows about every other one. Each command lives
 // in its own file as a *cli.Command whose Action binds flags into a library's
-// Options, calls one library function, and writes to the app's writers.
+// Options, calls one library function, and writes to the app's writers. It
+// holds flags, config and output formatting only: the operations are in api,
+// the long-running processes (the proxy with the engine beside it, the MCP
+// server) in server, the run of an agent in runner, agents' knowledge in
+// agents/<name>.
 //
 // Exit codes: 0 on success, 1 on a runtime failure (one line on stderr naming
 // what failed), 2 on a usage error (unknown command, bad flag, missing
@@ -14,6 +18,6 @@
 // --config. Precedence: command line, then environment, then config file,
 // then the flag's default.
 //
-// It may import every package of the module (it is the wiring); only main
-// and bench import it.
+// It may import every package of the module (it is the wiring); only main,
+// bench and e2e import it.
 package cli

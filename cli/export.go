@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/engine"
@@ -95,27 +93,21 @@ func convertCommand() *ucli.Command {
 				return usagef("convert --to %q: want one of %s", to, strings.Join(exportFormats, ", "))
 			}
 			in := c.Args().First()
-			paths, err := convertInputs(from, in)
+			cv, err := api.ReadSession(from, in)
+			if cv != nil {
+				for _, p := range cv.Problems {
+					fmt.Fprintf(c.App.ErrWriter, "convert: %s\n", p)
+				}
+			}
 			if err != nil {
 				return err
-			}
-			files, session, problems, err := readFiles(from, paths)
-			if err != nil {
-				return err
-			}
-			for _, p := range problems {
-				fmt.Fprintf(c.App.ErrWriter, "convert: %s\n", p)
-			}
-			im, err := engine.DeriveImport(from, session, files)
-			if err != nil {
-				return fmt.Errorf("convert %s: %w", in, err)
 			}
 			blobDir := ".bbox-blobs"
 			if o := c.String("output"); o != "" {
 				blobDir = filepath.Join(filepath.Dir(o), ".bbox-blobs")
 			}
 			blobs := engine.NewBlobsAt(blobDir)
-			out, err := api.Render(&im.Session, im.Events, nil, exportRequest(c, "", to, blobs))
+			out, err := api.Render(&cv.Session, cv.Events, nil, exportRequest(c, "", to, blobs))
 			if err != nil {
 				return err
 			}
@@ -123,25 +115,15 @@ func convertCommand() *ucli.Command {
 				return err
 			}
 			if c.Bool("check") {
-				return checkOutput(c, to, from, engine.SourceCensus(from, files), out)
+				return checkOutput(c, to, from, engine.SourceCensus(from, cv.Files), out)
 			}
 			return nil
 		},
 	}
 }
 
-// convertSources are what convert reads: the logs of every registered
-// agent that imports its logs, then the formats read back (atif, bbox).
-func convertSources() []string {
-	imports := engine.ImportSources()
-	var out []string
-	for _, n := range agents.Names() {
-		if slices.Contains(imports, n) {
-			out = append(out, n)
-		}
-	}
-	return append(out, "atif", "bbox")
-}
+// convertSources are what convert reads.
+func convertSources() []string { return api.ConvertSources() }
 
 // orList joins names as "a, b, c or d".
 func orList(names []string) string {
@@ -149,76 +131,6 @@ func orList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// convertInputs lists the files one converted session is read from.
-func convertInputs(from, in string) ([]string, error) {
-	fi, err := os.Stat(in)
-	if err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory: convert takes one session file (bbengine import reads folders)", in)
-	}
-	paths := []string{in}
-	if from != "claude" {
-		return paths, nil
-	}
-	// A main session file brings its folder (subagents, spilled tool
-	// outputs) and the flat agent files that name it.
-	stem := strings.TrimSuffix(in, ".jsonl")
-	if sub, err := os.Stat(stem); err == nil && sub.IsDir() {
-		more, errs := api.SourceFiles("claude", []string{stem}, false)
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
-		paths = append(paths, more...)
-	}
-	if !strings.HasPrefix(filepath.Base(in), "agent-") {
-		id := filepath.Base(stem)
-		flat, _ := filepath.Glob(filepath.Join(filepath.Dir(in), "agent-*.jsonl"))
-		for _, p := range flat {
-			if b, err := os.ReadFile(p); err == nil && bytes.Contains(firstLine(b), []byte(`"sessionId":"`+id+`"`)) {
-				paths = append(paths, p)
-			}
-		}
-	}
-	return paths, nil
-}
-
-func firstLine(b []byte) []byte {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return b[:i]
-	}
-	return b
-}
-
-// readFiles reads files for a conversion: all of one session.
-func readFiles(from string, paths []string) ([]engine.ImportFile, string, []engine.Problem, error) {
-	var (
-		files    []engine.ImportFile
-		session  string
-		problems []engine.Problem
-	)
-	for _, p := range paths {
-		fi, err := engine.ReadImport(from, p, nil)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		problems = append(problems, fi.Problems...)
-		if session == "" && len(fi.Records) > 0 {
-			session = fi.Session
-		}
-		f := engine.ImportFile{Path: fi.Path}
-		for _, r := range fi.Records {
-			f.Records = append(f.Records, engine.ImportRecord{Import: r})
-		}
-		files = append(files, f)
-	}
-	if session == "" {
-		return nil, "", problems, fmt.Errorf("%s holds no records", paths[0])
-	}
-	return files, session, problems, nil
 }
 
 // exportRequest is the request of the export flags.

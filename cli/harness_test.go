@@ -20,6 +20,7 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -65,9 +66,9 @@ func startHarnessRig(t *testing.T, upstream string) *harnessRig {
 	ready, apiReady := make(chan string, 1), make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &stdout, &stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-			opts: proxy.Options{Upstreams: map[string]string{"anthropic": upstream}}, shutdown: 5 * time.Second,
-			api: "127.0.0.1:0", apiReady: apiReady}, ready)
+		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": upstream}}, Shutdown: 5 * time.Second,
+			API: "127.0.0.1:0", APIReady: apiReady}, ready)
 	}()
 	rg := &harnessRig{dir: dir, stderr: &stderr}
 	for rg.proxy == "" || rg.api == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/bbengine/bbengine/agents/claude"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -73,8 +74,8 @@ func startTestProxy(t *testing.T, dir string) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &stdout, &stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-			opts: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, shutdown: 5 * time.Second}, ready)
+		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, Shutdown: 5 * time.Second}, ready)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/bbengine/bbengine/api/tools"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -305,8 +306,8 @@ func TestMCPProxyComesAndGoes(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &stdout, &stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-			opts: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, shutdown: 5 * time.Second}, ready)
+		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, Shutdown: 5 * time.Second}, ready)
 	}()
 	var addr string
 	select {

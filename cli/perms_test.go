@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 )
 
 // withUmask sets the process's umask for the test.
@@ -79,7 +80,7 @@ func TestOwnerOnlyDataDir(t *testing.T) {
 	if out, errs, code := run(t, "--dir", dir, "show", "perm-1", "--blob-threshold", "100"); code != 0 || !strings.Contains(out, "@blob") {
 		t.Fatalf("show: %d\n%s%s", code, out, errs)
 	}
-	if _, _, _, err := bearerToken(dir, "mcp.token", ""); err != nil {
+	if _, _, _, err := server.BearerToken(dir, "mcp.token", ""); err != nil {
 		t.Fatal(err)
 	}
 	// Stop the proxy, then rebuild everything derived in this process.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -49,8 +50,8 @@ func TestProxyCommand(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &stdout, &stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-			opts: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, shutdown: 5 * time.Second}, ready)
+		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, Shutdown: 5 * time.Second}, ready)
 	}()
 	var addr string
 	select {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -48,11 +49,11 @@ func startProxy(t *testing.T, dir string, opts proxy.Options, api bool) (addr, a
 	ready := make(chan string, 1)
 	apiReady := make(chan string, 1)
 	done := make(chan error, 1)
-	cfg := proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval, opts: opts, shutdown: 5 * time.Second}
+	cfg := server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval, Proxy: opts, Shutdown: 5 * time.Second}
 	if api {
-		cfg.api, cfg.apiReady = "127.0.0.1:0", apiReady
+		cfg.API, cfg.APIReady = "127.0.0.1:0", apiReady
 	}
-	go func() { done <- runProxy(ctx, &stdout, &stderr, cfg, ready) }()
+	go func() { done <- server.Run(ctx, &stdout, &stderr, cfg, ready) }()
 	stopped := false
 	stop = func() {
 		if stopped {

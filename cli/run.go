@@ -1,28 +1,17 @@
 package cli
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"slices"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/bbengine/bbengine/agents/claude"
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
-	"github.com/bbengine/bbengine/wal"
+	"github.com/bbengine/bbengine/runner"
+	"github.com/bbengine/bbengine/server"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -54,18 +43,6 @@ func runCommand() *ucli.Command {
 	}
 }
 
-// runPlan is what one bbengine run does.
-type runPlan struct {
-	dir                  string
-	session, task, runID string
-	describe             string
-	agent                []string
-	// claude is the index of Claude Code's executable or script in
-	// agent, or -1.
-	claude                 int
-	packFile, settingsFile string
-}
-
 func runAgent(c *ucli.Context) error {
 	args := c.Args().Slice()
 	if len(args) > 0 && args[0] == "--" {
@@ -93,18 +70,17 @@ func runAgent(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	pl := &runPlan{dir: dir, session: c.String("session"), task: c.String("task"), describe: c.String("describe"),
-		agent: append([]string{agentPath}, args[1:]...), runID: "run-" + randHex(6)}
-	pl.claude = claudeAt(pl.agent)
-	if pl.session == "" {
-		pl.session = "ses-" + time.Now().UTC().Format("20060102-150405") + "-" + randHex(3)
-		fmt.Fprintf(c.App.ErrWriter, "bbengine run: new session %s (pass --session %s, or export BBENGINE_SESSION=%s, to run its next task)\n", pl.session, pl.session, pl.session)
+	t := &runner.Task{Dir: dir, Session: c.String("session"), Task: c.String("task"), Describe: c.String("describe"),
+		Goal: c.String("goal"), Budget: c.Int("budget"), Argv: append([]string{agentPath}, args[1:]...), Run: runner.NewRun()}
+	if t.Session == "" {
+		t.Session = runner.NewSession()
+		fmt.Fprintf(c.App.ErrWriter, "bbengine run: new session %s (pass --session %s, or export BBENGINE_SESSION=%s, to run its next task)\n", t.Session, t.Session, t.Session)
 	}
-	if !exchange.ValidID(pl.session) || pl.task != "" && !exchange.ValidID(pl.task) {
+	if !exchange.ValidID(t.Session) || t.Task != "" && !exchange.ValidID(t.Task) {
 		return usagef("run: session and task ids are at most 255 bytes of UTF-8, without control characters")
 	}
-	if pl.describe == "" {
-		pl.describe = promptArg(args[1:])
+	if t.Describe == "" {
+		t.Describe = runner.PromptArg(args[1:])
 	}
 
 	// Capture: the running proxy, or one started for this task.
@@ -114,10 +90,10 @@ func runAgent(c *ucli.Context) error {
 		if r != nil {
 			return fmt.Errorf("run: process %d holds %s but runs no proxy; stop it, or run bbengine proxy", r.PID, dir)
 		}
-		if pl.task == "" {
+		if t.Task == "" {
 			// The task number needs the session's tasks: read them before
 			// the proxy this run starts owns the directory.
-			if pl.task, err = nextTask(c, pl.session); err != nil {
+			if t.Task, err = nextTask(c, t.Session); err != nil {
 				return err
 			}
 		}
@@ -125,215 +101,17 @@ func runAgent(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		if r, stopProxy, err = startRunProxy(c.Context, dir, proxy.Options{Upstreams: ups, Mode: mode, Session: pl.session, Task: pl.task, Run: pl.runID, Breaker: &bopts}); err != nil {
+		if r, stopProxy, err = server.StartRun(c.Context, dir, proxy.Options{Upstreams: ups, Mode: mode, Session: t.Session, Task: t.Task, Run: t.Run, Breaker: &bopts}); err != nil {
 			return err
 		}
 	} else if len(ups) > 0 || c.IsSet("mode") {
 		return usagef("run: a proxy already runs for %s (pid %d): --upstream and --mode apply only to a proxy run starts", dir, r.PID)
 	}
-	ranErr := func() error {
-		m := r
-		if pl.task == "" {
-			var err error
-			if pl.task, err = api.NextTask(m, pl.session); err != nil {
-				return err
-			}
-		}
-		if g := c.String("goal"); g != "" {
-			if err := recordGoal(m, pl.session, g); err != nil {
-				return fmt.Errorf("run: record the goal: %w", err)
-			}
-		}
-		p, err := m.Context(api.ContextRequest{Session: pl.session, TaskID: pl.task, Task: pl.describe, Budget: c.Int("budget")})
-		if err != nil {
-			return fmt.Errorf("run: build the context pack: %w", err)
-		}
-		md := ""
-		if !p.Empty() {
-			md = p.Markdown()
-		}
-		cleanup, err := pl.prepare(md)
-		defer cleanup()
-		if err != nil {
-			return err
-		}
-		wd, _ := os.Getwd()
-		before := snapshotRepo(c.Context, wd)
-		code, why, err := pl.exec(c, r)
-		if err != nil {
-			return err
-		}
-		changes := withoutDir(repoChanges(c.Context, before, snapshotRepo(c.Context, wd)), before, dir)
-		status := "success"
-		if code != 0 {
-			status = "fail"
-		}
-		summary := why // a success needs no "exited with status 0" bullet
-		if code == 0 {
-			summary = ""
-		}
-		if err := recordOutcome(m, pl.session, pl.task, status, summary, code, changes); err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "bbengine run: the agent exited (%s) but its outcome was not recorded: %v\n", why, err)
-		}
-		if code != 0 {
-			return &exitError{code: code}
-		}
-		return nil
-	}()
-	return errors.Join(ranErr, stopProxy())
-}
-
-// prepare writes the pack file (and Claude Code's settings with our
-// hooks), and puts the pack into the agent's arguments for {pack}.
-func (pl *runPlan) prepare(md string) (func(), error) {
-	var files []string
-	cleanup := func() {
-		for _, f := range files {
-			os.Remove(f)
-		}
+	code, err := runner.Run(c.Context, r, r.Proxy, t, os.Stdin, c.App.Writer, c.App.ErrWriter)
+	if err == nil && code != 0 {
+		err = &exitError{code: code}
 	}
-	f, err := os.CreateTemp("", "bbengine-pack-*.md")
-	if err != nil {
-		return cleanup, fmt.Errorf("run: pack file: %w", err)
-	}
-	files = append(files, f.Name())
-	_, err = io.WriteString(f, md)
-	if err = errors.Join(err, f.Close()); err != nil {
-		return cleanup, fmt.Errorf("run: pack file: %w", err)
-	}
-	pl.packFile = f.Name()
-	for i := 1; i < len(pl.agent); i++ {
-		pl.agent[i] = strings.ReplaceAll(pl.agent[i], "{pack}", md)
-	}
-	if pl.claude >= 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return cleanup, fmt.Errorf("run: find the bbengine executable for Claude Code's hooks: %w", err)
-		}
-		b, err := json.Marshal(claude.HooksSettings(exe, pl.dir))
-		if err != nil {
-			return cleanup, err
-		}
-		s, err := os.CreateTemp("", "bbengine-claude-settings-*.json")
-		if err != nil {
-			return cleanup, fmt.Errorf("run: Claude Code settings: %w", err)
-		}
-		files = append(files, s.Name())
-		_, err = s.Write(b)
-		if err = errors.Join(err, s.Close()); err != nil {
-			return cleanup, fmt.Errorf("run: Claude Code settings: %w", err)
-		}
-		pl.settingsFile = s.Name()
-		at := pl.claude + 1
-		pl.agent = append(append(pl.agent[:at:at], "--settings", s.Name()), pl.agent[at:]...)
-	}
-	return cleanup, nil
-}
-
-// exec runs the agent with the terminal (stdin, stdout, stderr) as it is,
-// and returns its exit status and a word on how it ended. While it runs,
-// SIGINT reaches it from the terminal directly; bbengine ignores it and
-// passes SIGTERM on.
-func (pl *runPlan) exec(c *ucli.Context, r *api.Remote) (int, string, error) {
-	base := "http://" + r.Proxy
-	cmd := exec.Command(pl.agent[0], pl.agent[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
-	headers := fmt.Sprintf("X-Bb-Session-Id: %s\nX-Bb-Task-Id: %s\nX-Bb-Run-Id: %s", pl.session, pl.task, pl.runID)
-	if wd, err := os.Getwd(); err == nil && !strings.ContainsAny(wd, "\r\n") {
-		// The project whose bbengine.yaml sets the circuit breaker's
-		// thresholds for this run.
-		headers += "\nX-Bb-Project: " + wd
-	}
-	if h := os.Getenv("ANTHROPIC_CUSTOM_HEADERS"); h != "" {
-		headers = h + "\n" + headers
-	}
-	cmd.Env = append(os.Environ(),
-		"ANTHROPIC_BASE_URL="+base,
-		"ANTHROPIC_CUSTOM_HEADERS="+headers,
-		"OPENAI_BASE_URL="+base+"/v1",
-		"GOOGLE_GEMINI_BASE_URL="+base,
-		"BBENGINE_DIR="+pl.dir,
-		"BBENGINE_SESSION="+pl.session,
-		"BBENGINE_TASK_ID="+pl.task,
-		"BBENGINE_TASK_TEXT="+pl.describe,
-		"BBENGINE_RUN_ID="+pl.runID,
-		"BBENGINE_PACK_FILE="+pl.packFile,
-	)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		return 0, "", fmt.Errorf("run: start %s: %w", pl.agent[0], err)
-	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if s == syscall.SIGTERM {
-					cmd.Process.Signal(s)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	err := cmd.Wait()
-	close(done)
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, "the agent exited with status 0", nil
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), "the agent was killed by " + ws.Signal().String(), nil
-		}
-		return ee.ExitCode(), fmt.Sprintf("the agent exited with status %d", ee.ExitCode()), nil
-	}
-	return 0, "", fmt.Errorf("run: %s: %w", pl.agent[0], err)
-}
-
-// startRunProxy starts a proxy for one run in this process, on a free
-// loopback port, logging to <dir>/run.log, and returns a client of it
-// once its query endpoint is up.
-func startRunProxy(ctx context.Context, dir string, opts proxy.Options) (*api.Remote, func() error, error) {
-	if _, err := private.Secure(dir); err != nil {
-		return nil, nil, fmt.Errorf("run: data directory: %w", err)
-	}
-	logf, err := private.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
-	if err != nil {
-		return nil, nil, fmt.Errorf("run: log: %w", err)
-	}
-	fmt.Fprintf(logf, "--- bbengine run %s, session %s, task %s, %s\n", opts.Run, opts.Session, opts.Task, time.Now().Format(time.RFC3339))
-	pctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- runProxy(pctx, io.Discard, logf, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval, opts: opts, shutdown: 30 * time.Second}, ready)
-	}()
-	stop := func() error {
-		cancel()
-		err := <-errc
-		return errors.Join(err, logf.Close())
-	}
-	select {
-	case <-ready:
-	case err := <-errc:
-		cancel()
-		logf.Close()
-		return nil, nil, fmt.Errorf("run: start the proxy: %w", err)
-	case <-ctx.Done():
-		return nil, nil, errors.Join(ctx.Err(), stop())
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if r := api.Dial(dir); r != nil && r.Proxy != "" && r.PID == os.Getpid() {
-			return r, stop, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, errors.Join(fmt.Errorf("run: the proxy's engine did not open within 30s (see %s)", filepath.Join(dir, "run.log")), stop())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return errors.Join(err, stopProxy())
 }
 
 // nextTask is task-N for the session's next task, read from the data
@@ -348,66 +126,4 @@ func nextTask(c *ucli.Context, session string) (string, error) {
 	}
 	defer closeFn()
 	return api.NextTask(m, session)
-}
-
-// claudeAt finds Claude Code in an agent command line: its executable
-// (claude), or its script run by node (…/@anthropic-ai/claude-code/…).
-func claudeAt(argv []string) int {
-	if b := strings.TrimSuffix(filepath.Base(argv[0]), ".exe"); b == "claude" || b == "claude-code" {
-		return 0
-	}
-	if len(argv) > 1 && strings.TrimSuffix(filepath.Base(argv[0]), ".exe") == "node" &&
-		strings.Contains(filepath.ToSlash(argv[1]), "claude-code/") {
-		return 1
-	}
-	return -1
-}
-
-// promptArg guesses the task from the agent's arguments: the longest one
-// that is not a flag, which is the prompt of `claude -p "..."` or
-// `codex exec "..."` whatever flags follow it.
-func promptArg(args []string) string {
-	best := ""
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") && len(a) > len(best) {
-			best = a
-		}
-	}
-	return best
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// recordGoal records the session's goal (source "run") before the agent
-// starts; it beats a goal from an X-Bb-Session-Goal header.
-func recordGoal(m api.Service, session, goal string) error {
-	_, err := m.Note(exchange.Note{Op: "goal", Session: session, Text: goal, Source: "run"})
-	return err
-}
-
-// recordOutcome records how the task ended, from the agent's exit.
-func recordOutcome(m api.Service, session, task, status, why string, code int, changes []exchange.FileStat) error {
-	_, err := m.Note(exchange.Note{Op: "outcome", Session: session, TaskID: task, Status: status, Text: why, Exit: &code, Changes: changes, Source: "run"})
-	return err
-}
-
-// withoutDir drops the changes under the data directory dir (a data
-// directory kept inside the repository changes while the agent runs).
-func withoutDir(changes []exchange.FileStat, st *repoState, dir string) []exchange.FileStat {
-	if st == nil {
-		return changes
-	}
-	rel, err := filepath.Rel(st.root, dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return changes
-	}
-	if rel == "." {
-		return nil
-	}
-	rel = filepath.ToSlash(rel) + "/"
-	return slices.DeleteFunc(changes, func(c exchange.FileStat) bool { return strings.HasPrefix(c.Path+"/", rel) })
 }

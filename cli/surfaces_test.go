@@ -17,6 +17,7 @@ import (
 	"github.com/bbengine/bbengine/api/tools"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
+	"github.com/bbengine/bbengine/server"
 	"github.com/bbengine/bbengine/wal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -272,9 +273,9 @@ func startSurfaceProxy(t *testing.T, dir string) (string, func()) {
 	ready, apiReady := make(chan string, 1), make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &stdout, &stderr, proxyConfig{dir: dir, listen: "127.0.0.1:0", sync: wal.SyncInterval,
-			opts: proxy.Options{Upstreams: map[string]string{"anthropic": "http://127.0.0.1:1"}}, shutdown: 5 * time.Second,
-			api: "127.0.0.1:0", apiReady: apiReady}, ready)
+		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": "http://127.0.0.1:1"}}, Shutdown: 5 * time.Second,
+			API: "127.0.0.1:0", APIReady: apiReady}, ready)
 	}()
 	var addr, apiAddr string
 	for addr == "" || apiAddr == "" {

@@ -495,30 +495,6 @@ func header(h exchange.Headers, name string) string {
 	return ""
 }
 
-// agentOf names the client family and version from its User-Agent (and
-// Codex's originator header).
-func agentOf(ua, originator string) (agent, client string) {
-	client, _, _ = strings.Cut(strings.TrimSpace(ua), " ")
-	lower := strings.ToLower(ua + " " + originator)
-	switch {
-	case strings.Contains(lower, "claude-cli"), strings.Contains(lower, "claude-code"):
-		agent = "claude-code"
-	case strings.Contains(lower, "codex"):
-		agent = "codex"
-	case strings.Contains(lower, "geminicli"), strings.Contains(lower, "gemini-cli"):
-		agent = "gemini-cli"
-	case strings.Contains(lower, "opencode"):
-		agent = "opencode"
-	case strings.Contains(lower, "anthropic/js"), strings.Contains(lower, "anthropic/python"):
-		agent = "anthropic-sdk"
-	case strings.Contains(lower, "openai/js"), strings.Contains(lower, "openai/python"):
-		agent = "openai-sdk"
-	case client != "":
-		agent, _, _ = strings.Cut(client, "/")
-	}
-	return agent, client
-}
-
 // geminiModel returns the model named in a Gemini path
 // (/v1beta/models/gemini-2.5-pro:streamGenerateContent).
 func geminiModel(path string) string {

@@ -82,6 +82,15 @@
 // does); an imported session whose source has no importer derives no
 // events.
 //
+// # Client families
+//
+// Derivation names each session's client family (Session.Agent:
+// claude-code, codex, gemini-cli, …) from its requests' User-Agent, and
+// memory leaves a coding agent's own system prompt alone. The engine
+// knows no family by name: agents/all registers every agent's (and
+// those of the clients bbengine knows without a directory) with
+// RegisterFamily, in the order they are matched.
+//
 // # Imports
 //
 // It may import wal, codec/* and internal/*, and nothing above it: the

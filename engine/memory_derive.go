@@ -632,13 +632,3 @@ func viaText(via string) string {
 	}
 	return ""
 }
-
-// agentCLI reports whether a session is a known coding agent's, whose
-// system prompt is the agent's own.
-func agentCLI(s *Session) bool {
-	switch s.Agent {
-	case "claude-code", "codex", "gemini-cli", "opencode", "aider", "cursor", "cline":
-		return true
-	}
-	return s.Import != nil && (s.Import.Source == "claude" || s.Import.Source == "codex")
-}

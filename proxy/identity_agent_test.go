@@ -24,6 +24,8 @@ func (sessionAgent) ParseHook([]byte) (agents.HookEvent, error) {
 }
 func (sessionAgent) HookAnswer(agents.HookEvent, string) ([]byte, error) { return nil, nil }
 func (sessionAgent) Install(*agents.Setup) ([]*agents.Change, error)     { return nil, nil }
+func (sessionAgent) Family() agents.Family                               { return agents.Family{Name: "proxytest"} }
+func (sessionAgent) SessionFiles(p string) ([]string, error)             { return []string{p}, nil }
 
 // TestIdentityRegisteredAgent: the proxy reads a registered agent's
 // session header, after the headers it knows by itself.

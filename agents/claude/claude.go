@@ -1,8 +1,12 @@
 package claude
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bbengine/bbengine/agents"
@@ -71,6 +75,58 @@ func (Agent) IsLog(path string) bool {
 // sends since 2.1.86. Before it the session id is only in the body's
 // metadata.user_id, which the proxy reads itself.
 func (Agent) SessionHeaders() []string { return []string{"X-Claude-Code-Session-Id"} }
+
+// Family returns claude-code: requests whose User-Agent says claude-cli
+// (or claude-code), and the logs of import source "claude".
+func (Agent) Family() agents.Family {
+	return agents.Family{Name: "claude-code", UserAgents: []string{"claude-cli", "claude-code"}, Sources: []string{"claude"}}
+}
+
+// SessionFiles returns path and what belongs to its session beside it:
+// the logs in the folder named like a main session file (<sid>.jsonl
+// brings <sid>/subagents/ and <sid>/tool-results/), in path order, and
+// the flat agent-*.jsonl files of its directory whose first record names
+// the session (older versions kept subagents there).
+func (a Agent) SessionFiles(path string) ([]string, error) {
+	paths := []string{path}
+	stem := strings.TrimSuffix(path, ".jsonl")
+	if sub, err := os.Stat(stem); err == nil && sub.IsDir() {
+		var more []string
+		var errs []error
+		filepath.WalkDir(stem, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				errs = append(errs, err)
+				return nil // go on with the rest
+			}
+			if !d.IsDir() && a.IsLog(p) {
+				more = append(more, p)
+			}
+			return nil
+		})
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		slices.Sort(more)
+		paths = append(paths, more...)
+	}
+	if !strings.HasPrefix(filepath.Base(path), "agent-") {
+		id := filepath.Base(stem)
+		flat, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "agent-*.jsonl"))
+		for _, p := range flat {
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(firstLine(b), []byte(`"sessionId":"`+id+`"`)) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths, nil
+}
+
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
 
 // ParseHook decodes a hook event of settings.json's hooks.
 func (Agent) ParseHook(b []byte) (agents.HookEvent, error) { return hookjson.Parse(b) }

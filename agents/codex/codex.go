@@ -54,6 +54,15 @@ func (Agent) IsLog(path string) bool {
 // spell it. Codex also sends thread-id and x-codex-turn-metadata.
 func (Agent) SessionHeaders() []string { return []string{"Session-Id", "Session_id"} }
 
+// Family returns codex: requests whose User-Agent or Originator header
+// says codex, and the logs of import source "codex".
+func (Agent) Family() agents.Family {
+	return agents.Family{Name: "codex", UserAgents: []string{"codex"}, Sources: []string{"codex"}}
+}
+
+// SessionFiles returns path alone: a rollout holds its whole session.
+func (Agent) SessionFiles(path string) ([]string, error) { return []string{path}, nil }
+
 // ParseHook decodes a hook event of hooks.json's hooks: Codex sends the
 // fields Claude Code sends.
 func (Agent) ParseHook(b []byte) (agents.HookEvent, error) { return hookjson.Parse(b) }

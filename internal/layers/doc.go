@@ -13,6 +13,8 @@
 //	export, index, pack, proxy  peers: never import each other
 //	agents/*                    one directory per agent
 //	api                         the service layer and its adapters
+//	server, runner              the proxy and the engine beside it, MCP;
+//	                            an agent's run for one task
 //	cli
 //	main, bench, e2e, fuzz
 //

@@ -31,6 +31,7 @@ var Table = []Layer{
 	{[]string{"export", "index", "pack", "proxy"}, "formats, search, the context pack, capture: peers that never import each other"},
 	{[]string{"agents/..."}, "one directory per agent, and their shared internals"},
 	{[]string{"api", "api/..."}, "the service layer: every operation once, and its adapters"},
+	{[]string{"server", "runner"}, "the long-running processes (the proxy with the engine following its WAL, the MCP server) and an agent's run: peers"},
 	{[]string{"cli", "cli/..."}, "commands: flags, config, output"},
 	{[]string{"", "bench", "bench/...", "e2e", "e2e/...", "fuzz", "fuzz/...", "examples/..."}, "main and the cross-package harnesses"},
 }

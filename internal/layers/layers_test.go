@@ -81,6 +81,9 @@ func TestCheck(t *testing.T) {
 		{"agents root up to an agent", pkg("agents", "agents/claude"), "imports only point down"},
 		{"peer", pkg("proxy", "pack"), Module + "/proxy imports " + Module + "/pack of its own layer (4) but another family"},
 		{"codec to internal", pkg("codec/frame", "internal/private"), "another family"},
+		{"cli over server and runner", pkg("cli", "server", "runner", "api"), ""},
+		{"runner beside server", pkg("runner", "server"), "another family"},
+		{"server up to cli", pkg("server", "cli"), "imports only point down"},
 		{"unplaced", pkg("newthing", "engine"), Module + "/newthing: no layer in the table"},
 		{"unplaced import", pkg("cli", "newthing"), "which has no layer in the table"},
 	} {

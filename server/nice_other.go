@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cli
+package server
 
 // lowPriority is a no-op where threads have no priority of their own
 // that an unprivileged process can set.

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"crypto/rand"
@@ -14,11 +14,11 @@ import (
 	"github.com/bbengine/bbengine/internal/private"
 )
 
-// loopbackAddr checks that addr is host:port with a loopback host, and
+// LoopbackAddr checks that addr is host:port with a loopback host, and
 // returns it with localhost spelt 127.0.0.1. The harness API and the MCP
 // server's HTTP transport hand out memory, so they serve this machine
 // only.
-func loopbackAddr(addr string) (string, error) {
+func LoopbackAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
 		return "", fmt.Errorf("%q: want host:port on loopback, such as 127.0.0.1:PORT", addr)
@@ -38,11 +38,11 @@ func loopbackAddr(addr string) (string, error) {
 // minToken is the shortest bearer token accepted.
 const minToken = 16
 
-// bearerToken returns the bearer token of an endpoint: configured when
+// BearerToken returns the bearer token of an endpoint: configured when
 // it is set, else the one kept in dir/name, written there (mode 0600)
 // the first time. file is the token file's path when the token came
 // from it, and made says it was written now.
-func bearerToken(dir, name, configured string) (token, file string, made bool, err error) {
+func BearerToken(dir, name, configured string) (token, file string, made bool, err error) {
 	if configured != "" {
 		if len(configured) < minToken {
 			return "", "", false, fmt.Errorf("a token of %d characters: use at least %d random ones, e.g. from `openssl rand -hex 16`", len(configured), minToken)

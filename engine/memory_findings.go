@@ -386,6 +386,9 @@ func conflicts(d, e *Decision) bool {
 	if _, ok := valueChange(d, e); ok {
 		return true
 	}
+	if negates(d.Statement, e.Statement) {
+		return true
+	}
 	terms := memtext.Terms(e.Statement)
 	for _, r := range d.Replaces {
 		for _, c := range e.Chooses {
@@ -414,6 +417,9 @@ func conflictWhy(d, e *Decision) string {
 	}
 	if why, ok := valueChange(d, e); ok {
 		return why
+	}
+	if negates(d.Statement, e.Statement) {
+		return "says not to do what it chose"
 	}
 	for _, r := range d.Replaces {
 		return "drops " + r
@@ -1072,4 +1078,42 @@ func commandTools(cmd string) []string {
 		}
 	}
 	return out
+}
+
+// negates reports whether statement d tells not to do what statement e
+// did: d has a "don't …" (or "do not", "stop", "no longer") clause of at
+// least two content words, two thirds of which e holds ("don't hard-pin
+// the VPC module" against "pin the VPC module to 5.1.2"; a hyphenated
+// word counts by its last part).
+func negates(d, e string) bool {
+	low := strings.ToLower(d)
+	et := memtext.Terms(e)
+	for _, neg := range []string{"don't ", "do not ", "dont ", "no longer ", "stop "} {
+		i := strings.Index(low, neg)
+		if i < 0 || i > 0 && low[i-1] != ' ' && low[i-1] != ',' {
+			continue
+		}
+		clause := low[i+len(neg):]
+		if j := strings.IndexAny(clause, ",.;:!?"); j >= 0 {
+			clause = clause[:j]
+		}
+		ct := memtext.Terms(clause)
+		if len(ct) < 2 {
+			continue
+		}
+		n := 0
+		for _, t := range ct {
+			if _, ok := slices.BinarySearch(et, t); ok {
+				n++
+			} else if k := strings.LastIndexByte(t, '-'); k >= 0 {
+				if _, ok := slices.BinarySearch(et, t[k+1:]); ok {
+					n++
+				}
+			}
+		}
+		if n >= 2 && n*3 >= len(ct)*2 {
+			return true
+		}
+	}
+	return false
 }

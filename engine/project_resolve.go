@@ -235,6 +235,16 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 				return nil, err
 			}
 		}
+		for _, t := range negatableTerms(d) {
+			if err := consider(v.terms[t], func(b *Artifact) (string, bool) {
+				if b.Decision == nil || b.Status != "active" || !negates(b.Decision.Statement, d.Statement) {
+					return "", false
+				}
+				return "a later decision says not to do it", true
+			}); err != nil {
+				return nil, err
+			}
+		}
 	case a.Constraint != nil && a.Status == "active":
 		c := a.Constraint
 		core := constraintCore(c.Statement)
@@ -391,6 +401,11 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 		}
 		for _, x := range memtext.Values(a.Decision.Statement) {
 			if err := v.scan(ProjectUnit, x.Unit); err != nil {
+				return nil, err
+			}
+		}
+		for _, t := range negatableTerms(a.Decision) {
+			if err := v.scan(ProjectTerm, t); err != nil {
 				return nil, err
 			}
 		}
@@ -586,4 +601,13 @@ func answers(q, p []string) bool {
 		}
 	}
 	return n >= 2 && n*10 >= min(len(q), len(p))*3
+}
+
+// negatableTerms are the terms of a decision under which a later one
+// that says not to do it is indexed: its statement's, at most 12, the
+// longest first.
+func negatableTerms(d *Decision) []string {
+	ts := slices.Clone(memtext.Terms(d.Statement))
+	slices.SortStableFunc(ts, func(a, b string) int { return len(b) - len(a) })
+	return ts[:min(len(ts), 12)]
 }

@@ -286,3 +286,19 @@ func TestProjectResolveFailuresAndTodos(t *testing.T) {
 		}
 	}
 }
+
+func TestNegates(t *testing.T) {
+	for _, tt := range []struct {
+		d, e string
+		want bool
+	}{
+		{"And don't hard-pin the VPC module, use a range ~> 5.8.", "I'll also pin the VPC module to 5.1.2.", true},
+		{"Don't touch the billing code.", "I'll also pin the VPC module to 5.1.2.", false},
+		{"Do not cache the module list.", "Pin the VPC module to 5.1.2.", false},
+		{"Stop retrying the upload job.", "Keep retrying the upload job three times.", true},
+	} {
+		if got := negates(tt.d, tt.e); got != tt.want {
+			t.Errorf("negates(%q, %q) = %v", tt.d, tt.e, got)
+		}
+	}
+}

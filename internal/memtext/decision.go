@@ -48,6 +48,12 @@ func (a *analysis) decision() (decHit, bool) {
 	if _, _, ok := a.settings(); ok {
 		return decHit{trig: 0, obj: 0, kind: dkSettings}, true
 	}
+	if h, ok := a.answerLabel(); ok {
+		return h, true
+	}
+	if h, ok := a.goesTo(); ok {
+		return h, true
+	}
 	if h, ok := a.insteadOpener(); ok {
 		return h, true
 	}
@@ -94,6 +100,17 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 	if a.role == "user" {
 		if h, ok := a.valueChange(i); ok {
 			return h, true
+		}
+		switch {
+		case w == "rip" && a.at(i+1) == "out" && a.clauseStart(i) && a.isWord(i+2):
+			// "Rip out our retry helper."
+			return decHit{trig: i, obj: i + 2, kind: dkDrop}, true
+		case w == "get" && a.at(i+1) == "rid" && a.at(i+2) == "of" && a.isWord(i+3) && (a.clauseStart(i) || a.at(i-1) == "but" || a.at(i-1) == "and" || a.letsBefore(i)):
+			// "keep rollup but get rid of the babel plugin".
+			return decHit{trig: i, obj: i + 3, kind: dkDrop}, true
+		case w == "like" && a.at(i-1) == "i'd" && a.at(i+1) == "to" && (a.at(i+2) == "keep" || a.at(i+2) == "use" || a.at(i+2) == "switch" || a.at(i+2) == "move") && a.isWord(i+3):
+			// "I'd like to keep rollup".
+			return decHit{trig: i, obj: i + 3, kind: dkOption}, true
 		}
 	}
 	switch w {
@@ -534,6 +551,16 @@ func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 	if w == "stick" && a.at(v+1) == "with" {
 		return decHit{trig: trig, obj: v + 2, kind: dkOption}, true
 	}
+	pv := v
+	for a.at(pv) == "also" || a.at(pv) == "just" || a.at(pv) == "then" {
+		pv++
+	}
+	if a.at(pv) == "pin" || a.at(pv) == "cap" {
+		// "I'll also pin the VPC module to 5.1.2".
+		if h, ok := a.valueChange(pv); ok {
+			return h, true
+		}
+	}
 	if _, known := decisionVerbs[w]; !known && a.insteadAfter(v) && a.isWord(v) && !narrationVerbs[w] && !hedges[w] && imperativeVerb(w) {
 		// "I'll put the runner in its own binary instead of running it
 		// at boot": a choice between two ways, whatever the verb.
@@ -802,9 +829,31 @@ func (a *analysis) settings() ([]string, string, bool) {
 				return nil, "", false
 			}
 		}
-	} else if label, c := a.settingsLabel(first); c > 0 {
-		// "Rate limiting: 20 messages per 10 seconds, keyed per user id."
-		stem, with = label, c
+	}
+	if v := a.at(first); with < 0 && !ok && a.isWord(first) && imperativeVerb(v) && !narrationVerbs[v] && !softImperatives[v] && a.role == "user" {
+		for j := first + 1; j < len(a.toks) && j < first+6; j++ {
+			if a.toks[j].kind == tPunct {
+				break
+			}
+			if (a.at(j) == "with" || a.at(j) == "at") && hasDigit(a.at(j+1)+a.at(j+2)) && (hasDigit(a.at(j+1)) || a.isWord(j+1) && hasDigit(a.at(j+2))) {
+				// "Queue mailers with concurrency 10."
+				stem, with = strings.ToLower(a.raw(first+1, j)), j
+				stem = strings.Join(articleless(words(stem)), " ")
+				break
+			}
+		}
+	}
+	if with < 0 && !ok {
+		if label, c := a.settingsLabel(first); c > 0 {
+			// "Rate limiting: 20 messages per 10 seconds, keyed per user id."
+			stem, with = label, c
+		}
+	}
+	if with < 0 && !ok {
+		if subj, v, ok := a.namedValue(first); ok {
+			// "Server tick rate 30 Hz for now."
+			return []string{v}, subj, true
+		}
 	}
 	if with < 0 {
 		return nil, "", false
@@ -1524,3 +1573,103 @@ var prohibitionOpen = map[string]bool{"do": true, "don't": true, "dont": true, "
 
 // pronounSubject names nothing by itself: "cap it at 3 days".
 var pronounSubject = map[string]bool{"it": true, "them": true, "this": true, "that": true, "these": true, "those": true, "": true}
+
+// answerLabel reads a user's answer to a question asked before: "About
+// the open question from last week: amounts are int64 minor units."
+func (a *analysis) answerLabel() (decHit, bool) {
+	if a.role != "user" || a.question || a.cond {
+		return decHit{}, false
+	}
+	first := 0
+	for first < len(a.toks) && clauseStartFillers[a.at(first)] && a.at(first) != "on" {
+		first++
+	}
+	if w := a.at(first); w != "about" && w != "on" && w != "re" && w != "regarding" {
+		return decHit{}, false
+	}
+	for j := first + 1; j < len(a.toks) && j < first+9; j++ {
+		switch a.at(j) {
+		case "question", "questions":
+			for k := j + 1; k < len(a.toks) && k < j+6; k++ {
+				if a.at(k) == ":" || a.at(k) == "—" {
+					if k+2 < len(a.toks) && a.isWord(k+1) {
+						return decHit{trig: first, obj: -1, kind: dkAction}, true
+					}
+					return decHit{}, false
+				}
+			}
+			return decHit{}, false
+		case ":", ",", ";":
+			return decHit{}, false
+		}
+	}
+	return decHit{}, false
+}
+
+// goesTo reads a user's statement of where things go: "Checkpoints go to
+// /data/ckpt/summ." The place is a path or a code span; a "never" or
+// "not" makes it a rule instead.
+func (a *analysis) goesTo() (decHit, bool) {
+	if a.role != "user" || a.question || a.cond {
+		return decHit{}, false
+	}
+	for i := 1; i+2 < len(a.toks) && i < 8; i++ {
+		w := a.at(i)
+		if w != "go" && w != "goes" && w != "live" && w != "lives" {
+			continue
+		}
+		if p := a.at(i - 1); !a.isWord(i-1) || personal(p) || p == "it" || p == "i" || p == "you" || p == "never" || p == "not" || p == "don't" || p == "to" || p == "will" || p == "can" || p == "should" {
+			return decHit{}, false
+		}
+		if n := a.at(i + 1); n != "to" && n != "into" && n != "in" && n != "under" {
+			return decHit{}, false
+		}
+		obj := a.toks[i+2]
+		if obj.kind == tCode || strings.Contains(obj.w, "/") {
+			return decHit{trig: 0, obj: i + 2, kind: dkOption}, true
+		}
+		return decHit{}, false
+	}
+	return decHit{}, false
+}
+
+// namedValueStops may not name a setting: verbs of being, pronouns and
+// words of a report.
+var namedValueStops = map[string]bool{
+	"is": true, "are": true, "was": true, "were": true, "be": true, "has": true, "have": true, "had": true,
+	"it": true, "this": true, "that": true, "we": true, "i": true, "you": true, "they": true, "there": true,
+	"got": true, "took": true, "takes": true, "ran": true, "only": true, "about": true, "around": true,
+	"and": true, "or": true, "of": true, "in": true, "on": true, "at": true, "to": true, "for": true,
+}
+
+// namedValue reads a user's short statement of a setting's value: two to
+// four words naming it, then the value ("Default compression quality
+// 0.7.", "Server tick rate 30 Hz for now."), then at most four more
+// tokens. It returns the name and the value.
+func (a *analysis) namedValue(first int) (string, string, bool) {
+	if a.role != "user" || a.question || a.cond || len(a.toks)-first > 12 {
+		return "", "", false
+	}
+	j := first
+	for j < len(a.toks) && a.isWord(j) && !hasDigit(a.at(j)) && !namedValueStops[a.at(j)] && !settingsLabelStops[a.at(j)] && !personal(a.at(j)) {
+		j++
+	}
+	if j-first < 2 || j-first > 4 || j >= len(a.toks) || !hasDigit(a.at(j)) {
+		return "", "", false
+	}
+	end := j + 1
+	if end < len(a.toks) && len(Values(a.at(j)+" "+a.at(end))) == 1 {
+		end++ // the unit
+	}
+	rest := 0
+	for k := end; k < len(a.toks); k++ {
+		if t := a.toks[k]; t.kind == tPunct && (t.w == "." || t.w == "!") {
+			break
+		}
+		rest++
+	}
+	if rest > 4 {
+		return "", "", false
+	}
+	return strings.Join(articleless(words(a.raw(first, j))), " "), strings.ToLower(a.raw(j, end)), true
+}

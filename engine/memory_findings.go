@@ -866,11 +866,13 @@ func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
 	details := memtext.FailureDetails(output, 3)
 	if errLine == "" && len(details) > 0 {
 		errLine, details = details[0], details[1:]
+		errLine, _, _ = strings.Cut(errLine, "\\n")
+		errLine = strings.TrimSpace(errLine)
 	}
 	if what == "" || errLine == "" {
 		return
 	}
-	tool := toolWord(cmd)
+	tool := runKey(cmd)
 	sig := memtext.ErrorSignature(errLine)
 	id := artifactID("thr", m.s.ID, "failure", tool, sig)
 	if a := m.threads[id]; a != nil {
@@ -1073,7 +1075,7 @@ func commandTools(cmd string) []string {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		if w := toolWord(part); !slices.Contains(out, w) {
+		if w := runKey(part); !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	}
@@ -1116,4 +1118,29 @@ func negates(d, e string) bool {
 		}
 	}
 	return false
+}
+
+// interpreters run the script their first argument names: a failure of
+// "python train.py" is closed by a later success of train.py, not of any
+// Python script.
+var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "bash": true, "sh": true, "deno": true, "bun": true, "perl": true, "php": true}
+
+// runKey names what a command runs, for matching a failure with a later
+// success: toolWord, and for an interpreter the script it runs.
+func runKey(cmd string) string {
+	w := toolWord(cmd)
+	if !interpreters[w] {
+		return w
+	}
+	f := strings.Fields(cmd)
+	for i, x := range f {
+		if strings.TrimPrefix(x[strings.LastIndexByte(x, '/')+1:], "") == w && i+1 < len(f) {
+			for _, arg := range f[i+1:] {
+				if !strings.HasPrefix(arg, "-") {
+					return w + " " + arg[strings.LastIndexByte(arg, '/')+1:]
+				}
+			}
+		}
+	}
+	return w
 }

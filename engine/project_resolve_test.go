@@ -271,7 +271,7 @@ func TestProjectResolveFailuresAndTodos(t *testing.T) {
 		a      Artifact
 		reason string
 	}{
-		{oom, "ran python and it succeeded"},
+		{oom, "ran python train.py and it succeeded"},
 		{todo, "took it up and succeeded"},
 	} {
 		if tt.a.Status != "open" {

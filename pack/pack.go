@@ -15,10 +15,13 @@ import (
 
 // Version names the builder. It is part of the cache key: a change to
 // what Build produces for the same input changes it.
-const Version = "pack/2"
+const Version = "pack/3"
 
-// Budget bounds a pack, in tokens (cl100k_base). A section budget of 0
-// leaves that section out.
+// Budget bounds a pack, in tokens (cl100k_base). Each section first gets
+// its own budget; what the pack leaves of Total after them (less
+// Pointers) goes to the best ranked decisions, constraints and open
+// threads that did not fit their section. A section budget of 0 leaves
+// that section out.
 type Budget struct {
 	Total       int `json:"total"`
 	Decisions   int `json:"decisions"`
@@ -278,6 +281,11 @@ func Build(in *Input) (*Pack, error) {
 		p.Implemented = append(p.Implemented, t)
 	}
 	slices.Reverse(p.Implemented)
+
+	// What a section left of its budget goes to the best of what did not
+	// fit in another: a session with few tasks has room for more of its
+	// project's decisions.
+	spare = p.spill(spare, b)
 
 	// Pointers: the best of what did not fit, ids only.
 	slices.SortFunc(spare, byScore)
@@ -672,4 +680,62 @@ func truncTokens(s string, n int) string {
 		s = truncChars(s, len(s)*9/10)
 	}
 	return s
+}
+
+// spill adds to their sections the decisions, constraints and open
+// threads of spare, best ranked first, while the pack stays within its
+// total budget less what pointers may take; it returns what is still
+// left over.
+func (p *Pack) spill(spare []cand, b Budget) []cand {
+	slices.SortFunc(spare, byScore)
+	md := p.Markdown()
+	room := b.Total - b.Pointers - count(md)
+	chars := b.MaxChars - len(md) - 4*b.Pointers
+	var rest []cand
+	seen := map[string]bool{}
+	for _, it := range slices.Concat(p.Decisions, p.Constraints, p.Threads) {
+		seen[oneLine(strings.ToLower(it.Text))] = true
+	}
+	for _, c := range spare {
+		var item func(*engine.Artifact) Item
+		var section *[]Item
+		var name string
+		switch c.a.Type {
+		case engine.ArtifactDecision:
+			item, section, name = decisionItem, &p.Decisions, "decisions"
+		case engine.ArtifactConstraint:
+			item, section, name = constraintItem, &p.Constraints, "constraints"
+		case engine.ArtifactThread:
+			item, section, name = threadItem, &p.Threads, "open_threads"
+		default:
+			rest = append(rest, c)
+			continue
+		}
+		if name == "decisions" && b.Decisions == 0 || name == "constraints" && b.Constraints == 0 || name == "open_threads" && b.Threads == 0 || room < minItem {
+			rest = append(rest, c)
+			continue
+		}
+		it := item(c.a)
+		if t := oneLine(strings.ToLower(it.Text)); seen[t] {
+			continue
+		}
+		if c.from {
+			it.From = origin(c.a)
+		}
+		it.Score = round(c.score)
+		r := renderItem(it)
+		it.Tokens = count(r)
+		if it.Tokens > room || len(r)+1 > chars {
+			rest = append(rest, c)
+			continue
+		}
+		seen[oneLine(strings.ToLower(it.Text))] = true
+		room, chars = room-it.Tokens, chars-len(r)-1
+		*section = append(*section, it)
+		p.Omitted[name]--
+		if p.Omitted[name] == 0 {
+			delete(p.Omitted, name)
+		}
+	}
+	return rest
 }

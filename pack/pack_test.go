@@ -121,14 +121,36 @@ func TestBuildBudgets(t *testing.T) {
 		for _, it := range p.Implemented {
 			impl += Count(renderTask(it))
 		}
+		// Implemented and pointers keep to their budgets; decisions,
+		// constraints and threads may take what the pack leaves of its
+		// total, but a section with no budget stays out.
 		for _, c := range []struct {
 			name      string
 			used, max int
-		}{{"decisions", sum(p.Decisions), b.Decisions}, {"constraints", sum(p.Constraints), b.Constraints},
-			{"implemented", impl, b.Implemented}, {"open threads", sum(p.Threads), b.Threads},
+		}{{"implemented", impl, b.Implemented},
 			{"pointers", Count(pointersHeading + strings.Join(p.Pointers, ", ") + "\n"), max(b.Pointers, Count(pointersHeading+"\n"))}} {
 			if c.used > c.max {
 				t.Errorf("case %d: %s use %d tokens of %d", i, c.name, c.used, c.max)
+			}
+		}
+		for _, c := range []struct {
+			name         string
+			used, budget int
+		}{{"decisions", sum(p.Decisions), b.Decisions}, {"constraints", sum(p.Constraints), b.Constraints}, {"open threads", sum(p.Threads), b.Threads}} {
+			if c.budget == 0 && c.used > 0 {
+				t.Errorf("case %d: %s use %d tokens of none", i, c.name, c.used)
+			}
+		}
+		if sum(p.Decisions) > b.Decisions || sum(p.Constraints) > b.Constraints || sum(p.Threads) > b.Threads {
+			// Spilled over: only into room the total left.
+			spilled := 0
+			for _, id := range p.Pointers {
+				if !strings.HasPrefix(id, "out-") {
+					spilled++
+				}
+			}
+			if room := b.Total - Count(md); room > b.Pointers+150 && len(md) < DefaultMaxChars-600 && spilled > 0 {
+				t.Errorf("case %d: %d tokens left unused while %d decisions, constraints or threads are pointers", i, room, spilled)
 			}
 		}
 	}
@@ -245,9 +267,19 @@ func TestBuildContent(t *testing.T) {
 }
 
 func TestBuildSmallBudgetPointers(t *testing.T) {
-	// With room for one decision, the rest become pointers.
+	// With room for one decision and no total left over, the rest
+	// become pointers.
 	b := DefaultBudget()
 	b.Decisions = Count("- Use an LRU for the template cache in render/cache.go. [dec-000000000003]\n")
+	full, err := Build(&Input{Session: "s1", Task: "render/cache.go", Artifacts: small(), Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other decision spills into what the pack leaves of its total.
+	if len(full.Decisions) != 2 || full.Omitted["decisions"] != 0 || full.Decisions[1].ID != "dec-000000000002" {
+		t.Errorf("with room left: decisions %+v, omitted %v", full.Decisions, full.Omitted)
+	}
+	b.Total = full.Tokens - full.Decisions[1].Tokens + b.Pointers - 10
 	p, err := Build(&Input{Session: "s1", Task: "render/cache.go", Artifacts: small(), Budget: b})
 	if err != nil {
 		t.Fatal(err)

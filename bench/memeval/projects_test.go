@@ -509,7 +509,11 @@ func evalProjects(t *testing.T, title string, facts factsFile, queries []projQue
 		if contextProject {
 			args = append(args, "--project", p.Cwd)
 		}
-		pack := strings.ToLower(bbengine(t, args...))
+		rawPack := bbengine(t, args...)
+		if *storeMisses && (p.Name == "ledger" || p.Name == "storefront") {
+			t.Logf("pack of %s:\n%s", p.Name, rawPack)
+		}
+		pack := strings.ToLower(rawPack)
 		var n, hit int
 		for _, c := range facts.Cards {
 			if c.Project != p.Cwd {
@@ -532,6 +536,13 @@ func evalProjects(t *testing.T, title string, facts factsFile, queries []projQue
 				hit++
 			} else {
 				packMiss[c.Kind]++
+				if *storeMisses {
+					inStore := false
+					for _, a := range all {
+						inStore = inStore || matches(a, &c, projectSessions[c.Project])
+					}
+					t.Logf("pack miss %s (%s %s, in the store: %v) %q", c.ID, c.Kind, c.Status, inStore, c.Contains)
+				}
 			}
 			if c.Session != p.Sessions[len(p.Sessions)-1] {
 				crossPackN++

@@ -389,6 +389,9 @@ func conflicts(d, e *Decision) bool {
 	if negates(d.Statement, e.Statement) {
 		return true
 	}
+	if _, ok := insteadOf(d.Statement, e.Statement); ok {
+		return true
+	}
 	terms := memtext.Terms(e.Statement)
 	for _, r := range d.Replaces {
 		for _, c := range e.Chooses {
@@ -420,6 +423,9 @@ func conflictWhy(d, e *Decision) string {
 	}
 	if negates(d.Statement, e.Statement) {
 		return "says not to do what it chose"
+	}
+	if y, ok := insteadOf(d.Statement, e.Statement); ok {
+		return "instead of " + y
 	}
 	for _, r := range d.Replaces {
 		return "drops " + r
@@ -1143,4 +1149,48 @@ func runKey(cmd string) string {
 		}
 	}
 	return w
+}
+
+// insteadOf reports whether statement d replaces what statement e chose
+// by naming it: d says "instead of Y" (or "rather than Y"), e holds
+// every content word of Y, and the two share another content word, what
+// both are about ("Count the rate limit per workspace instead of per
+// user" against "Rate limiting: 20 messages per 10 seconds, keyed per
+// user id"). It returns Y.
+func insteadOf(d, e string) (string, bool) {
+	low := strings.ToLower(d)
+	et := memtext.Terms(e)
+	for _, m := range []string{"instead of ", "rather than "} {
+		i := strings.Index(low, m)
+		if i < 0 {
+			continue
+		}
+		y := low[i+len(m):]
+		if j := strings.IndexAny(y, ",.;:!?"); j >= 0 {
+			y = y[:j]
+		}
+		for _, stop := range []string{" from now on", " going forward", " for now"} {
+			y, _, _ = strings.Cut(y, stop)
+		}
+		yt := memtext.Terms(y)
+		if len(yt) == 0 || len(yt) > 4 {
+			continue
+		}
+		all := true
+		for _, t := range yt {
+			if _, ok := slices.BinarySearch(et, t); !ok {
+				all = false
+				break
+			}
+		}
+		if !all {
+			continue
+		}
+		for _, t := range memtext.Terms(low[:i]) {
+			if _, ok := slices.BinarySearch(et, t); ok && !slices.Contains(yt, t) && len(t) > 3 {
+				return strings.TrimSpace(y), true
+			}
+		}
+	}
+	return "", false
 }

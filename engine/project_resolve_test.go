@@ -302,3 +302,18 @@ func TestNegates(t *testing.T) {
 		}
 	}
 }
+
+func TestInsteadOf(t *testing.T) {
+	for _, tt := range []struct {
+		d, e string
+		want bool
+	}{
+		{"Count the rate limit per workspace instead of per user from now on.", "Rate limiting: 20 messages per 10 seconds, keyed per user id.", true},
+		{"Use a map instead of a slice for the lookup.", "Rate limiting: 20 messages per 10 seconds, keyed per user id.", false},
+		{"Count the rate limit per workspace instead of per user.", "Send the user a welcome email.", false},
+	} {
+		if _, got := insteadOf(tt.d, tt.e); got != tt.want {
+			t.Errorf("insteadOf(%q, %q) = %v", tt.d, tt.e, got)
+		}
+	}
+}

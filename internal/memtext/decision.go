@@ -173,12 +173,12 @@ func (a *analysis) decisionAt(i int) (decHit, bool) {
 			if a.at(i+1) == "to" {
 				obj = i + 2
 			}
-			if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i) || a.at(i-1) == "and" && a.role == "user" && imperativeVerb(a.at(0))) || a.narrationObject(obj) || a.placeObject(obj) || notSubject[a.at(obj)] {
+			if !(a.clauseStart(i) || a.subjectBefore(i) || a.letsBefore(i) || (a.at(i-1) == "and" || a.at(i-1) == ",") && a.role == "user" && imperativeVerb(a.at(0))) || a.narrationObject(obj) || a.placeObject(obj) || notSubject[a.at(obj)] {
 				return decHit{}, false
 			}
 			return decHit{trig: i, obj: obj, kind: dkOption}, true
 		}
-		if w == "revert" && a.role == "user" && a.clauseStart(i) && a.at(i+1) != "to" && a.at(i+1) != "it" && a.isWord(i+1) {
+		if w == "revert" && a.role == "user" && a.clauseStart(i) && a.at(i+1) != "to" && a.at(i+1) != "it" && a.at(i+1) != "that" && a.at(i+1) != "this" && a.isWord(i+1) {
 			// "Revert the ORM change."
 			return decHit{trig: i, obj: i + 1, kind: dkDrop}, true
 		}

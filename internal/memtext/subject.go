@@ -157,6 +157,11 @@ func (a *analysis) subjectOf(f *Finding, prev string) {
 		return
 	}
 	named := f.Subject
+	switch named {
+	case "us", "me", "you", "them", "it", "this", "that", "everyone", "everybody":
+		// "it handles reconnection for us": no subject.
+		named = ""
+	}
 	if named != "" {
 		// The head of the named phrase says the job: "retry queue" is a
 		// queue, "webhook retries" are retries.

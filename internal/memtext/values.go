@@ -52,6 +52,10 @@ func Values(s string) []Value {
 		}
 		if u, ok := valueUnits[low[k:e]]; ok && num != "" {
 			out = append(out, Value{Num: num, Unit: u})
+		} else if w := wordBefore(low, i); countedSettings[w] && num != "" {
+			// "concurrency 10", "batch size 5000": the setting is the
+			// unit.
+			out = append(out, Value{Num: num, Unit: w})
 		}
 		i = e
 	}
@@ -86,4 +90,24 @@ func RelativeChange(s string) bool {
 		}
 	}
 	return false
+}
+
+// countedSettings name a setting whose value is a bare count: "with
+// concurrency 10", "3 retries" is read by valueUnits.
+var countedSettings = map[string]bool{
+	"concurrency": true, "replicas": true, "workers": true, "threads": true, "retries": true, "attempts": true,
+	"parallelism": true, "shards": true, "partitions": true, "size": true, "limit": true, "timeout": true, "ttl": true,
+}
+
+// wordBefore returns the word that ends right before low[i] (one space
+// between), "" when there is none.
+func wordBefore(low string, i int) string {
+	if i < 2 || low[i-1] != ' ' {
+		return ""
+	}
+	j := i - 1
+	for j > 0 && low[j-1] >= 'a' && low[j-1] <= 'z' {
+		j--
+	}
+	return low[j : i-1]
 }

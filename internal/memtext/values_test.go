@@ -19,6 +19,8 @@ func TestValues(t *testing.T) {
 		{"schedule 02:00 UTC on the 1st", nil},
 		{"python3.12 and v2 and sha256", nil},
 		{"retry 3 times", nil},
+		{"Queue mailers with concurrency 10.", []Value{{"10", "concurrency"}}},
+		{"purge them with a nightly job, batch size 5000", []Value{{"5000", "size"}}},
 	} {
 		if got := Values(tt.in); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Values(%q) = %v, want %v", tt.in, got, tt.want)

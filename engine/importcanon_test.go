@@ -27,7 +27,7 @@ func init() {
 
 // importFile reads path for import against the engine's state and
 // appends its records; it returns what ReadImport found.
-func importPath(t *testing.T, e *Engine, source, path string) *FileImport {
+func importPath(t testing.TB, e *Engine, source, path string) *FileImport {
 	t.Helper()
 	catchUp(t, e)
 	st, ok, err := e.ImportState(strings.TrimSuffix(path, ".zst"))

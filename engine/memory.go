@@ -565,7 +565,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 		}
 		if (!ok || old != sum || moved) && indexed(a.ID) {
 			keys := projectKeys(st.Project, a)
-			if err := putProjectKeys(b, f.keys[a.ID], keys, s.Ordinal); err != nil {
+			if err := putProjectKeys(b, f.keys[a.ID], keys, s.Ordinal, a.Last); err != nil {
 				return f, written, err
 			}
 			f.keys[a.ID] = keys
@@ -586,7 +586,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	for id := range f.stored {
 		if _, ok := stored[id]; !ok {
 			b.Delete(artifactKey(id), nil)
-			if err := putProjectKeys(b, f.keys[id], nil, s.Ordinal); err != nil {
+			if err := putProjectKeys(b, f.keys[id], nil, s.Ordinal, 0); err != nil {
 				return f, written, err
 			}
 			delete(f.keys, id)

@@ -1088,14 +1088,11 @@ func commandTools(cmd string) []string {
 	return out
 }
 
-// negates reports whether statement d tells not to do what statement e
-// did: d has a "don't …" (or "do not", "stop", "no longer") clause of at
-// least two content words, two thirds of which e holds ("don't hard-pin
-// the VPC module" against "pin the VPC module to 5.1.2"; a hyphenated
-// word counts by its last part).
-func negates(d, e string) bool {
+// negatedClauses returns the "don't …" (or "do not", "no longer",
+// "stop") clauses of statement d, lowercased: what negates compares.
+func negatedClauses(d string) []string {
 	low := strings.ToLower(d)
-	et := memtext.Terms(e)
+	var out []string
 	for _, neg := range []string{"don't ", "do not ", "dont ", "no longer ", "stop "} {
 		i := strings.Index(low, neg)
 		if i < 0 || i > 0 && low[i-1] != ' ' && low[i-1] != ',' {
@@ -1105,6 +1102,19 @@ func negates(d, e string) bool {
 		if j := strings.IndexAny(clause, ",.;:!?"); j >= 0 {
 			clause = clause[:j]
 		}
+		out = append(out, clause)
+	}
+	return out
+}
+
+// negates reports whether statement d tells not to do what statement e
+// did: d has a "don't …" (or "do not", "stop", "no longer") clause of at
+// least two content words, two thirds of which e holds ("don't hard-pin
+// the VPC module" against "pin the VPC module to 5.1.2"; a hyphenated
+// word counts by its last part).
+func negates(d, e string) bool {
+	et := memtext.Terms(e)
+	for _, clause := range negatedClauses(d) {
 		ct := memtext.Terms(clause)
 		if len(ct) < 2 {
 			continue

@@ -30,8 +30,11 @@ import (
 //	'i' 'p' project 0x00 'U' unit 0x00 artifact id        active decision, by the unit of a value it states
 //	'i' 'p' project 0x00 'A' term 0x00 artifact id        outcome, by a term of its task's prompt (answers)
 //	'i' 'p' project 0x00 'O' tool 0x00 artifact id        outcome with a command that succeeded, by its tool (toolWord)
+//	'i' 'p' project 0x00 'N' term 0x00 artifact id        active decision, by a term of a "don't …" clause it states
 //
-// Each value is the session's ordinal (8 bytes, big-endian). The entries
+// Each value is the session's ordinal and the artifact's latest time
+// (unix ns), 8 bytes each, big-endian (an entry written before memory/5
+// has the ordinal alone). The entries
 // of an artifact change only when the artifact does, so keeping the index
 // costs what the changed artifacts cost: a session of a project with
 // hundreds of earlier sessions reads and writes only its own entries,
@@ -58,6 +61,7 @@ const (
 	ProjectUnit       = 'U'
 	ProjectPrompt     = 'A'
 	ProjectSucceeded  = 'O'
+	ProjectNegated    = 'N'
 )
 
 // ProjectOf returns the project of a session: its working directory,
@@ -97,6 +101,14 @@ func projectKeys(project string, a *Artifact) []string {
 		for _, v := range memtext.Values(d.Statement) {
 			add(ProjectUnit, v.Unit)
 		}
+		for _, c := range negatedClauses(d.Statement) {
+			for _, t := range memtext.Terms(c) {
+				add(ProjectNegated, t)
+				if k := strings.LastIndexByte(t, '-'); k >= 0 {
+					add(ProjectNegated, t[k+1:]) // "hard-pin" is found by "pin"
+				}
+			}
+		}
 	case a.Outcome != nil:
 		add(ProjectPassed, passedKeys(a.Outcome)...)
 		add(ProjectPrompt, promptTerms(a.Outcome.Prompt)...)
@@ -121,9 +133,13 @@ func projectKeys(project string, a *Artifact) []string {
 }
 
 // putProjectKeys puts in b the change from the index keys old to new,
-// for session ordinal ord.
-func putProjectKeys(b *pebble.Batch, old, new []string, ord uint64) error {
+// for an artifact of session ordinal ord last stated at last (unix ns).
+// Every key of new is written, so that its value carries the artifact's
+// latest time: resolving reads it to skip candidates that cannot be
+// later without loading them.
+func putProjectKeys(b *pebble.Batch, old, new []string, ord uint64, last int64) error {
 	v := binary.BigEndian.AppendUint64(nil, ord)
+	v = binary.BigEndian.AppendUint64(v, uint64(last))
 	for _, k := range old {
 		if _, ok := slices.BinarySearch(new, k); !ok {
 			if err := b.Delete([]byte(k), nil); err != nil {
@@ -132,10 +148,8 @@ func putProjectKeys(b *pebble.Batch, old, new []string, ord uint64) error {
 		}
 	}
 	for _, k := range new {
-		if _, ok := slices.BinarySearch(old, k); !ok {
-			if err := b.Set([]byte(k), v, nil); err != nil {
-				return err
-			}
+		if err := b.Set([]byte(k), v, nil); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -156,7 +170,7 @@ func (e *Engine) ProjectIndex(project string, kind byte, term string) ([]Project
 	var out []ProjectEntry
 	err := e.scan(p, func(k, v []byte) error {
 		id := k[len(p):]
-		if bytes.IndexByte(id, 0) >= 0 || len(v) != 8 {
+		if bytes.IndexByte(id, 0) >= 0 || len(v) != 8 && len(v) != 16 {
 			return nil
 		}
 		out = append(out, ProjectEntry{Artifact: string(id), Ordinal: binary.BigEndian.Uint64(v)})

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"math"
 	"slices"
 	"strings"
 
@@ -67,6 +68,7 @@ type projectView struct {
 	project string
 	arts    map[string]*Artifact // loaded, by id; nil for a forgotten or missing one
 	ords    map[string]uint64    // session ordinal, by artifact id
+	lasts   map[string]int64     // the artifact's latest time, by id; -1 when the entry does not say
 	// By the index's kinds and terms.
 	subject   map[string][]string // ProjectSubject
 	terms     map[string][]string // ProjectTerm
@@ -78,19 +80,21 @@ type projectView struct {
 	units     map[string][]string // ProjectUnit
 	prompts   map[string][]string // ProjectPrompt
 	succeeded map[string][]string // ProjectSucceeded
+	negated   map[string][]string // ProjectNegated
 	// digest, when set, takes every entry scan reads (scanProject).
 	digest hash.Hash
 }
 
 func newProjectView(e *Engine, project string) *projectView {
-	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{},
+	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{}, lasts: map[string]int64{},
 		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{}, questions: map[string][]string{},
-		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}, succeeded: map[string][]string{}}
+		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}, succeeded: map[string][]string{}, negated: map[string][]string{}}
 }
 
 // add takes one entry of the project index.
-func (v *projectView) add(kind byte, term, id string, ord uint64) {
+func (v *projectView) add(kind byte, term, id string, ord uint64, last int64) {
 	v.ords[id] = ord
+	v.lasts[id] = last
 	var m map[string][]string
 	switch kind {
 	case ProjectSubject:
@@ -113,6 +117,8 @@ func (v *projectView) add(kind byte, term, id string, ord uint64) {
 		m = v.prompts
 	case ProjectSucceeded:
 		m = v.succeeded
+	case ProjectNegated:
+		m = v.negated
 	default:
 		return
 	}
@@ -138,7 +144,7 @@ func (v *projectView) scan(kind byte, term string) error {
 			v.digest.Write(k)
 			v.digest.Write(val)
 		}
-		if len(val) != 8 {
+		if len(val) != 8 && len(val) != 16 {
 			return nil
 		}
 		rest := k[len(v.project)+3:] // after 'i' 'p' project 0x00
@@ -147,7 +153,11 @@ func (v *projectView) scan(kind byte, term string) error {
 		if i < 0 {
 			return nil
 		}
-		v.add(kd, string(rest[:i]), string(rest[i+1:]), binary.BigEndian.Uint64(val))
+		last := int64(-1)
+		if len(val) == 16 {
+			last = int64(binary.BigEndian.Uint64(val[8:]))
+		}
+		v.add(kd, string(rest[:i]), string(rest[i+1:]), binary.BigEndian.Uint64(val), last)
 		return nil
 	})
 }
@@ -181,14 +191,43 @@ func (v *projectView) later(b, a *Artifact) bool {
 	return b.ID > a.ID
 }
 
+// maxConsider bounds the candidates one index list loads when resolving
+// an artifact: the latest first, so what it misses is a replacement
+// older than that many later statements of the same subject, unit or
+// term.
+const maxConsider = 48
+
 // resolve says whether a later session took a out of force, and why.
 func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 	var best *Artifact
 	var why string
+	// consider loads the candidates ids that may be later than a (and
+	// than best), latest first as the index entries say, at most
+	// maxConsider of them, and keeps the latest that ok accepts.
 	consider := func(ids []string, ok func(b *Artifact) (string, bool)) error {
+		cands := make([]string, 0, len(ids))
 		for _, id := range ids {
 			if id == a.ID {
 				continue
+			}
+			if l, known := v.lasts[id]; known && l >= 0 && (l < a.Last || best != nil && l < best.Last) {
+				continue // stated before a (or before best): never later
+			}
+			cands = append(cands, id)
+		}
+		slices.SortStableFunc(cands, func(x, y string) int {
+			lx, ly := v.lasts[x], v.lasts[y]
+			if lx < 0 {
+				lx = math.MaxInt64
+			}
+			if ly < 0 {
+				ly = math.MaxInt64
+			}
+			return cmp.Compare(ly, lx)
+		})
+		for n, id := range cands {
+			if n >= maxConsider {
+				break
 			}
 			b, err := v.get(id)
 			if err != nil {
@@ -200,6 +239,9 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 			reason, yes := ok(b)
 			if yes && (best == nil || v.later(b, best)) {
 				best, why = b, reason
+				if v.lasts[id] >= 0 {
+					break // the rest were stated no later
+				}
 			}
 		}
 		return nil
@@ -236,7 +278,7 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 			}
 		}
 		for _, t := range negatableTerms(d) {
-			if err := consider(v.terms[t], func(b *Artifact) (string, bool) {
+			if err := consider(v.negated[t], func(b *Artifact) (string, bool) {
 				if b.Decision == nil || b.Status != "active" || !negates(b.Decision.Statement, d.Statement) {
 					return "", false
 				}
@@ -405,7 +447,7 @@ func (e *Engine) Resolve(a Artifact) (*Resolution, error) {
 			}
 		}
 		for _, t := range negatableTerms(a.Decision) {
-			if err := v.scan(ProjectTerm, t); err != nil {
+			if err := v.scan(ProjectNegated, t); err != nil {
 				return nil, err
 			}
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // writeSession writes l to dir and imports it.
-func writeSession(t *testing.T, e *Engine, dir string, l *claudeLog) string {
+func writeSession(t testing.TB, e *Engine, dir string, l *claudeLog) string {
 	t.Helper()
 	p := filepath.Join(dir, l.session+".jsonl")
 	if err := os.WriteFile(p, l.data(), 0o644); err != nil {

@@ -89,7 +89,7 @@ func printSessions(w io.Writer, list []engine.Session) {
 			models = append(models, m.Model)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", s.ID, orDash(s.Agent),
-			time.Unix(0, s.First).Local().Format("2006-01-02 15:04:05"), duration(s.Last-s.First),
+			started(s.First), sessionDuration(s.First, s.Last),
 			s.Requests, tokens(s.Usage.Input), tokens(s.Usage.Output), tokens(s.Usage.CacheRead),
 			orDash(strings.Join(models, ",")), len(s.Tasks))
 	}
@@ -101,6 +101,23 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// started prints a session's start, "-" when no record of it had a time.
+func started(first int64) string {
+	if first <= 0 {
+		return "-"
+	}
+	return time.Unix(0, first).Local().Format("2006-01-02 15:04:05")
+}
+
+// sessionDuration prints how long a session ran, "-" when its times are
+// not known.
+func sessionDuration(first, last int64) string {
+	if first <= 0 || last < first {
+		return "-"
+	}
+	return duration(last - first)
 }
 
 func duration(ns int64) string {

@@ -51,6 +51,9 @@ func (a *analysis) decision() (decHit, bool) {
 	if h, ok := a.answerLabel(); ok {
 		return h, true
 	}
+	if h, ok := a.approvalLabel(); ok {
+		return h, true
+	}
 	if h, ok := a.goesTo(); ok {
 		return h, true
 	}
@@ -1672,4 +1675,35 @@ func (a *analysis) namedValue(first int) (string, string, bool) {
 		return "", "", false
 	}
 	return strings.Join(articleless(words(a.raw(first, j))), " "), strings.ToLower(a.raw(j, end)), true
+}
+
+// approvalLabel reads a user's go-ahead that restates what to do after a
+// colon: "Yeah do that then: refresh off (-1) while bulk loading, back to
+// 1s when the alias swaps." A bare "Yes, do that." states nothing to
+// remember.
+func (a *analysis) approvalLabel() (decHit, bool) {
+	if a.role != "user" || a.question || a.cond {
+		return decHit{}, false
+	}
+	i := 0
+	for i < len(a.toks) && (clauseStartFillers[a.at(i)] || a.at(i) == "sure" || a.at(i) == "sounds" || a.at(i) == "good" || a.at(i) == "great" || a.at(i) == "perfect") {
+		i++
+	}
+	switch {
+	case a.at(i) == "do" && (a.at(i+1) == "that" || a.at(i+1) == "it" || a.at(i+1) == "this"):
+		i += 2
+	case a.at(i) == "go" && a.at(i+1) == "with" && (a.at(i+2) == "that" || a.at(i+2) == "it" || a.at(i+2) == "this"):
+		i += 3
+	case (a.at(i) == "let's" || a.at(i) == "lets") && a.at(i+1) == "do" && (a.at(i+2) == "that" || a.at(i+2) == "it" || a.at(i+2) == "this"):
+		i += 3
+	default:
+		return decHit{}, false
+	}
+	if a.at(i) == "then" {
+		i++
+	}
+	if a.at(i) != ":" && a.at(i) != "—" || i+3 >= len(a.toks) {
+		return decHit{}, false
+	}
+	return decHit{trig: i, obj: i + 1, kind: dkColon}, true
 }

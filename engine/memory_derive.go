@@ -344,7 +344,12 @@ func outcomeText(a *Artifact) string {
 		b.WriteString(capText(c.Command, 200))
 		b.WriteString("  [exit ")
 		b.WriteString(exit)
-		b.WriteString("]\n")
+		b.WriteString("]")
+		if c.Result != "" {
+			b.WriteString(" → ")
+			b.WriteString(c.Result)
+		}
+		b.WriteByte('\n')
 	}
 	for _, e := range o.Errors {
 		if b.Len() > textCap {
@@ -447,6 +452,9 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev, res *Event, lastTest **Comma
 				c.Error = l
 			}
 		}
+	}
+	if c.Error == "" && !failed && (!known || exit == 0) {
+		c.Result = lastOutputLine(output)
 	}
 	tr := memtext.ParseTestResult(cmd, output, exit, known)
 	// Output that looks like a test runner's counts only from a command
@@ -629,6 +637,25 @@ func viaText(via string) string {
 		return " (in its prompt to a subagent)"
 	case "summary":
 		return " (in a compaction summary)"
+	}
+	return ""
+}
+
+// lastOutputLine returns the last line of a command's output that says
+// something (not an exit code, a prompt or a rule of dashes), trimmed
+// and capped at 160 bytes; "" when there is none.
+func lastOutputLine(output string) string {
+	for len(output) > 0 {
+		i := strings.LastIndexByte(strings.TrimRight(output, "\n"), '\n')
+		line := strings.TrimSpace(output[i+1:])
+		output = output[:max(i, 0)]
+		if line == "" || strings.HasPrefix(line, "Exit code") || strings.Trim(line, "-=─━*#.> ") == "" || strings.HasPrefix(line, "$ ") {
+			if i < 0 {
+				break
+			}
+			continue
+		}
+		return capText(line, 160)
 	}
 	return ""
 }

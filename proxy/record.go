@@ -56,6 +56,7 @@ type recorder struct {
 	// The batch being built, owned by whoever holds rmu.
 	pending []pendingFrame
 	arena   []byte
+	scratch []byte // a payload being encoded, before append copies it
 	recs    []wal.Record
 	// resent remembers the clean segments of each session's last
 	// request body.
@@ -569,12 +570,13 @@ func (r *recorder) answer(err error) {
 }
 
 func (r *recorder) encode(k frame.Kind, x *exch, t int64, v any) {
-	b, err := exchange.Encode(v)
+	b, err := exchange.AppendPayload(r.scratch[:0], v)
 	if err != nil {
 		r.p.opts.Logf("encode %v: %v", k, err)
 		return
 	}
-	r.append(k, x, t, false, b)
+	r.scratch = b
+	r.append(k, x, t, false, b) // copies b
 }
 
 // split appends body bytes as frames no larger than the frame limit.

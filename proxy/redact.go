@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,11 +97,21 @@ func (r *Redactor) Headers(h http.Header) exchange.Headers {
 			out[k] = red
 			continue
 		}
-		cp := make([]string, len(vs))
+		// The values are shared with h unless one changes: h is the
+		// request's header as it arrived (the outbound request has a
+		// copy) or a clone of the response's, neither written after.
+		out[k] = vs
 		for i, v := range vs {
-			cp[i] = r.header(v)
+			if red := r.header(v); red != v {
+				cp := slices.Clone(vs)
+				cp[i] = red
+				for j := i + 1; j < len(vs); j++ {
+					cp[j] = r.header(vs[j])
+				}
+				out[k] = cp
+				break
+			}
 		}
-		out[k] = cp
 	}
 	return out
 }

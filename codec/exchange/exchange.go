@@ -162,17 +162,5 @@ func DecodeError(b []byte) (Error, error) {
 // Encode returns the JSON payload of v (one of the payload types), with
 // V set to Version.
 func Encode(v any) ([]byte, error) {
-	switch p := v.(type) {
-	case *RequestStart:
-		p.V = Version
-	case *ResponseStart:
-		p.V = Version
-	case *ResponseEnd:
-		p.V = Version
-	case *Error:
-		p.V = Version
-	default:
-		return nil, fmt.Errorf("exchange: cannot encode %T", v)
-	}
-	return json.Marshal(v)
+	return AppendPayload(nil, v)
 }

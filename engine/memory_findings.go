@@ -881,6 +881,17 @@ func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
 	tool := runKey(cmd)
 	sig := memtext.ErrorSignature(errLine)
 	id := artifactID("thr", m.s.ID, "failure", tool, sig)
+	if m.threads[id] == nil {
+		// The same tool still failing with another error is the same
+		// open failure, not a second thread.
+		for _, o := range m.list(m.threads) {
+			if a := m.threads[o.ID]; a.Status == "open" && a.Thread.Kind == "failure" && a.Thread.Test == tool {
+				id = a.ID
+				m.threads[id].Errors = addUnique(m.threads[id].Errors, errLine)
+				break
+			}
+		}
+	}
 	if a := m.threads[id]; a != nil {
 		a.Last = ev.Time
 		if a.Status == "closed" {

@@ -317,3 +317,33 @@ func TestInsteadOf(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureOneThreadPerTool: the same tool failing again with another
+// error restates its open failure thread; a later success closes it.
+func TestFailureOneThreadPerTool(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	defer log.Close()
+	defer e.Close()
+	l := newClaudeLog("44444444-0000-4000-8000-000000000031")
+	l.user("Make the type check pass.")
+	l.reply(use("toolu_1", "Bash", map[string]any{"command": "uv run pyright"}))
+	l.result("toolu_1", "/repo/a.py:3:1 - error: Type of \"x\" is unknown\n1 error\nExit code 1", true)
+	l.reply(use("toolu_2", "Bash", map[string]any{"command": "uv run pyright"}))
+	l.result("toolu_2", "/repo/b.py:9:5 - error: Unnecessary isinstance call\n1 error\nExit code 1", true)
+	l.reply(textBlock("Two errors to go."))
+	s := writeSession(t, e, dir, l)
+	arts, err := e.Artifacts(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var threads []Artifact
+	for _, a := range arts {
+		if a.Type == ArtifactThread && a.Thread.Kind == "failure" {
+			threads = append(threads, a)
+		}
+	}
+	if len(threads) != 1 || len(threads[0].Errors) != 2 || threads[0].Status != "open" {
+		t.Fatalf("want one open failure thread with both errors, got %d: %+v", len(threads), threads)
+	}
+}

@@ -450,7 +450,7 @@ func FailureKind(cmd, output string) string {
 		}
 		return false
 	}
-	if has("gh") && (has("run") || has("checks")) {
+	if has("gh") && (has("run") || has("checks")) || has("act") && strings.Contains(output, "Job '") {
 		lo := strings.ToLower(output)
 		if strings.Contains(lo, "fail") || strings.Contains(output, "✗") || strings.Contains(output, "X ") {
 			return "CI job"
@@ -467,7 +467,7 @@ func FailureKind(cmd, output string) string {
 	if has("validate", "plan", "apply", "deploy", "backfill", "migrate", "size-limit", "dbt", "airflow", "dagster", "terraform", "helm", "kubectl") {
 		return "Run"
 	}
-	if strings.Contains(output, "Traceback (most recent call last)") || strings.Contains(output, "panicked at") || strings.Contains(output, "panic: ") {
+	if strings.Contains(output, "Traceback (most recent call last)") || strings.Contains(output, "panicked at") || strings.Contains(output, "panic: ") || namedException(FirstErrorLine(output)) {
 		// A program that crashed: the crash is work left open.
 		return "Run"
 	}
@@ -549,4 +549,12 @@ func ErrorSignature(line string) string {
 		b.WriteByte(c)
 	}
 	return strings.ToLower(strings.TrimSpace(b.String()))
+}
+
+// namedException reports an exception line whose exception has a name of
+// its own ("SyntaxError: …", "psycopg2.errors.UniqueViolation: …"), not
+// a tool's bare "Error: …".
+func namedException(line string) bool {
+	name, _, ok := strings.Cut(line, ":")
+	return ok && isExceptionLine(line) && name != "Error" && name != "Exception" && !strings.HasSuffix(name, ".Error")
 }

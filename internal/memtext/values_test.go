@@ -61,6 +61,9 @@ func TestFailureDetails(t *testing.T) {
 		{"terraform plan", "Error: Unsupported argument", "Run"},
 		{"npx jest", "FAIL x", "Test run"},
 		{"grep -r foo .", "", ""},
+		{"python -c 'print(1)\\'", "  File \"<string>\", line 1\nSyntaxError: unexpected character after line continuation character", "Run"},
+		{"gh pr view", "Error: no pull requests found for branch", ""},
+		{"act -j test", "[CI/test] Job 'test' failed", "CI job"},
 		{"cat missing.txt", "cat: missing.txt: No such file or directory", ""},
 	} {
 		if got := FailureKind(tt.cmd, tt.out); got != tt.want {

@@ -189,6 +189,10 @@ type Decision struct {
 	SubjectFrom string   `json:"subject_from,omitempty"`
 	Chooses     []string `json:"chooses,omitempty"`
 	Replaces    []string `json:"replaces,omitempty"`
+	// Setting is the one setting of a task request's list this decision
+	// is ("learning rate 3e-5" of "…: learning rate 3e-5, batch size
+	// 16"): each setting is a decision of its own, replaced on its own.
+	Setting string `json:"setting,omitempty"`
 	// Role is who stated it: user or assistant. Count is how many times
 	// it was stated.
 	Role  string `json:"role"`

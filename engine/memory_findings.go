@@ -334,6 +334,28 @@ func (m *miner) decision(t *mtask, ev *Event, role, via string, f memtext.Findin
 	if key == "" {
 		key = memtext.Normalize(f.Sentence)
 	}
+	if f.Settings {
+		// One decision per setting: a later request may change the
+		// learning rate and keep the precision.
+		for _, item := range f.Chooses {
+			g := f
+			g.Settings, g.Chooses = false, []string{item}
+			g.Subject, g.SubjectFrom = memtext.SettingName(item), "a setting of a task request"
+			g.Key = key + "\x00" + item
+			m.settingDecision(t, ev, role, via, g, item)
+		}
+		return
+	}
+	m.settingDecision(t, ev, role, via, f, "")
+}
+
+// settingDecision adds or restates the decision of finding f, which is
+// the one setting named when setting is not "".
+func (m *miner) settingDecision(t *mtask, ev *Event, role, via string, f memtext.Finding, setting string) {
+	key := f.Key
+	if key == "" {
+		key = memtext.Normalize(f.Sentence)
+	}
 	id := artifactID("dec", m.s.ID, key)
 	if a := m.decisions[id]; a != nil {
 		a.Last = ev.Time
@@ -351,8 +373,11 @@ func (m *miner) decision(t *mtask, ev *Event, role, via string, f memtext.Findin
 	a := m.base(ArtifactDecision, id, t, ev)
 	a.Status = "active"
 	a.Decision = &Decision{Statement: f.Sentence, Rationale: f.Rationale, Context: f.Context, Subject: f.Subject, SubjectFrom: f.SubjectFrom,
-		Chooses: f.Chooses, Replaces: f.Replaces, Role: role, Count: 1, Via: via}
+		Chooses: f.Chooses, Replaces: f.Replaces, Role: role, Count: 1, Via: via, Setting: setting}
 	a.Title = capText(f.Sentence, 160)
+	if setting != "" {
+		a.Title = capText(setting+": "+f.Sentence, 160)
+	}
 	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale + " " + f.Context)
 	m.decisions[id] = a
 	m.supersede(a)
@@ -386,13 +411,13 @@ func conflicts(d, e *Decision) bool {
 	if _, ok := valueChange(d, e); ok {
 		return true
 	}
-	if negates(d.Statement, e.Statement) {
+	if negates(said(d), said(e)) {
 		return true
 	}
-	if _, ok := insteadOf(d.Statement, e.Statement); ok {
+	if _, ok := insteadOf(said(d), said(e)); ok {
 		return true
 	}
-	terms := memtext.Terms(e.Statement)
+	terms := memtext.Terms(said(e))
 	for _, r := range d.Replaces {
 		for _, c := range e.Chooses {
 			if r == c {
@@ -421,10 +446,10 @@ func conflictWhy(d, e *Decision) string {
 	if why, ok := valueChange(d, e); ok {
 		return why
 	}
-	if negates(d.Statement, e.Statement) {
+	if negates(said(d), said(e)) {
 		return "says not to do what it chose"
 	}
-	if y, ok := insteadOf(d.Statement, e.Statement); ok {
+	if y, ok := insteadOf(said(d), said(e)); ok {
 		return "instead of " + y
 	}
 	for _, r := range d.Replaces {
@@ -438,11 +463,11 @@ func conflictWhy(d, e *Decision) string {
 // word with e ("memory") or changes the value relative to what it was
 // ("go down to 5%"). It says so for a person: "10% -> 5%".
 func valueChange(d, e *Decision) (string, bool) {
-	dv := memtext.Values(d.Statement)
+	dv := memtext.Values(said(d))
 	if len(dv) == 0 {
 		return "", false
 	}
-	ev := memtext.Values(e.Statement)
+	ev := memtext.Values(said(e))
 	for _, x := range dv {
 		for _, y := range ev {
 			if x.Unit != y.Unit || x.Num == y.Num || slices.Contains(ev, x) {
@@ -459,8 +484,8 @@ func valueChange(d, e *Decision) (string, bool) {
 // sharesSettingWord reports whether d and e share a content word that is
 // not the unit itself: what the quantity is of.
 func sharesSettingWord(d, e *Decision, unit string) bool {
-	a := memtext.Terms(d.Statement + " " + d.Subject)
-	b := memtext.Terms(e.Statement + " " + e.Subject)
+	a := memtext.Terms(said(d) + " " + d.Subject)
+	b := memtext.Terms(said(e) + " " + e.Subject)
 	for _, w := range a {
 		if w == unit || strings.Trim(w, "0123456789.%") == "" || valueUnitWord(w) {
 			continue
@@ -1214,4 +1239,13 @@ func insteadOf(d, e string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// said is what a decision says for comparing it with another: the one
+// setting it is, or its statement.
+func said(d *Decision) string {
+	if d.Setting != "" {
+		return d.Setting
+	}
+	return d.Statement
 }

@@ -212,7 +212,7 @@ func TestProjectResolveValuesAndAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sampling, lambda := onlyOne(t, a1, ArtifactDecision, "10%"), onlyOne(t, a1, ArtifactDecision, "1024 MB")
+	sampling, lambda := onlyOne(t, a1, ArtifactDecision, "10%"), onlyOne(t, a1, ArtifactDecision, "1024 mb memory: Lambda")
 	question := onlyOne(t, a1, ArtifactThread, "grouped by customer")
 	five, memory := onlyOne(t, a2, ArtifactDecision, "5%"), onlyOne(t, a2, ArtifactDecision, "512 MB")
 	onlyOne(t, a2, ArtifactDecision, "300 s")
@@ -345,5 +345,47 @@ func TestFailureOneThreadPerTool(t *testing.T) {
 	}
 	if len(threads) != 1 || len(threads[0].Errors) != 2 || threads[0].Status != "open" {
 		t.Fatalf("want one open failure thread with both errors, got %d: %+v", len(threads), threads)
+	}
+}
+
+// TestSettingsEachADecision: the settings of a task request are one
+// decision each, so a later session that changes one of them (by its
+// short name) leaves the others in force.
+func TestSettingsEachADecision(t *testing.T) {
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	defer log.Close()
+	defer e.Close()
+	one := newClaudeLog("44444444-0000-4000-8000-000000000041")
+	one.user("Kick off the fine-tune on the small split: learning rate 3e-5, batch size 16, bf16 on.")
+	one.reply(textBlock("Started."))
+	s1 := writeSession(t, e, dir, one)
+	two := newClaudeLog("44444444-0000-4000-8000-000000000042")
+	two.t = one.t.Add(24 * time.Hour)
+	two.user("The run diverged. Retry it and drop the LR to 2e-5.")
+	two.reply(textBlock("Restarted."))
+	s2 := writeSession(t, e, dir, two)
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings []Artifact
+	for _, a := range a1 {
+		if a.Type == ArtifactDecision && a.Decision.Setting != "" {
+			settings = append(settings, a)
+		}
+	}
+	if len(settings) != 3 {
+		t.Fatalf("want 3 setting decisions, got %d", len(settings))
+	}
+	for _, a := range settings {
+		r, err := e.Resolve(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replaced := r != nil && r.Status == "superseded" && r.Session == s2
+		if want := strings.HasPrefix(a.Decision.Setting, "learning rate"); replaced != want {
+			t.Errorf("%s (subject %q): resolved %+v, want replaced %v", a.Title, a.Decision.Subject, r, want)
+		}
 	}
 }

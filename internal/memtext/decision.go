@@ -1386,7 +1386,7 @@ func (a *analysis) options(f *Finding, h decHit) {
 		for k < len(a.toks) && a.at(k) != "to" && a.at(k) != "at" {
 			k++
 		}
-		if subj := strings.Join(articleless(words(a.raw(j, k))), " "); !pronounSubject[subj] {
+		if subj := settingAlias(strings.Join(articleless(words(a.raw(j, k))), " ")); !pronounSubject[subj] {
 			f.Subject = subj
 			f.SubjectFrom = "the setting the sentence sets"
 		}
@@ -1405,6 +1405,7 @@ func (a *analysis) options(f *Finding, h decHit) {
 		set, subj, _ := a.settings()
 		f.Chooses = append(f.Chooses, set...)
 		f.Subject, f.SubjectFrom = subj, "the settings of a task request"
+		f.Settings = strings.HasSuffix(subj, " settings") && len(set) > 1
 	}
 	if len(f.Chooses) == 0 && (h.kind == dkDrop || h.kind == dkSwitch) {
 		// "we're moving off Jenkins; CircleCI from now on."

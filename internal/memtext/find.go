@@ -43,6 +43,10 @@ type Finding struct {
 	SubjectFrom string
 	Chooses     []string
 	Replaces    []string
+	// Settings is set when Chooses are the settings of a task request
+	// ("learning rate 3e-5", "batch size 16"), each a decision of its
+	// own whose subject is SettingName of it.
+	Settings bool
 	// Context is the sentence before a decision's, cleaned and capped at
 	// 300 bytes: what it is about when the sentence itself does not say
 	// ("We need an argument parser." before "Use clap."); "" for the

@@ -111,3 +111,52 @@ func wordBefore(low string, i int) string {
 	}
 	return low[j : i-1]
 }
+
+// settingAliases are the short names people use for a setting.
+var settingAliases = map[string]string{
+	"lr": "learning rate", "learning-rate": "learning rate", "bs": "batch size", "batch": "batch size",
+	"mem": "memory", "ram": "memory", "epoch": "epochs", "warmup": "warmup steps", "wd": "weight decay",
+	"grad accumulation": "gradient accumulation", "grad accum": "gradient accumulation",
+}
+
+func settingAlias(s string) string {
+	if a, ok := settingAliases[s]; ok {
+		return a
+	}
+	return s
+}
+
+// SettingName returns what one setting of a task request sets: its words
+// without its value and unit ("learning rate 3e-5" is "learning rate",
+// "1024 mb memory" is "memory", "batch size 16" is "batch size"), the
+// job of a known option ("bf16" is "numeric precision"), short names
+// spelled out ("lr" is "learning rate").
+func SettingName(item string) string {
+	if r, _ := optionRole(item); r != "" {
+		return r
+	}
+	var ws []string
+	unitWord := ""
+	fs := strings.Fields(strings.ToLower(item))
+	for i, w := range fs {
+		if hasDigit(w) {
+			continue
+		}
+		if _, unit := valueUnits[w]; unit && i > 0 && hasDigit(fs[i-1]) {
+			unitWord = w // "3 epochs" sets the epochs
+			continue
+		}
+		switch w {
+		case "on", "off", "true", "false", "yes", "no", "=", ":":
+			continue
+		}
+		ws = append(ws, w)
+	}
+	if len(ws) == 0 && unitWord != "" && len(unitWord) > 2 {
+		return settingAlias(unitWord)
+	}
+	if len(ws) == 0 {
+		return strings.ToLower(strings.TrimSpace(item))
+	}
+	return settingAlias(strings.Join(ws, " "))
+}

@@ -71,3 +71,19 @@ func TestFailureDetails(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingName(t *testing.T) {
+	for in, want := range map[string]string{
+		"learning rate 3e-5": "learning rate",
+		"batch size 16":      "batch size",
+		"1024 mb memory":     "memory",
+		"20 s timeout":       "timeout",
+		"bf16":               "numeric precision",
+		"lr 1e-4":            "learning rate",
+		"3 epochs":           "epochs",
+	} {
+		if got := SettingName(in); got != want {
+			t.Errorf("SettingName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

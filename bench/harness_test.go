@@ -38,12 +38,13 @@ func TestPathsIdentical(t *testing.T) {
 		for _, p := range rg.Paths() {
 			hits := rg.UpstreamHits()
 			s, err := rg.Do(p, c)
-			if err != nil && p == ReverseProxy {
+			for try := 1; err != nil && p == ReverseProxy && try <= 3; try++ {
 				// The bare httputil.ReverseProxy, forwarding the request
 				// body as it streams, now and then cuts a streamed response
-				// (golang/go#40747; bbengine reads the body first). It is
-				// the baseline, not what is tested: one more try.
-				t.Logf("%s %s: %v; trying once more", p, c, err)
+				// (golang/go#40747; bbengine reads the body first), more
+				// often on a loaded machine. It is the baseline, not what
+				// is tested: up to three more tries.
+				t.Logf("%s %s: %v; trying again (%d of 3)", p, c, err, try)
 				hits = rg.UpstreamHits()
 				s, err = rg.Do(p, c)
 			}

@@ -394,11 +394,19 @@ func TestClaudeCodeMemory(t *testing.T) {
 	// was rebuilt from the WAL give the same cards in the same order.
 	queries := []string{"job queue database", "SQLite", "BoltDB", "never drop a job", "TestQueue", "TODO retry failed jobs",
 		"queue.go", "go test", "make the queue tests pass"}
+	closeFirst := map[string]bool{}
+	// Each query's result carries, after the cards, whether its first
+	// two scored within 5% of each other: such a pair may swap when the
+	// collection statistics change (below).
 	search := func() map[string][]string {
 		out := map[string][]string{}
 		for _, q := range queries {
-			for _, c := range bbJSON[[]engine.Card](t, dir, "mem", "search", q, "-k", "20") {
+			cards := bbJSON[[]engine.Card](t, dir, "mem", "search", q, "-k", "20")
+			for _, c := range cards {
 				out[q] = append(out[q], c.ID+" "+string(c.Type)+" "+c.Status)
+			}
+			if len(cards) > 1 && cards[1].Score >= 0.95*cards[0].Score {
+				closeFirst[q] = true
 			}
 		}
 		return out
@@ -410,7 +418,7 @@ func TestClaudeCodeMemory(t *testing.T) {
 	}
 	// (A merge in between purges replaced documents from the collection
 	// statistics: see after the rebuild below.)
-	if stopped := search(); !sameFinds(stopped, before) {
+	if stopped := search(); !sameFinds(stopped, before, closeFirst) {
 		t.Errorf("search differs once the proxy stopped:\nrunning %v\nstopped %v", before, stopped)
 	}
 	if out := bb(t, dir, "rebuild"); !strings.Contains(out, "indexed") {
@@ -421,7 +429,7 @@ func TestClaudeCodeMemory(t *testing.T) {
 	// count, field lengths) count replaced documents until a merge
 	// purges them, so the BM25 scores of a live index drift from a
 	// rebuilt one's and close results may swap places.
-	if after := search(); !sameFinds(after, before) {
+	if after := search(); !sameFinds(after, before, closeFirst) {
 		t.Errorf("search differs after rebuild:\nbefore %v\nafter  %v", before, after)
 	} else if !mapsEqual(after, before) {
 		t.Logf("after rebuild, close results ranked differently:\nbefore %v\nafter  %v", before, after)
@@ -450,14 +458,20 @@ func mapsEqual(a, b map[string][]string) bool {
 }
 
 // sameFinds reports whether a and b found the same results for each
-// query, the first the same, the rest in any order.
-func sameFinds(a, b map[string][]string) bool {
+// query, the first the same (or the first two swapped, for a query in
+// closeFirst), the rest in any order.
+func sameFinds(a, b map[string][]string, closeFirst map[string]bool) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for k, v := range a {
 		w := b[k]
-		if len(v) != len(w) || len(v) > 0 && v[0] != w[0] {
+		if len(v) != len(w) {
+			return false
+		}
+		// The same first, or the first two swapped when they scored
+		// within 5% of each other in some search.
+		if len(v) > 0 && v[0] != w[0] && !(closeFirst[k] && len(v) > 1 && v[0] == w[1] && v[1] == w[0]) {
 			return false
 		}
 		if !slices.Equal(slices.Sorted(slices.Values(v)), slices.Sorted(slices.Values(w))) {

@@ -912,7 +912,10 @@ func (m *miner) failure(t *mtask, ev *Event, cmd, errLine, output string) {
 		for _, o := range m.list(m.threads) {
 			if a := m.threads[o.ID]; a.Status == "open" && a.Thread.Kind == "failure" && a.Thread.Test == tool {
 				id = a.ID
-				m.threads[id].Errors = addUnique(m.threads[id].Errors, errLine)
+				if !slices.Contains(a.Errors, errLine) {
+					a.Errors = append(a.Errors, errLine)
+					a.Thread.Text = capText(a.Thread.Text+"; then: "+errLine, 600)
+				}
 				break
 			}
 		}

@@ -409,7 +409,9 @@ func errorLine(t string) bool {
 	return isExceptionLine(t)
 }
 
-// isExceptionLine reports "ValueError: …", "pkg.SomeException: …".
+// isExceptionLine reports "ValueError: …", "pkg.SomeException: …", and
+// a qualified exception of any name ("psycopg2.errors.UniqueViolation:
+// …", "java.lang.NoSuchMethodError: …").
 func isExceptionLine(t string) bool {
 	k := strings.IndexByte(t, ':')
 	if k <= 0 {
@@ -421,6 +423,20 @@ func isExceptionLine(t string) bool {
 	}
 	for _, suf := range []string{"Error", "Exception", "Interrupt", "Exit", "Failure"} {
 		if strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	// A dotted name whose last part is CamelCase, followed by ": ".
+	d := strings.LastIndexByte(name, '.')
+	if d <= 0 || d == len(name)-1 || !strings.HasPrefix(t[k:], ": ") {
+		return false
+	}
+	last := name[d+1:]
+	if last[0] < 'A' || last[0] > 'Z' || strings.ContainsAny(name, "/\\") {
+		return false
+	}
+	for i := 1; i < len(last); i++ {
+		if last[i] >= 'a' && last[i] <= 'z' {
 			return true
 		}
 	}

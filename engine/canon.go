@@ -137,7 +137,10 @@ type canonicalizer struct {
 	// correction.
 	corrected bool
 
-	batch    *pebble.Batch
+	batch *pebble.Batch
+	// tab is the event table of imported sessions being written
+	// (ingest.go), ingested when the batch commits.
+	tab      *eventTable
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
 	closed   map[uint64]bool   // exchanges finished in this batch
 	progress Progress
@@ -616,7 +619,11 @@ func (c *canonicalizer) commit() error {
 	}
 	b.Set(keyApplied, binary.BigEndian.AppendUint64(nil, c.applied), nil)
 	b.Set(keySessions, binary.BigEndian.AppendUint64(nil, c.ordinals), nil)
-	err := c.e.held()
+	// The events the batch's sessions count go in first.
+	err := c.ingestTable()
+	if err == nil {
+		err = c.e.held()
+	}
 	if err == nil {
 		err = b.Commit(pebble.NoSync)
 	}
@@ -635,6 +642,7 @@ func (c *canonicalizer) commit() error {
 // discard drops an uncommitted batch and forgets the cached state, so
 // the next pass starts again from what was committed.
 func (c *canonicalizer) discard() {
+	c.dropTable()
 	if c.batch != nil {
 		c.batch.Close()
 		c.batch = nil

@@ -117,8 +117,11 @@ type Engine struct {
 	holderMu sync.Mutex
 	holder   Holder
 	db       *pebble.DB
-	log      *wal.Log
-	ownLog   bool
+	// popts are the options db was opened with, defaults filled in:
+	// the event tables of imports (ingest.go) are written with them.
+	popts  *pebble.Options
+	log    *wal.Log
+	ownLog bool
 
 	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
 	run   sync.Mutex
@@ -175,7 +178,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, fmt.Errorf("engine: %w", derr)
 	}
-	e.db, err = openStore(dbDir, o)
+	e.db, e.popts, err = openStore(dbDir, o)
 	if err != nil {
 		e.closeLog()
 		lk.close()
@@ -191,13 +194,13 @@ func Open(dir string, opts *Options) (*Engine, error) {
 // openStore opens the Pebble store at dbDir. Any failure but a lock, a
 // permission or a full disk means the store cannot be read and is
 // returned as a *DamagedError.
-func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
+func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err error) {
 	defer recoverDamage(dbDir, &err)
 	base := vfs.Default
 	if o.FS != nil {
 		base = o.FS
 	}
-	po := &pebble.Options{
+	po = &pebble.Options{
 		FS:                         newOwnerFS(base),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
@@ -219,14 +222,24 @@ func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
 		},
 	}
 	setCompression(po)
+	// An event table an import ingests (ingest.go) goes to the lowest
+	// level its keys do not overlap; ingest-time splitting lets it go
+	// there even when one table of that level spans its bounds without
+	// holding keys inside them (the last events of earlier sessions and
+	// the key families after them).
+	po.Experimental.IngestSplit = func() bool { return true }
+	po.EnsureDefaults()
+	// A table a killed import left unfinished or not ingested (one that
+	// stays is replaced by the next).
+	po.FS.Remove(filepath.Join(dbDir, ingestName))
 	db, err = pebble.Open(dbDir, po)
 	if err == nil {
-		return db, nil
+		return db, po, nil
 	}
 	if os.IsPermission(err) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EROFS) {
-		return nil, fmt.Errorf("engine: open %s: %w", dbDir, err)
+		return nil, nil, fmt.Errorf("engine: open %s: %w", dbDir, err)
 	}
-	return nil, &DamagedError{Path: dbDir, Err: err}
+	return nil, nil, &DamagedError{Path: dbDir, Err: err}
 }
 
 // setCompression writes the tables of level 0 uncompressed and those of

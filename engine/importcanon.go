@@ -256,11 +256,25 @@ func (c *canonicalizer) deriveImports() error {
 		return err
 	}
 	c.dropImportFolds()
-	ids := make([]string, 0, len(c.pendingImports))
-	for id := range c.pendingImports {
-		ids = append(ids, id)
+	// In ordinal order, so that the events of the sessions that go to
+	// the event table (ingest.go) come in key order.
+	type pendingSession struct {
+		ord uint64
+		id  string
 	}
-	slices.Sort(ids)
+	order := make([]pendingSession, 0, len(c.pendingImports))
+	for id := range c.pendingImports {
+		st, err := c.session(id)
+		if err != nil {
+			return err
+		}
+		order = append(order, pendingSession{st.s.Ordinal, id})
+	}
+	slices.SortFunc(order, func(a, b pendingSession) int { return compareU64(a.ord, b.ord) })
+	ids := make([]string, len(order))
+	for i := range order {
+		ids[i] = order[i].id
+	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(ids)))
 	window := 2 * workers
 	jobs := make(chan *importJob, window)
@@ -303,11 +317,26 @@ func (c *canonicalizer) deriveImports() error {
 		if r.err != nil {
 			return r.err
 		}
+		// A session with no event stored yet has its events go to the
+		// event table, the others' to the batch.
+		table := false
+		if r.im != nil && len(r.events) > 0 {
+			st, err := c.session(id)
+			if err != nil {
+				return err
+			}
+			if table, err = c.ingestible(st); err != nil {
+				return err
+			}
+		}
 		// A batch that would not hold the session's events is
 		// committed first, and the next one sized for them.
 		need := 0
 		for _, v := range r.events {
 			need += len(v) + 32 // and the key and lengths
+		}
+		if table {
+			need = 0
 		}
 		if !c.batch.Empty() && c.batch.Len()+need > batchSize {
 			if err := c.commit(); err != nil {
@@ -315,7 +344,7 @@ func (c *canonicalizer) deriveImports() error {
 			}
 		}
 		c.ensureBatchSize(max(batchSize, need+64<<10))
-		if err := c.applyImported(id, j, r); err != nil {
+		if err := c.applyImported(id, j, r, table); err != nil {
 			return err
 		}
 		if c.batch.Len() >= c.e.opts.BatchBytes {
@@ -413,16 +442,20 @@ func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob
 }
 
 // applyImported puts session id, derived by r, into the batch in place
-// of its old timeline.
-func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) error {
+// of its old timeline; with table set, which ingestible allowed, its
+// events go to the event table instead.
+func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, table bool) error {
 	st, err := c.session(id)
 	if err != nil {
 		return err
 	}
-	// Drop the old timeline, and the memory folded from it.
+	// Drop the old timeline, and the memory folded from it; a session
+	// whose events go to the event table (table) has none.
 	delete(c.folds, id)
 	delete(c.handed, id)
-	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
+	if !table {
+		c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
+	}
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {
 		s = r.im.Session
@@ -432,7 +465,12 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 		}
 		size := 0
 		for i, v := range r.events {
-			if err := c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil); err != nil {
+			if table {
+				err = c.tableSet(s.Ordinal, uint64(i+1), v)
+			} else {
+				err = c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil)
+			}
+			if err != nil {
 				return err
 			}
 			size += len(v)

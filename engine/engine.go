@@ -45,6 +45,9 @@ type Options struct {
 	WAL *wal.Log
 	// CacheSize is Pebble's block cache in bytes. The default is 64 MiB.
 	CacheSize int64
+	// MemTableSize is the size of Pebble's memtables in bytes (it keeps
+	// up to two). The default is 16 MiB.
+	MemTableSize uint64
 	// BatchBytes is how many bytes of WAL frames the canonicalizer reads
 	// before it commits. The default is 4 MiB.
 	BatchBytes int
@@ -87,6 +90,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.CacheSize <= 0 {
 		v.CacheSize = 64 << 20
+	}
+	if v.MemTableSize == 0 {
+		v.MemTableSize = 16 << 20
 	}
 	if v.BatchBytes <= 0 {
 		v.BatchBytes = 4 << 20
@@ -204,7 +210,7 @@ func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err 
 		FS:                         newOwnerFS(base),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
-		MemTableSize:               16 << 20,
+		MemTableSize:               o.MemTableSize,
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
 		Logger:                     quietLogger{},
 		// Without a listener Pebble calls the logger's Fatalf on

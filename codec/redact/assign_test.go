@@ -32,7 +32,7 @@ func TestNameWord(t *testing.T) {
 		{"keys", ""},
 		{"\"key", "key"},
 		{"credentialſ", ""}, // U+017F folds to s, but is two bytes
-		{"\u212aey", ""},     // the Kelvin sign folds to k
+		{"\u212aey", ""},    // the Kelvin sign folds to k
 	} {
 		if got := nameWord([]byte(tc.in)); got != tc.want || got != nameWordAll([]byte(tc.in)) {
 			t.Errorf("nameWord(%q) = %q, want %q", tc.in, got, tc.want)

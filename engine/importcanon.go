@@ -237,13 +237,19 @@ func (c *canonicalizer) loadPendingImports() error {
 	return it.Error()
 }
 
+// importWindow is how many bytes of sessions' files deriveImports admits
+// beyond its window of sessions: the sessions of a pass (about pipeDerive
+// bytes of an import, see api) are all admitted, so that the largest
+// starts first, while a rebuild's single pass stays bounded.
+const importWindow = 32 << 20
+
 // deriveImports derives every pending session again. Sessions are
 // independent, so each one is read back from the WAL, run through its
 // importer and encoded on one of GOMAXPROCS workers; the results go into
-// the batch in session order, and the batch is committed whenever it
-// holds more than Options.BatchBytes. At most importWindow sessions are
-// in flight, so memory is bounded by the largest sessions, not by how
-// many are pending.
+// the batch in ordinal order, and the batch is committed whenever it
+// holds more than Options.BatchBytes. Sessions of at most importWindow
+// bytes (or 2 x GOMAXPROCS sessions) are in flight, so memory is bounded
+// by the largest sessions, not by how many are pending.
 func (c *canonicalizer) deriveImports() error {
 	if len(c.pendingImports) == 0 {
 		return nil
@@ -277,7 +283,7 @@ func (c *canonicalizer) deriveImports() error {
 	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(ids)))
 	window := 2 * workers
-	jobs := make(chan *importJob, window)
+	jobs := newLargestFirst[*importJob]()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -285,7 +291,11 @@ func (c *canonicalizer) deriveImports() error {
 			wr := c.e.log.NewReader()
 			defer wr.Close()
 			enc := &eventEncoder{}
-			for j := range jobs {
+			for {
+				j, ok := jobs.pop()
+				if !ok {
+					return
+				}
 				func() {
 					var r importResult
 					defer func() { j.res <- r }()
@@ -296,22 +306,29 @@ func (c *canonicalizer) deriveImports() error {
 		})
 	}
 	defer func() {
-		close(jobs)
+		jobs.close()
 		wg.Wait()
 	}()
+	// Sessions are admitted in order while fewer than window, or fewer
+	// than importWindow bytes of them, are waiting to be applied, and
+	// derived largest first.
 	queued := make([]*importJob, len(ids))
 	next := 0
+	var admitted int64
 	for i, id := range ids {
-		for ; next < len(ids) && next < i+window; next++ {
+		for next < len(ids) && (next < i+window || admitted < importWindow) {
 			j, err := c.importJob(ids[next])
 			if err != nil {
 				return err
 			}
 			queued[next] = j
-			jobs <- j
+			admitted += j.size
+			jobs.push(j.size, j)
+			next++
 		}
 		j := queued[i]
 		queued[i] = nil
+		admitted -= j.size
 		r := <-j.res
 		rethrow(r.err)
 		if r.err != nil {
@@ -360,6 +377,9 @@ func (c *canonicalizer) deriveImports() error {
 // importJob is one session to derive again: its files' states as they
 // are at the end of the pass.
 type importJob struct {
+	// size is how many bytes of its files the session was imported
+	// from.
+	size    int64
 	id      string
 	ordinal uint64
 	source  string
@@ -395,6 +415,7 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 			continue // moved to another session
 		}
 		j.source = fs.Source
+		j.size += fs.End
 		f := *fs
 		f.Runs = slices.Clone(fs.Runs)
 		j.files = append(j.files, f)

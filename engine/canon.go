@@ -258,7 +258,18 @@ func (c *canonicalizer) resumeOffset() (uint64, error) {
 func (e *Engine) CatchUp(ctx context.Context) (Progress, error) {
 	e.run.Lock()
 	defer e.run.Unlock()
-	return e.pass(ctx, false)
+	return e.pass(ctx, false, 0)
+}
+
+// CatchUpTo is CatchUp reading only the frames that start before the
+// WAL offset end: an importer far ahead of derivation has the engine
+// derive its records a bounded stretch at a time, so that what one pass
+// holds (its sessions, the events handed to memory) does not grow with
+// how far ahead the importer is.
+func (e *Engine) CatchUpTo(ctx context.Context, end uint64) (Progress, error) {
+	e.run.Lock()
+	defer e.run.Unlock()
+	return e.pass(ctx, false, end)
 }
 
 // Follow catches up and then keeps reading frames as the WAL grows, until
@@ -266,7 +277,7 @@ func (e *Engine) CatchUp(ctx context.Context) (Progress, error) {
 func (e *Engine) Follow(ctx context.Context) error {
 	e.run.Lock()
 	defer e.run.Unlock()
-	_, err := e.pass(ctx, true)
+	_, err := e.pass(ctx, true, 0)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -274,8 +285,9 @@ func (e *Engine) Follow(ctx context.Context) error {
 }
 
 // pass reads frames from the resume point to the end of the WAL (and on,
-// when follow is set).
-func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
+// when follow is set), or to the frame starting at limit when limit is
+// not 0.
+func (e *Engine) pass(ctx context.Context, follow bool, limit uint64) (Progress, error) {
 	if e.isClosed() {
 		return Progress{}, ErrClosed
 	}
@@ -310,6 +322,9 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 	}
 	for {
 		for r.Next() {
+			if limit != 0 && r.Offset() >= limit {
+				break // read again by the next pass
+			}
 			if e.opts.Yield != nil {
 				// A pause for the proxy is not derivation time.
 				began = began.Add(e.opts.Yield(ctx))

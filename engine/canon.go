@@ -117,6 +117,8 @@ type canonicalizer struct {
 	// encoded size.
 	handed      map[string][]Event
 	handedBytes int
+	// frames are the import frames the pass read (nil outside a pass).
+	frames *frameCache
 	// lastRecs holds, for a dirty file, the data of its last record,
 	// whose SHA-256 writeImportFiles puts in its state.
 	lastRecs map[string][]byte
@@ -310,6 +312,8 @@ func (e *Engine) pass(ctx context.Context, follow bool, limit uint64) (Progress,
 		return c.progress, err
 	}
 	c.resumed = true
+	c.frames = &frameCache{}
+	defer func() { c.frames = nil }()
 	pendingBytes := 0
 	// timed counts the frames read since the last commit, from began,
 	// for Options.OnDerived.
@@ -366,7 +370,9 @@ func (e *Engine) pass(ctx context.Context, follow bool, limit uint64) (Progress,
 			c.discard()
 			return c.progress, fmt.Errorf("engine: %w", err)
 		}
-		if err := c.deriveImports(); err != nil {
+		err := c.deriveImports()
+		c.frames = &frameCache{} // the next round's (Follow)
+		if err != nil {
 			c.discard()
 			return c.progress, err
 		}

@@ -88,6 +88,9 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 		c.e.opts.Logf("engine: import frame at WAL offset %d does not decode: %v (skipped)", off, err)
 		return nil
 	}
+	if c.frames != nil {
+		c.frames.add(off, rec)
+	}
 	if rec.File == "" || rec.Session == "" || rec.Source == "" {
 		c.e.opts.Logf("engine: import frame at WAL offset %d names no file, session or source; skipped", off)
 		return nil
@@ -385,7 +388,9 @@ type importJob struct {
 	source  string
 	paths   []string
 	files   []ImportFileState
-	res     chan importResult
+	// frames are the import frames the pass read.
+	frames *frameCache
+	res    chan importResult
 }
 
 // importResult is a session derived by its importer, its events encoded
@@ -402,7 +407,7 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &importJob{id: id, ordinal: st.s.Ordinal, res: make(chan importResult, 1)}
+	j := &importJob{id: id, ordinal: st.s.Ordinal, frames: c.frames, res: make(chan importResult, 1)}
 	if st.s.Import != nil {
 		j.paths = slices.Clone(st.s.Import.Files)
 	}
@@ -429,9 +434,12 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob) importResult {
 	var files []ImportFile
 	for i := range j.files {
-		recs, err := e.readImportRecords(wr, &j.files[i])
-		if err != nil {
-			return importResult{err: err}
+		recs, ok := j.frames.records(&j.files[i])
+		if !ok {
+			var err error
+			if recs, err = e.readImportRecords(wr, &j.files[i]); err != nil {
+				return importResult{err: err}
+			}
 		}
 		files = append(files, ImportFile{Path: j.files[i].Path, Records: recs})
 	}
@@ -590,4 +598,83 @@ func (e *Engine) readImportRecords(r *wal.Reader, fs *ImportFileState) ([]Import
 		out = out[len(out)-1:] // a whole-file record: its newest version
 	}
 	return out, nil
+}
+
+// frameCache holds the import frames a pass read, decoded, their data
+// copied, in WAL order, so that deriving the pass's sessions need not
+// read those frames back from the WAL and decompress them again (most
+// of an import's sessions were appended in the pass that derives them).
+// It covers the frames from its first to its last offset: every import
+// frame between them that decodes is in it. It holds at most
+// maxFrameCache bytes of data; the frames after that are read back.
+// deriveImports's workers read it; nothing writes it then.
+type frameCache struct {
+	offs  []uint64
+	recs  []exchange.Import
+	arena []byte
+	bytes int
+	full  bool
+}
+
+// maxFrameCache bounds a frameCache's data: an import's pass covers
+// about 16 MiB of records (see api), a rebuild's the whole WAL.
+const maxFrameCache = 24 << 20
+
+// add caches rec, decoded from the frame at off; rec.Data is copied.
+func (fc *frameCache) add(off uint64, rec exchange.Import) {
+	if fc.full {
+		return
+	}
+	if fc.bytes+len(rec.Data) > maxFrameCache {
+		fc.full = true
+		return
+	}
+	if cap(fc.arena)-len(fc.arena) < len(rec.Data) {
+		fc.arena = make([]byte, 0, max(recordArena, len(rec.Data)))
+	}
+	start := len(fc.arena)
+	fc.arena = append(fc.arena, rec.Data...)
+	rec.Data = fc.arena[start:len(fc.arena):len(fc.arena)]
+	fc.bytes += len(rec.Data)
+	fc.offs = append(fc.offs, off)
+	fc.recs = append(fc.recs, rec)
+}
+
+// records returns what readImportRecords reads of fs, or false when a
+// run of fs reaches beyond the frames cached.
+func (fc *frameCache) records(fs *ImportFileState) ([]ImportRecord, bool) {
+	if fc == nil || len(fc.offs) == 0 {
+		return nil, false
+	}
+	out := make([]ImportRecord, 0, fs.Records)
+	for _, run := range fs.Runs {
+		if run.Start < fc.offs[0] {
+			return nil, false
+		}
+		i, _ := slices.BinarySearch(fc.offs, run.Start)
+		var n int64
+		end := int64(-1)
+		for ; n < run.N; i++ {
+			if i == len(fc.offs) {
+				return nil, false // read on in the WAL
+			}
+			rec := fc.recs[i]
+			if rec.File != fs.Path || rec.Gen != fs.Gen {
+				continue
+			}
+			if rec.Kind == exchange.ImportLine {
+				if rec.Offset < end {
+					continue // a duplicate the state skipped too
+				}
+				end = rec.Offset + int64(len(rec.Data)) + 1
+			}
+			n++
+			rec.Source, rec.Session, rec.File = fs.Source, fs.Session, fs.Path
+			out = append(out, ImportRecord{Import: rec, WAL: fc.offs[i]})
+		}
+	}
+	if len(out) > 0 && out[0].Kind != exchange.ImportLine {
+		out = out[len(out)-1:] // a whole-file record: its newest version
+	}
+	return out, true
 }

@@ -23,9 +23,12 @@ import (
 // about 1 MiB, see engine.ScanImport) are in flight, so memory does not
 // grow with the input. With a local sink the workers redact and encode
 // the records (engine.EncodeImports) and the deriver catches the engine
-// up after every pipeDerive bytes appended, to where the WAL ended then
+// up to marks the appender sets, where the WAL ended then
 // (engine.CatchUpTo), so derivation runs beside the reading instead of
-// after it and each of its passes covers about pipeDerive bytes. The
+// after it: a mark goes between two sessions once pipeDerive bytes were
+// appended since the last, so a pass covers about that, and a session
+// is rarely cut in two (the first pass would derive half of it, the
+// second all of it again). The
 // appender may run up to pipeLag bytes ahead of the last finished pass:
 // the records wait in the WAL, not in memory, and the reading keeps the
 // processors busy while a pass has less work than processors (its
@@ -53,11 +56,14 @@ type importPipe struct {
 
 // pipeJob is one chunk of records on its way.
 type pipeJob struct {
-	recs   []exchange.Import
-	frames []wal.Record
-	bytes  int
-	err    error
-	ready  chan struct{}
+	// session is the session of the chunk's records (a chunk is of one
+	// file, see engine.ScanImport).
+	session string
+	recs    []exchange.Import
+	frames  []wal.Record
+	bytes   int
+	err     error
+	ready   chan struct{}
 }
 
 // deriveMark is a point the deriver derives to: the WAL's end, and the
@@ -72,7 +78,7 @@ const (
 	// derivation passes; pipeLag how far the appender may get ahead of
 	// the last finished pass.
 	pipeDerive = 16 << 20
-	pipeLag    = 64 << 20
+	pipeLag    = 64 << 20 // more than the 2 x pipeDerive a pass may cover
 	// appendGroup is how many frames go to the WAL in one AppendBatch:
 	// the WAL keeps a frame buffer per frame of a batch for reuse, so
 	// large batches would leave it holding tens of MiB.
@@ -115,6 +121,9 @@ func (p *importPipe) send(recs []exchange.Import) error {
 		return err
 	}
 	j := &pipeJob{recs: recs, ready: make(chan struct{})}
+	if len(recs) > 0 {
+		j.session = recs[0].Session
+	}
 	for i := range recs {
 		j.bytes += len(recs[i].Data)
 	}
@@ -144,11 +153,27 @@ func (p *importPipe) appendAll() {
 			close(p.derive)
 		}
 	}()
-	appended := 0
+	var (
+		appended int    // since the last mark
+		last     string // the session of the last chunk appended
+	)
 	for j := range p.order {
 		<-j.ready
 		if p.err() != nil {
 			continue // drain
+		}
+		// A mark goes between two sessions, once pipeDerive bytes were
+		// appended: a session cut by a mark is derived in both passes,
+		// whole in the second. A session longer than pipeDerive is cut
+		// after twice that.
+		if p.log != nil && (appended >= pipeDerive && j.session != last || appended >= 2*pipeDerive) {
+			appended = 0
+			end, err := p.log.End()
+			if err != nil {
+				p.fail(err)
+				continue
+			}
+			p.derive <- deriveMark{end: end, appended: p.appended.Load()}
 		}
 		err := j.err
 		switch {
@@ -163,15 +188,8 @@ func (p *importPipe) appendAll() {
 			continue
 		}
 		p.appended.Add(int64(j.bytes))
-		if appended += j.bytes; appended >= pipeDerive && p.log != nil {
-			appended = 0
-			end, err := p.log.End()
-			if err != nil {
-				p.fail(err)
-				continue
-			}
-			p.derive <- deriveMark{end: end, appended: p.appended.Load()}
-		}
+		appended += j.bytes
+		last = j.session
 		p.keepUp()
 	}
 }

@@ -48,6 +48,13 @@ type Options struct {
 	// MemTableSize is the size of Pebble's memtables in bytes (it keeps
 	// up to two). The default is 16 MiB.
 	MemTableSize uint64
+	// L0CompactionThreshold is how many sublevels of level 0 tables
+	// Pebble lets pile up before it compacts them into the level below
+	// (Pebble's L0CompactionThreshold). More make each compaction take
+	// more at once: a writer of keys spread over the key space (an
+	// import's artifacts) then rewrites the level below less often, and
+	// reads look at more tables. The default is Pebble's, 4.
+	L0CompactionThreshold int
 	// BatchBytes is how many bytes of WAL frames the canonicalizer reads
 	// before it commits. The default is 4 MiB.
 	BatchBytes int
@@ -234,6 +241,11 @@ func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err 
 	// holding keys inside them (the last events of earlier sessions and
 	// the key families after them).
 	po.Experimental.IngestSplit = func() bool { return true }
+	po.Experimental.SpanPolicyFunc = eventSpan
+	if n := o.L0CompactionThreshold; n > 0 {
+		po.L0CompactionThreshold = n
+		po.L0StopWritesThreshold = max(po.L0StopWritesThreshold, 4*n)
+	}
 	po.EnsureDefaults()
 	// A table a killed import left unfinished or not ingested (one that
 	// stays is replaced by the next).
@@ -263,6 +275,23 @@ func setCompression(o *pebble.Options) {
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
 	}
 	o.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+}
+
+// eventSpan makes every table Pebble writes end where the events' key
+// family begins and where it ends, so that no table holds both events
+// and other keys. The other families take a tenth of an import's store
+// and are rewritten as they change, while most events are written once,
+// into the last level (ingest.go): a table of other keys that reached
+// into the events would make its compaction into the last level rewrite
+// every event table between its keys.
+func eventSpan(start []byte) (pebble.SpanPolicy, []byte, error) {
+	switch {
+	case len(start) == 0 || start[0] < prefixEvent:
+		return pebble.SpanPolicy{}, []byte{prefixEvent}, nil
+	case start[0] == prefixEvent:
+		return pebble.SpanPolicy{}, []byte{prefixEvent + 1}, nil
+	}
+	return pebble.SpanPolicy{}, nil, nil
 }
 
 // tableBlock is the size of a table's data blocks. Pebble's default, 4

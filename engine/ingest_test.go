@@ -213,3 +213,41 @@ func TestFrameCacheRecords(t *testing.T) {
 		t.Error("a cache of the last frame covers b.jsonl")
 	}
 }
+
+// No table Pebble writes holds both events and keys of other families.
+func TestEventSpanTables(t *testing.T) {
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	b := e.db.NewBatch()
+	for i := range 200 {
+		for _, p := range []byte{prefixConvo, prefixEvent, prefixImportFile} {
+			b.Set(appendU64Key(nil, p, uint64(i)), []byte("v"), nil)
+		}
+	}
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := e.db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tables := range levels {
+		for _, tb := range tables {
+			n++
+			lo, hi := tb.Smallest.UserKey[0], tb.Largest.UserKey[0]
+			if lo != hi && (lo == prefixEvent || hi == prefixEvent || lo < prefixEvent && hi > prefixEvent) {
+				t.Errorf("table %s holds keys from %q to %q", tb.FileNum, lo, hi)
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("%d tables, want one per family at least", n)
+	}
+}

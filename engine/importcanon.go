@@ -241,18 +241,20 @@ func (c *canonicalizer) loadPendingImports() error {
 }
 
 // importWindow is how many bytes of sessions' files deriveImports admits
-// beyond its window of sessions: the sessions of a pass (about pipeDerive
-// bytes of an import, see api) are all admitted, so that the largest
-// starts first, while a rebuild's single pass stays bounded.
+// beyond its window of sessions in a pass of an import (frameCache.paced):
+// the sessions of such a pass (about 16 MiB of records) are all admitted,
+// so that the largest starts first. A larger pass (a rebuild's) keeps to
+// the window.
 const importWindow = 32 << 20
 
 // deriveImports derives every pending session again. Sessions are
 // independent, so each one is read back from the WAL, run through its
 // importer and encoded on one of GOMAXPROCS workers; the results go into
 // the batch in ordinal order, and the batch is committed whenever it
-// holds more than Options.BatchBytes. Sessions of at most importWindow
-// bytes (or 2 x GOMAXPROCS sessions) are in flight, so memory is bounded
-// by the largest sessions, not by how many are pending.
+// holds more than Options.BatchBytes. At most 2 x GOMAXPROCS sessions
+// (in an import's pass, importWindow bytes of them) are in flight, so
+// memory is bounded by the largest sessions, not by how many are
+// pending.
 func (c *canonicalizer) deriveImports() error {
 	if len(c.pendingImports) == 0 {
 		return nil
@@ -318,8 +320,9 @@ func (c *canonicalizer) deriveImports() error {
 	queued := make([]*importJob, len(ids))
 	next := 0
 	var admitted int64
+	paced := c.frames.paced()
 	for i, id := range ids {
-		for next < len(ids) && (next < i+window || admitted < importWindow) {
+		for next < len(ids) && (next < i+window || paced && admitted < importWindow) {
 			j, err := c.importJob(ids[next])
 			if err != nil {
 				return err
@@ -605,28 +608,34 @@ func (e *Engine) readImportRecords(r *wal.Reader, fs *ImportFileState) ([]Import
 // read those frames back from the WAL and decompress them again (most
 // of an import's sessions were appended in the pass that derives them).
 // It covers the frames from its first to its last offset: every import
-// frame between them that decodes is in it. It holds at most
-// maxFrameCache bytes of data; the frames after that are read back.
-// deriveImports's workers read it; nothing writes it then.
+// frame between them that decodes is in it. A pass with more than
+// maxFrameCache bytes of them (a rebuild's) drops it and reads every
+// session back, and derives its sessions a few at a time (see
+// deriveImports). deriveImports's workers read it; nothing writes it
+// then.
 type frameCache struct {
-	offs  []uint64
-	recs  []exchange.Import
-	arena []byte
-	bytes int
-	full  bool
+	offs    []uint64
+	recs    []exchange.Import
+	arena   []byte
+	bytes   int
+	dropped bool
 }
 
 // maxFrameCache bounds a frameCache's data: an import's pass covers
 // about 16 MiB of records (see api), a rebuild's the whole WAL.
 const maxFrameCache = 24 << 20
 
+// paced reports whether fc holds the frames of a pass of an import
+// (api derives an import about 16 MiB at a time), not of a larger one.
+func (fc *frameCache) paced() bool { return fc != nil && !fc.dropped }
+
 // add caches rec, decoded from the frame at off; rec.Data is copied.
 func (fc *frameCache) add(off uint64, rec exchange.Import) {
-	if fc.full {
+	if fc.dropped {
 		return
 	}
 	if fc.bytes+len(rec.Data) > maxFrameCache {
-		fc.full = true
+		*fc = frameCache{dropped: true}
 		return
 	}
 	if cap(fc.arena)-len(fc.arena) < len(rec.Data) {

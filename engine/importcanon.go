@@ -461,6 +461,7 @@ func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob
 	}
 	files = nil // the records are not needed any more
 	r := importResult{im: im, events: make([][]byte, len(im.Events))}
+	enc.resetArena() // this session's events get arenas of their own
 	for i := range im.Events {
 		ev := &im.Events[i]
 		ev.Seq = uint64(i + 1)

@@ -19,24 +19,33 @@ import (
 //	                     ▼
 //	                 appender (WAL, or the running proxy) ──▶ deriver
 //
-// The reader is the caller of send. At most pipeWindow chunks (of about
-// 1 MiB, see engine.ScanImport) are in flight, so memory does not grow
-// with the input. With a local sink the workers redact and encode the
-// records (engine.EncodeImports) and a deriver catches the engine up
-// after every pipeDerive bytes appended, so derivation runs beside the
-// reading instead of after it, and the appender waits while the deriver
-// is more than pipeLag behind; with a running proxy, the proxy derives.
-// A pipe is used by one goroutine; close waits for everything sent.
+// The reader is the caller of send. At most 2 x GOMAXPROCS chunks (of
+// about 1 MiB, see engine.ScanImport) are in flight, so memory does not
+// grow with the input. With a local sink the workers redact and encode
+// the records (engine.EncodeImports) and the deriver catches the engine
+// up to marks the appender sets, where the WAL ended then
+// (engine.CatchUpTo), so derivation runs beside the reading instead of
+// after it: a mark goes between two sessions once pipeDerive bytes were
+// appended since the last, so a pass covers about that, and a session
+// is rarely cut in two (the first pass would derive half of it, the
+// second all of it again). The
+// appender may run up to pipeLag bytes ahead of the last finished pass:
+// the records wait in the WAL, not in memory, and the reading keeps the
+// processors busy while a pass has less work than processors (its
+// commit, the last sessions of its phases). With a running proxy, the
+// proxy derives. A pipe is used by one goroutine; close waits for
+// everything sent.
 type importPipe struct {
 	ctx   context.Context
 	sink  ImportSink
 	log   *wal.Log // the local sink's WAL, nil for a running proxy
 	jobs  chan *pipeJob
 	order chan *pipeJob
-	// derive wakes the deriver; it holds at most one wake-up. caught
+	// derive hands the deriver the marks to derive to, in order; caught
 	// tells the appender a pass ended. appended counts the bytes of
 	// records appended, derived those a finished pass covered.
-	derive, caught    chan struct{}
+	derive            chan deriveMark
+	caught            chan struct{}
 	appended, derived atomic.Int64
 	wg                sync.WaitGroup // workers, appender, deriver
 	closed            bool
@@ -47,11 +56,21 @@ type importPipe struct {
 
 // pipeJob is one chunk of records on its way.
 type pipeJob struct {
-	recs   []exchange.Import
-	frames []wal.Record
-	bytes  int
-	err    error
-	ready  chan struct{}
+	// session is the session of the chunk's records (a chunk is of one
+	// file, see engine.ScanImport).
+	session string
+	recs    []exchange.Import
+	frames  []wal.Record
+	bytes   int
+	err     error
+	ready   chan struct{}
+}
+
+// deriveMark is a point the deriver derives to: the WAL's end, and the
+// bytes of records appended up to it.
+type deriveMark struct {
+	end      uint64
+	appended int64
 }
 
 const (
@@ -59,7 +78,7 @@ const (
 	// derivation passes; pipeLag how far the appender may get ahead of
 	// the last finished pass.
 	pipeDerive = 16 << 20
-	pipeLag    = 24 << 20
+	pipeLag    = 64 << 20 // more than the 2 x pipeDerive a pass may cover
 	// appendGroup is how many frames go to the WAL in one AppendBatch:
 	// the WAL keeps a frame buffer per frame of a batch for reuse, so
 	// large batches would leave it holding tens of MiB.
@@ -81,7 +100,7 @@ func appendFrames(log *wal.Log, frames []wal.Record) error {
 func newImportPipe(ctx context.Context, sink ImportSink) *importPipe {
 	workers := runtime.GOMAXPROCS(0)
 	p := &importPipe{ctx: ctx, sink: sink, jobs: make(chan *pipeJob, 2*workers), order: make(chan *pipeJob, 2*workers),
-		derive: make(chan struct{}, 1), caught: make(chan struct{}, 1)}
+		derive: make(chan deriveMark, pipeLag/pipeDerive+1), caught: make(chan struct{}, 1)}
 	if ls, ok := sink.(*LocalImportSink); ok {
 		p.log = ls.log
 	}
@@ -102,6 +121,9 @@ func (p *importPipe) send(recs []exchange.Import) error {
 		return err
 	}
 	j := &pipeJob{recs: recs, ready: make(chan struct{})}
+	if len(recs) > 0 {
+		j.session = recs[0].Session
+	}
 	for i := range recs {
 		j.bytes += len(recs[i].Data)
 	}
@@ -131,11 +153,27 @@ func (p *importPipe) appendAll() {
 			close(p.derive)
 		}
 	}()
-	appended := 0
+	var (
+		appended int    // since the last mark
+		last     string // the session of the last chunk appended
+	)
 	for j := range p.order {
 		<-j.ready
 		if p.err() != nil {
 			continue // drain
+		}
+		// A mark goes between two sessions, once pipeDerive bytes were
+		// appended: a session cut by a mark is derived in both passes,
+		// whole in the second. A session longer than pipeDerive is cut
+		// after twice that.
+		if p.log != nil && (appended >= pipeDerive && j.session != last || appended >= 2*pipeDerive) {
+			appended = 0
+			end, err := p.log.End()
+			if err != nil {
+				p.fail(err)
+				continue
+			}
+			p.derive <- deriveMark{end: end, appended: p.appended.Load()}
 		}
 		err := j.err
 		switch {
@@ -150,31 +188,20 @@ func (p *importPipe) appendAll() {
 			continue
 		}
 		p.appended.Add(int64(j.bytes))
-		if appended += j.bytes; appended >= pipeDerive {
-			appended = 0
-			p.wake()
-		}
+		appended += j.bytes
+		last = j.session
 		p.keepUp()
 	}
 }
 
-func (p *importPipe) wake() {
-	select {
-	case p.derive <- struct{}{}:
-	default: // a pass is due already
-	}
-}
-
 // keepUp waits while the deriver is more than pipeLag bytes behind the
-// appender. A pass derives everything appended before it, so a deriver
-// left far behind makes passes, and the memory they hold (sessions and
-// their memory), grow with the input.
+// appender, so that the records waiting to be derived, and what the
+// final catch-up derives at once, do not grow with the input.
 func (p *importPipe) keepUp() {
 	if p.log == nil {
 		return // the running proxy derives at its own pace
 	}
 	for p.appended.Load()-p.derived.Load() > pipeLag && p.err() == nil {
-		p.wake()
 		select {
 		case <-p.caught:
 		case <-p.ctx.Done():
@@ -183,16 +210,16 @@ func (p *importPipe) keepUp() {
 	}
 }
 
-// deriveAll catches the engine up whenever the appender says so.
+// deriveAll catches the engine up to each mark the appender sends.
 func (p *importPipe) deriveAll() {
-	for range p.derive {
-		mark := p.appended.Load()
+	ls := p.sink.(*LocalImportSink)
+	for m := range p.derive {
 		if p.err() == nil {
-			if err := p.sink.Wait(p.ctx); err != nil {
+			if _, err := ls.e.CatchUpTo(p.ctx, m.end); err != nil {
 				p.fail(err)
 			}
 		}
-		p.derived.Store(mark)
+		p.derived.Store(m.appended)
 		select {
 		case p.caught <- struct{}{}:
 		default:

@@ -117,6 +117,8 @@ type canonicalizer struct {
 	// encoded size.
 	handed      map[string][]Event
 	handedBytes int
+	// frames are the import frames the pass read (nil outside a pass).
+	frames *frameCache
 	// lastRecs holds, for a dirty file, the data of its last record,
 	// whose SHA-256 writeImportFiles puts in its state.
 	lastRecs map[string][]byte
@@ -137,7 +139,10 @@ type canonicalizer struct {
 	// correction.
 	corrected bool
 
-	batch    *pebble.Batch
+	batch *pebble.Batch
+	// tab is the event table of imported sessions being written
+	// (ingest.go), ingested when the batch commits.
+	tab      *eventTable
 	opened   map[uint64]uint64 // exchanges opened in this batch → first offset
 	closed   map[uint64]bool   // exchanges finished in this batch
 	progress Progress
@@ -255,7 +260,18 @@ func (c *canonicalizer) resumeOffset() (uint64, error) {
 func (e *Engine) CatchUp(ctx context.Context) (Progress, error) {
 	e.run.Lock()
 	defer e.run.Unlock()
-	return e.pass(ctx, false)
+	return e.pass(ctx, false, 0)
+}
+
+// CatchUpTo is CatchUp reading only the frames that start before the
+// WAL offset end: an importer far ahead of derivation has the engine
+// derive its records a bounded stretch at a time, so that what one pass
+// holds (its sessions, the events handed to memory) does not grow with
+// how far ahead the importer is.
+func (e *Engine) CatchUpTo(ctx context.Context, end uint64) (Progress, error) {
+	e.run.Lock()
+	defer e.run.Unlock()
+	return e.pass(ctx, false, end)
 }
 
 // Follow catches up and then keeps reading frames as the WAL grows, until
@@ -263,7 +279,7 @@ func (e *Engine) CatchUp(ctx context.Context) (Progress, error) {
 func (e *Engine) Follow(ctx context.Context) error {
 	e.run.Lock()
 	defer e.run.Unlock()
-	_, err := e.pass(ctx, true)
+	_, err := e.pass(ctx, true, 0)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -271,8 +287,9 @@ func (e *Engine) Follow(ctx context.Context) error {
 }
 
 // pass reads frames from the resume point to the end of the WAL (and on,
-// when follow is set).
-func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
+// when follow is set), or to the frame starting at limit when limit is
+// not 0.
+func (e *Engine) pass(ctx context.Context, follow bool, limit uint64) (Progress, error) {
 	if e.isClosed() {
 		return Progress{}, ErrClosed
 	}
@@ -295,6 +312,8 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 		return c.progress, err
 	}
 	c.resumed = true
+	c.frames = &frameCache{}
+	defer func() { c.frames = nil }()
 	pendingBytes := 0
 	// timed counts the frames read since the last commit, from began,
 	// for Options.OnDerived.
@@ -307,6 +326,9 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 	}
 	for {
 		for r.Next() {
+			if limit != 0 && r.Offset() >= limit {
+				break // read again by the next pass
+			}
 			if e.opts.Yield != nil {
 				// A pause for the proxy is not derivation time.
 				began = began.Add(e.opts.Yield(ctx))
@@ -348,7 +370,9 @@ func (e *Engine) pass(ctx context.Context, follow bool) (Progress, error) {
 			c.discard()
 			return c.progress, fmt.Errorf("engine: %w", err)
 		}
-		if err := c.deriveImports(); err != nil {
+		err := c.deriveImports()
+		c.frames = &frameCache{} // the next round's (Follow)
+		if err != nil {
 			c.discard()
 			return c.progress, err
 		}
@@ -616,7 +640,11 @@ func (c *canonicalizer) commit() error {
 	}
 	b.Set(keyApplied, binary.BigEndian.AppendUint64(nil, c.applied), nil)
 	b.Set(keySessions, binary.BigEndian.AppendUint64(nil, c.ordinals), nil)
-	err := c.e.held()
+	// The events the batch's sessions count go in first.
+	err := c.ingestTable()
+	if err == nil {
+		err = c.e.held()
+	}
 	if err == nil {
 		err = b.Commit(pebble.NoSync)
 	}
@@ -635,6 +663,7 @@ func (c *canonicalizer) commit() error {
 // discard drops an uncommitted batch and forgets the cached state, so
 // the next pass starts again from what was committed.
 func (c *canonicalizer) discard() {
+	c.dropTable()
 	if c.batch != nil {
 		c.batch.Close()
 		c.batch = nil

@@ -80,7 +80,9 @@
 // JSON). The engine never imports them, so a program that opens an
 // engine holding such imports links agents/all and export (the CLI
 // does); an imported session whose source has no importer derives no
-// events.
+// events. The events of a session derived for the first time are
+// written into a table Pebble ingests (the event table, see ingest.go),
+// not through a batch; the keys and values are the same.
 //
 // # Client families
 //

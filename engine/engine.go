@@ -45,6 +45,16 @@ type Options struct {
 	WAL *wal.Log
 	// CacheSize is Pebble's block cache in bytes. The default is 64 MiB.
 	CacheSize int64
+	// MemTableSize is the size of Pebble's memtables in bytes (it keeps
+	// up to two). The default is 16 MiB.
+	MemTableSize uint64
+	// L0CompactionThreshold is how many sublevels of level 0 tables
+	// Pebble lets pile up before it compacts them into the level below
+	// (Pebble's L0CompactionThreshold). More make each compaction take
+	// more at once: a writer of keys spread over the key space (an
+	// import's artifacts) then rewrites the level below less often, and
+	// reads look at more tables. The default is Pebble's, 4.
+	L0CompactionThreshold int
 	// BatchBytes is how many bytes of WAL frames the canonicalizer reads
 	// before it commits. The default is 4 MiB.
 	BatchBytes int
@@ -88,6 +98,9 @@ func (o *Options) withDefaults() Options {
 	if v.CacheSize <= 0 {
 		v.CacheSize = 64 << 20
 	}
+	if v.MemTableSize == 0 {
+		v.MemTableSize = 16 << 20
+	}
 	if v.BatchBytes <= 0 {
 		v.BatchBytes = 4 << 20
 	}
@@ -117,8 +130,11 @@ type Engine struct {
 	holderMu sync.Mutex
 	holder   Holder
 	db       *pebble.DB
-	log      *wal.Log
-	ownLog   bool
+	// popts are the options db was opened with, defaults filled in:
+	// the event tables of imports (ingest.go) are written with them.
+	popts  *pebble.Options
+	log    *wal.Log
+	ownLog bool
 
 	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
 	run   sync.Mutex
@@ -175,7 +191,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, fmt.Errorf("engine: %w", derr)
 	}
-	e.db, err = openStore(dbDir, o)
+	e.db, e.popts, err = openStore(dbDir, o)
 	if err != nil {
 		e.closeLog()
 		lk.close()
@@ -191,17 +207,17 @@ func Open(dir string, opts *Options) (*Engine, error) {
 // openStore opens the Pebble store at dbDir. Any failure but a lock, a
 // permission or a full disk means the store cannot be read and is
 // returned as a *DamagedError.
-func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
+func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err error) {
 	defer recoverDamage(dbDir, &err)
 	base := vfs.Default
 	if o.FS != nil {
 		base = o.FS
 	}
-	po := &pebble.Options{
+	po = &pebble.Options{
 		FS:                         newOwnerFS(base),
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
-		MemTableSize:               16 << 20,
+		MemTableSize:               o.MemTableSize,
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
 		Logger:                     quietLogger{},
 		// Without a listener Pebble calls the logger's Fatalf on
@@ -219,14 +235,29 @@ func openStore(dbDir string, o Options) (db *pebble.DB, err error) {
 		},
 	}
 	setCompression(po)
+	// An event table an import ingests (ingest.go) goes to the lowest
+	// level its keys do not overlap; ingest-time splitting lets it go
+	// there even when one table of that level spans its bounds without
+	// holding keys inside them (the last events of earlier sessions and
+	// the key families after them).
+	po.Experimental.IngestSplit = func() bool { return true }
+	po.Experimental.SpanPolicyFunc = eventSpan
+	if n := o.L0CompactionThreshold; n > 0 {
+		po.L0CompactionThreshold = n
+		po.L0StopWritesThreshold = max(po.L0StopWritesThreshold, 4*n)
+	}
+	po.EnsureDefaults()
+	// A table a killed import left unfinished or not ingested (one that
+	// stays is replaced by the next).
+	po.FS.Remove(filepath.Join(dbDir, ingestName))
 	db, err = pebble.Open(dbDir, po)
 	if err == nil {
-		return db, nil
+		return db, po, nil
 	}
 	if os.IsPermission(err) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EROFS) {
-		return nil, fmt.Errorf("engine: open %s: %w", dbDir, err)
+		return nil, nil, fmt.Errorf("engine: open %s: %w", dbDir, err)
 	}
-	return nil, &DamagedError{Path: dbDir, Err: err}
+	return nil, nil, &DamagedError{Path: dbDir, Err: err}
 }
 
 // setCompression writes the tables of level 0 uncompressed and those of
@@ -244,6 +275,23 @@ func setCompression(o *pebble.Options) {
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
 	}
 	o.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+}
+
+// eventSpan makes every table Pebble writes end where the events' key
+// family begins and where it ends, so that no table holds both events
+// and other keys. The other families take a tenth of an import's store
+// and are rewritten as they change, while most events are written once,
+// into the last level (ingest.go): a table of other keys that reached
+// into the events would make its compaction into the last level rewrite
+// every event table between its keys.
+func eventSpan(start []byte) (pebble.SpanPolicy, []byte, error) {
+	switch {
+	case len(start) == 0 || start[0] < prefixEvent:
+		return pebble.SpanPolicy{}, []byte{prefixEvent}, nil
+	case start[0] == prefixEvent:
+		return pebble.SpanPolicy{}, []byte{prefixEvent + 1}, nil
+	}
+	return pebble.SpanPolicy{}, nil, nil
 }
 
 // tableBlock is the size of a table's data blocks. Pebble's default, 4

@@ -26,6 +26,9 @@ type eventEncoder struct {
 	invalid bool
 	fixes   []rawFix
 	err     error
+	// arena holds the stored forms encodeHanded keeps (keep).
+	arena     []byte
+	arenaSize int
 }
 
 // rawFix is a RawMessage field, and where in the encoding its value is.

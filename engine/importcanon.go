@@ -88,6 +88,9 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 		c.e.opts.Logf("engine: import frame at WAL offset %d does not decode: %v (skipped)", off, err)
 		return nil
 	}
+	if c.frames != nil {
+		c.frames.add(off, rec)
+	}
 	if rec.File == "" || rec.Session == "" || rec.Source == "" {
 		c.e.opts.Logf("engine: import frame at WAL offset %d names no file, session or source; skipped", off)
 		return nil
@@ -237,13 +240,21 @@ func (c *canonicalizer) loadPendingImports() error {
 	return it.Error()
 }
 
+// importWindow is how many bytes of sessions' files deriveImports admits
+// beyond its window of sessions in a pass of an import (frameCache.paced):
+// the sessions of such a pass (about 16 MiB of records) are all admitted,
+// so that the largest starts first. A larger pass (a rebuild's) keeps to
+// the window.
+const importWindow = 32 << 20
+
 // deriveImports derives every pending session again. Sessions are
 // independent, so each one is read back from the WAL, run through its
 // importer and encoded on one of GOMAXPROCS workers; the results go into
-// the batch in session order, and the batch is committed whenever it
-// holds more than Options.BatchBytes. At most importWindow sessions are
-// in flight, so memory is bounded by the largest sessions, not by how
-// many are pending.
+// the batch in ordinal order, and the batch is committed whenever it
+// holds more than Options.BatchBytes. At most 2 x GOMAXPROCS sessions
+// (in an import's pass, importWindow bytes of them) are in flight, so
+// memory is bounded by the largest sessions, not by how many are
+// pending.
 func (c *canonicalizer) deriveImports() error {
 	if len(c.pendingImports) == 0 {
 		return nil
@@ -256,14 +267,28 @@ func (c *canonicalizer) deriveImports() error {
 		return err
 	}
 	c.dropImportFolds()
-	ids := make([]string, 0, len(c.pendingImports))
-	for id := range c.pendingImports {
-		ids = append(ids, id)
+	// In ordinal order, so that the events of the sessions that go to
+	// the event table (ingest.go) come in key order.
+	type pendingSession struct {
+		ord uint64
+		id  string
 	}
-	slices.Sort(ids)
+	order := make([]pendingSession, 0, len(c.pendingImports))
+	for id := range c.pendingImports {
+		st, err := c.session(id)
+		if err != nil {
+			return err
+		}
+		order = append(order, pendingSession{st.s.Ordinal, id})
+	}
+	slices.SortFunc(order, func(a, b pendingSession) int { return compareU64(a.ord, b.ord) })
+	ids := make([]string, len(order))
+	for i := range order {
+		ids[i] = order[i].id
+	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(ids)))
 	window := 2 * workers
-	jobs := make(chan *importJob, window)
+	jobs := newLargestFirst[*importJob]()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -271,7 +296,11 @@ func (c *canonicalizer) deriveImports() error {
 			wr := c.e.log.NewReader()
 			defer wr.Close()
 			enc := &eventEncoder{}
-			for j := range jobs {
+			for {
+				j, ok := jobs.pop()
+				if !ok {
+					return
+				}
 				func() {
 					var r importResult
 					defer func() { j.res <- r }()
@@ -282,26 +311,46 @@ func (c *canonicalizer) deriveImports() error {
 		})
 	}
 	defer func() {
-		close(jobs)
+		jobs.close()
 		wg.Wait()
 	}()
+	// Sessions are admitted in order while fewer than window, or fewer
+	// than importWindow bytes of them, are waiting to be applied, and
+	// derived largest first.
 	queued := make([]*importJob, len(ids))
 	next := 0
+	var admitted int64
+	paced := c.frames.paced()
 	for i, id := range ids {
-		for ; next < len(ids) && next < i+window; next++ {
+		for next < len(ids) && (next < i+window || paced && admitted < importWindow) {
 			j, err := c.importJob(ids[next])
 			if err != nil {
 				return err
 			}
 			queued[next] = j
-			jobs <- j
+			admitted += j.size
+			jobs.push(j.size, j)
+			next++
 		}
 		j := queued[i]
 		queued[i] = nil
+		admitted -= j.size
 		r := <-j.res
 		rethrow(r.err)
 		if r.err != nil {
 			return r.err
+		}
+		// A session with no event stored yet has its events go to the
+		// event table, the others' to the batch.
+		table := false
+		if r.im != nil && len(r.events) > 0 {
+			st, err := c.session(id)
+			if err != nil {
+				return err
+			}
+			if table, err = c.ingestible(st); err != nil {
+				return err
+			}
 		}
 		// A batch that would not hold the session's events is
 		// committed first, and the next one sized for them.
@@ -309,13 +358,16 @@ func (c *canonicalizer) deriveImports() error {
 		for _, v := range r.events {
 			need += len(v) + 32 // and the key and lengths
 		}
+		if table {
+			need = 0
+		}
 		if !c.batch.Empty() && c.batch.Len()+need > batchSize {
 			if err := c.commit(); err != nil {
 				return err
 			}
 		}
 		c.ensureBatchSize(max(batchSize, need+64<<10))
-		if err := c.applyImported(id, j, r); err != nil {
+		if err := c.applyImported(id, j, r, table); err != nil {
 			return err
 		}
 		if c.batch.Len() >= c.e.opts.BatchBytes {
@@ -331,12 +383,17 @@ func (c *canonicalizer) deriveImports() error {
 // importJob is one session to derive again: its files' states as they
 // are at the end of the pass.
 type importJob struct {
+	// size is how many bytes of its files the session was imported
+	// from.
+	size    int64
 	id      string
 	ordinal uint64
 	source  string
 	paths   []string
 	files   []ImportFileState
-	res     chan importResult
+	// frames are the import frames the pass read.
+	frames *frameCache
+	res    chan importResult
 }
 
 // importResult is a session derived by its importer, its events encoded
@@ -353,7 +410,7 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &importJob{id: id, ordinal: st.s.Ordinal, res: make(chan importResult, 1)}
+	j := &importJob{id: id, ordinal: st.s.Ordinal, frames: c.frames, res: make(chan importResult, 1)}
 	if st.s.Import != nil {
 		j.paths = slices.Clone(st.s.Import.Files)
 	}
@@ -366,6 +423,7 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 			continue // moved to another session
 		}
 		j.source = fs.Source
+		j.size += fs.End
 		f := *fs
 		f.Runs = slices.Clone(fs.Runs)
 		j.files = append(j.files, f)
@@ -379,9 +437,12 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob) importResult {
 	var files []ImportFile
 	for i := range j.files {
-		recs, err := e.readImportRecords(wr, &j.files[i])
-		if err != nil {
-			return importResult{err: err}
+		recs, ok := j.frames.records(&j.files[i])
+		if !ok {
+			var err error
+			if recs, err = e.readImportRecords(wr, &j.files[i]); err != nil {
+				return importResult{err: err}
+			}
 		}
 		files = append(files, ImportFile{Path: j.files[i].Path, Records: recs})
 	}
@@ -400,6 +461,7 @@ func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob
 	}
 	files = nil // the records are not needed any more
 	r := importResult{im: im, events: make([][]byte, len(im.Events))}
+	enc.resetArena() // this session's events get arenas of their own
 	for i := range im.Events {
 		ev := &im.Events[i]
 		ev.Seq = uint64(i + 1)
@@ -413,16 +475,20 @@ func (e *Engine) deriveImportJob(wr *wal.Reader, enc *eventEncoder, j *importJob
 }
 
 // applyImported puts session id, derived by r, into the batch in place
-// of its old timeline.
-func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) error {
+// of its old timeline; with table set, which ingestible allowed, its
+// events go to the event table instead.
+func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, table bool) error {
 	st, err := c.session(id)
 	if err != nil {
 		return err
 	}
-	// Drop the old timeline, and the memory folded from it.
+	// Drop the old timeline, and the memory folded from it; a session
+	// whose events go to the event table (table) has none.
 	delete(c.folds, id)
 	delete(c.handed, id)
-	c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
+	if !table {
+		c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
+	}
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {
 		s = r.im.Session
@@ -432,7 +498,12 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult) e
 		}
 		size := 0
 		for i, v := range r.events {
-			if err := c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil); err != nil {
+			if table {
+				err = c.tableSet(s.Ordinal, uint64(i+1), v)
+			} else {
+				err = c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil)
+			}
+			if err != nil {
 				return err
 			}
 			size += len(v)
@@ -531,4 +602,89 @@ func (e *Engine) readImportRecords(r *wal.Reader, fs *ImportFileState) ([]Import
 		out = out[len(out)-1:] // a whole-file record: its newest version
 	}
 	return out, nil
+}
+
+// frameCache holds the import frames a pass read, decoded, their data
+// copied, in WAL order, so that deriving the pass's sessions need not
+// read those frames back from the WAL and decompress them again (most
+// of an import's sessions were appended in the pass that derives them).
+// It covers the frames from its first to its last offset: every import
+// frame between them that decodes is in it. A pass with more than
+// maxFrameCache bytes of them (a rebuild's) drops it and reads every
+// session back, and derives its sessions a few at a time (see
+// deriveImports). deriveImports's workers read it; nothing writes it
+// then.
+type frameCache struct {
+	offs    []uint64
+	recs    []exchange.Import
+	arena   []byte
+	bytes   int
+	dropped bool
+}
+
+// maxFrameCache bounds a frameCache's data: an import's pass covers
+// about 16 MiB of records (see api), a rebuild's the whole WAL.
+const maxFrameCache = 24 << 20
+
+// paced reports whether fc holds the frames of a pass of an import
+// (api derives an import about 16 MiB at a time), not of a larger one.
+func (fc *frameCache) paced() bool { return fc != nil && !fc.dropped }
+
+// add caches rec, decoded from the frame at off; rec.Data is copied.
+func (fc *frameCache) add(off uint64, rec exchange.Import) {
+	if fc.dropped {
+		return
+	}
+	if fc.bytes+len(rec.Data) > maxFrameCache {
+		*fc = frameCache{dropped: true}
+		return
+	}
+	if cap(fc.arena)-len(fc.arena) < len(rec.Data) {
+		fc.arena = make([]byte, 0, max(recordArena, len(rec.Data)))
+	}
+	start := len(fc.arena)
+	fc.arena = append(fc.arena, rec.Data...)
+	rec.Data = fc.arena[start:len(fc.arena):len(fc.arena)]
+	fc.bytes += len(rec.Data)
+	fc.offs = append(fc.offs, off)
+	fc.recs = append(fc.recs, rec)
+}
+
+// records returns what readImportRecords reads of fs, or false when a
+// run of fs reaches beyond the frames cached.
+func (fc *frameCache) records(fs *ImportFileState) ([]ImportRecord, bool) {
+	if fc == nil || len(fc.offs) == 0 {
+		return nil, false
+	}
+	out := make([]ImportRecord, 0, fs.Records)
+	for _, run := range fs.Runs {
+		if run.Start < fc.offs[0] {
+			return nil, false
+		}
+		i, _ := slices.BinarySearch(fc.offs, run.Start)
+		var n int64
+		end := int64(-1)
+		for ; n < run.N; i++ {
+			if i == len(fc.offs) {
+				return nil, false // read on in the WAL
+			}
+			rec := fc.recs[i]
+			if rec.File != fs.Path || rec.Gen != fs.Gen {
+				continue
+			}
+			if rec.Kind == exchange.ImportLine {
+				if rec.Offset < end {
+					continue // a duplicate the state skipped too
+				}
+				end = rec.Offset + int64(len(rec.Data)) + 1
+			}
+			n++
+			rec.Source, rec.Session, rec.File = fs.Source, fs.Session, fs.Path
+			out = append(out, ImportRecord{Import: rec, WAL: fc.offs[i]})
+		}
+	}
+	if len(out) > 0 && out[0].Kind != exchange.ImportLine {
+		out = out[len(out)-1:] // a whole-file record: its newest version
+	}
+	return out, true
 }

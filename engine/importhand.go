@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -29,6 +28,26 @@ import (
 // TestHandEvents checks on the golden corpora that every event handed
 // over equals the decoding of its stored bytes, and TestHandEventTypes
 // that Event holds no type the eventEncoder does not know.
+
+// handedArena is the largest arena an eventEncoder copies stored forms
+// into (one larger than it has one of its own size).
+const handedArena = 1 << 20
+
+// keep returns a copy of b in e's arena, which grows from 64 KiB to
+// handedArena bytes: one allocation per arena, not per event.
+func (e *eventEncoder) keep(b []byte) []byte {
+	if cap(e.arena)-len(e.arena) < len(b) {
+		e.arenaSize = min(max(2*e.arenaSize, 64<<10), handedArena)
+		e.arena = make([]byte, 0, max(e.arenaSize, len(b)))
+	}
+	start := len(e.arena)
+	e.arena = append(e.arena, b...)
+	return e.arena[start:len(e.arena):len(e.arena)]
+}
+
+// resetArena makes e copy into new arenas, from 64 KiB: what keep
+// returned before stays valid, owned by the caller.
+func (e *eventEncoder) resetArena() { e.arena, e.arenaSize = nil, 0 }
 
 // maxHanded is how many bytes of encoded events a pass keeps decoded
 // for memory derivation; the sessions beyond it read theirs back. A pass
@@ -94,7 +113,8 @@ func appendNormal(dst, src []byte) []byte {
 
 // encodeHanded returns ev's stored form, its JSON encoding redacted, and
 // makes *ev what decoding that gives. enc is a scratch encoder, its
-// buffer reused.
+// buffer reused. The stored form is copied into enc's arena: it stays
+// valid until the next resetArena.
 func encodeHanded(enc *eventEncoder, ev *Event, red *redact.Redactor) ([]byte, error) {
 	enc.reset()
 	enc.event(ev)
@@ -105,7 +125,7 @@ func encodeHanded(enc *eventEncoder, ev *Event, red *redact.Redactor) ([]byte, e
 	stored := red.JSON(b)
 	// The redactor returns b itself when it changed nothing.
 	if len(stored) == len(b) && &stored[0] == &b[0] {
-		stored = bytes.Clone(b)
+		stored = enc.keep(b)
 		if !enc.invalid {
 			enc.fix(stored)
 			return stored, nil

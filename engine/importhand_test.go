@@ -231,3 +231,21 @@ func BenchmarkAppendNormal(b *testing.B) {
 		}
 	}
 }
+
+// keep copies into its arena without an allocation per event.
+func TestKeepAllocs(t *testing.T) {
+	var enc eventEncoder
+	b := []byte(`{"kind":"message","text":"hello"}`)
+	first := enc.keep(b)
+	if n := testing.AllocsPerRun(500, func() { enc.keep(b) }); n != 0 {
+		t.Fatalf("keep: %v allocations per event, want 0", n)
+	}
+	b[2] = 'K'
+	if string(first) != `{"kind":"message","text":"hello"}` {
+		t.Fatalf("kept %s: it shares the caller's bytes", first)
+	}
+	enc.resetArena()
+	if again := enc.keep(b); &again[0] == &first[0] || string(first[:3]) != `{"k` {
+		t.Fatal("resetArena reused the arena")
+	}
+}

@@ -258,20 +258,30 @@ type memJob struct {
 	done    chan struct{} // closed when derived
 }
 
+// memWindow is how many sessions per worker deriveMemoryConcurrently
+// has in flight: enough that the largest of a pass, derived first, runs
+// while the others are.
+const memWindow = 8
+
 // deriveMemoryConcurrently derives the sessions ids on workers
 // goroutines, each into a batch of its own, and hands the results to
 // applied in id order, so that what is stored is what deriving them one
-// by one stores. At most 2 x workers sessions are in flight. A job
+// by one stores. At most memWindow x workers sessions are in flight,
+// the largest derived first. A job
 // touches only its own fold and batch, and reads only keys of its own
 // session, which no other job's writes touch. Sessions left when ctx is
 // done are marked pending again.
 func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []string, workers int, handed map[string][]Event, applied func(*memJob) error) error {
-	window := 2 * workers
-	queue := make(chan *memJob, window)
+	window := memWindow * workers
+	queue := newLargestFirst[*memJob]()
 	var wg sync.WaitGroup
 	for range min(workers, len(ids)) {
 		wg.Go(func() {
-			for j := range queue {
+			for {
+				j, ok := queue.pop()
+				if !ok {
+					return
+				}
 				func() {
 					defer close(j.done)
 					defer catch(&j.err)
@@ -283,7 +293,7 @@ func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []stri
 	}
 	var inflight []*memJob // queued, not applied, in id order
 	defer func() {
-		close(queue)
+		queue.close()
 		wg.Wait()
 		// A job not applied may have moved its kept fold past what is
 		// stored: the session's next derivation loads it again.
@@ -305,7 +315,9 @@ func (c *canonicalizer) deriveMemoryConcurrently(ctx context.Context, ids []stri
 			j := &memJob{id: id, kept: c.folds[id], events: handed[id], b: c.e.db.NewBatch(), done: make(chan struct{})}
 			delete(handed, id)
 			inflight = append(inflight, j)
-			queue <- j
+			// The events an import handed over tell a session's size;
+			// one read from the store counts as small.
+			queue.push(int64(len(j.events)), j)
 		}
 		j := inflight[0]
 		<-j.done

@@ -134,6 +134,20 @@ func toolArgs(ev *Event) map[string]any {
 	return m
 }
 
+// argsOf is toolArgs(ev), decoded once while load or add runs. Nothing
+// changes the map it returns.
+func (m *miner) argsOf(ev *Event) map[string]any {
+	if m.args == nil {
+		return toolArgs(ev)
+	}
+	a, ok := m.args[ev]
+	if !ok {
+		a = toolArgs(ev)
+		m.args[ev] = a
+	}
+	return a
+}
+
 func str(m map[string]any, keys ...string) string {
 	for _, k := range keys {
 		if v, ok := m[k].(string); ok && v != "" {
@@ -416,7 +430,7 @@ func (m *miner) toolCall(t *mtask, a *Artifact, ev, res *Event, lastTest **Comma
 	}
 	o := a.Outcome
 	m.toolAnswers(t, ev, res)
-	args := toolArgs(ev)
+	args := m.argsOf(ev)
 	failed := res != nil && res.Tool != nil && res.Tool.IsError
 	for _, fe := range memtext.FileEdits(ev.Tool.Name, args, ev.Text) {
 		if failed {

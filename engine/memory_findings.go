@@ -263,7 +263,7 @@ func (m *miner) toolAnswers(t *mtask, call, res *Event) {
 	}
 	switch call.Tool.Name {
 	case "AskUserQuestion":
-		args := toolArgs(call)
+		args := m.argsOf(call)
 		for _, qa := range memtext.ToolAnswers(text) {
 			m.answer(t, res, qa[0], qa[1], questionHeader(args, qa[0]))
 			// The question was a thread from the call to the answer.
@@ -279,7 +279,7 @@ func (m *miner) toolAnswers(t *mtask, call, res *Event) {
 		if !strings.Contains(text, "approved your plan") {
 			return
 		}
-		if plan := str(toolArgs(call), "plan"); plan != "" {
+		if plan := str(m.argsOf(call), "plan"); plan != "" {
 			m.mine(t, res, "user", "plan", m.text(plan), true)
 		}
 	}
@@ -1019,7 +1019,7 @@ func (m *miner) segment(ev *Event, t *mtask) {
 		if ev.Tool == nil {
 			return
 		}
-		args := toolArgs(ev)
+		args := m.argsOf(ev)
 		if c := memtext.ShellCommand(ev.Tool.Name, args); c != "" {
 			line = "$ " + firstLine(c, 200)
 			g.cmds = addUnique(g.cmds, capText(m.text(c), 300))

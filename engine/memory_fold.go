@@ -54,6 +54,10 @@ func DeriveMemory(s *Session, events []Event, red *redact.Redactor) ([]Artifact,
 type miner struct {
 	s   *Session
 	red *redact.Redactor
+	// args holds, while load or add runs, the tool arguments decoded
+	// (argsOf): the transcript segments and the task fold both read a
+	// call's arguments.
+	args map[*Event]map[string]any
 
 	// Thread classification counts, over every event read.
 	calls     map[int]int
@@ -308,6 +312,8 @@ func (m *miner) assign(ev *Event) (t *mtask, ok bool) {
 
 // load folds all of a session's events into a new miner.
 func (m *miner) load(events []Event) {
+	m.args = map[*Event]map[string]any{}
+	defer func() { m.args = nil }()
 	m.count(events)
 	m.sig = m.classify()
 	for i := range events {
@@ -343,6 +349,8 @@ func (m *miner) load(events []Event) {
 // reports false when they change how earlier events were derived: the
 // miner is then unusable and must be loaded again from all the events.
 func (m *miner) add(events []Event) bool {
+	m.args = map[*Event]map[string]any{}
+	defer func() { m.args = nil }()
 	m.count(events)
 	if m.classify() != m.sig {
 		return false

@@ -35,7 +35,7 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
 	}
 	e.canon = nil
-	p, err = e.pass(ctx, false)
+	p, err = e.pass(ctx, false, 0)
 	if err != nil {
 		return p, err
 	}

@@ -51,6 +51,15 @@ var decoders = sync.Pool{New: func() any {
 // are accepted, as encoding/json accepts them. Fields does not keep b.
 func Fields(b []byte, keys ...string) ([]string, error) {
 	vals := make([]string, len(keys))
+	if fastFields(b, keys, vals) {
+		return vals, nil
+	}
+	return decodeFields(b, keys)
+}
+
+// decodeFields is Fields by the decoder.
+func decodeFields(b []byte, keys []string) ([]string, error) {
+	vals := make([]string, len(keys))
 	fd := decoders.Get().(*fieldsDecoder)
 	d := fd.d
 	defer func() {

@@ -50,3 +50,32 @@ func FuzzFields(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFieldsFast checks that every line Fields's fast path accepts, the
+// decoder accepts, with the same values.
+func FuzzFieldsFast(f *testing.F) {
+	for _, s := range []string{
+		`{}`, ` {"type":"user"} `, `{"type":"a","type":1}`, `{"type":1,"type":"b"}`, `{"type":""}`,
+		`{"id":"x","type":"t","n":-0.5e+3,"a":[1,true,null,{"k":"\u00e9\n"}],"o":{}}`,
+		`{"type":"a"}{}`, `{"type":"\u0061"}`, `{"t\u0079pe":"a"}`, `{"a":01}`, `{"a":1.}`, `{"a":"` + "\x01" + `"}`,
+		`{"a":"` + "\xff\xfe" + `"}`, `[{"type":"a"}]`, `{"a":[}`, `{"a":tru}`, "{\"type\":\"x\",}",
+	} {
+		f.Add([]byte(s))
+	}
+	keys := []string{"type", "id"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vals := make([]string, len(keys))
+		if !fastFields(b, keys, vals) {
+			return
+		}
+		want, err := decodeFields(b, keys)
+		if err != nil {
+			t.Fatalf("fast path accepts %q, the decoder says %v", b, err)
+		}
+		for i := range keys {
+			if vals[i] != want[i] {
+				t.Fatalf("%q: %s = %q, the decoder says %q", b, keys[i], vals[i], want[i])
+			}
+		}
+	})
+}

@@ -42,10 +42,18 @@ var wordCases = func() [][]byte {
 }()
 
 // nameWord returns the secret word b ends with, matched without regard
-// to case, or "".
+// to case, or "". It is asked at every ':' and '=' of a text (each key
+// of a JSON document): only the words ending in b's last letter are
+// compared. A match is ASCII (a word's bytes fold to no other
+// character of as many bytes), so that letter's lower case is b's last
+// byte with bit 0x20 set.
 func nameWord(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	last := b[len(b)-1] | 0x20
 	for _, w := range secretWords {
-		if len(b) >= len(w) && bytes.EqualFold(b[len(b)-len(w):], []byte(w)) {
+		if w[len(w)-1] == last && len(b) >= len(w) && bytes.EqualFold(b[len(b)-len(w):], []byte(w)) {
 			return w
 		}
 	}

@@ -41,3 +41,25 @@ func BenchmarkBytes(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMaybe compares Maybe's one pass with a strings.Contains per
+// literal, on prose and code that holds none of them (the common case:
+// every literal is looked for).
+func BenchmarkMaybe(b *testing.B) {
+	r, _ := New(nil)
+	text := strings.Repeat("The build failed in package main: undefined symbol run, see line 12 of main.go.\n", 50)
+	for _, impl := range []struct {
+		name string
+		fn   func(string) bool
+	}{{"table", r.Maybe}, {"contains", func(s string) bool { return maybeContains(r, s) }}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if impl.fn(text) {
+					b.Fatal("a literal in the text")
+				}
+			}
+		})
+	}
+}

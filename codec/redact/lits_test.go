@@ -54,3 +54,75 @@ func TestLitTableCorpus(t *testing.T) {
 		}
 	}
 }
+
+// maybeContains is Maybe by one strings.Contains per literal: what Maybe
+// must report.
+func maybeContains(r *Redactor, s string) bool {
+	if strings.Contains(s, "PRIVATE KEY-----") || strings.Contains(s, "://") {
+		return true
+	}
+	for _, w := range wordCases {
+		if strings.Contains(s, string(w)) {
+			return true
+		}
+	}
+	for _, rule := range r.rules {
+		if len(rule.Lits) == 0 {
+			return true
+		}
+		for _, l := range rule.Lits {
+			if strings.Contains(s, l) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestMaybeLiterals(t *testing.T) {
+	r, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom, err := New([]string{`tok_[0-9]+`, `x`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noLit, err := New([]string{`[0-9]{6}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, l := range r.maybeLits.lits {
+		texts = append(texts, l, "a "+l+" b", l[:len(l)-1], l[1:])
+	}
+	texts = append(texts, "", "plain text", "Token", "PASSWD", "pAsSwOrD=x", "https://x", ":/", "tok_1", "x")
+	for _, s := range texts {
+		for _, rr := range []*Redactor{r, custom, noLit} {
+			if got, want := rr.Maybe(s), maybeContains(rr, s); got != want {
+				t.Errorf("Maybe(%q) = %t, want %t", s, got, want)
+			}
+		}
+	}
+}
+
+func FuzzMaybe(f *testing.F) {
+	for _, s := range []string{"", "sk-ant-", "password", "TOKEN", "http://a:b@c", "-----PRIVATE KEY-----", "tok_1", "x"} {
+		f.Add(s)
+	}
+	r, err := New(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	custom, err := New([]string{`tok_[0-9]+`, `x`})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, rr := range []*Redactor{r, custom} {
+			if got, want := rr.Maybe(s), maybeContains(rr, s); got != want {
+				t.Fatalf("Maybe(%q) = %t, want %t", s, got, want)
+			}
+		}
+	})
+}

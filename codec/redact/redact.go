@@ -109,6 +109,10 @@ type Redactor struct {
 	lits     *litTable
 	ruleLits [][]int
 	pemLit   int
+	// maybeLits indexes every literal Maybe looks for; maybeAll is set
+	// when a rule has none (Maybe is then always true).
+	maybeLits *litTable
+	maybeAll  bool
 }
 
 // New returns a redactor with the built-in rules plus extra
@@ -138,6 +142,18 @@ func New(extra []string) (*Redactor, error) {
 			idx = append(idx, r.lits.add(l))
 		}
 		r.ruleLits = append(r.ruleLits, idx)
+	}
+	r.maybeLits = &litTable{}
+	r.maybeLits.add("PRIVATE KEY-----")
+	r.maybeLits.add("://")
+	for _, w := range wordCases {
+		r.maybeLits.add(string(w))
+	}
+	for _, rule := range r.rules {
+		r.maybeAll = r.maybeAll || len(rule.Lits) == 0
+		for _, l := range rule.Lits {
+			r.maybeLits.add(l)
+		}
 	}
 	return r, nil
 }
@@ -249,6 +265,27 @@ func (lt *litTable) scan(t *litSet, b []byte) {
 	}
 }
 
+// any reports whether s contains one of lt's literals.
+func (lt *litTable) any(s string) bool {
+	for i := 1; i < len(s); i++ {
+		h := uint16(s[i-1])<<8 | uint16(s[i])
+		if lt.start[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for j := lt.first[h]; j != 0; j = lt.next[j-1] {
+			if strings.HasPrefix(s[i-1:], lt.lits[j-1]) {
+				return true
+			}
+		}
+	}
+	for k, lit := range lt.lits {
+		if (len(lit) < 2 || k >= maxTableLits) && strings.Contains(s, lit) {
+			return true
+		}
+	}
+	return false
+}
+
 // contains reports whether b, the text t was scanned from, contains
 // literal k.
 func (lt *litTable) contains(t *litSet, b []byte, k int) bool {
@@ -315,22 +352,11 @@ func (r *Redactor) String(s string) string {
 }
 
 // Maybe reports whether s could hold a secret: a literal of some rule, a
-// rule without literals, or a private key marker.
+// rule without literals, a private key marker, a URL ("://") or a
+// secret word in one of the cases assignments searches for. It looks for
+// them all in one pass over s.
 func (r *Redactor) Maybe(s string) bool {
-	if strings.Contains(s, "PRIVATE KEY-----") || strings.Contains(s, "://") || maybeAssignment(s) {
-		return true
-	}
-	for _, rule := range r.rules {
-		if len(rule.Lits) == 0 {
-			return true
-		}
-		for _, l := range rule.Lits {
-			if strings.Contains(s, l) {
-				return true
-			}
-		}
-	}
-	return false
+	return r.maybeAll || r.maybeLits.any(s)
 }
 
 // IsTokenByte reports whether c can be part of a key matched by a

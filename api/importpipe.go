@@ -77,7 +77,13 @@ const (
 	// pipeDerive is how many bytes of records are appended between two
 	// derivation passes; pipeLag how far the appender may get ahead of
 	// the last finished pass.
-	pipeDerive = 16 << 20
+	//
+	// A pass holds what it derives (the frames it read, its sessions'
+	// events) until it ends: at 200 copies of the golden corpus passes
+	// of 8 MiB took 8% less CPU than passes of 16 MiB (less for the
+	// collector). A session longer than 2 x pipeDerive is cut, and
+	// derived again whole in the next pass, as before at 16 MiB passes.
+	pipeDerive = 8 << 20
 	pipeLag    = 64 << 20 // more than the 2 x pipeDerive a pass may cover
 	// appendGroup is how many frames go to the WAL in one AppendBatch:
 	// the WAL keeps a frame buffer per frame of a batch for reuse, so

@@ -242,7 +242,7 @@ func (c *canonicalizer) loadPendingImports() error {
 
 // importWindow is how many bytes of sessions' files deriveImports admits
 // beyond its window of sessions in a pass of an import (frameCache.paced):
-// the sessions of such a pass (about 16 MiB of records) are all admitted,
+// the sessions of such a pass (8 to 16 MiB of records) are all admitted,
 // so that the largest starts first. A larger pass (a rebuild's) keeps to
 // the window.
 const importWindow = 32 << 20
@@ -623,11 +623,11 @@ type frameCache struct {
 }
 
 // maxFrameCache bounds a frameCache's data: an import's pass covers
-// about 16 MiB of records (see api), a rebuild's the whole WAL.
+// 8 to 16 MiB of records (see api), a rebuild's the whole WAL.
 const maxFrameCache = 24 << 20
 
 // paced reports whether fc holds the frames of a pass of an import
-// (api derives an import about 16 MiB at a time), not of a larger one.
+// (api derives an import 8 to 16 MiB at a time), not of a larger one.
 func (fc *frameCache) paced() bool { return fc != nil && !fc.dropped }
 
 // add caches rec, decoded from the frame at off; rec.Data is copied.

@@ -283,38 +283,8 @@ func TestCrashResume(t *testing.T) {
 	if err := log.Close(); err != nil {
 		t.Fatal(err)
 	}
-	killed := 0
-	for round, delay := range []time.Duration{30 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashResume$")
-		cmd.Env = append(os.Environ(), "BBENGINE_CRASH_DIR="+dir)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
-		if err != nil && strings.Contains(err.Error(), "killed") {
-			killed++
-		}
-		t.Logf("round %d: killed after %v: %v %s", round, delay, err, strings.TrimSpace(out.String()))
-	}
-	ro, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	e := open(t, dir, ro, nil)
-	applied, _ := e.Applied()
-	t.Logf("%d of 4 rounds killed mid-run; applied offset %d before the final pass", killed, applied)
-	catchUp(t, e)
-	got := dump(t, e)
-	sameAfterRebuild(t, e, got, "state after crashes differs from a rebuild")
-	ss, _ := e.Sessions(SessionFilter{})
-	if len(ss) != 80 {
-		t.Fatalf("%d sessions, want 80", len(ss))
-	}
+	killRounds(t, "TestCrashResume", "BBENGINE_CRASH_DIR", dir, []time.Duration{30 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond})
+	resumeAfterKills(t, dir, 80)
 }
 
 // TestPassesAfterResume: a second pass on the same engine, after one that
@@ -392,4 +362,52 @@ func TestEmptyDir(t *testing.T) {
 	if ss, err := e.Sessions(SessionFilter{}); err != nil || len(ss) != 0 {
 		t.Fatalf("Sessions: %v %v", ss, err)
 	}
+}
+
+// killRounds runs the test named again in a child process deriving the
+// data directory dir (env names it), and kills it with SIGKILL after
+// each delay.
+func killRounds(t *testing.T, test, env, dir string, delays []time.Duration) {
+	t.Helper()
+	killed := 0
+	for round, delay := range delays {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+		cmd.Env = append(os.Environ(), env+"="+dir)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if err != nil && strings.Contains(err.Error(), "killed") {
+			killed++
+		}
+		t.Logf("round %d: killed after %v: %v %s", round, delay, err, strings.TrimSpace(out.String()))
+	}
+	t.Logf("%d of %d rounds killed mid-run", killed, len(delays))
+}
+
+// resumeAfterKills opens dir after killRounds, derives the rest and
+// checks that the state is what a rebuild gives, with want sessions,
+// which it returns.
+func resumeAfterKills(t *testing.T, dir string, want int) []Session {
+	t.Helper()
+	ro, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	e := open(t, dir, ro, nil)
+	applied, _ := e.Applied()
+	t.Logf("applied offset %d before the final pass", applied)
+	catchUp(t, e)
+	got := dump(t, e)
+	sameAfterRebuild(t, e, got, "state after crashes differs from a rebuild")
+	ss, _ := e.Sessions(SessionFilter{})
+	if len(ss) != want {
+		t.Fatalf("%d sessions, want %d", len(ss), want)
+	}
+	return ss
 }

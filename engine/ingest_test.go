@@ -1,20 +1,16 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
-	"github.com/bbengine/bbengine/wal"
 )
 
 // writeLines writes a "lines" source file and returns its path.
@@ -296,39 +292,8 @@ func TestImportCrashResume(t *testing.T) {
 	if err := log.Close(); err != nil {
 		t.Fatal(err)
 	}
-	killed := 0
-	for round, delay := range []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond, 250 * time.Millisecond} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestImportCrashResume$")
-		cmd.Env = append(os.Environ(), "BBENGINE_IMPORT_CRASH_DIR="+dir)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
-		if err != nil && strings.Contains(err.Error(), "killed") {
-			killed++
-		}
-		t.Logf("round %d: killed after %v: %v %s", round, delay, err, strings.TrimSpace(out.String()))
-	}
-	ro, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	e := open(t, dir, ro, nil)
-	applied, _ := e.Applied()
-	t.Logf("%d of 4 rounds killed mid-run; applied offset %d before the final pass", killed, applied)
-	catchUp(t, e)
-	got := dump(t, e)
-	sameAfterRebuild(t, e, got, "state after crashes differs from a rebuild")
-	ss, _ := e.Sessions(SessionFilter{})
-	if len(ss) != 40 {
-		t.Fatalf("%d sessions, want 40", len(ss))
-	}
-	for _, s := range ss {
+	killRounds(t, "TestImportCrashResume", "BBENGINE_IMPORT_CRASH_DIR", dir, []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond, 250 * time.Millisecond})
+	for _, s := range resumeAfterKills(t, dir, 40) {
 		if s.Events != 300 {
 			t.Errorf("session %s has %d events, want 300", s.ID, s.Events)
 		}

@@ -180,10 +180,7 @@ func TestProjectResolve(t *testing.T) {
 // question left open at the end of a session is closed by the next
 // session's first prompt that takes it up.
 func TestProjectResolveValuesAndAnswers(t *testing.T) {
-	dir := t.TempDir()
-	e, log := memoryEngine(t, dir)
-	defer log.Close()
-	defer e.Close()
+	e, dir := resolveRig(t)
 
 	one := newClaudeLog("44444444-0000-4000-8000-000000000011")
 	one.user("Add tail sampling: keep all errors, sample the rest at 10%.")
@@ -241,10 +238,7 @@ func TestProjectResolveValuesAndAnswers(t *testing.T) {
 // successful run of the same tool closes; a TODO the agent left is
 // closed by a later session's task that takes it up and succeeds.
 func TestProjectResolveFailuresAndTodos(t *testing.T) {
-	dir := t.TempDir()
-	e, log := memoryEngine(t, dir)
-	defer log.Close()
-	defer e.Close()
+	e, dir := resolveRig(t)
 
 	one := newClaudeLog("44444444-0000-4000-8000-000000000021")
 	one.user("Start the summarizer training.")
@@ -321,10 +315,7 @@ func TestInsteadOf(t *testing.T) {
 // TestFailureOneThreadPerTool: the same tool failing again with another
 // error restates its open failure thread; a later success closes it.
 func TestFailureOneThreadPerTool(t *testing.T) {
-	dir := t.TempDir()
-	e, log := memoryEngine(t, dir)
-	defer log.Close()
-	defer e.Close()
+	e, dir := resolveRig(t)
 	l := newClaudeLog("44444444-0000-4000-8000-000000000031")
 	l.user("Make the type check pass.")
 	l.reply(use("toolu_1", "Bash", map[string]any{"command": "uv run pyright"}))
@@ -352,10 +343,7 @@ func TestFailureOneThreadPerTool(t *testing.T) {
 // decision each, so a later session that changes one of them (by its
 // short name) leaves the others in force.
 func TestSettingsEachADecision(t *testing.T) {
-	dir := t.TempDir()
-	e, log := memoryEngine(t, dir)
-	defer log.Close()
-	defer e.Close()
+	e, dir := resolveRig(t)
 	one := newClaudeLog("44444444-0000-4000-8000-000000000041")
 	one.user("Kick off the fine-tune on the small split: learning rate 3e-5, batch size 16, bf16 on.")
 	one.reply(textBlock("Started."))
@@ -388,4 +376,17 @@ func TestSettingsEachADecision(t *testing.T) {
 			t.Errorf("%s (subject %q): resolved %+v, want replaced %v", a.Title, a.Decision.Subject, r, want)
 		}
 	}
+}
+
+// resolveRig opens a memory engine in a temporary directory, closed when
+// the test ends.
+func resolveRig(t *testing.T) (*Engine, string) {
+	t.Helper()
+	dir := t.TempDir()
+	e, log := memoryEngine(t, dir)
+	t.Cleanup(func() {
+		e.Close()
+		log.Close()
+	})
+	return e, dir
 }

@@ -281,6 +281,13 @@ func (m *miner) outcome(t *mtask, next *Event) *taskOut {
 			o.Summary = append(o.Summary, s)
 		}
 	}
+	for _, r := range t.reports {
+		// What the agent said once its tests passed, when its last
+		// message says something else.
+		if !slices.Contains(o.Summary, r) {
+			o.Summary = append(o.Summary, r)
+		}
+	}
 	if n := len(o.Files); n > 0 {
 		var ps []string
 		for i, f := range o.Files {

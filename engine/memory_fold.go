@@ -128,6 +128,11 @@ type mtask struct {
 	lastTest  *Command
 	models    map[string]Usage
 	model     string
+	// passed is set when a test run passed since the agent last wrote;
+	// reports are the first sentences the agent wrote right after one
+	// (at most maxReports): what it reported once its checks passed.
+	passed  bool
+	reports []string
 	// ver counts the events folded into the task; out caches its
 	// outcome and questions at ver and the next task's first prompt.
 	ver int
@@ -444,6 +449,12 @@ func (m *miner) fold(t *mtask, ev *Event, res *Event) {
 		}
 		if ev.Role == "assistant" && m.isMain(ev.Thread) && strings.TrimSpace(ev.Text) != "" {
 			t.final = ev
+			if t.passed && len(t.reports) < maxReports {
+				if ss := sentences(m.text(ev.Text), 1); len(ss) > 0 {
+					t.reports = append(slices.Clip(t.reports), ss[0])
+				}
+			}
+			t.passed = false
 		}
 		m.findings(t, ev)
 	case KindSystem:
@@ -486,9 +497,16 @@ func (m *miner) fold(t *mtask, ev *Event, res *Event) {
 		}
 		a.Evidence = append(a.Evidence, evidence(ev))
 	case KindToolCall:
+		before := t.lastTest
 		m.toolCall(t, a, ev, res, &t.lastTest)
+		if t.lastTest != before && t.lastTest.Test == "passed" {
+			t.passed = true
+		}
 	}
 }
+
+// maxReports bounds the reports an outcome keeps (mtask.reports).
+const maxReports = 2
 
 // tentative returns a copy of m with the queued events folded in, as if
 // the results not read yet never come. m is not changed.

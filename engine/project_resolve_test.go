@@ -390,3 +390,25 @@ func resolveRig(t *testing.T) (*Engine, string) {
 	})
 	return e, dir
 }
+
+// TestOutcomeReportsAfterPass: what the agent said right after its
+// tests passed stays in the task's outcome though its last message is
+// about something else.
+func TestOutcomeReportsAfterPass(t *testing.T) {
+	e, dir := resolveRig(t)
+	l := newClaudeLog("44444444-0000-4000-8000-000000000051")
+	l.user("Get the facet test green.")
+	l.reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./search/..."}))
+	l.result("toolu_1", "ok  \tgithub.com/acme/search\t0.21s", false)
+	l.reply(textBlock("The facet test passes with the new builder; all 14 tests are green."))
+	l.reply(textBlock("About the analyzer question from before: it stays in the repository."))
+	s := writeSession(t, e, dir, l)
+	arts, err := e.Artifacts(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := onlyOne(t, arts, ArtifactOutcome, "facet test green")
+	if !slices.Contains(out.Outcome.Summary, "The facet test passes with the new builder; all 14 tests are green.") {
+		t.Errorf("outcome summary %q lacks the report after the tests passed", out.Outcome.Summary)
+	}
+}

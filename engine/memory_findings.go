@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -1189,13 +1190,20 @@ func runKey(cmd string) string {
 	}
 	f := strings.Fields(cmd)
 	for i, x := range f {
-		if strings.TrimPrefix(x[strings.LastIndexByte(x, '/')+1:], "") == w && i+1 < len(f) {
-			for _, arg := range f[i+1:] {
-				if !strings.HasPrefix(arg, "-") {
-					return w + " " + arg[strings.LastIndexByte(arg, '/')+1:]
-				}
+		if path.Base(x) != w {
+			continue
+		}
+		for j := i + 1; j < len(f); j++ {
+			switch a := f[j]; {
+			case a == "-c":
+				return w // inline code names no script
+			case a == "-m" && j+1 < len(f):
+				return w + " " + f[j+1] // "python -m pkg.tool"
+			case !strings.HasPrefix(a, "-"):
+				return w + " " + path.Base(a)
 			}
 		}
+		break
 	}
 	return w
 }

@@ -412,3 +412,17 @@ func TestOutcomeReportsAfterPass(t *testing.T) {
 		t.Errorf("outcome summary %q lacks the report after the tests passed", out.Outcome.Summary)
 	}
 }
+
+func TestRunKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"python train.py --config summ.yaml": "python train.py",
+		"python3 scripts/convert.py":         "python3 convert.py",
+		"python -m pytest -q":                "python pytest",
+		"python -c 'print(1)'":               "python",
+		"npm run build":                      "npm run build",
+	} {
+		if got := runKey(in); got != want {
+			t.Errorf("runKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/httpbody"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestGzipPassesThroughCompressed(t *testing.T) {
@@ -740,6 +741,11 @@ func TestSizedReplyFlushedAsItComes(t *testing.T) {
 		t.Fatal("the first part of a sized reply did not reach the client before the rest was sent")
 	}
 	defer resp.Body.Close()
+	// The request was held back to be written with the end; once part of
+	// the reply went on, it must be in the WAL already.
+	if !walHolds(t, rg, frame.KindRequestStart) {
+		t.Error("part of the reply reached the client before its request was recorded")
+	}
 	open()
 	tail, err := io.ReadAll(resp.Body)
 	if err != nil || string(tail) != rest {
@@ -748,5 +754,58 @@ func TestSizedReplyFlushedAsItComes(t *testing.T) {
 	x := only(t, rg.readWAL(t))
 	if string(x.ResponseBody) != first+rest || x.End == nil || !x.End.Complete {
 		t.Fatalf("recorded %q, end %+v", x.ResponseBody, x.End)
+	}
+}
+
+// walHolds reports whether the WAL written so far holds a frame of kind k.
+func walHolds(t *testing.T, rg *rig, k frame.Kind) bool {
+	t.Helper()
+	r := rg.log.NewReader()
+	defer r.Close()
+	for r.Next() {
+		if r.Header().Kind == k {
+			return true
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// TestSmallExchangeOneWrite: a small request with a small sized reply is
+// recorded in one WAL write, at its end, whatever the mode that waits for
+// its frames; a streamed reply gets its request written before it starts.
+func TestSmallExchangeOneWrite(t *testing.T) {
+	appends := func(p *Proxy) uint64 {
+		var m dto.Metric
+		if err := p.metrics.appendSeconds.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	for _, mode := range []Mode{Lossless, Privacy} {
+		t.Run(mode.String(), func(t *testing.T) {
+			rg := newRig(t, &Options{Mode: mode})
+			const n = 5
+			for i := range n {
+				resp, got := rg.post(t, fmt.Sprintf("/v1/json-split/%d", 1000), fmt.Sprintf(`{"model":"claude-sonnet-4","n":%d}`, i), nil)
+				if resp.StatusCode != 200 || string(got) != splitReply {
+					t.Fatalf("client got %d %q", resp.StatusCode, got)
+				}
+			}
+			if got := appends(rg.p); mode == Lossless && got != n {
+				t.Errorf("%d small exchanges took %d WAL writes, want one each", n, got)
+			}
+			xs := rg.readWAL(t)
+			if len(xs) != n {
+				t.Fatalf("%d exchanges recorded, want %d", len(xs), n)
+			}
+			for _, x := range xs {
+				if x.Start == nil || x.End == nil || !x.End.Complete || x.Kinds[0] != frame.KindRequestStart {
+					t.Errorf("exchange %d: frames %v", x.ID, x.Kinds)
+				}
+			}
+		})
 	}
 }

@@ -421,6 +421,9 @@ type exch struct {
 	reqAck    chan error
 	reqWaited bool
 	reqErr    error
+	// reqHeld: the request's frames are held back in items
+	// (recorder.holdRequest), not written yet.
+	reqHeld bool
 	// ctx is the upstream request's context: a timeout cancels it with a
 	// *TimeoutError as its cause. headerTimer and idle watch it.
 	ctx         context.Context
@@ -753,8 +756,14 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if x.headerTimer != nil {
 		x.headerTimer.Stop()
 	}
-	if err := x.requestRecorded(); err != nil {
-		return &unrecordedError{err: err}
+	// A small sized reply is held back with a small request, and both
+	// are written with the exchange's end; else the request's frames are
+	// written before anything of the response reaches the client.
+	hold := p.opts.Mode != Degrade && resp.ContentLength >= 0 && resp.ContentLength <= holdReply
+	if !hold || !x.reqHeld {
+		if err := p.requestRecorded(x); err != nil {
+			return &unrecordedError{err: err}
+		}
 	}
 	x.ttfb = time.Since(x.arrived)
 	x.status = resp.StatusCode
@@ -766,7 +775,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	// no length); clientWriter flushes the rest.
 	x.flushWrites = resp.ContentLength >= 0 && !isEventStream(resp.Header.Get("Content-Type"))
 	p.metrics.ttfb.WithLabelValues(x.route.Provider).Observe(x.ttfb.Seconds())
-	x.holding = p.opts.Mode != Degrade && resp.ContentLength >= 0 && resp.ContentLength <= holdReply
+	x.holding = hold
 	p.rec.responseStart(x, resp.Header.Clone(), resp.Proto)
 	resp.Body = &teeBody{rc: resp.Body, x: x, p: p, length: resp.ContentLength}
 	return nil
@@ -797,6 +806,13 @@ func (t *teeBody) Read(b []byte) (int, error) {
 	}
 	if err == io.EOF && t.x.upEnd == 0 {
 		t.x.upEnd = time.Since(t.x.arrived)
+	}
+	if n > 0 && t.x.reqHeld && (t.length < 0 || t.x.respBytes+int64(n) < t.length) {
+		// Not all of a small reply in one read: its first bytes go on
+		// only after the request is recorded.
+		if rerr := t.p.requestRecorded(t.x); rerr != nil {
+			return 0, fmt.Errorf("bbengine proxy: not recorded: %w", rerr)
+		}
 	}
 	if n > 0 {
 		t.x.respBytes += int64(n)
@@ -870,7 +886,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, "", http.StatusBadGateway, "bbengine proxy: "+err.Error())
 		return
 	}
-	if rerr := x.requestRecorded(); rerr != nil {
+	if rerr := p.requestRecorded(x); rerr != nil {
 		err = &unrecordedError{err: rerr}
 	}
 	if ue, ok := err.(*unrecordedError); ok {
@@ -943,9 +959,18 @@ func (x *exch) waitRecorded() error {
 	return x.ackErr
 }
 
-// requestRecorded waits until the request's frames are written (lossless
-// mode; nil at once otherwise) and returns the write error if that
-// failed. Nothing of the response reaches the client before it.
+// requestRecorded writes the request's frames if they are held back
+// (recorder.holdRequest), waits until they are written (lossless mode;
+// nil at once otherwise) and returns the write error if that failed.
+// Nothing of the response reaches the client before it.
+func (p *Proxy) requestRecorded(x *exch) error {
+	if x.reqHeld {
+		p.rec.unholdRequest(x)
+	}
+	return x.requestRecorded()
+}
+
+// requestRecorded waits for x.reqAck; see Proxy.requestRecorded.
 func (x *exch) requestRecorded() error {
 	if x.reqAck != nil && !x.reqWaited {
 		x.reqErr, x.reqWaited = <-x.reqAck, true

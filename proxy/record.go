@@ -198,7 +198,26 @@ func (r *recorder) enqueue(it item) {
 func (r *recorder) send(it item) bool {
 	x := it.x
 	held := x.items
-	x.items, x.holding = x.items[:0], false
+	x.items, x.holding, x.reqHeld = x.items[:0], false, false
+	return r.write(held, it, true)
+}
+
+// unholdRequest records the request x holds back (holdRequest) and every
+// item held after it, and answers x.reqAck once they are written: the
+// exchange turned out not to be a small one, and nothing of its response
+// may reach the client before its request is recorded.
+func (r *recorder) unholdRequest(x *exch) {
+	held := x.items
+	x.items, x.holding, x.reqHeld = x.items[:0], false, false
+	last := held[len(held)-1]
+	last.ack = x.reqAck
+	r.write(held[:len(held)-1], last, false)
+	clear(held[len(held)-1:])
+}
+
+// write records held and then it, which carries an ack; at an end, held
+// chunks are scanned for secrets with the rest of the body, once.
+func (r *recorder) write(held []item, it item, atEnd bool) bool {
 	r.qmu.RLock()
 	defer r.qmu.RUnlock()
 	if r.closed {
@@ -206,13 +225,17 @@ func (r *recorder) send(it item) bool {
 			h.release()
 		}
 		clear(held)
+		it.release()
 		it.ack <- errClosed
 		return false
 	}
-	// Held items come only before an end (add holds from the response
-	// head on), so its body is scanned once, whole, at that end.
-	for i := range held {
-		held[i].whole = held[i].kind == itChunk
+	if atEnd {
+		// Held items come only before an end (add holds from the
+		// response head on), so its body is scanned once, whole, at
+		// that end.
+		for i := range held {
+			held[i].whole = held[i].kind == itChunk
+		}
 	}
 	if r.queued.Load() == 0 && r.rmu.TryLock() {
 		// Every item sent before is made into frames and written, and
@@ -275,6 +298,10 @@ func (r *recorder) add(it item) {
 	}
 	if len(x.items) >= maxHoldItems || x.itemBytes > maxHoldBytes {
 		// Not a small reply after all: queue what it held and stop.
+		if x.reqHeld {
+			r.unholdRequest(x)
+			return
+		}
 		x.holding = false
 		for _, h := range x.items {
 			if !r.put(h) {
@@ -291,21 +318,24 @@ func (it item) release() {
 	if it.buf != nil {
 		putChunk(it.buf)
 	}
+	if it.kind == itRequest {
+		it.x.dropBody()
+	}
 }
 
 // request queues x's request frames. With ack set it is answered once
-// they are written, and the recorder is woken for it.
+// they are written, and the recorder is woken for it; a small request is
+// held back instead (holdRequest).
 func (r *recorder) request(x *exch, ack chan error) {
 	// The recorder's reference to the body, dropped once its frames
 	// are made.
 	x.holdBody()
-	it := item{kind: itRequest, x: x, t: x.arrived.UnixNano(), ack: ack}
+	it := item{kind: itRequest, x: x, t: x.arrived.UnixNano()}
 	if ack != nil && len(x.body) <= inlineRequest && r.log.SyncPolicy() != wal.SyncAlways {
-		if !r.send(it) {
-			x.dropBody()
-		}
+		r.holdRequest(x, it)
 		return
 	}
+	it.ack = ack
 	if !r.put(it) {
 		x.dropBody()
 	}
@@ -314,11 +344,22 @@ func (r *recorder) request(x *exch, ack chan error) {
 	}
 }
 
-// inlineRequest is the largest request body whose frames a handler
-// writes itself before it forwards the request (send), when the recorder
-// is idle: cheaper than a handoff. A larger one goes upstream while the
-// recorder writes it, and so does every request under wal.SyncAlways,
-// so that its fdatasync overlaps the upstream's round trip.
+// holdRequest holds a small request's frames back with its exchange, to
+// be written with the exchange's end when its reply is small and sized
+// too (one write for the whole exchange, from the handler's goroutine),
+// or before any of its response reaches the client otherwise
+// (Proxy.requestRecorded). The request goes upstream meanwhile: a crash
+// before the exchange ends loses the request of a response no client
+// was given whole, as it would if it had crashed before the write.
+func (r *recorder) holdRequest(x *exch, it item) {
+	x.reqHeld, x.holding = true, true
+	x.items = append(x.itemsBuf[:0], it)
+}
+
+// inlineRequest is the largest request body a handler holds back
+// (holdRequest). A larger one goes upstream while the recorder writes
+// it, and so does every request under wal.SyncAlways, so that its
+// fdatasync overlaps the upstream's round trip.
 const inlineRequest = 64 << 10
 
 // holdReply is the largest sized response whose head and chunks an

@@ -4,7 +4,7 @@ package engine
 // (Artifact.Builder); Open derives every session's artifacts again when
 // the stored version differs, so a change to what the extractors produce
 // must change it.
-const MemoryVersion = "memory/5"
+const MemoryVersion = "memory/6"
 
 // ArtifactType is what a memory artifact is.
 type ArtifactType string

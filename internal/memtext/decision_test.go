@@ -183,3 +183,48 @@ func TestFindDecisionContext(t *testing.T) {
 		t.Errorf("context %q subject %q (%s) chooses %q", f.Context, f.Subject, f.SubjectFrom, f.Chooses)
 	}
 }
+
+// TestFindPlanStatements: in a plan the user approved, an item that says
+// how something is or works is a decision; steps of the work, status
+// lines and notes are not. Outside a plan the same items are nothing.
+func TestFindPlanStatements(t *testing.T) {
+	plan := "## Moving the docs\n" +
+		"1. Redirects from old page addresses go through the CDN's rules file.\n" +
+		"2. Refunds: an order returned within 30 days is refunded in full.\n" +
+		"3. Update the entry point to the new module.\n" +
+		"4. Run the test suite.\n" +
+		"5. Note: the build tool converts dashes to underscores.\n" +
+		"6. Package name: `docs-site` ✓\n" +
+		"7. All dependencies and metadata\n"
+	var got []string
+	for _, f := range Find(plan, FindOptions{Role: "user", Plan: true}) {
+		if f.Type == TypeDecision {
+			got = append(got, f.Sentence)
+		}
+	}
+	want := []string{
+		"Redirects from old page addresses go through the CDN's rules file.",
+		"Refunds: an order returned within 30 days is refunded in full.",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan decisions:\n got %q\nwant %q", got, want)
+	}
+	for _, f := range Find(plan, FindOptions{Role: "user"}) {
+		if f.Type == TypeDecision && !slices.Contains(want, f.Sentence) && f.Sentence != "Update the entry point to the new module." {
+			t.Errorf("outside a plan: decision %q", f.Sentence)
+		}
+	}
+}
+
+// TestSentenceSQLEllipsis: an ellipsis between SQL keywords does not end
+// the sentence; one between words of prose does.
+func TestSentenceSQLEllipsis(t *testing.T) {
+	for text, n := range map[string]int{
+		"I'll switch it to INSERT ... ON CONFLICT DO UPDATE.": 1,
+		"We waited... Then it passed.":                        2,
+	} {
+		if got := len(sentences(nil, text)); got != n {
+			t.Errorf("%q: %d sentences, want %d", text, got, n)
+		}
+	}
+}

@@ -75,6 +75,10 @@ type FindOptions struct {
 	// question). The caller sets it for the final assistant message of
 	// a task, where a question left unanswered is an open thread.
 	Questions bool
+	// Plan says the text is a plan the user approved: each of its
+	// bulleted or numbered items that is neither narration nor a
+	// verification step is a decision, as under a "Decisions" heading.
+	Plan bool
 }
 
 // Find returns the findings in text, a user, assistant or system message,
@@ -102,7 +106,7 @@ func Find(text string, opts FindOptions) []Finding {
 			out = a.markers(out)
 			continue
 		}
-		if d, ok := a.decision(); ok || (sn.decSection && !a.question && !a.cond && a.notNarration()) {
+		if d, ok := a.decision(); ok || (sn.decSection || opts.Plan && sn.item && a.planStatement()) && !a.question && !a.cond && a.notNarration() {
 			out = append(out, a.decisionFinding(d, ss, i))
 		}
 		if modal, neg, ok := a.constraint(); ok {
@@ -394,4 +398,43 @@ func parkedLabel(low string) bool {
 	}
 	label := low[:c]
 	return strings.Contains(label, "for later") || strings.Contains(label, "open question") || strings.Contains(label, "open point")
+}
+
+// planStatement reports whether an item of an approved plan states how
+// something is or works ("Redirects from old URLs via the _redirects
+// file", "Prorate: a plan cancelled mid-period is billed for the days it
+// was active"): no step of the work ("Update the entry point"), no status
+// line ("Filename: x.py ✓"), no note.
+func (a *analysis) planStatement() bool {
+	raw := a.text[a.sn.s:a.sn.e]
+	if strings.ContainsAny(raw, "✓✔✅✗❌") {
+		return false
+	}
+	i := 0
+	for j := 1; j < len(a.toks) && j <= 3; j++ {
+		if a.at(j) == ":" {
+			switch a.at(0) {
+			case "note", "nb", "todo", "warning", "caveat", "question", "optional", "maybe":
+				return false
+			}
+			i = j + 1
+			break
+		}
+	}
+	if !a.isWord(i) || imperativeVerb(a.at(i)) && a.at(i) != "a" && a.at(i) != "the" && a.at(i) != "every" && a.at(i) != "each" && a.at(i) != "all" {
+		return false
+	}
+	n := 0
+	stated := false
+	for j := i; j < len(a.toks); j++ {
+		if !a.isWord(j) {
+			continue
+		}
+		n++
+		switch a.at(j) {
+		case "is", "are", "stays", "stay", "start", "starts", "go", "goes", "gets", "becomes", "via", "through", "lives", "live", "runs", "run":
+			stated = true
+		}
+	}
+	return stated && n >= 4
 }

@@ -8,6 +8,8 @@ type sent struct {
 	s, e       int
 	heading    bool
 	decSection bool
+	// item: the sentence is the first of a bulleted or numbered line.
+	item bool
 }
 
 // sentences returns the prose sentences of text, in order. It skips fenced
@@ -21,11 +23,15 @@ func sentences(dst []sent, text string) []sent {
 	fenceN := 0
 	prevBlank, prevCode, inOutput := true, false, false
 	pStart, pEnd := -1, -1
-	decSection := false
+	decSection, item := false, false
 	flush := func() {
 		if pStart >= 0 {
+			n := len(dst)
 			dst = splitSentences(dst, text, pStart, pEnd, decSection)
-			pStart = -1
+			if item && len(dst) > n {
+				dst[n].item = true
+			}
+			pStart, item = -1, false
 		}
 	}
 	for off := 0; off < len(text); {
@@ -99,7 +105,7 @@ func sentences(dst []sent, text string) []sent {
 		}
 		if n := bulletMark(rest); n > 0 {
 			flush()
-			pStart, pEnd = lineOff+i+n, lineEnd
+			pStart, pEnd, item = lineOff+i+n, lineEnd, true
 			continue
 		}
 		if pStart < 0 {
@@ -342,6 +348,12 @@ func splitSentences(dst []sent, text string, ps, pe int, dec bool) []sent {
 					i = k
 					continue
 				}
+				if c == '.' && j == i+3 && capsAround(text, s, i, k, pe) {
+					// "INSERT ... ON CONFLICT": an ellipsis inside code
+					// written in capitals ends nothing.
+					i = k
+					continue
+				}
 				add(s, k)
 				s = k
 				i = k
@@ -371,3 +383,28 @@ func isAbbrev(s string) bool {
 	}
 	return false
 }
+
+// capsAround reports whether the words just before text[i] (back to s)
+// and just after text[k] (up to e) are both written in capitals of at
+// least two letters, as SQL keywords are.
+func capsAround(text string, s, i, k, e int) bool {
+	b := i
+	for b > s && text[b-1] == ' ' {
+		b--
+	}
+	a := b
+	for a > s && text[a-1] >= 'A' && text[a-1] <= 'Z' {
+		a--
+	}
+	c := k
+	for c < e && text[c] == ' ' {
+		c++
+	}
+	d := c
+	for d < e && text[d] >= 'A' && text[d] <= 'Z' {
+		d++
+	}
+	return b-a >= 2 && d-c >= 2 && (a == s || !isLetter(text[a-1])) && (d == e || !isLetter(text[d]))
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -460,9 +460,11 @@ func conflictWhy(d, e *Decision) string {
 }
 
 // valueChange reports whether decision d sets anew a quantity e set: both
-// state a value of one unit, the values differ, and d either shares a
-// word with e ("memory") or changes the value relative to what it was
-// ("go down to 5%"). It says so for a person: "10% -> 5%".
+// state a value of one kind ("30 seconds", "5 minutes"), the values
+// differ, and d either shares a word with e ("memory"), changes the value
+// relative to what it was ("go down to 5%"), or follows a sentence that
+// quotes e's value ("30s is too chatty. Make it 5 minutes."). It says so
+// for a person: "10% -> 5%".
 func valueChange(d, e *Decision) (string, bool) {
 	dv := memtext.Values(said(d))
 	if len(dv) == 0 {
@@ -471,15 +473,20 @@ func valueChange(d, e *Decision) (string, bool) {
 	ev := memtext.Values(said(e))
 	for _, x := range dv {
 		for _, y := range ev {
-			if x.Unit != y.Unit || x.Num == y.Num || slices.Contains(ev, x) {
+			if !memtext.Comparable(x, y) || memtext.SameQuantity(x, y) || slices.ContainsFunc(ev, func(v memtext.Value) bool { return memtext.SameQuantity(v, x) }) {
 				continue
 			}
-			if memtext.RelativeChange(d.Statement) || sharesSettingWord(d, e, x.Unit) {
+			if memtext.RelativeChange(d.Statement) || sharesSettingWord(d, e, x.Unit) || quotes(d.Context, y) {
 				return fmt.Sprintf("the same quantity set anew: %s%s, was %s%s", x.Num, unitText(x.Unit), y.Num, unitText(y.Unit)), true
 			}
 		}
 	}
 	return "", false
+}
+
+// quotes reports whether text states the quantity v.
+func quotes(text string, v memtext.Value) bool {
+	return slices.ContainsFunc(memtext.Values(text), func(w memtext.Value) bool { return memtext.SameQuantity(w, v) })
 }
 
 // sharesSettingWord reports whether d and e share a content word that is

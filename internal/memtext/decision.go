@@ -570,6 +570,9 @@ func (a *analysis) afterAux(trig, v int) (decHit, bool) {
 		return decHit{trig: trig, obj: -1, kind: dkAction}, true
 	}
 	k, ok := decisionVerbs[w]
+	if !ok && a.role == "assistant" {
+		return a.assistantChoice(trig, pv)
+	}
 	if !ok || w == "stick" {
 		return decHit{}, false
 	}
@@ -1707,4 +1710,70 @@ func (a *analysis) approvalLabel() (decHit, bool) {
 		return decHit{}, false
 	}
 	return decHit{trig: i, obj: i + 1, kind: dkColon}, true
+}
+
+// choreVerbs are what an agent says it will do next to carry the work
+// out; "I'll add a test", "I'll update the README" decide nothing.
+var choreVerbs = map[string]bool{
+	"fix": true, "add": true, "update": true, "write": true, "create": true, "implement": true, "commit": true,
+	"push": true, "edit": true, "make": true, "remove": true, "delete": true, "clean": true, "refactor": true,
+	"rename": true, "format": true, "do": true, "help": true, "explain": true, "summarize": true, "continue": true,
+	"proceed": true, "document": true, "note": true, "mark": true, "report": true, "tell": true, "go": true,
+	"need": true, "be": true, "install": true, "build": true, "set": true, "change": true, "modify": true,
+	"apply": true, "wire": true, "hook": true, "patch": true, "regenerate": true, "retry": true, "address": true,
+	"handle": true, "keep": true, "leave": true, "include": true, "mention": true, "share": true, "send": true,
+	"post": true, "reply": true, "respond": true, "answer": true, "provide": true, "give": true, "show": true,
+	"walk": true, "outline": true, "draft": true, "prepare": true, "plan": true, "finish": true, "complete": true,
+	"let": true, "now": true, "work": true, "call": true, "launch": true, "spawn": true, "delegate": true,
+	"compile": true, "execute": true, "deploy": true, "generate": true, "copy": true, "paste": true, "save": true,
+	"load": true, "fetch": true, "download": true, "upload": true, "clone": true, "merge": true, "rebase": true,
+	"restore": true, "resolve": true, "revisit": true, "return": true, "come": true, "circle": true, "follow": true,
+	"dispatch": true, "assign": true, "message": true, "hand": true, "kick": true, "brief": true, "nudge": true,
+	"wake": true, "poll": true, "notify": true, "ping": true,
+	"pick": true, "tackle": true, "focus": true, "write-up": true, "stop": true, "pause": true, "commit-and-push": true,
+}
+
+// assistantChoice reads "I'll <verb> …" from the agent after it looked
+// into something: "I'll requeue every 30 seconds", "I'll store keys in
+// an idempotency_keys table", "I'll wrap the client in a retry helper
+// with three attempts, since …". It is a decision when the verb is no
+// narration or chore, the sentence follows what the agent found (an
+// earlier sentence of the message, or a reason in its own), and it
+// names a concrete how: a number, a name written as code, or "every".
+func (a *analysis) assistantChoice(trig, v int) (decHit, bool) {
+	switch a.at(trig) {
+	case "i'll", "we'll", "will":
+	default:
+		return decHit{}, false
+	}
+	w := a.at(v)
+	if !a.isWord(v) || !imperativeVerb(w) || narrationVerbs[w] || hedges[w] || choreVerbs[w] || a.at(v+1) == "up" || a.at(v+1) == "it" && a.at(v+2) == "up" {
+		return decHit{}, false
+	}
+	if a.first && a.rationale() < 0 {
+		return decHit{}, false
+	}
+	detail := false
+	for j := v + 1; j < len(a.toks) && !detail; j++ {
+		t := a.toks[j]
+		switch {
+		case t.kind == tCode:
+			detail = true
+		case t.kind != tWord:
+		case t.w == "every" || numberWords[t.w] || hasDigit(t.w) && !strings.HasPrefix(t.w, "v") && len(t.w) <= 12:
+			detail = true
+		case strings.Contains(t.w, "_") || strings.Contains(strings.Trim(t.w, "."), ".") && !strings.Contains(t.w, "/"):
+			detail = true
+		}
+	}
+	if !detail {
+		return decHit{}, false
+	}
+	return decHit{trig: trig, obj: -1, kind: dkAction}, true
+}
+
+// numberWords are counts written out.
+var numberWords = map[string]bool{
+	"two": true, "three": true, "four": true, "five": true, "six": true, "seven": true, "eight": true,
+	"nine": true, "ten": true, "twice": true, "hourly": true, "nightly": true, "daily": true, "weekly": true,
 }

@@ -228,3 +228,39 @@ func TestSentenceSQLEllipsis(t *testing.T) {
 		}
 	}
 }
+
+// TestFindAssistantChoice: the agent's "I'll …" after it looked into
+// something is a decision when it names a concrete how; its next steps
+// and chores are not.
+func TestFindAssistantChoice(t *testing.T) {
+	for text, want := range map[string]bool{
+		"The poller never backs off, so a dead host gets hammered. I'll throttle reconnects to one every 10 seconds.": true,
+		"The sessions table is tiny and we already run Redis. I'll keep tokens in a `token_store` hash.":              false, // keep is a chore verb
+		"The sessions table is tiny and we already run Redis. I'll cache tokens in a session_tokens hash.":            true,
+		"I'll batch the writes in groups of five, since the API limits us to 100 calls a minute.":                     true,
+		"The build fails on two imports. I'll fix the two errors in parser.go.":                                       false,
+		"Round 1 merged cleanly. Now I'll dispatch round 2 to all three teammates in parallel via SendMessage.":       false,
+		"The config loader is fine. I'll look at the three call sites next.":                                          false,
+		"I'll cache tokens in a session_tokens hash.":                                                                 false, // nothing found first, no reason
+		"The tests pass now. I'll wrap up with a summary of the 3 changes.":                                           false,
+	} {
+		got := false
+		for _, f := range Find(text, FindOptions{Role: "assistant"}) {
+			got = got || f.Type == TypeDecision
+		}
+		if got != want {
+			t.Errorf("%q: decision %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestValuesComparable: values of one dimension compare across units.
+func TestValuesComparable(t *testing.T) {
+	v := func(s string) Value { return Values(s)[0] }
+	if !Comparable(v("30 seconds"), v("5 minutes")) || Comparable(v("30 seconds"), v("5 MB")) {
+		t.Error("Comparable")
+	}
+	if !SameQuantity(v("30s"), v("30 seconds")) || !SameQuantity(v("1 h"), v("60 minutes")) || SameQuantity(v("30s"), v("5 minutes")) {
+		t.Error("SameQuantity")
+	}
+}

@@ -97,7 +97,7 @@ func Find(text string, opts FindOptions) []Finding {
 		if len(toks) == 0 {
 			continue
 		}
-		a := analysis{text: text, toks: toks, sn: sn, role: opts.Role}
+		a := analysis{text: text, toks: toks, sn: sn, role: opts.Role, first: i == 0}
 		a.question = endsWithQuestion(text[sn.s:sn.e])
 		a.cond = a.conditional()
 		if sn.heading {
@@ -139,6 +139,8 @@ type analysis struct {
 	role     string
 	question bool
 	cond     bool
+	// first: the sentence is the text's first.
+	first bool
 }
 
 // at returns the i-th token's text, or "" out of range.

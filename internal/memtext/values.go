@@ -1,6 +1,9 @@
 package memtext
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Value is a quantity a sentence states: a number and its unit ("10%",
 // "512 MB", "30 seconds", "60 Hz"), the unit normalised ("%", "mb", "s",
@@ -159,4 +162,42 @@ func SettingName(item string) string {
 		return strings.ToLower(strings.TrimSpace(item))
 	}
 	return settingAlias(strings.Join(ws, " "))
+}
+
+// unitScale puts the units of one dimension on one scale: time in
+// milliseconds, sizes in kilobytes, frequencies in hertz.
+var unitScale = map[string]struct {
+	dim   string
+	scale float64
+}{
+	"ms": {"time", 1}, "s": {"time", 1e3}, "min": {"time", 60e3}, "h": {"time", 3600e3}, "d": {"time", 86400e3},
+	"kb": {"size", 1}, "mb": {"size", 1 << 10}, "gb": {"size", 1 << 20}, "tb": {"size", 1 << 30},
+	"hz": {"freq", 1}, "khz": {"freq", 1e3},
+}
+
+// Comparable reports whether x and y measure one kind of quantity: the
+// same unit, or units of one dimension ("30 seconds" and "5 minutes").
+func Comparable(x, y Value) bool {
+	if x.Unit == y.Unit {
+		return true
+	}
+	a, ok1 := unitScale[x.Unit]
+	b, ok2 := unitScale[y.Unit]
+	return ok1 && ok2 && a.dim == b.dim
+}
+
+// SameQuantity reports whether x and y are one quantity, however
+// written: "30s" and "30 seconds", "1 h" and "60 minutes".
+func SameQuantity(x, y Value) bool {
+	if x == y {
+		return true
+	}
+	a, ok1 := unitScale[x.Unit]
+	b, ok2 := unitScale[y.Unit]
+	if !ok1 || !ok2 || a.dim != b.dim {
+		return false
+	}
+	n, err1 := strconv.ParseFloat(x.Num, 64)
+	m, err2 := strconv.ParseFloat(y.Num, 64)
+	return err1 == nil && err2 == nil && n*a.scale == m*b.scale
 }

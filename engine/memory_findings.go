@@ -87,7 +87,7 @@ func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly 
 		// A prompt reads like a user's: imperatives are instructions.
 		read = "user"
 	}
-	for _, f := range memtext.Find(text, memtext.FindOptions{Role: read, Plan: via == "plan"}) {
+	for _, f := range memtext.Find(text, memtext.FindOptions{Role: read, Plan: via == "plan", Delegated: via == "subagent prompt"}) {
 		switch string(f.Type) {
 		case "decision":
 			m.decision(t, ev, role, via, f)

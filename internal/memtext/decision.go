@@ -1,6 +1,9 @@
 package memtext
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Decision kinds: how the options sit around the trigger.
 const (
@@ -60,7 +63,151 @@ func (a *analysis) decision() (decHit, bool) {
 	if h, ok := a.insteadOpener(); ok {
 		return h, true
 	}
+	if h, ok := a.permission(); ok {
+		return h, true
+	}
+	if h, ok := a.userHow(); ok {
+		return h, true
+	}
 	return decHit{}, false
+}
+
+// permission reads the user's go-ahead for a change held back until
+// now: "You can retire the old job now", "go ahead and delete the
+// flag".
+func (a *analysis) permission() (decHit, bool) {
+	if a.role != "user" || a.delegated {
+		return decHit{}, false
+	}
+	for i := 0; i+2 < len(a.toks); i++ {
+		v := -1
+		switch {
+		case a.at(i) == "you" && a.at(i+1) == "can" && a.clauseStart(i) && a.hasWordAfter(i, "now"):
+			v = i + 2
+		case a.at(i) == "go" && a.at(i+1) == "ahead" && a.at(i+2) == "and" && a.clauseStart(i):
+			v = i + 3
+		default:
+			continue
+		}
+		if w := a.at(v); !a.isWord(v) || !imperativeVerb(w) || narrationVerbs[w] || hedges[w] || w == "also" || w == "ask" || w == "stop" {
+			return decHit{}, false
+		}
+		return decHit{trig: i, obj: -1, kind: dkAction}, true
+	}
+	return decHit{}, false
+}
+
+// howPreps introduce how a requested change is done.
+var howPreps = map[string]bool{"with": true, "using": true, "via": true, "as": true, "from": true, "every": true}
+
+// howKinds name a way of doing something: "with the append strategy",
+// "with a nightly job".
+var howKinds = map[string]bool{
+	"strategy": true, "approach": true, "pattern": true, "mode": true, "algorithm": true, "job": true,
+	"queue": true, "table": true, "library": true, "backend": true, "cron": true, "index": true, "lock": true,
+	"cache": true, "worker": true, "hash": true, "key": true, "keys": true, "header": true, "format": true,
+}
+
+// userHow reads a request of the user's that says how the change is
+// done, not only what to do: an imperative (after an optional "Label:")
+// with "with", "using", "via", "as", "from" or "every" followed by a
+// concrete choice: a value or date, a name written as code or with a
+// capital, or a kind of way ("the append strategy", "a nightly job").
+// "Backfill from 2026-01-01", "Purge them with a nightly job", "Issue
+// tokens as JWTs signed with RS256".
+func (a *analysis) userHow() (decHit, bool) {
+	if a.role != "user" || a.delegated {
+		return decHit{}, false
+	}
+	starts := []int{0}
+	for j := 1; j < len(a.toks) && j <= 6; j++ {
+		if a.at(j) == ":" {
+			starts = append(starts, j+1)
+			break
+		}
+	}
+	for j := 1; j < len(a.toks); j++ {
+		if a.at(j) == ";" {
+			starts = append(starts, j+1)
+		}
+	}
+	for _, v := range starts {
+		for a.at(v) == "please" || a.at(v) == "also" || a.at(v) == "then" || a.at(v) == "and" || a.at(v) == "now" || a.at(v) == "just" {
+			v++
+		}
+		w := a.at(v)
+		if !a.isWord(v) || !imperativeVerb(w) || narrationVerbs[w] || hedges[w] || personal(w) || w == "you" || w == "your" || w == "they" || w == "he" || w == "she" {
+			continue
+		}
+		switch w {
+		case "let", "tell", "show", "explain", "help", "thanks", "thank", "remember", "note", "say", "give", "send", "reply", "answer", "write", "commit", "push", "ping", "fyi", "btw", "ps":
+			continue
+		}
+		if raw := a.text[a.toks[v].s:a.toks[v].e]; len(raw) > 1 && strings.ToUpper(raw) == raw {
+			// "CI runs …", "FYI the job …": a name or an aside, no verb.
+			continue
+		}
+		found := -1
+		for j := v + 1; j < len(a.toks); j++ {
+			if a.at(j) == ";" || a.at(j) == "." || a.at(j) == "how" || a.at(j) == "what" || a.at(j) == "why" {
+				// "add how to install with uv" describes content.
+				break
+			}
+			if !howPreps[a.at(j)] || a.at(j) == "as" && (a.at(j+1) == "well" || a.at(j+1) == "soon" || a.at(j+1) == "much" || a.at(j+1) == "needed" || a.at(j+1) == "before" || a.at(j+1) == "is" || a.at(j+1) == "usual") {
+				continue
+			}
+			if a.concreteAfter(j) {
+				// The option is what the preposition introduces: "RS256",
+				// "the append strategy", "a nightly job"; one whose job
+				// is known comes first ("as JWTs signed with RS256").
+				if found < 0 {
+					found = j + 1
+				}
+				k := j + 1
+				for a.at(k) == "the" || a.at(k) == "a" || a.at(k) == "an" {
+					k++
+				}
+				if _, ok := optionRoles[a.at(k)]; ok {
+					found = j + 1
+					break
+				}
+			}
+		}
+		if found >= 0 {
+			return decHit{trig: v, obj: found, kind: dkOption}, true
+		}
+	}
+	return decHit{}, false
+}
+
+// concreteAfter reports whether a concrete choice follows token j within
+// three words: a value or date, code, a word with a capital or written
+// as an identifier, or a kind of way.
+func (a *analysis) concreteAfter(j int) bool {
+	from := a.at(j) == "from"
+	for k := j + 1; k < len(a.toks) && k <= j+4; k++ {
+		t := a.toks[k]
+		if t.kind == tCode {
+			return !from
+		}
+		if t.kind != tWord {
+			return false
+		}
+		raw := a.text[t.s:t.e]
+		switch {
+		case hasDigit(t.w):
+			return true
+		case from:
+		case numberWords[t.w] || howKinds[t.w] || optionRoles[t.w] != "":
+			return true
+		case strings.Contains(t.w, "_") || raw != t.w && raw != strings.ToUpper(raw[:1])+raw[1:] && k > 0:
+			// snake_case, or capitals inside the word (RS256, JWTs, gRPC).
+			return true
+		case raw[0] >= 'A' && raw[0] <= 'Z' && len(raw) > 1:
+			return true
+		}
+	}
+	return false
 }
 
 // insteadOpener reads "Instead of X, I injected Y." and "Rather than X,
@@ -1215,9 +1362,55 @@ func (a *analysis) decisionFinding(h decHit, ss []sent, si int) Finding {
 	}
 	if si > 0 {
 		f.Context = capBytes(clean(a.text[ss[si-1].s:ss[si-1].e]), 300)
+		// "Right, append was wrong for this. Use merge keyed on …": what
+		// the sentence before rejects is what this one replaces.
+		if r := rejected(a.text, ss[si-1]); r != "" && !slices.Contains(f.Replaces, r) {
+			f.Replaces = append(f.Replaces, r)
+		}
 	}
 	a.subjectOf(&f, prev)
 	return f
+}
+
+// rejected returns the option a sentence calls a mistake, lowercased:
+// "append" in "Right, append was wrong for this.", "the retry wrapper"
+// in "The retry wrapper was a bad idea."; "" when it rejects nothing.
+func rejected(text string, sn sent) string {
+	low := lowerASCII(text)
+	toks := tokenize(nil, text, low, sn.s, sn.e)
+	for i := 1; i+1 < len(toks); i++ {
+		if toks[i].w != "was" && toks[i].w != "is" {
+			continue
+		}
+		n1, n2 := toks[i+1].w, ""
+		if i+2 < len(toks) {
+			n2 = toks[i+2].w
+		}
+		if !(n1 == "wrong" || n1 == "a" && (n2 == "mistake" || n2 == "bad") || n1 == "the" && n2 == "wrong") {
+			continue
+		}
+		// The option: the words back to the start of the clause, at
+		// most three, without articles.
+		j := i
+		for j > 0 && i-j < 3 && toks[j-1].kind == tWord && !clauseStartFillers[toks[j-1].w] && toks[j-1].w != "right" && toks[j-1].w != "ok" && toks[j-1].w != "okay" {
+			j--
+		}
+		ws := articleless(wordsOf(toks[j:i]))
+		if len(ws) == 0 || len(ws) == 1 && (ws[0] == "it" || ws[0] == "that" || ws[0] == "this" || ws[0] == "i" || personal(ws[0])) {
+			return ""
+		}
+		return strings.Join(ws, " ")
+	}
+	return ""
+}
+
+// wordsOf returns the words of toks.
+func wordsOf(toks []tok) []string {
+	out := make([]string, 0, len(toks))
+	for _, t := range toks {
+		out = append(out, t.w)
+	}
+	return out
 }
 
 // options fills Subject, Chooses and Replaces from the decision hit.

@@ -264,3 +264,69 @@ func TestValuesComparable(t *testing.T) {
 		t.Error("SameQuantity")
 	}
 }
+
+// TestFindUserHow: a request that says how the change is done is a
+// decision whose option is the how; a request that only says what to
+// do, an aside and a content description are not.
+func TestFindUserHow(t *testing.T) {
+	for text, want := range map[string]string{
+		"Queue the emails with sidekiq, 5 retries each.":                         "sidekiq",
+		"Old rows: archive them with a weekly job, 1000 at a time.":              "weekly job",
+		"Re-import the ledger from 2025-07-01.":                                  "2025-07-01",
+		"Sign the session cookies with HS256, keys from the vault.":              "hs256",
+		"Build the index as a nightly job.":                                      "nightly job",
+		"Add a --verbose flag to the CLI.":                                       "",
+		"FYI the deploy job runs on tags only and posts a note as a PR comment.": "",
+		"Please add a section on how to install with `uv sync`.":                 "",
+		"You can test it with `act`.":                                            "",
+		"Run the suite with -race.":                                              "",
+	} {
+		got, found := "", false
+		for _, f := range Find(text, FindOptions{Role: "user"}) {
+			if f.Type == TypeDecision {
+				found = true
+				if len(f.Chooses) > 0 {
+					got = f.Chooses[0]
+				}
+			}
+		}
+		if found != (want != "") || got != want {
+			t.Errorf("%q: decision %v choosing %q, want %q", text, found, got, want)
+		}
+	}
+	// In the agent's prompt to a subagent the same request is the
+	// subagent's task.
+	for _, f := range Find("Old rows: archive them with a weekly job, 1000 at a time.", FindOptions{Role: "user", Delegated: true}) {
+		if f.Type == TypeDecision {
+			t.Errorf("in a subagent's prompt: decision %q", f.Sentence)
+		}
+	}
+}
+
+// TestFindPermission: the user's go-ahead for a held-back change is a
+// decision.
+func TestFindPermission(t *testing.T) {
+	for text, want := range map[string]bool{
+		"QA signed off. You can remove the legacy importer now.": true,
+		"Go ahead and delete the feature flag.":                  true,
+		"You can run the tests now.":                             false,
+		"You can see the logs in the dashboard.":                 false,
+	} {
+		got := false
+		for _, f := range Find(text, FindOptions{Role: "user"}) {
+			got = got || f.Type == TypeDecision
+		}
+		if got != want {
+			t.Errorf("%q: decision %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestFindRejectedBefore: an option the sentence before calls wrong is
+// what the decision replaces.
+func TestFindRejectedBefore(t *testing.T) {
+	fs := Find("Right, the polling loop was a mistake. Use inotify for the watcher.", FindOptions{Role: "user"})
+	if len(fs) != 1 || !slices.Equal(fs[0].Replaces, []string{"polling loop"}) {
+		t.Fatalf("findings %+v", fs)
+	}
+}

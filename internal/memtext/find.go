@@ -79,6 +79,10 @@ type FindOptions struct {
 	// bulleted or numbered items that is neither narration nor a
 	// verification step is a decision, as under a "Decisions" heading.
 	Plan bool
+	// Delegated says the text is the agent's prompt to a subagent, read
+	// as a user's: its requests are the subagent's task, not choices the
+	// user made.
+	Delegated bool
 }
 
 // Find returns the findings in text, a user, assistant or system message,
@@ -97,7 +101,7 @@ func Find(text string, opts FindOptions) []Finding {
 		if len(toks) == 0 {
 			continue
 		}
-		a := analysis{text: text, toks: toks, sn: sn, role: opts.Role, first: i == 0}
+		a := analysis{text: text, toks: toks, sn: sn, role: opts.Role, first: i == 0, delegated: opts.Delegated}
 		a.question = endsWithQuestion(text[sn.s:sn.e])
 		a.cond = a.conditional()
 		if sn.heading {
@@ -141,6 +145,8 @@ type analysis struct {
 	cond     bool
 	// first: the sentence is the text's first.
 	first bool
+	// delegated: FindOptions.Delegated.
+	delegated bool
 }
 
 // at returns the i-th token's text, or "" out of range.

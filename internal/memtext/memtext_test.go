@@ -379,6 +379,8 @@ func TestCleanEmphasis(t *testing.T) {
 		{"use *exactly* this", "use exactly this"},
 		{"compute 2 * 3 and a*b", "compute 2 * 3 and a*b"},
 		{"**Decision:** use SQLite", "Decision: use SQLite"},
+		{"Redirects from old /docs/* URLs via the _redirects file", "Redirects from old /docs/* URLs via the _redirects file"},
+		{"keep _all_ of it under /tmp/*", "keep all of it under /tmp/*"},
 	} {
 		if got := clean(c.in); got != c.want {
 			t.Errorf("clean(%q) = %q, want %q", c.in, got, c.want)

@@ -179,6 +179,7 @@ func clean(s string) string {
 	s = strings.TrimSpace(s)
 	s = stripLineMarks(s)
 	space := false
+	var open map[string]int // emphasis runs opened and not yet closed
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -228,6 +229,27 @@ func clean(s string) string {
 			}
 			if c == '~' {
 				emphasis = emphasis && j-i == 2
+			}
+			if emphasis {
+				// Only a run with its partner is emphasis: the "*" of
+				// "/docs/* URLs" and the "_" of "_redirects" stay.
+				run := s[i:j]
+				switch {
+				case !leftSpace && open[run] > 0:
+					open[run]--
+				case !rightSpace && strings.Contains(s[j:], run):
+					if open == nil {
+						open = map[string]int{}
+					}
+					open[run]++
+				case i == 0 && rightWord,
+					i > 0 && (leftWord || strings.IndexByte(".!?:)", s[i-1]) >= 0) && strings.Trim(s[j:], ".!?:;,)\"'") == "":
+					// At the edge of a sentence its partner may sit in
+					// the next or last one: "**Do not push. Do not
+					// touch master.**"
+				default:
+					emphasis = false
+				}
 			}
 			if emphasis {
 				i = j

@@ -74,6 +74,15 @@ func (m *miner) findings(t *mtask, ev *Event) {
 					m.close(a, ev, "the agent reported the work done: "+capText(firstLine(text, 160), 160))
 				}
 			}
+		} else {
+			// "The migration files are renamed to tern's layout" closes
+			// "todo: rename the .up.sql files to tern's layout".
+			for _, o := range m.list(m.threads) {
+				a := m.threads[o.ID]
+				if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && a.Evidence[0].Seq < ev.Seq && memtext.ReportsDone(a.Thread.Text, text) {
+					m.close(a, ev, "the agent reported it done: "+capText(firstLine(text, 160), 160))
+				}
+			}
 		}
 	}
 }
@@ -307,6 +316,10 @@ func (m *miner) answer(t *mtask, ev *Event, q, a, header string) {
 		case "decision":
 			if f.Subject == "" {
 				f.Subject, f.SubjectFrom = memtext.SubjectOf(q, header)
+			}
+			if f.Context == "" {
+				// What the answer is about: the question.
+				f.Context = capText(strings.TrimSpace(q), 300)
 			}
 			m.decision(t, ev, "user", "answer", f)
 			found = true

@@ -97,6 +97,10 @@ func projectKeys(project string, a *Artifact) []string {
 		d := a.Decision
 		add(ProjectSubject, d.Subject)
 		add(ProjectTerm, decisionOptions(d)...)
+		if d.Via == "answer" {
+			// An answer is found by the words of its question.
+			add(ProjectTerm, memtext.Terms(answered(d))...)
+		}
 		add(ProjectReplaced, d.Replaces...)
 		for _, v := range memtext.Values(d.Statement) {
 			add(ProjectUnit, v.Unit)
@@ -212,4 +216,13 @@ func succeededTools(o *Outcome) []string {
 		}
 	}
 	return out
+}
+
+// answered is the question an answer (Via "answer") answers: its
+// context, or its statement, which then quotes the question.
+func answered(d *Decision) string {
+	if d.Context != "" {
+		return d.Context
+	}
+	return d.Statement
 }

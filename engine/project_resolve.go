@@ -307,7 +307,13 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 		q := memtext.Terms(a.Thread.Text)
 		for _, t := range q {
 			if err := consider(v.terms[t], func(b *Artifact) (string, bool) {
-				if b.Decision == nil || b.Status != "active" || !similar(q, memtext.Terms(b.Decision.Statement)) {
+				if b.Decision == nil || b.Status != "active" {
+					return "", false
+				}
+				if b.Decision.Via == "answer" && similar(q, memtext.Terms(answered(b.Decision))) {
+					return "the user answered the same question later: " + capText(answered(b.Decision), 120), true
+				}
+				if !similar(q, memtext.Terms(b.Decision.Statement)) {
 					return "", false
 				}
 				return "a later decision answers it", true

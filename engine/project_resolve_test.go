@@ -426,3 +426,51 @@ func TestRunKey(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectResolveSameQuestionAnswered: a question the agent left open
+// is closed when a later session asks it again through a question tool
+// and the user answers; and a TODO is closed in its own session when
+// the agent reports that work done.
+func TestProjectResolveSameQuestionAnswered(t *testing.T) {
+	e, dir := resolveRig(t)
+
+	one := newClaudeLog("44444444-0000-4000-8000-000000000021")
+	one.user("Wire the exporter.")
+	one.reply(textBlock("The exporter is wired. Should we also keep the exporter schema in the repo?"))
+	s1 := writeSession(t, e, dir, one)
+
+	two := newClaudeLog("44444444-0000-4000-8000-000000000022")
+	two.t = one.t.Add(24 * time.Hour)
+	two.user("Back to the exporter.")
+	two.reply(use("toolu_q", "AskUserQuestion", map[string]any{"questions": []any{map[string]any{
+		"question": "Should the exporter schema live in this repo?", "header": "Schema",
+		"options": []any{map[string]any{"label": "Yes, versioned with the code"}, map[string]any{"label": "No"}}}}}))
+	two.result("toolu_q", `User has answered your questions: "Should the exporter schema live in this repo?"="Yes, versioned with the code". You can now continue with the user's answers in mind.`, false)
+	two.reply(textBlock("Still need to:\n- rename the exporter files to the snake_case layout\n- update docs/export.md"))
+	two.user("Go on.")
+	two.reply(textBlock("The exporter files are renamed to the snake_case layout. The docs are still to do."))
+	s2 := writeSession(t, e, dir, two)
+
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := onlyOne(t, a1, ArtifactThread, "exporter schema in the repo")
+	r, err := e.Resolve(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r == nil || r.Status != "closed" || r.Session != s2 || !strings.Contains(r.Reason, "answered the same question") {
+		t.Errorf("question resolved %+v, want closed by the later answer", r)
+	}
+	a2, err := e.Artifacts(s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := onlyOne(t, a2, ArtifactThread, "rename the exporter files"); th.Status != "closed" {
+		t.Errorf("renamed TODO is %s, want closed", th.Status)
+	}
+	if th := onlyOne(t, a2, ArtifactThread, "docs/export.md"); th.Status != "open" {
+		t.Errorf("docs TODO is %s, want open", th.Status)
+	}
+}

@@ -84,3 +84,24 @@ func TestAllDone(t *testing.T) {
 		}
 	}
 }
+
+// TestReportsDone: the agent reporting a TODO's work done, in the past
+// tense of its verb with its object, and nothing else.
+func TestReportsDone(t *testing.T) {
+	for _, c := range []struct {
+		todo, text string
+		want       bool
+	}{
+		{"rename the .up.sql files to tern's layout", "The migration files are renamed to tern's layout (001_accounts.sql).", true},
+		{"update docs/runbook.md with the new commands", "I updated docs/runbook.md with the new commands.", true},
+		{"copy the fixtures into testdata", "I copied the fixtures into testdata/.", true},
+		{"rename the .up.sql files to tern's layout", "The files are not renamed yet.", false},
+		{"rename the .up.sql files to tern's layout", "Once the files are renamed to tern's layout, run it.", false},
+		{"update docs/runbook.md with the new commands", "The runbook is still to do.", false},
+		{"update the README", "I updated the README.", false}, // one word of object: too little to tell
+	} {
+		if got := ReportsDone(c.todo, c.text); got != c.want {
+			t.Errorf("ReportsDone(%q, %q) = %v, want %v", c.todo, c.text, got, c.want)
+		}
+	}
+}

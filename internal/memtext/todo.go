@@ -261,3 +261,70 @@ func lookItem(s string) bool {
 	}
 	return len(ws) > 0 && narrationVerbs[ws[0]] && ws[0] != "test" && ws[0] != "run"
 }
+
+// irregularDone are past participles that are not the verb plus -ed.
+var irregularDone = map[string]string{
+	"make": "made", "write": "written", "do": "done", "set": "set", "run": "run", "build": "built",
+	"put": "put", "split": "split", "keep": "kept", "rewrite": "rewritten", "get": "got", "add": "added",
+	"move": "moved", "remove": "removed", "delete": "deleted", "update": "updated", "rename": "renamed",
+	"bump": "bumped", "pin": "pinned", "drop": "dropped", "wrap": "wrapped", "ship": "shipped",
+}
+
+// ReportsDone reports whether an agent's message says the work of todo
+// (an imperative: "rename the .up.sql files to tern's layout") is done:
+// one of its sentences uses the todo's verb in the past ("The migration
+// files are renamed to tern's layout") and shares at least two of its
+// other words, without saying it is still to do ("not yet", "still",
+// "remaining").
+func ReportsDone(todo, text string) bool {
+	tw := words(todo)
+	for len(tw) > 0 && (tw[0] == "todo" || tw[0] == "to" || tw[0] == "then" || tw[0] == "also") {
+		tw = tw[1:]
+	}
+	if len(tw) < 2 || !imperativeVerb(tw[0]) {
+		return false
+	}
+	verb := tw[0]
+	done := irregularDone[verb]
+	if done == "" {
+		switch {
+		case strings.HasSuffix(verb, "e"):
+			done = verb + "d"
+		case strings.HasSuffix(verb, "y") && len(verb) > 2 && !strings.ContainsRune("aeiou", rune(verb[len(verb)-2])):
+			done = verb[:len(verb)-1] + "ied"
+		default:
+			done = verb + "ed"
+		}
+	}
+	want := Terms(strings.Join(tw[1:], " "))
+	if len(want) < 2 {
+		return false
+	}
+	for _, sn := range sentences(nil, text) {
+		s := text[sn.s:sn.e]
+		if endsWithQuestion(s) {
+			continue
+		}
+		ws := words(s)
+		if !slices.Contains(ws, done) || slices.ContainsFunc(ws, func(w string) bool {
+			switch w {
+			case "not", "yet", "still", "remaining", "left", "pending", "todo", "haven't", "hasn't", "isn't", "aren't", "wasn't", "weren't", "won't", "if", "once", "when", "after":
+				return true
+			}
+			return false
+		}) {
+			continue
+		}
+		got := Terms(s)
+		n := 0
+		for _, w := range want {
+			if slices.Contains(got, w) {
+				n++
+			}
+		}
+		if n >= 2 {
+			return true
+		}
+	}
+	return false
+}

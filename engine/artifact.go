@@ -193,6 +193,10 @@ type Decision struct {
 	// is ("learning rate 3e-5" of "…: learning rate 3e-5, batch size
 	// 16"): each setting is a decision of its own, replaced on its own.
 	Setting string `json:"setting,omitempty"`
+	// Head is, for one setting, the words of its sentence before the
+	// list ("Kick off the fine-tune"): what it is a setting of, told
+	// without the other settings, which may have changed since.
+	Head string `json:"head,omitempty"`
 	// Role is who stated it: user or assistant. Count is how many times
 	// it was stated.
 	Role  string `json:"role"`

@@ -581,7 +581,12 @@ func describeArtifact(a *Artifact) string {
 	switch {
 	case a.Decision != nil:
 		d := a.Decision
-		fmt.Fprintf(&b, "Decision (%s): %s\n", a.Status, d.Statement)
+		if d.Setting != "" && d.Head != "" {
+			// Not the whole list: its other settings may have changed.
+			fmt.Fprintf(&b, "Decision (%s): %s (a setting of: %s)\n", a.Status, d.Setting, d.Head)
+		} else {
+			fmt.Fprintf(&b, "Decision (%s): %s\n", a.Status, d.Statement)
+		}
 		if d.Rationale != "" {
 			fmt.Fprintf(&b, "Why: %s\n", d.Rationale)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bbengine/bbengine/internal/memtext"
@@ -355,6 +356,13 @@ func (m *miner) decision(t *mtask, ev *Event, role, via string, f memtext.Findin
 			g := f
 			g.Settings, g.Chooses = false, []string{item}
 			g.Subject, g.SubjectFrom = memtext.SettingName(item), "a setting of a task request"
+			if !strings.ContainsAny(item, "0123456789") && !strings.HasSuffix(f.Subject, " settings") {
+				// "keyed per user id" under "Rate limiting:" is about the
+				// label's job: the rate limit key.
+				if r, _ := memtext.SubjectOf(f.Subject, ""); r != "" && r != f.Subject {
+					g.Subject, g.SubjectFrom = r, "a setting of a list labelled "+strconv.Quote(f.Subject)
+				}
+			}
 			g.Key = key + "\x00" + item
 			m.settingDecision(t, ev, role, via, g, item)
 		}
@@ -390,7 +398,8 @@ func (m *miner) settingDecision(t *mtask, ev *Event, role, via string, f memtext
 		Chooses: f.Chooses, Replaces: f.Replaces, Role: role, Count: 1, Via: via, Setting: setting}
 	a.Title = capText(f.Sentence, 160)
 	if setting != "" {
-		a.Title = capText(setting+": "+f.Sentence, 160)
+		a.Decision.Head = f.Head
+		a.Title = capText(setting+": "+settingOf(a.Decision), 160)
 	}
 	a.Symbols = memtext.Identifiers(f.Sentence + " " + f.Rationale + " " + f.Context)
 	m.decisions[id] = a
@@ -1277,6 +1286,15 @@ func insteadOf(d, e string) (string, bool) {
 func said(d *Decision) string {
 	if d.Setting != "" {
 		return d.Setting
+	}
+	return d.Statement
+}
+
+// settingOf is what a setting decision is a setting of: the head of its
+// sentence, or the sentence when it has none.
+func settingOf(d *Decision) string {
+	if d.Head != "" {
+		return d.Head
 	}
 	return d.Statement
 }

@@ -350,7 +350,7 @@ func TestSettingsEachADecision(t *testing.T) {
 	s1 := writeSession(t, e, dir, one)
 	two := newClaudeLog("44444444-0000-4000-8000-000000000042")
 	two.t = one.t.Add(24 * time.Hour)
-	two.user("The run diverged. Retry it and drop the LR to 2e-5.")
+	two.user("The run diverged. Retry it but halve the batch and drop the LR to 2e-5.")
 	two.reply(textBlock("Restarted."))
 	s2 := writeSession(t, e, dir, two)
 	a1, err := e.Artifacts(s1)
@@ -372,9 +372,28 @@ func TestSettingsEachADecision(t *testing.T) {
 			t.Fatal(err)
 		}
 		replaced := r != nil && r.Status == "superseded" && r.Session == s2
-		if want := strings.HasPrefix(a.Decision.Setting, "learning rate"); replaced != want {
+		if want := !strings.HasPrefix(a.Decision.Setting, "bf16"); replaced != want {
 			t.Errorf("%s (subject %q): resolved %+v, want replaced %v", a.Title, a.Decision.Subject, r, want)
 		}
+		// A setting is told with what it is a setting of, never with the
+		// other settings, which may have changed since.
+		if a.Title != a.Decision.Setting+": Kick off the fine-tune on the small split" || strings.Contains(a.Text, "3e-5") != strings.HasPrefix(a.Decision.Setting, "learning rate") {
+			t.Errorf("title %q, text %q", a.Title, a.Text)
+		}
+	}
+	a2, err := e.Artifacts(s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []string
+	for _, a := range a2 {
+		if a.Type == ArtifactDecision {
+			changes = append(changes, a.Decision.Setting+" / "+a.Decision.Subject)
+		}
+	}
+	slices.Sort(changes)
+	if want := []string{"drop the lr to 2e-5 / learning rate", "halve the batch / batch size"}; !slices.Equal(changes, want) {
+		t.Errorf("the retry's decisions: %q, want %q", changes, want)
 	}
 }
 

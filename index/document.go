@@ -130,6 +130,9 @@ func replacedBy(a *engine.Artifact) string {
 func statement(a *engine.Artifact) string {
 	switch {
 	case a.Decision != nil:
+		if d := a.Decision; d.Setting != "" && d.Head != "" {
+			return d.Setting + " (" + d.Head + ")"
+		}
 		return a.Decision.Statement
 	case a.Constraint != nil:
 		return a.Constraint.Statement

@@ -1356,6 +1356,15 @@ func (a *analysis) decisionFinding(h decHit, ss []sent, si int) Finding {
 	if !(h.trig == 0 && h.obj == 0 && h.kind == 0) {
 		a.options(&f, h)
 	}
+	if a.role == "user" && !f.Settings {
+		if items, head := a.changeList(); len(items) >= 2 {
+			// "Retry the run but halve the batch and use gradient
+			// accumulation 2, and drop the LR to 2e-5": each change a
+			// decision of its own.
+			f.Chooses, f.Replaces, f.Settings, f.Head = items, nil, true, head
+			f.Subject, f.SubjectFrom = "changes", "the changes of a task request"
+		}
+	}
 	prev := ""
 	if si > 0 && !ss[si-1].heading {
 		prev = a.text[ss[si-1].s:ss[si-1].e]
@@ -1601,7 +1610,10 @@ func (a *analysis) options(f *Finding, h decHit) {
 		set, subj, _ := a.settings()
 		f.Chooses = append(f.Chooses, set...)
 		f.Subject, f.SubjectFrom = subj, "the settings of a task request"
-		f.Settings = strings.HasSuffix(subj, " settings") && len(set) > 1
+		f.Settings = len(set) > 1
+		if f.Settings {
+			f.Head = a.settingsHead()
+		}
 	}
 	if len(f.Chooses) == 0 && (h.kind == dkDrop || h.kind == dkSwitch) {
 		// "we're moving off Jenkins; CircleCI from now on."
@@ -1969,4 +1981,76 @@ func (a *analysis) assistantChoice(trig, v int) (decHit, bool) {
 var numberWords = map[string]bool{
 	"two": true, "three": true, "four": true, "five": true, "six": true, "seven": true, "eight": true,
 	"nine": true, "ten": true, "twice": true, "hourly": true, "nightly": true, "daily": true, "weekly": true,
+}
+
+// settingsHead returns the words of a settings sentence before its list:
+// up to the first "with", "using" or colon, cleaned.
+func (a *analysis) settingsHead() string {
+	for j := 1; j < len(a.toks); j++ {
+		switch a.at(j) {
+		case "with", "using", ":":
+			return strings.TrimRight(clean(a.text[a.toks[0].s:a.toks[j].s]), " ,;-")
+		}
+	}
+	return ""
+}
+
+// changeVerbs open a clause that changes one setting.
+var changeVerbs = map[string]bool{
+	"halve": true, "double": true, "triple": true, "drop": true, "raise": true, "lower": true, "bump": true,
+	"increase": true, "decrease": true, "reduce": true, "cut": true, "set": true, "use": true, "enable": true,
+	"disable": true, "pin": true, "cap": true, "turn": true,
+}
+
+// changeList returns the clauses of a request that each change one
+// setting, at least two, joined by commas, "and" or "but", each opening
+// with a change verb ("halve the batch", "drop the LR to 2e-5"), and the
+// words before the first ("Retry the summarizer run"); nil when the
+// sentence is no such list.
+func (a *analysis) changeList() ([]string, string) {
+	var items []string
+	head := ""
+	valued := false
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			it := strings.ToLower(strings.TrimRight(clean(a.text[a.toks[start].s:a.toks[end-1].e]), " ,;."))
+			if n := len(strings.Fields(it)); n >= 2 && n <= 8 {
+				items = append(items, it)
+				valued = valued || hasDigit(it) || RelativeChange(it)
+			}
+		}
+		start = -1
+	}
+	for j := 0; j < len(a.toks); j++ {
+		w := a.at(j)
+		brk := j == 0 || a.at(j-1) == "," || a.at(j-1) == ";" || a.at(j-1) == "and" || a.at(j-1) == "but" || a.at(j-1) == "also" || a.at(j-1) == "then"
+		if brk && changeVerbs[w] && a.isWord(j+1) {
+			if start >= 0 {
+				k := j
+				for k > start && (a.at(k-1) == "," || a.at(k-1) == ";" || a.at(k-1) == "and" || a.at(k-1) == "but" || a.at(k-1) == "also" || a.at(k-1) == "then") {
+					k--
+				}
+				flush(k)
+			} else if len(items) == 0 && j > 0 {
+				k := j
+				for k > 0 && (a.at(k-1) == "," || a.at(k-1) == ";" || a.at(k-1) == "and" || a.at(k-1) == "but" || a.at(k-1) == "also" || a.at(k-1) == "then") {
+					k--
+				}
+				if k > 0 {
+					head = strings.TrimRight(clean(a.text[a.toks[0].s:a.toks[k-1].e]), " ,;")
+				}
+			}
+			start = j
+			continue
+		}
+		if start >= 0 && (w == ";" || w == "," && !changeVerbs[a.at(j+1)] && !(a.at(j+1) == "and" && changeVerbs[a.at(j+2)])) {
+			flush(j)
+		}
+	}
+	flush(len(a.toks))
+	if len(items) < 2 || !valued {
+		return nil, ""
+	}
+	return items, head
 }

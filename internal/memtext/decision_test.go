@@ -330,3 +330,23 @@ func TestFindRejectedBefore(t *testing.T) {
 		t.Fatalf("findings %+v", fs)
 	}
 }
+
+// TestFindChangeList: several changes in one request are several
+// settings, each named by what it sets; a list of chores is none.
+func TestFindChangeList(t *testing.T) {
+	fs := Find("Retry the export but halve the workers and use compression level 3, and cap the batch at 500.", FindOptions{Role: "user"})
+	if len(fs) != 1 || !fs[0].Settings || fs[0].Head != "Retry the export" ||
+		!slices.Equal(fs[0].Chooses, []string{"halve the workers", "use compression level 3", "cap the batch at 500"}) {
+		t.Fatalf("findings %+v", fs)
+	}
+	for item, name := range map[string]string{"halve the workers": "workers", "cap the batch at 500": "batch size", "drop the lr to 2e-5": "learning rate"} {
+		if got := SettingName(item); got != name {
+			t.Errorf("SettingName(%q) = %q, want %q", item, got, name)
+		}
+	}
+	for _, f := range Find("Fix the parser, then add a test and update the docs.", FindOptions{Role: "user"}) {
+		if f.Settings {
+			t.Errorf("chores read as settings: %+v", f)
+		}
+	}
+}

@@ -47,6 +47,10 @@ type Finding struct {
 	// ("learning rate 3e-5", "batch size 16"), each a decision of its
 	// own whose subject is SettingName of it.
 	Settings bool
+	// Head is, for a list of settings, the words of the sentence before
+	// the list ("Kick off the fine-tune" of "Kick off the fine-tune:
+	// learning rate 3e-5, batch size 16"): what each setting is of.
+	Head string
 	// Context is the sentence before a decision's, cleaned and capped at
 	// 300 bytes: what it is about when the sentence itself does not say
 	// ("We need an argument parser." before "Use clap."); "" for the

@@ -152,6 +152,12 @@ func SettingName(item string) string {
 		switch w {
 		case "on", "off", "true", "false", "yes", "no", "=", ":":
 			continue
+		case "the", "a", "an", "to", "by", "from", "of", "our", "its", "at":
+			// "drop the LR to 2e-5": the words of a change.
+			continue
+		}
+		if i == 0 && changeVerbs[w] {
+			continue
 		}
 		ws = append(ws, w)
 	}

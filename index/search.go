@@ -153,7 +153,8 @@ func (x *Index) search(q Query, viaBluge bool) ([]engine.Card, error) {
 // more than 1% of them match only when the query has no rarer word: see
 // textQuery). Then each candidate's score is multiplied by its type's
 // weight (decision and constraint 1.5, open thread 1.3, outcome 1.2,
-// transcript 1), by 1.5 when it is of q.Session and by 1.3 more when also
+// transcript 1), by 1.6 when its type is the one the question's form
+// asks for (intentOf), by 1.5 when it is of q.Session and by 1.3 more when also
 // of q.Task, by 1.2 when it belongs to one of the last
 // Options.RecentTasks tasks of q.Session, by 0.5 when superseded, by 0.6
 // when a closed thread, by 1.5 when pinned.
@@ -288,6 +289,7 @@ func within(dir, p string) bool {
 // rerank sets each hit's score: its BM25 score times the factors Find
 // describes, and records them when q.Explain.
 func rerank(hits []hit, q Query, recentFrom int) {
+	intent := intentOf(q.Text)
 	for i := range hits {
 		h := &hits[i]
 		h.factors = h.factors[:0]
@@ -299,6 +301,9 @@ func rerank(hits []hit, q Query, recentFrom int) {
 			}
 		}
 		f("type "+h.typ, typeWeight[engine.ArtifactType(h.typ)])
+		if intent != "" && engine.ArtifactType(h.typ) == intent {
+			f("the question asks for: "+h.typ, boostIntent)
+		}
 		if q.Session != "" && h.session == q.Session {
 			f("session", boostSession)
 			if q.Task != "" && h.task == q.Task {

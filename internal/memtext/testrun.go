@@ -139,8 +139,10 @@ const maxFailedNames = 50
 // ParseTestResult reads a test run's output: go test (--- FAIL: TestX,
 // ok/FAIL package lines), pytest (FAILED path::name, "N failed, M
 // passed"), jest and vitest (✕ name, Tests: N failed), cargo (test x ...
-// FAILED, test result:), and falls back on the exit code when it is
-// known.
+// FAILED, test result:), RSpec and ExUnit ("1) name", "N examples, M
+// failures", "N tests, M failures"), Gradle's JUnit ("Class > test()
+// FAILED", "N tests completed, M failed") and GoogleTest ("[  FAILED  ]
+// Suite.Name"), and falls back on the exit code when it is known.
 func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 	r := TestResult{IsTest: IsTestCommand(cmd)}
 	seen := map[string]bool{}
@@ -153,7 +155,7 @@ func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 	}
 	var goFail, goOK string
 	countFailed, countPassed := -1, -1
-	runner := false
+	runner, inFailures := false, false
 	for l := range strings.Lines(output) {
 		l = strings.TrimRight(l, "\r\n")
 		t := strings.TrimSpace(l)
@@ -233,6 +235,60 @@ func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 					countPassed = p
 				}
 			}
+		case strings.HasPrefix(t, "[  FAILED  ] ") && !strings.Contains(t, " test"):
+			// GoogleTest "[  FAILED  ] Suite.Name (3 ms)".
+			runner = true
+			name := strings.TrimPrefix(t, "[  FAILED  ] ")
+			if k := strings.Index(name, " ("); k >= 0 {
+				name = name[:k]
+			}
+			fail(name)
+		case strings.HasPrefix(t, "[  PASSED  ] "):
+			runner = true
+			if n, ok := leadingInt(strings.TrimPrefix(t, "[  PASSED  ] ")); ok {
+				countPassed = max(countPassed, 0) + n
+			}
+		case strings.HasSuffix(t, " FAILED") && strings.Contains(t, " > ") && !strings.HasPrefix(t, "FAILURE"):
+			// Gradle's JUnit "SearchClientTest > facetsByBrand() FAILED".
+			runner = true
+			name := strings.TrimSuffix(t, " FAILED")
+			if k := strings.LastIndex(name, " > "); k >= 0 {
+				name = strings.TrimSuffix(name[k+3:], "()")
+			}
+			fail(name)
+		case numberedTest(t):
+			// RSpec "  1) Job skips cancelled subscriptions" after
+			// "Failures:"; ExUnit "  1) test retries on 4xx (Mod.Test)".
+			if inFailures || strings.Contains(t, ") test ") && strings.HasSuffix(t, ")") {
+				runner = true
+				name := t[strings.Index(t, ") ")+2:]
+				if strings.HasPrefix(name, "test ") && strings.HasSuffix(name, ")") {
+					name = strings.TrimPrefix(name, "test ")
+					if k := strings.LastIndex(name, " ("); k > 0 {
+						name = name[:k]
+					}
+				}
+				fail(name)
+			}
+		case t == "Failures:":
+			inFailures = true
+		case rspecSummary(t):
+			// RSpec "4 examples, 1 failure", ExUnit "3 tests, 1 failure",
+			// Gradle "14 tests completed, 1 failed".
+			runner = true
+			r.Summary = t
+			if f, ok := countOf(t, "failure"); ok {
+				countFailed = f
+			} else if f, ok := countOf(t, "failures"); ok {
+				countFailed = f
+			} else if f, ok := countOf(t, "failed"); ok {
+				countFailed = f
+			} else {
+				countFailed = 0
+			}
+			if n, ok := leadingInt(t); ok && countFailed >= 0 {
+				countPassed = n - countFailed
+			}
 		case isPytestSummary(t):
 			runner = true
 			s := strings.Trim(t, "= ")
@@ -266,6 +322,29 @@ func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 		r.Passed = exitKnown && exit == 0 || countPassed > 0 || goOK != "" || strings.HasPrefix(strings.TrimSpace(lastLine(output)), "PASS")
 	}
 	return r
+}
+
+// numberedTest reports a numbered failure line: "1) name".
+func numberedTest(t string) bool {
+	n, ok := leadingInt(t)
+	return ok && n > 0 && strings.HasPrefix(strings.TrimLeft(t, "0123456789"), ") ") && len(t) > 4
+}
+
+// rspecSummary reports the count line of RSpec ("4 examples, 1
+// failure"), ExUnit ("3 tests, 1 failure", "5 tests, 0 failures") and
+// Gradle ("14 tests completed, 1 failed").
+func rspecSummary(t string) bool {
+	n, ok := leadingInt(t)
+	if !ok || n < 0 {
+		return false
+	}
+	rest := strings.TrimLeft(t, "0123456789")
+	for _, p := range []string{" examples, ", " example, ", " tests, ", " test, ", " tests completed, ", " tests completed"} {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // isPytestSummary reports pytest's closing line: "==== 1 failed, 2 passed

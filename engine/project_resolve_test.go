@@ -493,3 +493,28 @@ func TestProjectResolveSameQuestionAnswered(t *testing.T) {
 		t.Errorf("docs TODO is %s, want open", th.Status)
 	}
 }
+
+// TestOutcomeRanWithoutAnswer: a task whose last command succeeded and
+// reported is a success though the session ended before the agent
+// answered; one whose last command failed is not.
+func TestOutcomeRanWithoutAnswer(t *testing.T) {
+	e, dir := resolveRig(t)
+	l := newClaudeLog("44444444-0000-4000-8000-000000000061")
+	l.user("Time the reindex with refresh off.")
+	l.reply(use("toolu_1", "Bash", map[string]any{"command": "./gradlew reindexBench"}))
+	l.result("toolu_1", "> Task :reindexBench\nreindexed 2,400,000 docs in 6m41s", false)
+	l.user("Now time the cold start.")
+	l.reply(use("toolu_2", "Bash", map[string]any{"command": "./gradlew coldStart"}))
+	l.result("toolu_2", "FAILURE: Build failed with an exception.\nExit code 1", true)
+	s := writeSession(t, e, dir, l)
+	arts, err := e.Artifacts(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := onlyOne(t, arts, ArtifactOutcome, "reindex with refresh off"); o.Status != "success" || !strings.Contains(o.Outcome.Reason, "last command succeeded") {
+		t.Errorf("reindex task: %s (%s)", o.Status, o.Outcome.Reason)
+	}
+	if o := onlyOne(t, arts, ArtifactOutcome, "cold start"); o.Status != "fail" {
+		t.Errorf("cold start task: %s (%s)", o.Status, o.Outcome.Reason)
+	}
+}

@@ -66,6 +66,9 @@ func (a *analysis) decision() (decHit, bool) {
 	if h, ok := a.permission(); ok {
 		return h, true
 	}
+	if h, ok := a.toolStatement(); ok {
+		return h, true
+	}
 	if h, ok := a.userHow(); ok {
 		return h, true
 	}
@@ -1306,7 +1309,7 @@ var optionStop = map[string]bool{
 	"as": true, "when": true, "if": true, "unless": true, "until": true, "with": true, "from": true, "not": true,
 	"than": true, "and": true, "but": true, "which": true, "that": true, "now": true, "going": true, "over": true,
 	"in": true, "on": true, "last": true, "by": true, "here": true, "there": true, "then": true, "too": true,
-	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true, "please": true,
+	"also": true, "everywhere": true, "directly": true, "only": true, "across": true, "between": true, "please": true, "at": true,
 }
 
 // phrase returns the option phrase starting at token i, lowercased and
@@ -2053,4 +2056,60 @@ func (a *analysis) changeList() ([]string, string) {
 		return nil, ""
 	}
 	return items, head
+}
+
+// toolLinks tie a job to the tool that does it in a statement: "It uses
+// Pillow for resizing", "schema changes are applied by dbmate", "new
+// pipelines are Dagster assets".
+var toolLinks = map[string]bool{
+	"uses": true, "use": true, "is": true, "are": true, "by": true, "via": true, "with": true, "on": true,
+	"through": true, "in": true,
+}
+
+// toolStatement reads the user stating, in the present, which known tool
+// does a job in the project: a statement (not an imperative, a question
+// or a condition) that names a tool of known role after a linking word
+// ("uses", "are", "by", "via", "with", "on"), not negated. The tool is
+// the decision's option, so its role is the subject ("dbmate": the
+// migration tool) and a later choice of another tool for that job
+// replaces it.
+func (a *analysis) toolStatement() (decHit, bool) {
+	if a.role != "user" || a.delegated || a.question || a.cond || len(a.toks) < 4 {
+		return decHit{}, false
+	}
+	first := 0
+	for first < len(a.toks) && clauseStartFillers[a.at(first)] {
+		first++
+	}
+	if w := a.at(first); !personal(w) && imperativeVerb(w) && !nonVerbs[w] && w != "it" && w != "new" && w != "all" && w != "our" && w != "every" && w != "each" && w != "schema" {
+		// An imperative or a noun the verb test cannot tell apart: the
+		// other rules read requests.
+		if !strings.HasSuffix(w, "s") {
+			return decHit{}, false
+		}
+	}
+	for j := first + 1; j < len(a.toks); j++ {
+		t := a.toks[j]
+		if t.kind != tWord {
+			continue
+		}
+		if _, ok := optionRoles[t.w]; !ok {
+			continue
+		}
+		link, away := false, false
+		for k := j - 1; k >= first && k >= j-3; k-- {
+			switch a.at(k) {
+			case "not", "no", "don't", "never", "instead":
+				return decHit{}, false
+			case "done", "off", "from", "away", "ditch", "drop", "than", "replace", "replacing":
+				// "we're done with Airflow", "moving off Jenkins".
+				away = true
+			}
+			link = link || toolLinks[a.at(k)]
+		}
+		if link && !away {
+			return decHit{trig: first, obj: j, kind: dkOption}, true
+		}
+	}
+	return decHit{}, false
 }

@@ -350,3 +350,26 @@ func TestFindChangeList(t *testing.T) {
 		}
 	}
 }
+
+// TestFindToolStatement: the user stating which known tool does a job
+// is a decision on that job; a tool left behind, negated or merely
+// mentioned in a request is not chosen.
+func TestFindToolStatement(t *testing.T) {
+	for text, want := range map[string][2]string{
+		"The resizer uses libvips for thumbnails.":                      {"image library", "libvips"},
+		"Migrations in this repo are applied by flyway at deploy time.": {"migration tool", "flyway"},
+		"We're done with Jenkins: new jobs are Buildkite pipelines.":    {"ci system", "buildkite pipelines"},
+		"It does not use redis for sessions.":                           {"", ""},
+		"We're moving off celery next quarter.":                         {"", ""},
+	} {
+		subj, choice := "", ""
+		for _, f := range Find(text, FindOptions{Role: "user"}) {
+			if f.Type == TypeDecision && len(f.Chooses) > 0 {
+				subj, choice = f.Subject, f.Chooses[0]
+			}
+		}
+		if subj != want[0] || choice != want[1] {
+			t.Errorf("%q: subject %q choosing %q, want %q", text, subj, choice, want)
+		}
+	}
+}

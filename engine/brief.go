@@ -75,28 +75,6 @@ func (e *Engine) Brief(session string) (Brief, error) {
 	return b, err
 }
 
-// Report is what bbengine run or a harness reported about how a task
-// ended (an outcome note). It is folded into the task's outcome
-// artifact, whose status it decides.
-type Report struct {
-	Session string `json:"session"`
-	Task    string `json:"task"`
-	// Status is success, fail or blocked; Summary the reporter's words.
-	Status  string   `json:"status"`
-	Summary string   `json:"summary,omitempty"`
-	Files   []string `json:"files,omitempty"`
-	// Changes are the files the repository's diff says the task changed
-	// (bbengine run).
-	Changes []exchange.FileStat `json:"changes,omitempty"`
-	// Exit is the agent's exit code, when the reporter ran it.
-	Exit *int `json:"exit_code,omitempty"`
-	// Source is run or harness.
-	Source string `json:"source"`
-	// Time and Offset are those of the note's frame.
-	Time   int64  `json:"time_ns"`
-	Offset uint64 `json:"offset"`
-}
-
 // Reports returns the outcome reports of a session id, in the order
 // their notes were written.
 func (e *Engine) Reports(session string) ([]Report, error) {

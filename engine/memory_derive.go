@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/bbengine/bbengine/codec/llm"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine/schema"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
@@ -97,17 +98,8 @@ func artifactID(prefix, session string, parts ...string) string {
 	return prefix + "-" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
-// capText cuts s to at most n bytes at a rune boundary, marking the cut.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+// capText is schema.CapText: the cut an artifact's card makes too.
+func capText(s string, n int) string { return schema.CapText(s, n) }
 
 // firstLine returns the first non-empty line of s, capped.
 func firstLine(s string, n int) string {

@@ -37,30 +37,6 @@ import (
 //   - an open question is closed by a later decision about the same
 //     things (most of the question's terms).
 
-// Resolution says why an artifact is no longer in force: a later session
-// of its project replaced or closed it.
-type Resolution struct {
-	// Status is what the artifact now is: superseded or closed.
-	Status string `json:"status"`
-	// By is the artifact that replaced or closed it, and Session its
-	// session.
-	By      string `json:"by"`
-	Session string `json:"session"`
-	// Reason says which rule applied, in words.
-	Reason string `json:"reason"`
-}
-
-// SetResolved takes a out of force as r says: its status, the
-// resolution, and the first line of its text, which says the status it
-// had when it was derived.
-func (a *Artifact) SetResolved(r *Resolution) {
-	line, _, _ := strings.Cut(a.Text, "\n")
-	if i := strings.Index(line, "("+a.Status); i >= 0 && a.Status != "" {
-		a.Text = a.Text[:i] + "(" + r.Status + a.Text[i+1+len(a.Status):]
-	}
-	a.Status, a.Resolved = r.Status, r
-}
-
 // projectView is what the project index says about some of a project's
 // artifacts, loaded: the candidates that may take another out of force.
 type projectView struct {

@@ -8,6 +8,7 @@
 //
 //	codec/*, internal/*         pure formats, private helpers
 //	wal, proxy/breaker
+//	engine/schema               the domain types
 //	engine, wal/walbench
 //	agents                      the Agent interface and registry
 //	export, index, pack, proxy  peers: never import each other

@@ -1,4 +1,6 @@
-package engine
+package schema
+
+import "unicode/utf8"
 
 // MemoryVersion names the memory extractors' rules. Artifacts carry it
 // (Artifact.Builder); Open derives every session's artifacts again when
@@ -307,6 +309,18 @@ type MemoryState struct {
 
 // Card returns the bounded view of a.
 func (a *Artifact) Card() Card {
-	return Card{ID: a.ID, Type: a.Type, Title: a.Title, Snippet: capText(a.Text, 240), Status: a.Status,
+	return Card{ID: a.ID, Type: a.Type, Title: a.Title, Snippet: CapText(a.Text, 240), Status: a.Status,
 		Session: a.Session, Task: a.Task, Run: a.Run, Files: a.Files, Time: a.Last, Pinned: a.Pinned, Forgotten: a.Forgotten}
+}
+
+// CapText cuts s to at most n bytes at a rune boundary, marking the cut.
+func CapText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

@@ -15,32 +15,6 @@ import (
 	"github.com/bbengine/bbengine/internal/memtext"
 )
 
-// What harnesses say about a session, as notes (memory frames in the
-// WAL, codec/exchange.Note) and X-Bb-Session-Goal request headers, lives
-// in two 'i' families:
-//
-//	'i' 'b' session id              Brief: goal and latest checkpoint
-//	'i' 'r' session id 0x00 task    Report: the latest outcome note of a task
-//
-// Both come from WAL frames alone, so Rebuild gives them again, and
-// RebuildMemory keeps them as it keeps corrections.
-const (
-	memBrief  = 'b'
-	memReport = 'r'
-)
-
-func briefKey(session string) []byte {
-	return append([]byte{prefixIndex, memBrief}, session...)
-}
-
-func reportPrefix(session string) []byte {
-	return append(append([]byte{prefixIndex, memReport}, session...), 0)
-}
-
-func reportKey(session, task string) []byte {
-	return append(reportPrefix(session), task...)
-}
-
 // Brief is what was said about a session as a whole rather than derived
 // from its events: its goal and the latest checkpoint summary a harness
 // recorded. Each comes from a WAL frame, so a rebuild gives it again.

@@ -65,15 +65,6 @@ type walRun struct {
 // run: reading a run back skips the other frames in it.
 const runGap = 1 << 20
 
-// Key families of imports.
-const (
-	prefixImportFile    = 'f' // 'f' path → ImportFileState
-	prefixImportPending = 'p' // 'p' session id → "" (derive again)
-)
-
-func importFileKey(path string) []byte  { return append([]byte{prefixImportFile}, path...) }
-func importPendingKey(id string) []byte { return append([]byte{prefixImportPending}, id...) }
-
 // ImportState returns the state of the imported file path.
 func (e *Engine) ImportState(path string) (ImportFileState, bool, error) {
 	var st ImportFileState

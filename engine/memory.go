@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,40 +19,6 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 )
-
-// Memory keys live in the 'a' (artifacts) and 'i' (memory indexes)
-// families:
-//
-//	'a' artifact id                 Artifact (without corrections)
-//	'i' 's' ordinal u64             MemoryState of the session
-//	'i' 'q' session id              empty: the session's memory must be derived again
-//	'i' 'u' 'a' artifact id         CorrectionState of an artifact
-//	'i' 'u' 's' session id          CorrectionState of a session
-//	'i' 'b' session id              Brief of the session (brief.go)
-//	'i' 'r' session id 0x00 task    Report of a task's outcome (brief.go)
-//	'i' 'p' project 0x00 …          project index (project.go)
-//	'm' "memory"                    MemoryVersion of the stored artifacts
-const (
-	memState      = 's'
-	memPending    = 'q'
-	memCorrection = 'u'
-)
-
-var keyMemory = []byte("mmemory")
-
-func artifactKey(id string) []byte { return append([]byte{prefixArtifact}, id...) }
-
-func memStateKey(ord uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixIndex, memState}, ord)
-}
-
-func memPendingKey(session string) []byte {
-	return append([]byte{prefixIndex, memPending}, session...)
-}
-
-func correctionKey(target, id string) []byte {
-	return append([]byte{prefixIndex, memCorrection, target[0]}, id...)
-}
 
 // CorrectionState is what the user's corrections (memory frames in the
 // WAL) say about one artifact or session.

@@ -13,57 +13,6 @@ import (
 	"github.com/bbengine/bbengine/internal/memtext"
 )
 
-// The project index lists, per project, the memory that a session of the
-// same project may replace or close: active decisions and constraints,
-// and open threads, keyed by what makes one replace or close another.
-// It lives in the 'i' family:
-//
-//	'i' 'p' project 0x00 'S' subject 0x00 artifact id     active decision, by subject
-//	'i' 'p' project 0x00 'T' term 0x00 artifact id        active decision, by chosen option and statement term
-//	'i' 'p' project 0x00 'K' term 0x00 artifact id        active constraint, by core term
-//	'i' 'p' project 0x00 'X' command 0x00 artifact id     open failing test, by the command's first two words
-//	'i' 'p' project 0x00 'F' path 0x00 artifact id        open TODO or FIXME, by file
-//	'i' 'p' project 0x00 'W' term 0x00 artifact id        open prose thread (TODO, blocker said), by term
-//	'i' 'p' project 0x00 'R' option 0x00 artifact id      active decision, by an option it replaces
-//	'i' 'p' project 0x00 'P' command 0x00 artifact id     outcome with a passing test run, by the command's first two words
-//	'i' 'p' project 0x00 'Q' term 0x00 artifact id        open question, by term
-//	'i' 'p' project 0x00 'U' unit 0x00 artifact id        active decision, by the unit of a value it states
-//	'i' 'p' project 0x00 'A' term 0x00 artifact id        outcome, by a term of its task's prompt (answers)
-//	'i' 'p' project 0x00 'O' tool 0x00 artifact id        outcome with a command that succeeded, by its tool (toolWord)
-//	'i' 'p' project 0x00 'N' term 0x00 artifact id        active decision, by a term of a "don't …" clause it states
-//
-// Each value is the session's ordinal and the artifact's latest time
-// (unix ns), 8 bytes each, big-endian (an entry written before memory/5
-// has the ordinal alone). The entries
-// of an artifact change only when the artifact does, so keeping the index
-// costs what the changed artifacts cost: a session of a project with
-// hundreds of earlier sessions reads and writes only its own entries,
-// and finding what a new decision may supersede is one prefix scan per
-// subject or term, not a pass over the project.
-//
-// The project of a session is its working directory (ProjectOf); a
-// session without one has no entries. Whether and how a session's
-// memory replaces another session's is the memory rules' to say: the
-// index only finds the candidates.
-const memProject = 'p'
-
-// Project index kinds.
-const (
-	ProjectSubject    = 'S'
-	ProjectTerm       = 'T'
-	ProjectConstraint = 'K'
-	ProjectTest       = 'X'
-	ProjectFile       = 'F'
-	ProjectProse      = 'W'
-	ProjectReplaced   = 'R'
-	ProjectPassed     = 'P'
-	ProjectQuestion   = 'Q'
-	ProjectUnit       = 'U'
-	ProjectPrompt     = 'A'
-	ProjectSucceeded  = 'O'
-	ProjectNegated    = 'N'
-)
-
 // ProjectOf returns the project of a session: its working directory,
 // cleaned, or "" when it has none.
 func ProjectOf(s *Session) string {
@@ -71,12 +20,6 @@ func ProjectOf(s *Session) string {
 		return ""
 	}
 	return filepath.Clean(s.CWD)
-}
-
-func projectPrefix(project string, kind byte, term string) []byte {
-	k := append([]byte{prefixIndex, memProject}, project...)
-	k = append(k, 0, kind)
-	return append(append(k, term...), 0)
 }
 
 // projectKeys returns the project index keys of a, sorted.

@@ -58,6 +58,19 @@ const (
 	KindInterruption   = schema.KindInterruption
 	KindRewrite        = schema.KindRewrite
 	KindRecord         = schema.KindRecord
+	ProjectSubject     = schema.ProjectSubject
+	ProjectTerm        = schema.ProjectTerm
+	ProjectConstraint  = schema.ProjectConstraint
+	ProjectTest        = schema.ProjectTest
+	ProjectFile        = schema.ProjectFile
+	ProjectProse       = schema.ProjectProse
+	ProjectReplaced    = schema.ProjectReplaced
+	ProjectPassed      = schema.ProjectPassed
+	ProjectQuestion    = schema.ProjectQuestion
+	ProjectUnit        = schema.ProjectUnit
+	ProjectPrompt      = schema.ProjectPrompt
+	ProjectSucceeded   = schema.ProjectSucceeded
+	ProjectNegated     = schema.ProjectNegated
 )
 
 var (

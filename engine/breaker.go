@@ -3,31 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/bbengine/bbengine/codec/exchange"
 )
-
-// BreakerRecord is a breaker frame as the engine keeps it: the record and
-// the WAL offset of its frame.
-type BreakerRecord struct {
-	exchange.Breaker
-	Offset uint64 `json:"offset"`
-}
-
-// breakerFrame keeps a breaker frame. One that does not decode is logged
-// with its offset and skipped: it never stops derivation.
-func (c *canonicalizer) breakerFrame(off uint64, p []byte) error {
-	if off < c.replayEnd {
-		return nil // applied before the last commit
-	}
-	b, err := exchange.DecodeBreaker(p)
-	if err != nil {
-		c.e.opts.Logf("engine: breaker frame at WAL offset %d skipped: %v", off, err)
-		return nil
-	}
-	c.ensureBatch()
-	return c.setJSON(breakerKey(b.Session, off), &BreakerRecord{Breaker: b, Offset: off})
-}
 
 // Breakers returns the breaker records of a session, oldest first; none
 // when the breaker never wrote about it.

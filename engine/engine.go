@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bbengine/bbengine/codec/redact"
+	"github.com/bbengine/bbengine/engine/derive"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -136,17 +136,14 @@ type Engine struct {
 	log    *wal.Log
 	ownLog bool
 
-	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
-	run   sync.Mutex
-	canon *canonicalizer
+	// run serializes the pipeline's passes (CatchUp, Follow, Rebuild,
+	// RebuildMemory).
+	run  sync.Mutex
+	pipe *derive.Pipeline
 	// mu guards closed: readers hold it shared while they use the
 	// database, Close exclusively while it closes it.
 	mu     sync.RWMutex
 	closed bool
-
-	// memApplied is the applied offset as of the last pass that derived
-	// memory: WaitCaughtUp waits for it.
-	memApplied atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -197,6 +194,12 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, err
 	}
+	e.pipe = derive.New(derive.Store{Dir: dir, DB: e.db, Tables: e.popts, Log: e.log,
+		Get: e.getMeta, GetJSON: e.getJSON, Scan: e.scanRange,
+		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
+		Pin: e.pinRetention,
+	}, derive.Options{Hold: o.Hold, Yield: o.Yield, BatchBytes: o.BatchBytes, StaleAfter: o.StaleAfter,
+		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit})
 	if err := e.safeCheck(); err != nil {
 		e.Close()
 		return nil, damaged(dbDir, err)

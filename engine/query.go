@@ -29,14 +29,6 @@ type SessionFilter struct {
 	Agent string `json:"agent,omitempty"`
 }
 
-// EventFilter selects events of a session. Zero fields select everything.
-type EventFilter struct {
-	Task   string `json:"task,omitempty"`
-	Thread int    `json:"thread,omitempty"`
-	// After keeps events with a larger sequence number.
-	After uint64 `json:"after,omitempty"`
-}
-
 var _ Reader = (*Engine)(nil)
 
 // Sessions returns the sessions f selects, oldest first.

@@ -1,41 +1,48 @@
 package engine
 
 // The domain types live in package engine/schema, below the engine and
-// the derivation pipeline that both use them; these aliases keep them
-// engine.Event, engine.Session, engine.Artifact… for every caller.
+// the derivation pipeline (engine/derive) that both use them; these
+// aliases keep them engine.Event, engine.Session, engine.Artifact… for
+// every caller.
 
 import "github.com/bbengine/bbengine/engine/schema"
 
 type (
-	ArtifactType = schema.ArtifactType
-	Artifact     = schema.Artifact
-	Evidence     = schema.Evidence
-	Outcome      = schema.Outcome
-	FileChange   = schema.FileChange
-	Command      = schema.Command
-	Decision     = schema.Decision
-	Constraint   = schema.Constraint
-	Thread       = schema.Thread
-	Segment      = schema.Segment
-	Card         = schema.Card
-	MemoryState  = schema.MemoryState
-	Report       = schema.Report
-	Resolution   = schema.Resolution
-	Usage        = schema.Usage
-	Kind         = schema.Kind
-	Event        = schema.Event
-	Tool         = schema.Tool
-	Call         = schema.Call
-	Error        = schema.Error
-	Rewrite      = schema.Rewrite
-	Provenance   = schema.Provenance
-	Record       = schema.Record
-	Agent        = schema.Agent
-	ImportInfo   = schema.ImportInfo
-	Session      = schema.Session
-	ModelUsage   = schema.ModelUsage
-	Task         = schema.Task
-	Exchange     = schema.Exchange
+	ArtifactType    = schema.ArtifactType
+	Artifact        = schema.Artifact
+	Evidence        = schema.Evidence
+	Outcome         = schema.Outcome
+	FileChange      = schema.FileChange
+	Command         = schema.Command
+	Decision        = schema.Decision
+	Constraint      = schema.Constraint
+	Thread          = schema.Thread
+	Segment         = schema.Segment
+	Card            = schema.Card
+	MemoryState     = schema.MemoryState
+	Blobs           = schema.Blobs
+	BlobWriter      = schema.BlobWriter
+	Report          = schema.Report
+	Resolution      = schema.Resolution
+	Brief           = schema.Brief
+	CorrectionState = schema.CorrectionState
+	BreakerRecord   = schema.BreakerRecord
+	EventFilter     = schema.EventFilter
+	Usage           = schema.Usage
+	Kind            = schema.Kind
+	Event           = schema.Event
+	Tool            = schema.Tool
+	Call            = schema.Call
+	Error           = schema.Error
+	Rewrite         = schema.Rewrite
+	Provenance      = schema.Provenance
+	Record          = schema.Record
+	Agent           = schema.Agent
+	ImportInfo      = schema.ImportInfo
+	Session         = schema.Session
+	ModelUsage      = schema.ModelUsage
+	Task            = schema.Task
+	Exchange        = schema.Exchange
 )
 
 const (
@@ -76,3 +83,12 @@ const (
 var (
 	ArtifactTypes = schema.ArtifactTypes
 )
+
+// NewBlobs is schema.NewBlobs.
+func NewBlobs(dir string) *Blobs { return schema.NewBlobs(dir) }
+
+// NewBlobsAt is schema.NewBlobsAt.
+func NewBlobsAt(dir string) *Blobs { return schema.NewBlobsAt(dir) }
+
+// MarkBlobTexts is schema.MarkBlobTexts.
+func MarkBlobTexts(events []Event) []Event { return schema.MarkBlobTexts(events) }

@@ -51,3 +51,56 @@ func (a *Artifact) SetResolved(r *Resolution) {
 	}
 	a.Status, a.Resolved = r.Status, r
 }
+
+// Brief is what was said about a session as a whole rather than derived
+// from its events: its goal and the latest checkpoint summary a harness
+// recorded. Each comes from a WAL frame, so a rebuild gives it again.
+type Brief struct {
+	Session string `json:"session"`
+	// Goal is the session's north star; GoalSource says where it came
+	// from: "run" (bbengine run --goal), "harness" (the harness API) or
+	// "header" (an X-Bb-Session-Goal request header). GoalOffset is the
+	// WAL offset of the frame that set it.
+	//
+	// A goal from run or the harness API beats one from a header; among
+	// goals of equal rank the latest frame wins. Header goals are taken
+	// in the order their exchanges end in the WAL; a request repeating
+	// the goal in force changes nothing, so GoalOffset stays at the
+	// first request that stated it.
+	Goal       string `json:"goal,omitempty"`
+	GoalSource string `json:"goal_source,omitempty"`
+	GoalOffset uint64 `json:"goal_offset,omitempty"`
+	// Checkpoint is the latest session summary, with the time and WAL
+	// offset of its frame.
+	Checkpoint       string `json:"checkpoint,omitempty"`
+	CheckpointTime   int64  `json:"checkpoint_ns,omitempty"`
+	CheckpointOffset uint64 `json:"checkpoint_offset,omitempty"`
+}
+
+// CorrectionState is what the user's corrections (memory frames in the
+// WAL) say about one artifact or session.
+type CorrectionState struct {
+	Target    string `json:"target"`
+	ID        string `json:"id"`
+	Forgotten bool   `json:"forgotten,omitempty"`
+	Pinned    bool   `json:"pinned,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Time and Offset are those of the latest correction's frame.
+	Time   int64  `json:"time_ns"`
+	Offset uint64 `json:"offset"`
+}
+
+// BreakerRecord is a breaker frame as the engine keeps it: the record and
+// the WAL offset of its frame.
+type BreakerRecord struct {
+	exchange.Breaker
+	Offset uint64 `json:"offset"`
+}
+
+// EventFilter selects events of a session. Zero fields select everything.
+type EventFilter struct {
+	Task   string `json:"task,omitempty"`
+	Thread int    `json:"thread,omitempty"`
+	// After keeps events with a larger sequence number.
+	After uint64 `json:"after,omitempty"`
+}

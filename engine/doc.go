@@ -44,7 +44,7 @@
 //	'p'     'p' session id (bytes)                empty                        imports to derive
 //	'a'     'a' …                                 Artifact                     memory
 //	'i'     'i' …                                 states, briefs, reports,     memory
-//	                                              project index (project.go)
+//	                                              project index
 //	'k'     'k' session id 0x00 offset u64        BreakerRecord                circuit breaker
 //
 //	meta names
@@ -89,8 +89,9 @@
 // engine holding such imports links agents/all and export (the CLI
 // does); an imported session whose source has no importer derives no
 // events. The events of a session derived for the first time are
-// written into a table Pebble ingests (the event table, see ingest.go),
-// not through a batch; the keys and values are the same.
+// written into a table Pebble ingests (the event table,
+// engine/derive/ingest.go), not through a batch; the keys and values
+// are the same.
 //
 // # Client families
 //

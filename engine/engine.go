@@ -131,7 +131,8 @@ type Engine struct {
 	holder   Holder
 	db       *pebble.DB
 	// popts are the options db was opened with, defaults filled in:
-	// the event tables of imports (ingest.go) are written with them.
+	// the event tables of imports (engine/derive/ingest.go) are written
+	// with them.
 	popts  *pebble.Options
 	log    *wal.Log
 	ownLog bool
@@ -238,7 +239,7 @@ func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err 
 		},
 	}
 	setCompression(po)
-	// An event table an import ingests (ingest.go) goes to the lowest
+	// An event table an import ingests (engine/derive/ingest.go) goes to the lowest
 	// level its keys do not overlap; ingest-time splitting lets it go
 	// there even when one table of that level spans its bounds without
 	// holding keys inside them (the last events of earlier sessions and
@@ -284,7 +285,7 @@ func setCompression(o *pebble.Options) {
 // family begins and where it ends, so that no table holds both events
 // and other keys. The other families take a tenth of an import's store
 // and are rewritten as they change, while most events are written once,
-// into the last level (ingest.go): a table of other keys that reached
+// into the last level (engine/derive/ingest.go): a table of other keys that reached
 // into the events would make its compaction into the last level rewrite
 // every event table between its keys.
 func eventSpan(start []byte) (pebble.SpanPolicy, []byte, error) {

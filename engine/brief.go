@@ -1,5 +1,9 @@
 package engine
 
+// The queries of what harnesses said about a session (briefs, outcome
+// reports) and of a session's artifacts by type; the pipeline derives
+// them (engine/derive/brief.go).
+
 import (
 	"bytes"
 	"cmp"

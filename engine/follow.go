@@ -83,36 +83,8 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	return e.pipe.RebuildMemory(ctx)
 }
 
-// Resolve says whether a later session of a's project took a out of force
-// (nil when it did not, or a has no project): a decision or constraint
-// replaced, a failing test that passed. It reads only the project index
-// entries that could apply.
-func (e *Engine) Resolve(a Artifact) (*Resolution, error) { return e.pipe.Resolve(a) }
-
-// ProjectState returns a digest that changes whenever ProjectMemory of
-// the project would: it reads the project index and the memory state of
-// its sessions, not their artifacts.
-func (e *Engine) ProjectState(project string) (string, error) { return e.pipe.ProjectState(project) }
-
-// ProjectMemory returns the memory in force of project (a working
-// directory, as ProjectOf gives it), from every session of it but the
-// one whose ordinal is skip (0: none): a session's own pack has its own
-// artifacts. Resolved still says which of the skipped session's
-// artifacts a later session took out of force; of those, only the ones
-// some other session's entry could apply to are read.
-func (e *Engine) ProjectMemory(project string, skip uint64) (*ProjectMemory, error) {
-	return e.pipe.ProjectMemory(project, skip)
-}
-
 func (e *Engine) isClosed() bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	return e.closed
-}
-
-// ImportState returns the state of the imported file path.
-func (e *Engine) ImportState(path string) (ImportFileState, bool, error) {
-	var st ImportFileState
-	ok, err := e.getJSON(importFileKey(path), &st)
-	return st, ok, err
 }

@@ -1,5 +1,10 @@
 package engine
 
+// The queries of memory: sessions' memory states, artifacts with their
+// corrections, and the corrections themselves; the memory rules read
+// across a project (Resolve, ProjectState, ProjectMemory) are the
+// pipeline's (engine/derive/project_resolve.go).
+
 import (
 	"encoding/json"
 	"errors"
@@ -194,4 +199,25 @@ func (e *Engine) walRange(s Session) (first, last uint64, ok bool, err error) {
 		return nil
 	})
 	return first, last, ok, err
+}
+
+// Resolve says whether a later session of a's project took a out of force
+// (nil when it did not, or a has no project): a decision or constraint
+// replaced, a failing test that passed. It reads only the project index
+// entries that could apply.
+func (e *Engine) Resolve(a Artifact) (*Resolution, error) { return e.pipe.Resolve(a) }
+
+// ProjectState returns a digest that changes whenever ProjectMemory of
+// the project would: it reads the project index and the memory state of
+// its sessions, not their artifacts.
+func (e *Engine) ProjectState(project string) (string, error) { return e.pipe.ProjectState(project) }
+
+// ProjectMemory returns the memory in force of project (a working
+// directory, as ProjectOf gives it), from every session of it but the
+// one whose ordinal is skip (0: none): a session's own pack has its own
+// artifacts. Resolved still says which of the skipped session's
+// artifacts a later session took out of force; of those, only the ones
+// some other session's entry could apply to are read.
+func (e *Engine) ProjectMemory(project string, skip uint64) (*ProjectMemory, error) {
+	return e.pipe.ProjectMemory(project, skip)
 }

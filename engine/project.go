@@ -1,5 +1,8 @@
 package engine
 
+// The query of the project index the pipeline keeps
+// (engine/derive/project.go has its kinds and what they file).
+
 import (
 	"bytes"
 	"encoding/binary"

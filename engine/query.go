@@ -182,3 +182,10 @@ func (e *Engine) scanRange(lo, hi []byte, fn func(k, v []byte) error) error {
 func (e *Engine) Dump(fn func(k, v []byte) error) error {
 	return e.scanRange([]byte{0}, []byte{0xff}, fn)
 }
+
+// ImportState returns the state of the imported file path.
+func (e *Engine) ImportState(path string) (ImportFileState, bool, error) {
+	var st ImportFileState
+	ok, err := e.getJSON(importFileKey(path), &st)
+	return st, ok, err
+}

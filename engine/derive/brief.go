@@ -18,7 +18,7 @@ func (c *canonicalizer) brief(session string) (*Brief, error) {
 	if b := c.briefs[session]; b != nil {
 		return b, nil
 	}
-	b, err := c.e.Brief(session)
+	b, err := c.e.brief(session)
 	if err != nil {
 		return nil, err
 	}

@@ -382,7 +382,7 @@ func (c *canonicalizer) fold(s *Session, kept *memFold, handed []Event) (*memFol
 		var evs []Event
 		if s.Events > f.seen {
 			var err error
-			if evs, err = e.Events(s.ID, EventFilter{After: f.seen}); err != nil {
+			if evs, err = e.events(s.ID, EventFilter{After: f.seen}); err != nil {
 				return nil, err
 			}
 		}
@@ -398,7 +398,7 @@ func (c *canonicalizer) fold(s *Session, kept *memFold, handed []Event) (*memFol
 	evs := handed
 	if handed == nil || uint64(len(handed)) != s.Events {
 		var err error
-		if evs, err = e.Events(s.ID, EventFilter{}); err != nil {
+		if evs, err = e.events(s.ID, EventFilter{}); err != nil {
 			return nil, err
 		}
 	}
@@ -493,7 +493,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	}
 	written := 0
 	arts, encs, tasks := f.m.snapshotEncoded(true)
-	reports, err := e.Reports(s.ID)
+	reports, err := e.reports(s.ID)
 	if err != nil {
 		return f, written, err
 	}

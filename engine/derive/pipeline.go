@@ -153,12 +153,14 @@ func (e *Pipeline) scanLocked(p []byte, fn func(k, v []byte) error) error {
 	return e.store.Scan(p, upperBound(p), fn)
 }
 
-func (e *Pipeline) Events(session string, f EventFilter) ([]Event, error) {
+// events, reports, brief, memoryState, artifact and pinRetention are
+// the Store's functions of the same names.
+func (e *Pipeline) events(session string, f EventFilter) ([]Event, error) {
 	return e.store.Events(session, f)
 }
-func (e *Pipeline) Reports(session string) ([]Report, error) { return e.store.Reports(session) }
-func (e *Pipeline) Brief(session string) (Brief, error)      { return e.store.Brief(session) }
-func (e *Pipeline) MemoryState(session string) (MemoryState, error) {
+func (e *Pipeline) reports(session string) ([]Report, error) { return e.store.Reports(session) }
+func (e *Pipeline) brief(session string) (Brief, error)      { return e.store.Brief(session) }
+func (e *Pipeline) memoryState(session string) (MemoryState, error) {
 	return e.store.MemoryState(session)
 }
 func (e *Pipeline) artifact(id string) (Artifact, error) { return e.store.Artifact(id) }

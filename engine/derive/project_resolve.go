@@ -399,7 +399,7 @@ func (e *Pipeline) Resolve(a Artifact) (*Resolution, error) {
 	if a.Decision == nil && a.Constraint == nil && a.Thread == nil {
 		return nil, nil
 	}
-	st, err := e.MemoryState(a.Session)
+	st, err := e.memoryState(a.Session)
 	if err != nil || st.Project == "" {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/engine/derive"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -220,7 +221,7 @@ func TestLongTextsSpill(t *testing.T) {
 	if n != 2 {
 		t.Errorf("MarkBlobTexts marks %d texts as blobs, want 2", n)
 	}
-	if evs[1].Text != cutText(prompt, 64) {
+	if evs[1].Text != derive.CutText(prompt, 64) {
 		t.Errorf("MarkBlobTexts changed its argument: %q", evs[1].Text)
 	}
 	sameAfterRebuild(t, e, dump(t, e), "spilled texts")
@@ -273,12 +274,12 @@ func TestBigRequestBoundedMemory(t *testing.T) {
 func TestDeferredRequestBodies(t *testing.T) {
 	dir, log := newData(t)
 	var c clock
-	defer func(n int64) { deferRequestBodies = n }(deferRequestBodies)
-	deferRequestBodies = 2 << 10
+	defer func(n int64) { derive.DeferRequestBodies = n }(derive.DeferRequestBodies)
+	derive.DeferRequestBodies = 2 << 10
 	e := open(t, dir, log, &Options{TextLimit: 400})
 	interleaveWAL(t, log, &c, 0, wildSession("da", 30, 3), wildSession("db", 25, 4))
 	// The bodies of most exchanges are deferred.
-	a := exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: deferRequestBodies}
+	a := exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: derive.DeferRequestBodies}
 	r := log.NewReader()
 	for r.Next() {
 		p, err := r.Payload()
@@ -299,7 +300,7 @@ func TestDeferredRequestBodies(t *testing.T) {
 	}
 	catchUp(t, e)
 	deferred := dump(t, e)
-	deferRequestBodies = 0
+	derive.DeferRequestBodies = 0
 	sameAfterRebuild(t, e, deferred, "deriving deferred request bodies differs from gathering them")
 	if !strings.Contains(deferred, "da") || strings.Contains(deferred, "request body:") {
 		t.Fatalf("derived state: %.400s", deferred)

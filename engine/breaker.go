@@ -1,52 +1,9 @@
 package engine
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-
-	"github.com/bbengine/bbengine/codec/exchange"
 )
-
-// prefixBreaker is the family of the circuit breaker's records (breaker
-// frames, codec/exchange.Breaker), kept per session in WAL order:
-//
-//	'k' session id 0x00 offset u64    BreakerRecord
-//
-// They come from WAL frames alone, so Rebuild gives them again. A running
-// proxy restores its breaker from them after a restart, and `bbengine
-// breaker status` and `show` read them.
-const prefixBreaker = 'k'
-
-func breakerPrefix(session string) []byte {
-	return append(append([]byte{prefixBreaker}, session...), 0)
-}
-
-func breakerKey(session string, off uint64) []byte {
-	return binary.BigEndian.AppendUint64(breakerPrefix(session), off)
-}
-
-// BreakerRecord is a breaker frame as the engine keeps it: the record and
-// the WAL offset of its frame.
-type BreakerRecord struct {
-	exchange.Breaker
-	Offset uint64 `json:"offset"`
-}
-
-// breakerFrame keeps a breaker frame. One that does not decode is logged
-// with its offset and skipped: it never stops derivation.
-func (c *canonicalizer) breakerFrame(off uint64, p []byte) error {
-	if off < c.replayEnd {
-		return nil // applied before the last commit
-	}
-	b, err := exchange.DecodeBreaker(p)
-	if err != nil {
-		c.e.opts.Logf("engine: breaker frame at WAL offset %d skipped: %v", off, err)
-		return nil
-	}
-	c.ensureBatch()
-	return c.setJSON(breakerKey(b.Session, off), &BreakerRecord{Breaker: b, Offset: off})
-}
 
 // Breakers returns the breaker records of a session, oldest first; none
 // when the breaker never wrote about it.

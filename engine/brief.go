@@ -1,7 +1,12 @@
 package engine
 
+// The queries of what harnesses said about a session (briefs, outcome
+// reports) and of a session's artifacts by type; the pipeline derives
+// them (engine/derive/brief.go).
+
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,62 +14,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/codec/redact"
-	"github.com/bbengine/bbengine/internal/memtext"
 )
-
-// What harnesses say about a session, as notes (memory frames in the
-// WAL, codec/exchange.Note) and X-Bb-Session-Goal request headers, lives
-// in two 'i' families:
-//
-//	'i' 'b' session id              Brief: goal and latest checkpoint
-//	'i' 'r' session id 0x00 task    Report: the latest outcome note of a task
-//
-// Both come from WAL frames alone, so Rebuild gives them again, and
-// RebuildMemory keeps them as it keeps corrections.
-const (
-	memBrief  = 'b'
-	memReport = 'r'
-)
-
-func briefKey(session string) []byte {
-	return append([]byte{prefixIndex, memBrief}, session...)
-}
-
-func reportPrefix(session string) []byte {
-	return append(append([]byte{prefixIndex, memReport}, session...), 0)
-}
-
-func reportKey(session, task string) []byte {
-	return append(reportPrefix(session), task...)
-}
-
-// Brief is what was said about a session as a whole rather than derived
-// from its events: its goal and the latest checkpoint summary a harness
-// recorded. Each comes from a WAL frame, so a rebuild gives it again.
-type Brief struct {
-	Session string `json:"session"`
-	// Goal is the session's north star; GoalSource says where it came
-	// from: "run" (bbengine run --goal), "harness" (the harness API) or
-	// "header" (an X-Bb-Session-Goal request header). GoalOffset is the
-	// WAL offset of the frame that set it.
-	//
-	// A goal from run or the harness API beats one from a header; among
-	// goals of equal rank the latest frame wins. Header goals are taken
-	// in the order their exchanges end in the WAL; a request repeating
-	// the goal in force changes nothing, so GoalOffset stays at the
-	// first request that stated it.
-	Goal       string `json:"goal,omitempty"`
-	GoalSource string `json:"goal_source,omitempty"`
-	GoalOffset uint64 `json:"goal_offset,omitempty"`
-	// Checkpoint is the latest session summary, with the time and WAL
-	// offset of its frame.
-	Checkpoint       string `json:"checkpoint,omitempty"`
-	CheckpointTime   int64  `json:"checkpoint_ns,omitempty"`
-	CheckpointOffset uint64 `json:"checkpoint_offset,omitempty"`
-}
 
 // Brief returns the brief of a session id, exactly as recorded (a
 // session may have a brief before its first request). It is the zero
@@ -73,28 +23,6 @@ func (e *Engine) Brief(session string) (Brief, error) {
 	b := Brief{Session: session}
 	_, err := e.getJSON(briefKey(session), &b)
 	return b, err
-}
-
-// Report is what bbengine run or a harness reported about how a task
-// ended (an outcome note). It is folded into the task's outcome
-// artifact, whose status it decides.
-type Report struct {
-	Session string `json:"session"`
-	Task    string `json:"task"`
-	// Status is success, fail or blocked; Summary the reporter's words.
-	Status  string   `json:"status"`
-	Summary string   `json:"summary,omitempty"`
-	Files   []string `json:"files,omitempty"`
-	// Changes are the files the repository's diff says the task changed
-	// (bbengine run).
-	Changes []exchange.FileStat `json:"changes,omitempty"`
-	// Exit is the agent's exit code, when the reporter ran it.
-	Exit *int `json:"exit_code,omitempty"`
-	// Source is run or harness.
-	Source string `json:"source"`
-	// Time and Offset are those of the note's frame.
-	Time   int64  `json:"time_ns"`
-	Offset uint64 `json:"offset"`
 }
 
 // Reports returns the outcome reports of a session id, in the order
@@ -109,181 +37,8 @@ func (e *Engine) Reports(session string) ([]Report, error) {
 		out = append(out, r)
 		return nil
 	})
-	slices.SortFunc(out, func(a, b Report) int { return compareU64(a.Offset, b.Offset) })
+	slices.SortFunc(out, func(a, b Report) int { return cmp.Compare(a.Offset, b.Offset) })
 	return out, err
-}
-
-// OutcomeID is the id of the outcome artifact of a session's task.
-func OutcomeID(session, task string) string { return artifactID("out", session, task) }
-
-// brief returns the cached brief of a session, loading it.
-func (c *canonicalizer) brief(session string) (*Brief, error) {
-	if b := c.briefs[session]; b != nil {
-		return b, nil
-	}
-	b, err := c.e.Brief(session)
-	if err != nil {
-		return nil, err
-	}
-	c.briefs[session] = &b
-	return &b, nil
-}
-
-// goalRank orders goal sources: a goal someone stated for the session
-// (run, harness) outranks one a request header carried.
-func goalRank(source string) int {
-	switch source {
-	case "":
-		return 0
-	case "header":
-		return 1
-	}
-	return 2
-}
-
-// setGoal makes text the session's goal unless a goal of higher rank is
-// in force, or the same header goal is.
-func (c *canonicalizer) setGoal(session, text, source string, off uint64) error {
-	b, err := c.brief(session)
-	if err != nil {
-		return err
-	}
-	if goalRank(source) < goalRank(b.GoalSource) || source == "header" && b.GoalSource == "header" && b.Goal == text {
-		return nil
-	}
-	b.Goal, b.GoalSource, b.GoalOffset = text, source, off
-	c.ensureBatch()
-	return c.setJSON(briefKey(session), b)
-}
-
-// headerGoal takes the goal an exchange's X-Bb-Session-Goal header
-// stated; off is the offset of its request start frame.
-func (c *canonicalizer) headerGoal(session, goal string, off uint64) error {
-	return c.setGoal(session, c.redact(goal), "header", off)
-}
-
-func (c *canonicalizer) redact(s string) string {
-	if r := c.e.opts.Redactor; r != nil {
-		return r.String(s)
-	}
-	return s
-}
-
-// note applies a harness note.
-func (c *canonicalizer) note(off uint64, t int64, n *exchange.Note) error {
-	switch n.Op {
-	case "goal":
-		return c.setGoal(n.Session, c.redact(strings.TrimSpace(n.Text)), n.Source, off)
-	case "checkpoint":
-		b, err := c.brief(n.Session)
-		if err != nil {
-			return err
-		}
-		b.Checkpoint, b.CheckpointTime, b.CheckpointOffset = c.redact(strings.TrimSpace(n.Text)), t, off
-		return c.setJSON(briefKey(n.Session), b)
-	}
-	// An outcome: keep the task's latest report and derive the session's
-	// memory again. A session no request has reached yet is created, so
-	// the reported task has an artifact to hold it.
-	r := Report{Session: n.Session, Task: n.TaskID, Status: n.Status, Summary: strings.TrimSpace(n.Text), Files: n.Files,
-		Changes: n.Changes, Exit: n.Exit, Source: n.Source, Time: t, Offset: off}
-	if err := c.setJSON(reportKey(r.Session, r.Task), &r); err != nil {
-		return err
-	}
-	st, err := c.session(n.Session)
-	if err != nil {
-		return err
-	}
-	if st.s.First == 0 && st.s.Source == "" {
-		// Created here: neither an exchange nor an import has touched it.
-		st.s.First, st.s.Last, st.s.Source = t, t, "note"
-		st.dirty = true
-	}
-	c.batch.Set(memPendingKey(n.Session), nil, nil)
-	c.memPending[n.Session] = true
-	return nil
-}
-
-// EvidenceNote is the Kind of an artifact's evidence that is a harness
-// note rather than an event: its Seq is 0 and its Prov has Side "note"
-// and the offset of the note's frame as First and Last.
-const EvidenceNote Kind = "note"
-
-// foldReports folds a session's outcome reports into its derived
-// artifacts and task count: a report decides its task's outcome status,
-// leads its summary and adds its files and its note as evidence; a task
-// no event belongs to gets an outcome from its report alone, numbered
-// after the derived tasks in the order the reports were written. Texts
-// go through red (nil means none). It is a pure function.
-func foldReports(session string, arts []Artifact, tasks int, reports []Report, red *redact.Redactor) ([]Artifact, int) {
-	text := func(s string) string {
-		if red == nil {
-			return s
-		}
-		return red.String(s)
-	}
-	for _, r := range reports {
-		id := OutcomeID(session, r.Task)
-		i := slices.IndexFunc(arts, func(a Artifact) bool { return a.ID == id })
-		if i < 0 {
-			tasks++
-			arts = append(arts, Artifact{ID: id, Type: ArtifactOutcome, Session: session, Task: r.Task, TaskN: tasks,
-				First: r.Time, Last: r.Time, Outcome: &Outcome{Summary: []string{}}})
-			i = len(arts) - 1
-		}
-		a := &arts[i]
-		o := a.Outcome
-		r.Summary = capText(text(r.Summary), 16<<10)
-		files := make([]string, 0, len(r.Files))
-		for _, f := range r.Files {
-			files = append(files, text(f))
-		}
-		r.Files = slices.Clip(files)
-		if len(r.Files) == 0 {
-			r.Files = nil
-		}
-		derived, why := o.Status, o.Reason
-		o.Report = &r
-		o.Status, o.Reason = r.Status, "reported by "+map[string]string{"run": "bbengine run", "harness": "the harness"}[r.Source]
-		if r.Exit != nil {
-			o.Reason += fmt.Sprintf(" (exit code %d)", *r.Exit)
-		}
-		if derived != "" && derived != r.Status {
-			o.Reason += "; the events said " + derived + ": " + why
-		}
-		var lead []string
-		for _, l := range strings.Split(r.Summary, "\n") {
-			if l = strings.TrimSpace(l); l != "" && len(lead) < 3 {
-				lead = append(lead, capText(l, 240))
-			}
-		}
-		o.Summary = append(lead, o.Summary...)
-		for _, f := range r.Files {
-			a.Files = addUnique(a.Files, f)
-			o.Files = addChange(o.Files, FileChange{Path: f, Op: "reported"})
-		}
-		for _, c := range r.Changes {
-			path := text(c.Path)
-			a.Files = addUnique(a.Files, path)
-			op := "diff"
-			if c.SHA256 == "" {
-				op = "delete"
-			}
-			o.Files = addChange(o.Files, FileChange{Path: path, Op: op})
-			for j := range o.Files {
-				if o.Files[j].Path == path {
-					o.Files[j].Added, o.Files[j].Deleted, o.Files[j].SHA256 = c.Added, c.Deleted, c.SHA256
-				}
-			}
-		}
-		a.Symbols = addUnique(a.Symbols, memtext.Identifiers(r.Summary)...)
-		a.Status = o.Status
-		a.First, a.Last = min(a.First, r.Time), max(a.Last, r.Time)
-		a.Title, a.Text = outcomeTitle(a), outcomeText(a)
-		a.Evidence = append(a.Evidence, Evidence{Kind: EvidenceNote, Time: r.Time, Prov: Provenance{Side: "note", First: r.Offset, Last: r.Offset}})
-		finishArtifact(a)
-	}
-	return arts, tasks
 }
 
 // ArtifactsOf returns the session's memory state and those of its

@@ -1,9 +1,14 @@
-// Package engine owns bbengine's derived state and its domain types: the
-// canonical timeline of each session (Event), the session and exchange
-// records, the Pebble database that holds them, and the canonicalizer
-// that builds them from the WAL. Everything here is derived: Rebuild drops
-// it and replays the WAL, and the result is byte-identical to what the
-// incremental canonicalizer wrote.
+// Package engine owns bbengine's derived state: the Pebble database that
+// holds it and its key layout, the queries over it (sessions, events,
+// exchanges, memory, breaker records), and the life of a data directory
+// (its lock, Open, Close, Rebuild). The domain types it serves (Event,
+// Session, Exchange, Artifact…) are defined in engine/schema and are the
+// engine's here by alias; the derivation pipeline that builds the state
+// from the WAL, canonicalizer and memory alike, is engine/derive, which
+// the engine runs (CatchUp, CatchUpTo, Follow, Rebuild, RebuildMemory)
+// and which reads the store back through the engine. Everything here is
+// derived: Rebuild drops it and replays the WAL, and the result is
+// byte-identical to what the incremental pipeline wrote.
 //
 // # Ownership and concurrency
 //
@@ -11,7 +16,7 @@
 // <dir>/engine.lock and writes the holder's pid (and, for a running proxy,
 // the loopback address of its query endpoint) into it; a second Open gets
 // a *LockedError naming them. An Engine is safe for concurrent use: one
-// canonicalizer goroutine writes, any number of queries read.
+// pass of the pipeline at a time writes, any number of queries read.
 //
 // # Layout
 //
@@ -39,7 +44,7 @@
 //	'p'     'p' session id (bytes)                empty                        imports to derive
 //	'a'     'a' …                                 Artifact                     memory
 //	'i'     'i' …                                 states, briefs, reports,     memory
-//	                                              project index (project.go)
+//	                                              project index
 //	'k'     'k' session id 0x00 offset u64        BreakerRecord                circuit breaker
 //
 //	meta names
@@ -48,7 +53,10 @@
 //	  schema    u32 BE  SchemaVersion of the key layout
 //	  sessions  u64 BE  number of session ordinals assigned
 //
-// Every batch the canonicalizer commits carries the entries of the frames
+// The keys are built by engine/schema (keys.go), for the pipeline that
+// writes them and the queries that read them.
+//
+// Every batch the pipeline commits carries the entries of the frames
 // it read and the new applied offset, so after a crash the engine resumes
 // from the WAL exactly once. An exchange whose frames started before the
 // applied offset but has not ended is kept in the 'o' family; on resume
@@ -61,8 +69,8 @@
 // # Canonical timeline
 //
 // Each provider request re-sends the conversation. The canonicalizer
-// keeps each session's known messages per thread and emits only what is
-// new (see Event for the kinds). Thread 1 is the first conversation of a
+// (engine/derive) keeps each session's known messages per thread and
+// emits only what is new (see Event for the kinds). Thread 1 is the first conversation of a
 // session; a request that shares no prefix with any thread (a side
 // request, a subagent) starts a new thread; one that diverges inside a
 // thread's history (an edit, a fork) starts a new thread and records a
@@ -81,8 +89,9 @@
 // engine holding such imports links agents/all and export (the CLI
 // does); an imported session whose source has no importer derives no
 // events. The events of a session derived for the first time are
-// written into a table Pebble ingests (the event table, see ingest.go),
-// not through a batch; the keys and values are the same.
+// written into a table Pebble ingests (the event table,
+// engine/derive/ingest.go), not through a batch; the keys and values
+// are the same.
 //
 // # Client families
 //
@@ -95,7 +104,10 @@
 //
 // # Imports
 //
-// It may import wal, codec/* and internal/*, and nothing above it: the
-// agents registry, export, index, pack, proxy, api and cli all import
-// the engine, never the other way (internal/layers checks it).
+// It may import engine/derive, engine/schema, wal, codec/* and
+// internal/*, and nothing above it: the agents registry, export, index,
+// pack, proxy, api and cli all import the engine, never the other way
+// (internal/layers checks it). engine/derive and engine/schema never
+// import the engine; the names callers know (engine.Event,
+// engine.RegisterImporter, engine.ScanImport…) are aliases of theirs.
 package engine

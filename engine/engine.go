@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bbengine/bbengine/codec/redact"
+	"github.com/bbengine/bbengine/engine/derive"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -131,22 +131,20 @@ type Engine struct {
 	holder   Holder
 	db       *pebble.DB
 	// popts are the options db was opened with, defaults filled in:
-	// the event tables of imports (ingest.go) are written with them.
+	// the event tables of imports (engine/derive/ingest.go) are written
+	// with them.
 	popts  *pebble.Options
 	log    *wal.Log
 	ownLog bool
 
-	// run serializes canonicalizer passes (CatchUp, Follow, Rebuild).
-	run   sync.Mutex
-	canon *canonicalizer
+	// run serializes the pipeline's passes (CatchUp, Follow, Rebuild,
+	// RebuildMemory).
+	run  sync.Mutex
+	pipe *derive.Pipeline
 	// mu guards closed: readers hold it shared while they use the
 	// database, Close exclusively while it closes it.
 	mu     sync.RWMutex
 	closed bool
-
-	// memApplied is the applied offset as of the last pass that derived
-	// memory: WaitCaughtUp waits for it.
-	memApplied atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -197,6 +195,12 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, err
 	}
+	e.pipe = derive.New(derive.Store{Dir: dir, DB: e.db, Tables: e.popts, Log: e.log,
+		Get: e.getMeta, GetJSON: e.getJSON, Scan: e.scanRange,
+		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
+		Pin: e.pinRetention,
+	}, derive.Options{Hold: o.Hold, Yield: o.Yield, BatchBytes: o.BatchBytes, StaleAfter: o.StaleAfter,
+		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit})
 	if err := e.safeCheck(); err != nil {
 		e.Close()
 		return nil, damaged(dbDir, err)
@@ -235,7 +239,7 @@ func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err 
 		},
 	}
 	setCompression(po)
-	// An event table an import ingests (ingest.go) goes to the lowest
+	// An event table an import ingests (engine/derive/ingest.go) goes to the lowest
 	// level its keys do not overlap; ingest-time splitting lets it go
 	// there even when one table of that level spans its bounds without
 	// holding keys inside them (the last events of earlier sessions and
@@ -281,7 +285,7 @@ func setCompression(o *pebble.Options) {
 // family begins and where it ends, so that no table holds both events
 // and other keys. The other families take a tenth of an import's store
 // and are rewritten as they change, while most events are written once,
-// into the last level (ingest.go): a table of other keys that reached
+// into the last level (engine/derive/ingest.go): a table of other keys that reached
 // into the events would make its compaction into the last level rewrite
 // every event table between its keys.
 func eventSpan(start []byte) (pebble.SpanPolicy, []byte, error) {

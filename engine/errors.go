@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bbengine/bbengine/engine/schema"
 	"github.com/cockroachdb/pebble/v2"
 )
 
 var (
 	// ErrLocked reports a data directory owned by another process.
 	ErrLocked = errors.New("engine: data directory in use")
-	// ErrNotFound reports an unknown session or exchange.
-	ErrNotFound = errors.New("engine: not found")
+	// ErrNotFound reports an unknown session or exchange (it is
+	// schema.ErrNotFound, which the pipeline tells by).
+	ErrNotFound = schema.ErrNotFound
 	// ErrClosed reports use of a closed Engine.
 	ErrClosed = errors.New("engine: closed")
 )

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -206,6 +208,34 @@ func TestImportSecondPassMemory(t *testing.T) {
 	sameAfterRebuild(t, e, dump(t, e), "rebuild after a session imported in two passes")
 }
 
-// registerImporter sets the importer of source, again when a test runs
-// twice (RegisterImporter panics then).
-func registerImporter(source string, fn Importer) { importers[source] = fn }
+// registerImporter sets the importer of source once (RegisterImporter
+// panics when called twice).
+func registerImporter(source string, fn Importer) {
+	if !slices.Contains(ImportSources(), source) {
+		RegisterImporter(source, fn)
+	}
+}
+
+// TestImportMemoryRebuilt checks that the memory an import derives from
+// the events it hands over is the memory RebuildMemory derives from the
+// stored events.
+func TestImportMemoryRebuilt(t *testing.T) {
+	sessions := goldenClaude(t)
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	for _, s := range sessions {
+		for _, f := range s.files {
+			importPath(t, e, "claude", f.Path)
+		}
+	}
+	before := dump(t, e)
+	if !strings.Contains(before, `"builder"`) {
+		t.Fatal("no memory state derived")
+	}
+	if _, err := e.RebuildMemory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := dump(t, e); after != before {
+		t.Fatalf("RebuildMemory changed the memory the import derived:\n%s", diffLines(before, after))
+	}
+}

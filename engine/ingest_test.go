@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/bbengine/bbengine/codec/exchange"
-	"github.com/bbengine/bbengine/codec/frame"
 )
 
 // writeLines writes a "lines" source file and returns its path.
@@ -124,96 +121,6 @@ func TestCatchUpTo(t *testing.T) {
 		t.Fatalf("b: %s", got)
 	}
 	sameAfterRebuild(t, e, dump(t, e), "rebuild differs after CatchUpTo")
-}
-
-// A frame cache of the whole WAL gives every file what reading it back
-// from the WAL gives: grown files, duplicate records inside a run, a
-// whole-file record imported twice, a replaced generation.
-func TestFrameCacheRecords(t *testing.T) {
-	dir, log := newData(t)
-	e := open(t, dir, log, nil)
-	write := func(p, data string) {
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// same checks that a frame cache of the whole WAL gives each path
-	// what reading back from the WAL gives.
-	same := func(paths ...string) *frameCache {
-		t.Helper()
-		fc := &frameCache{}
-		r := log.NewReader()
-		defer r.Close()
-		for r.Next() {
-			if r.Header().Kind != frame.KindImport {
-				continue
-			}
-			p, err := r.Payload()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec, err := exchange.DecodeImport(p); err == nil {
-				fc.add(r.Offset(), rec)
-			}
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
-		wr := log.NewReader()
-		defer wr.Close()
-		for _, p := range paths {
-			st, ok, err := e.ImportState(p)
-			if err != nil || !ok {
-				t.Fatalf("state of %s: %v %v", p, ok, err)
-			}
-			want, err := e.readImportRecords(wr, &st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, ok := fc.records(&st)
-			if !ok {
-				t.Fatalf("%s: the cache of the whole WAL does not cover it", p)
-			}
-			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
-				t.Errorf("%s: from the cache\n%+v\nfrom the WAL\n%+v", p, got, want)
-			}
-			if len(want) == 0 {
-				t.Errorf("%s: no records", p)
-			}
-		}
-		return fc
-	}
-	a := writeLines(t, "a.jsonl", "{\"n\":1}\n{\"n\":2}\n")
-	importPath(t, e, "lines", a)
-	b := writeLines(t, "b.jsonl", "{\"n\":9}\n")
-	importPath(t, e, "lines", b)
-	write(a, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")
-	importPath(t, e, "lines", a)
-	dup, err := ReadImport("lines", a, nil) // appended again: duplicates
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := AppendImport(e.WAL(), dup.Records); err != nil {
-		t.Fatal(err)
-	}
-	write(a, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n") // a line after them
-	importPath(t, e, "lines", a)
-	meta := filepath.Join(t.TempDir(), "agent-x.meta.json")
-	for _, v := range []string{`{"v":1}`, `{"v":2}`} {
-		write(meta, v)
-		importPath(t, e, "lines", meta)
-	}
-	fc := same(a, b, meta)
-	write(a, "{\"m\":1}\n") // a new generation
-	importPath(t, e, "lines", a)
-	same(a, b, meta)
-
-	// A cache that starts after a file's first run does not cover it.
-	late := &frameCache{offs: fc.offs[len(fc.offs)-1:], recs: fc.recs[len(fc.recs)-1:]}
-	st, _, _ := e.ImportState(b)
-	if _, ok := late.records(&st); ok {
-		t.Error("a cache of the last frame covers b.jsonl")
-	}
 }
 
 // No table Pebble writes holds both events and keys of other families.

@@ -1,78 +1,81 @@
 package engine
 
-import "encoding/binary"
+// The key layout is engine/schema's (keys.go); these are its names here.
 
-// Key family prefixes (see the package comment).
+import "github.com/bbengine/bbengine/engine/schema"
+
 const (
-	prefixMeta     = 'm'
-	prefixExchange = 'x'
-	prefixSession  = 's'
-	prefixOrdinal  = 'n'
-	prefixEvent    = 'e'
-	prefixConvo    = 'c'
-	prefixOpen     = 'o'
-	prefixArtifact = 'a'
-	prefixIndex    = 'i'
+	prefixMeta          = schema.PrefixMeta
+	prefixExchange      = schema.PrefixExchange
+	prefixSession       = schema.PrefixSession
+	prefixOrdinal       = schema.PrefixOrdinal
+	prefixEvent         = schema.PrefixEvent
+	prefixConvo         = schema.PrefixConvo
+	prefixOpen          = schema.PrefixOpen
+	prefixArtifact      = schema.PrefixArtifact
+	prefixIndex         = schema.PrefixIndex
+	memState            = schema.MemState
+	memPending          = schema.MemPending
+	memCorrection       = schema.MemCorrection
+	memBrief            = schema.MemBrief
+	memReport           = schema.MemReport
+	prefixImportFile    = schema.PrefixImportFile
+	prefixImportPending = schema.PrefixImportPending
+	prefixBreaker       = schema.PrefixBreaker
+	memProject          = schema.MemProject
 )
 
-// derivedPrefixes lists every family Rebuild drops.
-var derivedPrefixes = []byte{prefixMeta, prefixExchange, prefixSession, prefixOrdinal,
-	prefixEvent, prefixConvo, prefixOpen, prefixArtifact, prefixIndex, prefixImportFile, prefixImportPending, prefixBreaker}
-
-// Meta key names.
 var (
-	keyApplied  = []byte("mapplied")
-	keyBuilder  = []byte("mbuilder")
-	keySchema   = []byte("mschema")
-	keySessions = []byte("msessions")
+	derivedPrefixes = schema.DerivedPrefixes
+	keyApplied      = schema.KeyApplied
+	keyBuilder      = schema.KeyBuilder
+	keySchema       = schema.KeySchema
+	keySessions     = schema.KeySessions
+	keyMemory       = schema.KeyMemory
 )
 
-// appendU64Key appends prefix and the big-endian integers to dst.
 func appendU64Key(dst []byte, prefix byte, ns ...uint64) []byte {
-	dst = append(dst, prefix)
-	for _, n := range ns {
-		dst = binary.BigEndian.AppendUint64(dst, n)
-	}
-	return dst
+	return schema.AppendU64Key(dst, prefix, ns...)
 }
 
-// exchangeKey returns the key of exchange id in the exchange index.
-func exchangeKey(dst []byte, id uint64) []byte { return appendU64Key(dst, prefixExchange, id) }
+func exchangeKey(dst []byte, id uint64) []byte { return schema.ExchangeKey(dst, id) }
 
-// openKey returns the key of open exchange id.
-func openKey(dst []byte, id uint64) []byte { return appendU64Key(dst, prefixOpen, id) }
+func openKey(dst []byte, id uint64) []byte { return schema.OpenKey(dst, id) }
 
-// eventKey returns the key of event seq of the session with ordinal ord.
-func eventKey(dst []byte, ord, seq uint64) []byte { return appendU64Key(dst, prefixEvent, ord, seq) }
+func eventKey(dst []byte, ord, seq uint64) []byte { return schema.EventKey(dst, ord, seq) }
 
-// convoKey returns the key of the conversation state of session ord.
-func convoKey(dst []byte, ord uint64) []byte { return appendU64Key(dst, prefixConvo, ord) }
+func convoKey(dst []byte, ord uint64) []byte { return schema.ConvoKey(dst, ord) }
 
-// ordinalKey returns the key mapping ordinal ord to its session id.
-func ordinalKey(dst []byte, ord uint64) []byte { return appendU64Key(dst, prefixOrdinal, ord) }
+func ordinalKey(dst []byte, ord uint64) []byte { return schema.OrdinalKey(dst, ord) }
 
-// sessionKey returns the key of session id.
-func sessionKey(dst []byte, id string) []byte {
-	dst = append(dst, prefixSession)
-	return append(dst, id...)
-}
+func sessionKey(dst []byte, id string) []byte { return schema.SessionKey(dst, id) }
 
-// upperBound returns the smallest key greater than every key starting
-// with p, or nil when there is none (p is all 0xff).
-func upperBound(p []byte) []byte {
-	b := append([]byte(nil), p...)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] != 0xff {
-			b[i]++
-			return b[:i+1]
-		}
-	}
-	return nil
-}
+func upperBound(p []byte) []byte { return schema.UpperBound(p) }
 
-func u64(b []byte) uint64 {
-	if len(b) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(b)
+func u64(b []byte) uint64 { return schema.U64(b) }
+
+func artifactKey(id string) []byte { return schema.ArtifactKey(id) }
+
+func memStateKey(ord uint64) []byte { return schema.MemStateKey(ord) }
+
+func memPendingKey(session string) []byte { return schema.MemPendingKey(session) }
+
+func correctionKey(target, id string) []byte { return schema.CorrectionKey(target, id) }
+
+func briefKey(session string) []byte { return schema.BriefKey(session) }
+
+func reportPrefix(session string) []byte { return schema.ReportPrefix(session) }
+
+func reportKey(session, task string) []byte { return schema.ReportKey(session, task) }
+
+func importFileKey(path string) []byte { return schema.ImportFileKey(path) }
+
+func importPendingKey(id string) []byte { return schema.ImportPendingKey(id) }
+
+func breakerPrefix(session string) []byte { return schema.BreakerPrefix(session) }
+
+func breakerKey(session string, off uint64) []byte { return schema.BreakerKey(session, off) }
+
+func projectPrefix(project string, kind byte, term string) []byte {
+	return schema.ProjectPrefix(project, kind, term)
 }

@@ -541,18 +541,3 @@ func TestMemoryConcurrentSerial(t *testing.T) {
 		}
 	}
 }
-
-func TestLastOutputLine(t *testing.T) {
-	for in, want := range map[string]string{
-		"> Task :reindexBench\nreindexed 2,400,000 docs in 6m41s\n": "reindexed 2,400,000 docs in 6m41s",
-		"Plan: 0 to add, 2 to change, 0 to destroy.\nExit code 0\n": "Plan: 0 to add, 2 to change, 0 to destroy.",
-		"ok\n-----\n\n":    "ok",
-		"":                 "",
-		"\n\n":             "",
-		"single line only": "single line only",
-	} {
-		if got := lastOutputLine(in); got != want {
-			t.Errorf("lastOutputLine(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

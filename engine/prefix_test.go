@@ -3,12 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/bbengine/bbengine/codec/llm"
-	"hash/maphash"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bbengine/bbengine/engine/derive"
 )
 
 // markedRequest is cv.request() with Claude Code's cache marker on the
@@ -125,8 +124,8 @@ func TestPrefixSkipMatchesFullDecode(t *testing.T) {
 		t.Fatalf("%d resent messages skipped, %d requests split by hash", skipped, resent)
 	}
 	incremental := dump(t, e)
-	prefixSkip = false
-	defer func() { prefixSkip = true }()
+	derive.PrefixSkip = false
+	defer func() { derive.PrefixSkip = true }()
 	sameAfterRebuild(t, e, incremental, "decoding whole requests differs from skipping resent prefixes")
 	ss, err := e.Sessions(SessionFilter{})
 	if err != nil || len(ss) != 2 {
@@ -223,8 +222,8 @@ func TestPrefixSkipOpenAI(t *testing.T) {
 		t.Fatalf("%d resent messages skipped, %d requests split by hash", skipped, resent)
 	}
 	incremental := dump(t, e)
-	prefixSkip = false
-	defer func() { prefixSkip = true }()
+	derive.PrefixSkip = false
+	defer func() { derive.PrefixSkip = true }()
 	sameAfterRebuild(t, e, incremental, "decoding whole requests differs from skipping resent prefixes")
 	ss, err := e.Sessions(SessionFilter{})
 	if err != nil || len(ss) != 2 {
@@ -236,44 +235,4 @@ func TestPrefixSkipOpenAI(t *testing.T) {
 		}
 	}
 	t.Logf("%d resent messages skipped", skipped)
-}
-
-// memoOf is the memo splitResent reads, made from a body as a request
-// placed on thread 1 leaves it.
-func memoOf(api llm.API, body []byte) *sessState {
-	st := &sessState{memo: map[int]*msgMemo{}}
-	open, spans, ok := splitConversation(api, body)
-	if !ok {
-		return st
-	}
-	hashes, lens := hashMessages(body, spans)
-	starts := make([]int, len(spans))
-	for i, sp := range spans {
-		starts[i] = sp[0]
-	}
-	st.memo[1] = &msgMemo{hashes: hashes, lens: lens, open: open, head: maphash.Bytes(msgSeed, body[:open+1]), starts: starts}
-	return st
-}
-
-// FuzzSplitResent: whenever the hash-checked split of a body that
-// follows another accepts it, it finds what scanning the whole body
-// finds; it never panics.
-func FuzzSplitResent(f *testing.F) {
-	xs := wildSession("fz", 6, 5)
-	for i := 1; i < len(xs); i++ {
-		f.Add(xs[i-1].req, xs[i].req)
-	}
-	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a"}]}`), []byte(`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"messages":[]}`))
-	f.Add([]byte(`{"model":"m","messages":[1,2]}`), []byte(`{"model":"m","messages":[1,23]}`))
-	f.Fuzz(func(t *testing.T, prev, next []byte) {
-		st := memoOf(llm.AnthropicMessages, prev)
-		open, spans, ok := st.splitResent(llm.AnthropicMessages, next)
-		if !ok {
-			return
-		}
-		wOpen, wSpans, wOK := splitConversation(llm.AnthropicMessages, next)
-		if !wOK || open != wOpen || !slices.Equal(spans, wSpans) {
-			t.Fatalf("splitResent(%q after %q) = %d %v; scanning finds %d %v %v", next, prev, open, spans, wOpen, wSpans, wOK)
-		}
-	})
 }

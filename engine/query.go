@@ -29,14 +29,6 @@ type SessionFilter struct {
 	Agent string `json:"agent,omitempty"`
 }
 
-// EventFilter selects events of a session. Zero fields select everything.
-type EventFilter struct {
-	Task   string `json:"task,omitempty"`
-	Thread int    `json:"thread,omitempty"`
-	// After keeps events with a larger sequence number.
-	After uint64 `json:"after,omitempty"`
-}
-
 var _ Reader = (*Engine)(nil)
 
 // Sessions returns the sessions f selects, oldest first.
@@ -189,4 +181,11 @@ func (e *Engine) scanRange(lo, hi []byte, fn func(k, v []byte) error) error {
 // are).
 func (e *Engine) Dump(fn func(k, v []byte) error) error {
 	return e.scanRange([]byte{0}, []byte{0xff}, fn)
+}
+
+// ImportState returns the state of the imported file path.
+func (e *Engine) ImportState(path string) (ImportFileState, bool, error) {
+	var st ImportFileState
+	ok, err := e.getJSON(importFileKey(path), &st)
+	return st, ok, err
 }

@@ -34,7 +34,7 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 	if err != nil {
 		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
 	}
-	e.canon = nil
+	e.pipe.Reset()
 	p, err = e.pass(ctx, false, 0)
 	if err != nil {
 		return p, err

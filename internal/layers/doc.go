@@ -8,6 +8,8 @@
 //
 //	codec/*, internal/*         pure formats, private helpers
 //	wal, proxy/breaker
+//	engine/schema               the domain types and key layout
+//	engine/derive               the derivation pipeline
 //	engine, wal/walbench
 //	agents                      the Agent interface and registry
 //	export, index, pack, proxy  peers: never import each other

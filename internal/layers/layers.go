@@ -26,7 +26,9 @@ type Layer struct {
 var Table = []Layer{
 	{[]string{"codec/...", "internal/..."}, "pure formats and private helpers: nothing of ours above them"},
 	{[]string{"wal", "proxy/breaker"}, "the log; the breaker's pure state machine"},
-	{[]string{"engine", "wal/walbench"}, "domain types, the store, derivation"},
+	{[]string{"engine/schema"}, "the domain types: the records of derived state and their keys"},
+	{[]string{"engine/derive"}, "the derivation pipeline: WAL frames in, events and artifacts out"},
+	{[]string{"engine", "wal/walbench"}, "the store and its queries; runs the pipeline"},
 	{[]string{"agents"}, "the Agent interface and registry, low so the proxy can read it"},
 	{[]string{"export", "index", "pack", "proxy"}, "formats, search, the context pack, capture: peers that never import each other"},
 	{[]string{"agents/..."}, "one directory per agent, and their shared internals"},

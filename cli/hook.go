@@ -2,28 +2,15 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bbengine/bbengine/api"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/bbengine/bbengine/agents"
-	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/internal/safefile"
-	"github.com/bbengine/bbengine/pack"
+	"github.com/bbengine/bbengine/api"
 	ucli "github.com/urfave/cli/v2"
 )
-
-// hookStateKeep is how long a per-session hook state file is kept.
-const hookStateKeep = 30 * 24 * time.Hour
 
 func hookCommand() *ucli.Command {
 	flags := func() []ucli.Flag {
@@ -74,30 +61,6 @@ func hookCommand() *ucli.Command {
 	}
 }
 
-// hookState is what the hook remembers about one agent session: the
-// last pack it built for it, injected (Chars > 0) or empty.
-type hookState struct {
-	Agent string `json:"agent"`
-	// AgentSession is the agent's session id; Session the bbengine
-	// session asked for (--session or the agent's id) and PackSession
-	// the one it resolved to.
-	AgentSession string `json:"agent_session"`
-	Session      string `json:"session"`
-	PackSession  string `json:"pack_session"`
-	Event        string `json:"event"`
-	Source       string `json:"source,omitempty"`
-	TaskID       string `json:"task_id,omitempty"`
-	// State is the memory digest the pack was built from; Chars the
-	// length of the Markdown injected, 0 for an empty pack.
-	State string `json:"state,omitempty"`
-	Chars int    `json:"chars"`
-	Time  string `json:"time"`
-}
-
-// hookWork counts the local engine opens still running after the hook
-// gave up on them; tests wait for them before removing the directory.
-var hookWork sync.WaitGroup
-
 // runHook answers one hook event of agent a. It returns nil whatever
 // happens, even a panic: what went wrong goes to stderr with --verbose
 // only. The pack builder keeps a pack under 9,000 characters
@@ -128,73 +91,15 @@ func runHook(c *ucli.Context, a agents.Agent) (err error) {
 		say("silent: %v", err)
 		return nil
 	}
-	if in.Event != "SessionStart" && in.Event != "UserPromptSubmit" {
-		say("silent: event %q (only SessionStart and UserPromptSubmit carry the pack)", in.Event)
-		return nil
-	}
-	req := api.ContextRequest{Session: c.String("session"), TaskID: c.String("task-id"), Task: c.String("task"), Budget: c.Int("budget"), Project: in.Cwd}
-	if req.Session == "" {
-		req.Session = in.SessionID
-	}
-	if req.Task == "" && in.Event == "UserPromptSubmit" {
-		req.Task = in.Prompt
-	}
-	if strings.TrimSpace(req.Session) == "" {
-		say("silent: no session (neither --session, BBENGINE_SESSION nor session_id)")
-		return nil
-	}
-	dir := c.String("dir")
-	key := in.SessionID
-	if key == "" {
-		key = req.Session
-	}
-	statePath := filepath.Join(dir, "hooks", stateName(agent, key))
-	if in.Event == "UserPromptSubmit" {
-		if st, ok := readHookState(statePath); ok && st.Session == req.Session {
-			if st.Chars > 0 {
-				say("silent: the pack of %s was injected at %s of this session (%s)", st.PackSession, st.Event, st.Time)
-			} else {
-				say("silent: the pack of %s was empty at %s of this session (%s), so its memory since is this conversation's own", st.PackSession, st.Event, st.Time)
-			}
+	ans := api.AnswerHook(ctx, api.HookRequest{Dir: c.String("dir"), Agent: a, Event: in, Session: c.String("session"),
+		TaskID: c.String("task-id"), Task: c.String("task"), Budget: c.Int("budget")})
+	if ans.Out != nil {
+		if _, err := c.App.Writer.Write(ans.Out); err != nil {
+			say("silent: %v", err)
 			return nil
 		}
 	}
-	p, err := hookPack(ctx, dir, req)
-	if err != nil {
-		say("silent: %v", err)
-		return nil
-	}
-	st := hookState{Agent: agent, AgentSession: in.SessionID, Session: req.Session, PackSession: p.Session, Event: in.Event, Source: in.Source,
-		TaskID: req.TaskID, State: p.State, Time: time.Now().UTC().Format(time.RFC3339Nano)}
-	record := func() {
-		if err := writeHookState(statePath, st); err != nil {
-			// Without the record a later prompt asks again, which is
-			// better than not at all.
-			say("could not record the pack in %s: %v", statePath, err)
-		}
-	}
-	md := p.Markdown()
-	switch {
-	case p.Empty():
-		record()
-		say("silent: the pack of %s is empty", req.Session)
-		return nil
-	case len(md) > a.HookMaxChars():
-		say("silent: the pack has %d characters, over the agent's cap of %d", len(md), a.HookMaxChars())
-		return nil
-	}
-	out, err := a.HookAnswer(in, md)
-	if err != nil {
-		say("silent: %v", err)
-		return nil
-	}
-	st.Chars = len(md)
-	record()
-	if _, err := c.App.Writer.Write(out); err != nil {
-		say("silent: %v", err)
-		return nil
-	}
-	say("%s: injected the pack of %s (%d characters, %d tokens, state %.12s)", in.Event, p.Session, len(md), p.Tokens, p.State)
+	say("%s", ans.Why)
 	return nil
 }
 
@@ -235,106 +140,4 @@ func readHookInput(ctx context.Context, a agents.Agent, r io.Reader) (agents.Hoo
 		return in, fmt.Errorf("the hook input is not a JSON object: %v", err)
 	}
 	return in, nil
-}
-
-// hookPack builds the pack of req: through the proxy that owns dir when
-// one runs, else with the engine opened here. Both are bounded by ctx.
-func hookPack(ctx context.Context, dir string, req api.ContextRequest) (*pack.Pack, error) {
-	h, held, err := engine.ReadHolder(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read the lock of %s: %v", dir, err)
-	}
-	if held {
-		if h.Addr == "" {
-			return nil, fmt.Errorf("process %d holds %s and serves no queries", h.PID, dir)
-		}
-		return (&api.Remote{Addr: h.Addr, Token: h.Token, PID: h.PID}).ContextWithin(ctx, req)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
-		return nil, fmt.Errorf("no data directory at %s: %v", dir, err)
-	}
-	type result struct {
-		p   *pack.Pack
-		err error
-	}
-	ch := make(chan result, 1)
-	hookWork.Add(1)
-	go func() {
-		defer hookWork.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				ch <- result{nil, fmt.Errorf("opening %s: %v", dir, r)}
-			}
-		}()
-		p, err := localPack(ctx, dir, req)
-		ch <- result{p, err}
-	}()
-	select {
-	case res := <-ch:
-		return res.p, res.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("opening %s took too long (no proxy runs)", dir)
-	}
-}
-
-// localPack opens the engine of dir, catches up with the WAL within ctx
-// and builds the pack; the index is not needed for it.
-func localPack(ctx context.Context, dir string, req api.ContextRequest) (*pack.Pack, error) {
-	e, err := engine.Open(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	if _, err := e.CatchUp(ctx); err != nil {
-		return nil, err
-	}
-	return api.NewLocal(e, nil).Context(req)
-}
-
-// stateName is the file name of an agent session's hook state: the id
-// itself when it is a plain one (a UUID), else its hash.
-func stateName(agent, id string) string {
-	plain := len(id) <= 100
-	for i := 0; i < len(id) && plain; i++ {
-		ch := id[i]
-		plain = ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.' && i > 0
-	}
-	if !plain {
-		sum := sha256.Sum256([]byte(id))
-		id = "h" + hex.EncodeToString(sum[:16])
-	}
-	return agent + "-" + id + ".json"
-}
-
-func readHookState(path string) (hookState, bool) {
-	var st hookState
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		return st, false
-	}
-	return st, true
-}
-
-// writeHookState replaces the state file atomically (a new file renamed
-// over the old one) and removes state files not touched for a month.
-func writeHookState(path string, st hookState) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	if err := safefile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, ent := range ents {
-			if info, err := ent.Info(); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > hookStateKeep {
-				os.Remove(filepath.Join(dir, ent.Name()))
-			}
-		}
-	}
-	return nil
 }

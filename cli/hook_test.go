@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/agents/claude"
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/server"
@@ -102,7 +103,7 @@ func startTestProxy(t *testing.T, dir string) {
 	}
 }
 
-func waitHookWork(t *testing.T) { t.Cleanup(hookWork.Wait) }
+func waitHookWork(t *testing.T) { t.Cleanup(api.WaitHookWork) }
 
 // TestHookProxy runs the hook against a running proxy: the pack of the
 // imported session comes back in the shape Claude Code and Codex take,
@@ -135,7 +136,7 @@ func TestHookProxy(t *testing.T) {
 	if n := strings.Count(errs, "\n"); n != 1 || !strings.Contains(errs, "injected the pack of claude:"+memSession) {
 		t.Errorf("--verbose: want one line saying what it did, got %q", errs)
 	}
-	st, ok := readHookState(filepath.Join(dir, "hooks", "claude-"+memSession+".json"))
+	st, ok := api.ReadHookState(api.HookStatePath(dir, "claude", memSession))
 	if !ok || st.PackSession != "claude:"+memSession || st.State == "" || st.Chars != len(md) {
 		t.Errorf("hook state: %+v (%v)", st, ok)
 	}
@@ -265,7 +266,7 @@ func TestHookLocal(t *testing.T) {
 	if out != "" || !strings.Contains(errs, "silent") {
 		t.Errorf("a timeout too short: %q %q", out, errs)
 	}
-	hookWork.Wait()
+	api.WaitHookWork()
 
 	// A process that holds the directory without serving queries.
 	e, err := engine.Open(dir, nil)

@@ -65,6 +65,11 @@ type Options struct {
 	// Redactor removes secrets from everything derived into memory. The
 	// default has codec/redact's built-in rules.
 	Redactor *redact.Redactor
+	// MemoryWorkers is how many goroutines derive memory in a pass of
+	// several sessions; 0 means GOMAXPROCS. The proxy sets 1: its
+	// derivation then stays on the one low-priority thread it runs on,
+	// and never takes both cores from the requests.
+	MemoryWorkers int
 	// OnMemory, when set, is called after each pass that derived memory
 	// (a session's artifacts or the user's corrections changed), from the
 	// canonicalizer's goroutine: it must not block (an index signals its
@@ -200,7 +205,8 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
 		Pin: e.pinRetention,
 	}, derive.Options{Hold: o.Hold, Yield: o.Yield, BatchBytes: o.BatchBytes, StaleAfter: o.StaleAfter,
-		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit})
+		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit,
+		MemoryWorkers: o.MemoryWorkers})
 	if err := e.safeCheck(); err != nil {
 		e.Close()
 		return nil, damaged(dbDir, err)

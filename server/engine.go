@@ -80,10 +80,11 @@ func (pe *proxyEngine) setBusy(active func() int64) { pe.busy.Store(&active) }
 
 // Derivation gives the proxy's exchanges the CPU first: while some are in
 // progress it pauses between frames, up to yieldMax at a time, and then
-// runs at least yieldMax before it pauses again, so that under constant
-// load it still has half of a core and never falls behind for good.
+// runs at least yieldRun before it pauses again, so that under constant
+// load it still has a fifth of a core and never falls behind for good.
 const (
-	yieldMax  = 10 * time.Millisecond
+	yieldMax  = 40 * time.Millisecond
+	yieldRun  = 10 * time.Millisecond
 	yieldPoll = 500 * time.Microsecond
 )
 
@@ -109,7 +110,7 @@ func (pe *proxyEngine) yield(ctx context.Context) time.Duration {
 			t.Reset(yieldPoll)
 		}
 	}
-	pe.runUntil = time.Now().Add(yieldMax)
+	pe.runUntil = time.Now().Add(yieldRun)
 	return time.Since(now)
 }
 
@@ -175,7 +176,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
-		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs,
+		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs, MemoryWorkers: 1,
 			Hold: func() bool { return pe.hold(log, logf) }, Yield: pe.yield, OnDerived: pe.metrics.onDerived})
 		if err == nil {
 			break

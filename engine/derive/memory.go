@@ -156,6 +156,9 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 		return nil
 	}
 	workers := runtime.GOMAXPROCS(0)
+	if n := c.e.opts.MemoryWorkers; n > 0 {
+		workers = n
+	}
 	if len(ids) == 1 || workers <= 1 {
 		// A live pass: derive into b itself.
 		for i, id := range ids {

@@ -30,6 +30,9 @@ type Options struct {
 	StaleAfter time.Duration
 	// Redactor removes secrets from everything derived.
 	Redactor *redact.Redactor
+	// MemoryWorkers is how many goroutines derive memory in a pass of
+	// several sessions; 0 means GOMAXPROCS.
+	MemoryWorkers int
 	// OnMemory, when set, is called after each pass that derived memory.
 	OnMemory func()
 	// OnDerived, when set, is called after each commit with the frames

@@ -427,8 +427,11 @@ func (m *miner) supersede(a *Artifact) {
 // both name the same subject with a different choice, or d drops an
 // option e took.
 func conflicts(d, e *Decision) bool {
-	if d.Subject != "" && d.Subject == e.Subject {
-		// The same choice restated in other words is no replacement.
+	if d.Subject != "" && d.Subject == e.Subject && !(quantityOnly(d) && namesTool(e) || namesTool(d) && quantityOnly(e)) {
+		// The same choice restated in other words is no replacement;
+		// nor is a quantity a replacement of a named choice on a subject
+		// read from a word both mention ("go down to 5% for the traces"
+		// and "Tempo via OTLP" are both about tracing).
 		return len(d.Chooses) == 0 || !sameChoice(d.Chooses, e.Chooses)
 	}
 	if _, ok := valueChange(d, e); ok {
@@ -1297,4 +1300,20 @@ func settingOf(d *Decision) string {
 		return d.Head
 	}
 	return d.Statement
+}
+
+// quantityOnly reports whether decision d sets a quantity and names no
+// known tool: "go down to 5%", not "Tempo via OTLP".
+func quantityOnly(d *Decision) bool {
+	return len(memtext.Values(said(d))) > 0 && !namesTool(d)
+}
+
+// namesTool reports whether decision d chooses a tool of known role.
+func namesTool(d *Decision) bool {
+	for _, c := range d.Chooses {
+		if memtext.ToolRole(c) != "" {
+			return true
+		}
+	}
+	return false
 }

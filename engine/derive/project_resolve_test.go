@@ -46,3 +46,25 @@ func TestRunKey(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictsQuantityAndTool: a quantity does not replace a named tool
+// on a subject read from a word both mention; a time of day set anew
+// replaces the old one and leaves the tool chosen beside it.
+func TestConflictsQuantityAndTool(t *testing.T) {
+	tempo := &Decision{Statement: "Tempo via OTLP", Subject: "tracing", Chooses: []string{"tempo via otlp"}}
+	five := &Decision{Statement: "Go down to 5% for the non-error traces.", Subject: "tracing", Chooses: []string{"5"}}
+	if conflicts(five, tempo) {
+		t.Error("a sampling ratio replaced the trace exporter")
+	}
+	jaeger := &Decision{Statement: "Send traces to Jaeger.", Subject: "tracing", Chooses: []string{"jaeger"}}
+	if !conflicts(jaeger, tempo) {
+		t.Error("another exporter did not replace Tempo")
+	}
+	head := "Move them to sidekiq-cron, schedule 02:00 UTC on the 1st."
+	tool := &Decision{Statement: head, Setting: "move them to sidekiq-cron", Subject: "scheduler", Chooses: []string{"move them to sidekiq-cron"}}
+	at := &Decision{Statement: head, Setting: "schedule 02:00 utc on the 1st", Subject: "schedule utc", Chooses: []string{"schedule 02:00 utc on the 1st"}}
+	later := &Decision{Statement: "Move the run to 23:00 UTC on the last day of the month instead.", Subject: "run", Chooses: []string{"23"}}
+	if !conflicts(later, at) || conflicts(later, tool) {
+		t.Errorf("a new run time: replaces the time %v, the scheduler %v; want true, false", conflicts(later, at), conflicts(later, tool))
+	}
+}

@@ -2015,6 +2015,28 @@ func (a *analysis) changeList() ([]string, string) {
 	head := ""
 	valued := false
 	start := -1
+	// After a label ("Add tail sampling: keep all errors, sample the
+	// rest at 10%") or a first clause that decides ("Move them to
+	// sidekiq-cron, schedule 02:00 UTC on the 1st") any imperative opens
+	// a clause; else only the change verbs do.
+	colon := -1
+	for j := 1; j < len(a.toks) && j <= 6; j++ {
+		if a.at(j) == ":" {
+			colon = j
+			break
+		}
+	}
+	_, decides := decisionVerbs[a.at(0)]
+	opens := func(j int) bool {
+		w := a.at(j)
+		if changeVerbs[w] {
+			return true
+		}
+		if !decides || j < colon {
+			return false
+		}
+		return imperativeVerb(w) && !narrationVerbs[w] && !personal(w) && !nonVerbs[w] && !hedges[w] && w != "it" && w != "you"
+	}
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			it := strings.ToLower(strings.TrimRight(clean(a.text[a.toks[start].s:a.toks[end-1].e]), " ,;."))
@@ -2027,8 +2049,8 @@ func (a *analysis) changeList() ([]string, string) {
 	}
 	for j := 0; j < len(a.toks); j++ {
 		w := a.at(j)
-		brk := j == 0 || a.at(j-1) == "," || a.at(j-1) == ";" || a.at(j-1) == "and" || a.at(j-1) == "but" || a.at(j-1) == "also" || a.at(j-1) == "then"
-		if brk && changeVerbs[w] && a.isWord(j+1) {
+		brk := j == 0 || a.at(j-1) == "," || a.at(j-1) == ";" || a.at(j-1) == "and" || a.at(j-1) == "but" || a.at(j-1) == "also" || a.at(j-1) == "then" || j == colon+1
+		if brk && opens(j) && a.isWord(j+1) {
 			if start >= 0 {
 				k := j
 				for k > start && (a.at(k-1) == "," || a.at(k-1) == ";" || a.at(k-1) == "and" || a.at(k-1) == "but" || a.at(k-1) == "also" || a.at(k-1) == "then") {
@@ -2041,13 +2063,13 @@ func (a *analysis) changeList() ([]string, string) {
 					k--
 				}
 				if k > 0 {
-					head = strings.TrimRight(clean(a.text[a.toks[0].s:a.toks[k-1].e]), " ,;")
+					head = strings.TrimRight(clean(a.text[a.toks[0].s:a.toks[k-1].e]), " ,;:")
 				}
 			}
 			start = j
 			continue
 		}
-		if start >= 0 && (w == ";" || w == "," && !changeVerbs[a.at(j+1)] && !(a.at(j+1) == "and" && changeVerbs[a.at(j+2)])) {
+		if start >= 0 && (w == ";" || w == "," && !opens(j+1) && !(a.at(j+1) == "and" && opens(j+2))) {
 			flush(j)
 		}
 	}

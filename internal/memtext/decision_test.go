@@ -373,3 +373,12 @@ func TestFindToolStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestFindChangeListAfterDecision: after a first clause that decides,
+// any imperative with a value opens a clause of its own.
+func TestFindChangeListAfterDecision(t *testing.T) {
+	fs := Find("Move the reports to the queue, schedule them at 06:30 UTC on Mondays.", FindOptions{Role: "user"})
+	if len(fs) != 1 || !fs[0].Settings || !slices.Equal(fs[0].Chooses, []string{"move the reports to the queue", "schedule them at 06:30 utc on mondays"}) {
+		t.Fatalf("findings %+v", fs)
+	}
+}

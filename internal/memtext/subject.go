@@ -51,7 +51,7 @@ func init() {
 	add(optionRoles, "infrastructure tool", "terraform pulumi opentofu cloudformation cdk ansible")
 	add(optionRoles, "orchestrator", "kubernetes k8s nomad ecs swarm")
 	add(optionRoles, "reverse proxy", "nginx caddy traefik envoy haproxy")
-	add(optionRoles, "api style", "grpc rest graphql trpc")
+	add(optionRoles, "api style", "grpc rest-api restful graphql trpc")
 	add(optionRoles, "password hashing", "bcrypt argon2 argon2id scrypt pbkdf2")
 	add(optionRoles, "validation library", "pydantic marshmallow zod yup joi valibot")
 	add(optionRoles, "dataframe library", "pandas polars dask")
@@ -304,4 +304,11 @@ func article(s string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// ToolRole returns the job of the known tool s names ("tempo via otlp":
+// tracing), or "" when it names none.
+func ToolRole(s string) string {
+	r, _ := optionRole(strings.ToLower(s))
+	return r
 }

@@ -42,6 +42,12 @@ func Values(s string) []Value {
 			j++
 		}
 		num := strings.TrimRight(strings.ReplaceAll(low[i:j], ",", ""), ".")
+		if j-i <= 2 && j+2 < len(low) && low[j] == ':' && isDigitByte(low[j+1]) && isDigitByte(low[j+2]) && (j+3 == len(low) || !isIdentByte(low[j+3]) && low[j+3] != ':') {
+			// A time of day: "02:00 UTC", "23:00".
+			out = append(out, Value{Num: strings.TrimLeft(low[i:j], "0") + low[j:j+3], Unit: "clock"})
+			i = j + 3
+			continue
+		}
 		k := j
 		if k < len(low) && low[k] == ' ' {
 			k++
@@ -207,3 +213,5 @@ func SameQuantity(x, y Value) bool {
 	m, err2 := strconv.ParseFloat(y.Num, 64)
 	return err1 == nil && err2 == nil && n*a.scale == m*b.scale
 }
+
+func isDigitByte(c byte) bool { return c >= '0' && c <= '9' }

@@ -473,3 +473,34 @@ func TestOutcomeRanWithoutAnswer(t *testing.T) {
 		t.Errorf("cold start task: %s (%s)", o.Status, o.Outcome.Reason)
 	}
 }
+
+// TestAnswerLabelIsTheChoice: an option's label picked through a
+// question tool is the choice itself, whatever words it has, and a later
+// ratio on the same subject leaves it in force.
+func TestAnswerLabelIsTheChoice(t *testing.T) {
+	e, dir := resolveRig(t)
+	one := newClaudeLog("44444444-0000-4000-8000-000000000071")
+	one.user("Set up trace export.")
+	one.reply(use("toolu_q", "AskUserQuestion", map[string]any{"questions": []any{map[string]any{
+		"question": "Where should sampled traces go?", "header": "Exporter",
+		"options": []any{map[string]any{"label": "Zipkin via HTTP"}, map[string]any{"label": "Jaeger"}}}}}))
+	one.result("toolu_q", `User has answered your questions: "Where should sampled traces go?"="Zipkin via HTTP". You can now continue with the user's answers in mind.`, false)
+	one.reply(textBlock("Exporting to Zipkin."))
+	s1 := writeSession(t, e, dir, one)
+	two := newClaudeLog("44444444-0000-4000-8000-000000000072")
+	two.t = one.t.Add(24 * time.Hour)
+	two.user("Go down to 5% for the non-error traces.")
+	two.reply(textBlock("Done."))
+	writeSession(t, e, dir, two)
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := onlyOne(t, a1, ArtifactDecision, "Zipkin via HTTP")
+	if !slices.Equal(d.Decision.Chooses, []string{"zipkin via http"}) || d.Decision.Subject != "tracing" {
+		t.Errorf("answer decision chooses %q, subject %q", d.Decision.Chooses, d.Decision.Subject)
+	}
+	if r, err := e.Resolve(d); err != nil || r != nil {
+		t.Errorf("resolved %+v (%v), want still in force", r, err)
+	}
+}

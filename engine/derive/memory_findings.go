@@ -312,7 +312,14 @@ func questionHeader(args map[string]any, q string) string {
 // rules it states, or else the answer itself as the user's choice.
 func (m *miner) answer(t *mtask, ev *Event, q, a, header string) {
 	found := false
+	// A short answer is an option's label ("Tempo via OTLP", "Yes,
+	// versioned with the code"): the choice itself, not a sentence to
+	// read for decisions.
+	label := len(strings.Fields(a)) <= 5 && !strings.ContainsAny(a, ".;")
 	for _, f := range memtext.Find(a, memtext.FindOptions{Role: "user"}) {
+		if label {
+			break
+		}
 		switch string(f.Type) {
 		case "decision":
 			if f.Subject == "" {

@@ -69,6 +69,15 @@ func (a *analysis) decision() (decHit, bool) {
 	if h, ok := a.toolStatement(); ok {
 		return h, true
 	}
+	if h, ok := a.insteadOfProhibited(); ok {
+		return h, true
+	}
+	if h, ok := a.weDo(); ok {
+		return h, true
+	}
+	if h, ok := a.configDefault(); ok {
+		return h, true
+	}
 	if h, ok := a.userHow(); ok {
 		return h, true
 	}
@@ -2131,6 +2140,102 @@ func (a *analysis) toolStatement() (decHit, bool) {
 		}
 		if link && !away {
 			return decHit{trig: first, obj: j, kind: dkOption}, true
+		}
+	}
+	return decHit{}, false
+}
+
+// insteadOfProhibited reads the way a user gives after a prohibition:
+// "don't wait for the backup job in tests, inject a BackupRunner
+// interface and fake it". The rule is a constraint; the clause after
+// the comma, an imperative naming something concrete, is the decision.
+func (a *analysis) insteadOfProhibited() (decHit, bool) {
+	if a.role != "user" || a.delegated {
+		return decHit{}, false
+	}
+	neg := -1
+	for j := 0; j < len(a.toks) && j < 8; j++ {
+		if w := a.at(j); w == "don't" || w == "do" && a.at(j+1) == "not" || w == "never" {
+			neg = j
+			break
+		}
+	}
+	if neg < 0 {
+		return decHit{}, false
+	}
+	for j := neg + 2; j+1 < len(a.toks); j++ {
+		if a.at(j) != "," && a.at(j) != ";" {
+			continue
+		}
+		v := j + 1
+		for a.at(v) == "just" || a.at(v) == "instead" || a.at(v) == "and" {
+			v++
+		}
+		w := a.at(v)
+		if !a.isWord(v) || !imperativeVerb(w) || narrationVerbs[w] || personal(w) || nonVerbs[w] || w == "it" || w == "you" {
+			continue
+		}
+		for k := v + 1; k < len(a.toks) && k <= v+5; k++ {
+			t := a.toks[k]
+			if t.kind == tCode || t.kind == tWord && (hasDigit(t.w) || strings.Contains(t.w, "_") || a.text[t.s:t.e] != t.w && t.e-t.s > 1) {
+				return decHit{trig: v, obj: -1, kind: dkAction}, true
+			}
+		}
+		return decHit{}, false
+	}
+	return decHit{}, false
+}
+
+// weDo reads the user stating what the system does, in the present:
+// "we store the response for 24h", "we sign every export with the
+// release key". The clause opens with "we" and a present verb (no
+// auxiliary, no narration) and names a value or something concrete.
+func (a *analysis) weDo() (decHit, bool) {
+	if a.role != "user" || a.delegated {
+		return decHit{}, false
+	}
+	for j := 0; j+2 < len(a.toks); j++ {
+		if a.at(j) != "we" || !(j == 0 || a.clauseBreak(j-1) || a.at(j-1) == "," || a.at(j-1) == "and") {
+			continue
+		}
+		w := a.at(j + 1)
+		if !a.isWord(j+1) || !imperativeVerb(w) || narrationVerbs[w] || hedges[w] || nonVerbs[w] || choreVerbs[w] && w != "keep" || w == "need" || w == "want" || w == "can" || w == "should" || w == "must" || w == "will" {
+			continue
+		}
+		for k := j + 2; k < len(a.toks) && k <= j+9; k++ {
+			t := a.toks[k]
+			if t.kind == tPunct && t.w != "-" {
+				break
+			}
+			if len(Values(a.text[t.s:a.sn.e])) > 0 && hasDigit(t.w) || t.kind == tCode || strings.Contains(t.w, "_") {
+				return decHit{trig: j + 1, obj: -1, kind: dkAction}, true
+			}
+		}
+	}
+	return decHit{}, false
+}
+
+// configDefault reads the user naming a setting and its default:
+// "Access token lifetime is the config key auth.access_ttl, default
+// 15m." The option is the setting's name.
+func (a *analysis) configDefault() (decHit, bool) {
+	if a.role != "user" || a.delegated {
+		return decHit{}, false
+	}
+	def := -1
+	for j := 1; j+1 < len(a.toks); j++ {
+		if a.at(j) == "default" && (a.at(j-1) == "," || a.at(j+1) == "is" || a.at(j+1) == ":" || hasDigit(a.at(j+1))) {
+			def = j
+			break
+		}
+	}
+	if def < 0 {
+		return decHit{}, false
+	}
+	for k := def - 1; k >= 0 && k >= def-6; k-- {
+		t := a.toks[k]
+		if t.kind == tCode || t.kind == tWord && (strings.Contains(t.w, "_") || strings.Count(strings.Trim(t.w, "."), ".") > 0 && !hasDigit(t.w[:1])) {
+			return decHit{trig: 0, obj: k, kind: dkOption}, true
 		}
 	}
 	return decHit{}, false

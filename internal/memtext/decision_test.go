@@ -382,3 +382,40 @@ func TestFindChangeListAfterDecision(t *testing.T) {
 		t.Fatalf("findings %+v", fs)
 	}
 }
+
+// TestFindStatedDesign: the way given after a prohibition, what the
+// system does in the user's present ("we store …"), and a setting named
+// with its default are decisions; the rule stays a constraint.
+func TestFindStatedDesign(t *testing.T) {
+	types := func(text string) (dec, con bool, chooses []string) {
+		for _, f := range Find(text, FindOptions{Role: "user"}) {
+			switch f.Type {
+			case TypeDecision:
+				dec, chooses = true, f.Chooses
+			case TypeConstraint:
+				con = true
+			}
+		}
+		return
+	}
+	if dec, con, _ := types("For the importer: don't call the live API in tests, inject a FakeClient and replay fixtures."); !dec || !con {
+		t.Errorf("prohibition with its way: decision %v, constraint %v", dec, con)
+	}
+	if dec, _, _ := types("Don't push yet, just commit locally."); dec {
+		t.Error("a prohibition's vague alternative read as a decision")
+	}
+	if dec, _, _ := types("Add caching: clients send an ETag, we keep the body for 10 minutes."); !dec {
+		t.Error("\"we keep … for 10 minutes\" is no decision")
+	}
+	if dec, _, _ := types("We need to look at this for 10 minutes."); dec {
+		t.Error("\"we need …\" read as a decision")
+	}
+	if dec, _, ch := types("Session lifetime is the config key auth.session_ttl, default 12h."); !dec || !slices.Equal(ch, []string{"auth.session_ttl"}) {
+		t.Errorf("config key with its default: decision %v choosing %q", dec, ch)
+	}
+	// A decision right after another is told without it as context.
+	fs := Find("Use Postgres for the store. Keep the pool at 20 connections.", FindOptions{Role: "user"})
+	if len(fs) != 2 || fs[1].Context != "" {
+		t.Errorf("findings %+v", fs)
+	}
+}

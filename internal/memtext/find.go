@@ -100,6 +100,7 @@ func Find(text string, opts FindOptions) []Finding {
 	ss := sentences(nil, text)
 	var out []Finding
 	var toks []tok
+	prevDecision := -1 // the last sentence that stated a decision
 	for i, sn := range ss {
 		toks = tokenize(toks[:0], text, low, sn.s, sn.e)
 		if len(toks) == 0 {
@@ -115,7 +116,15 @@ func Find(text string, opts FindOptions) []Finding {
 			continue
 		}
 		if d, ok := a.decision(); ok || (sn.decSection || opts.Plan && sn.item && a.planStatement()) && !a.question && !a.cond && a.notNarration() {
-			out = append(out, a.decisionFinding(d, ss, i))
+			f := a.decisionFinding(d, ss, i)
+			if prevDecision == i-1 && i > 0 {
+				// The sentence before is a decision of its own, told on
+				// its own (and replaced on its own): quoting it here
+				// would show it as in force after it is replaced.
+				f.Context = ""
+			}
+			out = append(out, f)
+			prevDecision = i
 		}
 		if modal, neg, ok := a.constraint(); ok {
 			out = append(out, a.finding(TypeConstraint, func(f *Finding) { f.Modal, f.Negative = modal, neg }))

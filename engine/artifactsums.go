@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -45,17 +46,17 @@ func (e *Engine) ArtifactSums(session string) (ids []string, sums []uint64, err 
 		return nil
 	}
 	h := xxhash.New()
-	if err := value(h, correctionKey("session", st.Session)); err != nil {
+	if err := value(h, schema.CorrectionKey("session", st.Session)); err != nil {
 		return nil, nil, err
 	}
 	sessionSum := h.Sum64()
 	for _, id := range ids {
 		h.Reset()
 		h.Write(binary.LittleEndian.AppendUint64(buf[:0], sessionSum))
-		if err := value(h, artifactKey(id)); err != nil {
+		if err := value(h, schema.ArtifactKey(id)); err != nil {
 			return nil, nil, err
 		}
-		if err := value(h, correctionKey("artifact", id)); err != nil {
+		if err := value(h, schema.CorrectionKey("artifact", id)); err != nil {
 			return nil, nil, err
 		}
 		sums = append(sums, h.Sum64())

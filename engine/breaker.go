@@ -3,13 +3,14 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 )
 
 // Breakers returns the breaker records of a session, oldest first; none
 // when the breaker never wrote about it.
 func (e *Engine) Breakers(session string) ([]BreakerRecord, error) {
 	var out []BreakerRecord
-	err := e.scan(breakerPrefix(session), func(k, v []byte) error {
+	err := e.scan(schema.BreakerPrefix(session), func(k, v []byte) error {
 		var r BreakerRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("engine: decode breaker record %x: %w", k, err)
@@ -32,7 +33,7 @@ func (e *Engine) BreakerLatest(keep int) ([]BreakerRecord, error) {
 		out = append(out, cur...)
 		cur = cur[:0]
 	}
-	err := e.scan([]byte{prefixBreaker}, func(k, v []byte) error {
+	err := e.scan([]byte{schema.PrefixBreaker}, func(k, v []byte) error {
 		var r BreakerRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("engine: decode breaker record %x: %w", k, err)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
 
@@ -21,7 +22,7 @@ import (
 // Brief with the id when nothing was recorded.
 func (e *Engine) Brief(session string) (Brief, error) {
 	b := Brief{Session: session}
-	_, err := e.getJSON(briefKey(session), &b)
+	_, err := e.getJSON(schema.BriefKey(session), &b)
 	return b, err
 }
 
@@ -29,7 +30,7 @@ func (e *Engine) Brief(session string) (Brief, error) {
 // their notes were written.
 func (e *Engine) Reports(session string) ([]Report, error) {
 	var out []Report
-	err := e.scan(reportPrefix(session), func(k, v []byte) error {
+	err := e.scan(schema.ReportPrefix(session), func(k, v []byte) error {
 		var r Report
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("engine: decode report %q: %w", k[2:], err)
@@ -108,7 +109,7 @@ func (e *Engine) MemoryDigest(session string) (id, digest string, err error) {
 	if e.closed {
 		return "", "", ErrClosed
 	}
-	b, closer, err := e.db.Get(memStateKey(s.Ordinal))
+	b, closer, err := e.db.Get(schema.MemStateKey(s.Ordinal))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return s.ID, "", nil
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"os"
 	"path/filepath"
 	"sync"
@@ -296,10 +297,10 @@ func setCompression(o *pebble.Options) {
 // every event table between its keys.
 func eventSpan(start []byte) (pebble.SpanPolicy, []byte, error) {
 	switch {
-	case len(start) == 0 || start[0] < prefixEvent:
-		return pebble.SpanPolicy{}, []byte{prefixEvent}, nil
-	case start[0] == prefixEvent:
-		return pebble.SpanPolicy{}, []byte{prefixEvent + 1}, nil
+	case len(start) == 0 || start[0] < schema.PrefixEvent:
+		return pebble.SpanPolicy{}, []byte{schema.PrefixEvent}, nil
+	case start[0] == schema.PrefixEvent:
+		return pebble.SpanPolicy{}, []byte{schema.PrefixEvent + 1}, nil
 	}
 	return pebble.SpanPolicy{}, nil, nil
 }
@@ -346,11 +347,11 @@ func (e *Engine) SetProxy(addr string) error {
 // check compares the stored builder, schema and applied offset with the
 // code and the WAL, and rebuilds when they disagree.
 func (e *Engine) check() error {
-	builder, err := e.getMeta(keyBuilder)
+	builder, err := e.getMeta(schema.KeyBuilder)
 	if err != nil {
 		return err
 	}
-	schema, err := e.getMeta(keySchema)
+	layout, err := e.getMeta(schema.KeySchema)
 	if err != nil {
 		return err
 	}
@@ -364,22 +365,22 @@ func (e *Engine) check() error {
 	}
 	var why string
 	switch {
-	case builder == nil && schema == nil && applied == 0:
+	case builder == nil && layout == nil && applied == 0:
 		// A new database: write the versions.
 		b := e.db.NewBatch()
 		defer b.Close()
-		b.Set(keyBuilder, []byte(BuilderVersion), nil)
-		b.Set(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
-		b.Set(keyMemory, []byte(MemoryVersion), nil)
+		b.Set(schema.KeyBuilder, []byte(BuilderVersion), nil)
+		b.Set(schema.KeySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
+		b.Set(schema.KeyMemory, []byte(MemoryVersion), nil)
 		return b.Commit(pebble.Sync)
 	case string(builder) != BuilderVersion:
 		why = fmt.Sprintf("it was built by %q and this is %q", builder, BuilderVersion)
-	case len(schema) != 4 || binary.BigEndian.Uint32(schema) != SchemaVersion:
+	case len(layout) != 4 || binary.BigEndian.Uint32(layout) != SchemaVersion:
 		why = "its key layout is from another version"
 	case applied > end:
 		why = fmt.Sprintf("it covers the WAL up to offset %d but the WAL ends at %d (an unsynced WAL tail was lost)", applied, end)
 	default:
-		memory, err := e.getMeta(keyMemory)
+		memory, err := e.getMeta(schema.KeyMemory)
 		if err != nil {
 			return err
 		}
@@ -417,8 +418,8 @@ func (e *Engine) getMeta(key []byte) ([]byte, error) {
 
 // Applied returns the WAL offset up to which the derived state is built.
 func (e *Engine) Applied() (uint64, error) {
-	v, err := e.getMeta(keyApplied)
-	return u64(v), err
+	v, err := e.getMeta(schema.KeyApplied)
+	return schema.U64(v), err
 }
 
 // Close stops using the directory: it closes the database and (if Open

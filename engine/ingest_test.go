@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ func TestIngestOrphanEvents(t *testing.T) {
 	// The session will be the store's first: ordinal 1. The lost pass
 	// had derived more events than this one will.
 	for seq := uint64(1); seq <= 5; seq++ {
-		if err := e.db.Set(eventKey(nil, 1, seq), []byte(`{"kind":"message","text":"lost"}`), nil); err != nil {
+		if err := e.db.Set(schema.EventKey(nil, 1, seq), []byte(`{"kind":"message","text":"lost"}`), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,8 +130,8 @@ func TestEventSpanTables(t *testing.T) {
 	e := open(t, dir, log, nil)
 	b := e.db.NewBatch()
 	for i := range 200 {
-		for _, p := range []byte{prefixConvo, prefixEvent, prefixImportFile} {
-			b.Set(appendU64Key(nil, p, uint64(i)), []byte("v"), nil)
+		for _, p := range []byte{schema.PrefixConvo, schema.PrefixEvent, schema.PrefixImportFile} {
+			b.Set(schema.AppendU64Key(nil, p, uint64(i)), []byte("v"), nil)
 		}
 	}
 	if err := b.Commit(nil); err != nil {
@@ -151,7 +152,7 @@ func TestEventSpanTables(t *testing.T) {
 		for _, tb := range tables {
 			n++
 			lo, hi := tb.Smallest.UserKey[0], tb.Largest.UserKey[0]
-			if lo != hi && (lo == prefixEvent || hi == prefixEvent || lo < prefixEvent && hi > prefixEvent) {
+			if lo != hi && (lo == schema.PrefixEvent || hi == schema.PrefixEvent || lo < schema.PrefixEvent && hi > schema.PrefixEvent) {
 				t.Errorf("table %s holds keys from %q to %q", tb.FileNum, lo, hi)
 			}
 		}

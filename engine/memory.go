@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"strings"
 )
 
@@ -16,10 +17,10 @@ import (
 // in session ordinal order.
 func (e *Engine) MemoryStates() ([]MemoryState, error) {
 	var out []MemoryState
-	err := e.scan([]byte{prefixIndex, memState}, func(k, v []byte) error {
+	err := e.scan([]byte{schema.PrefixIndex, schema.MemState}, func(k, v []byte) error {
 		var st MemoryState
 		if err := json.Unmarshal(v, &st); err != nil {
-			return fmt.Errorf("engine: decode memory state %d: %w", u64(k[2:]), err)
+			return fmt.Errorf("engine: decode memory state %d: %w", schema.U64(k[2:]), err)
 		}
 		out = append(out, st)
 		return nil
@@ -35,7 +36,7 @@ func (e *Engine) MemoryState(session string) (MemoryState, error) {
 	if err != nil {
 		return st, err
 	}
-	ok, err := e.getJSON(memStateKey(s.Ordinal), &st)
+	ok, err := e.getJSON(schema.MemStateKey(s.Ordinal), &st)
 	if err == nil && !ok {
 		st = MemoryState{Session: s.ID, Ordinal: s.Ordinal}
 	}
@@ -72,7 +73,7 @@ func (e *Engine) Artifact(id string) (Artifact, error) {
 		return a, err
 	}
 	var found []string
-	err = e.scan(artifactKey(id), func(k, _ []byte) error {
+	err = e.scan(schema.ArtifactKey(id), func(k, _ []byte) error {
 		found = append(found, string(k[1:]))
 		if len(found) > 5 {
 			return errStop
@@ -95,7 +96,7 @@ var errStop = errors.New("stop")
 
 func (e *Engine) artifact(id string) (Artifact, error) {
 	var a Artifact
-	ok, err := e.getJSON(artifactKey(id), &a)
+	ok, err := e.getJSON(schema.ArtifactKey(id), &a)
 	if err != nil {
 		return a, err
 	}
@@ -103,10 +104,10 @@ func (e *Engine) artifact(id string) (Artifact, error) {
 		return a, fmt.Errorf("%w: no artifact %q", ErrNotFound, id)
 	}
 	var cs, ss CorrectionState
-	if _, err := e.getJSON(correctionKey("artifact", id), &cs); err != nil {
+	if _, err := e.getJSON(schema.CorrectionKey("artifact", id), &cs); err != nil {
 		return a, err
 	}
-	if _, err := e.getJSON(correctionKey("session", a.Session), &ss); err != nil {
+	if _, err := e.getJSON(schema.CorrectionKey("session", a.Session), &ss); err != nil {
 		return a, err
 	}
 	// A forgotten session hides all its artifacts.
@@ -117,7 +118,7 @@ func (e *Engine) artifact(id string) (Artifact, error) {
 // Corrections returns every correction state, artifacts first.
 func (e *Engine) Corrections() ([]CorrectionState, error) {
 	var out []CorrectionState
-	err := e.scan([]byte{prefixIndex, memCorrection}, func(k, v []byte) error {
+	err := e.scan([]byte{schema.PrefixIndex, schema.MemCorrection}, func(k, v []byte) error {
 		var cs CorrectionState
 		if err := json.Unmarshal(v, &cs); err != nil {
 			return fmt.Errorf("engine: decode correction %q: %w", k[3:], err)
@@ -148,7 +149,7 @@ func (e *Engine) pinRetention() error {
 			}
 		case c.Pinned:
 			var a Artifact
-			if ok, err := e.getJSON(artifactKey(c.ID), &a); err != nil {
+			if ok, err := e.getJSON(schema.ArtifactKey(c.ID), &a); err != nil {
 				return err
 			} else if ok {
 				sessions[a.Session] = true
@@ -177,8 +178,8 @@ func (e *Engine) pinRetention() error {
 // walRange returns the WAL offsets of the first and last frame a
 // session's events came from.
 func (e *Engine) walRange(s Session) (first, last uint64, ok bool, err error) {
-	lo := eventKey(nil, s.Ordinal, 0)
-	hi := appendU64Key(nil, prefixEvent, s.Ordinal+1)
+	lo := schema.EventKey(nil, s.Ordinal, 0)
+	hi := schema.AppendU64Key(nil, schema.PrefixEvent, s.Ordinal+1)
 	err = e.scanRange(lo, hi, func(_, v []byte) error {
 		var ev struct {
 			Prov Provenance `json:"prov"`

@@ -6,6 +6,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/bbengine/bbengine/engine/schema"
 )
 
 // ProjectEntry is one entry of the project index.
@@ -19,7 +20,7 @@ type ProjectEntry struct {
 // the open failing tests of a command, and so on. It reads only those
 // entries.
 func (e *Engine) ProjectIndex(project string, kind byte, term string) ([]ProjectEntry, error) {
-	p := projectPrefix(project, kind, term)
+	p := schema.ProjectPrefix(project, kind, term)
 	var out []ProjectEntry
 	err := e.scan(p, func(k, v []byte) error {
 		id := k[len(p):]

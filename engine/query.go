@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
 
@@ -34,7 +35,7 @@ var _ Reader = (*Engine)(nil)
 // Sessions returns the sessions f selects, oldest first.
 func (e *Engine) Sessions(f SessionFilter) ([]Session, error) {
 	var out []Session
-	err := e.scan([]byte{prefixSession}, func(k, v []byte) error {
+	err := e.scan([]byte{schema.PrefixSession}, func(k, v []byte) error {
 		var s Session
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("engine: decode session %q: %w", k[1:], err)
@@ -75,12 +76,12 @@ func (e *Engine) Session(id string) (Session, error) {
 	if id == "" {
 		return s, fmt.Errorf("%w: empty session id", ErrNotFound)
 	}
-	ok, err := e.getJSON(sessionKey(nil, id), &s)
+	ok, err := e.getJSON(schema.SessionKey(nil, id), &s)
 	if err != nil || ok {
 		return s, err
 	}
 	var found []Session
-	err = e.scan(sessionKey(nil, id), func(k, v []byte) error {
+	err = e.scan(schema.SessionKey(nil, id), func(k, v []byte) error {
 		var c Session
 		if err := json.Unmarshal(v, &c); err != nil {
 			return fmt.Errorf("engine: decode session %q: %w", k[1:], err)
@@ -90,7 +91,7 @@ func (e *Engine) Session(id string) (Session, error) {
 	})
 	if err == nil && len(found) == 0 && !strings.Contains(id, ":") {
 		// An imported session ("claude:<id>") by its agent's own id.
-		err = e.scan([]byte{prefixSession}, func(k, v []byte) error {
+		err = e.scan([]byte{schema.PrefixSession}, func(k, v []byte) error {
 			if i := strings.IndexByte(string(k[1:]), ':'); i < 0 || !strings.HasPrefix(string(k[2+i:]), id) {
 				return nil
 			}
@@ -120,15 +121,15 @@ func (e *Engine) Events(session string, f EventFilter) ([]Event, error) {
 		return nil, err
 	}
 	var out []Event
-	lo := eventKey(nil, s.Ordinal, f.After+1)
-	hi := appendU64Key(nil, prefixEvent, s.Ordinal+1)
+	lo := schema.EventKey(nil, s.Ordinal, f.After+1)
+	hi := schema.AppendU64Key(nil, schema.PrefixEvent, s.Ordinal+1)
 	err = e.scanRange(lo, hi, func(k, v []byte) error {
 		var ev Event
 		// The v1 semantics of go-json-experiment decode the same values
 		// as encoding/json in half the time: a session's events are
 		// read whole for every derivation of its memory.
 		if err := jsonv1.Unmarshal(v, &ev); err != nil {
-			return fmt.Errorf("engine: decode event %d of session %s: %w", u64(k[9:]), s.ID, err)
+			return fmt.Errorf("engine: decode event %d of session %s: %w", schema.U64(k[9:]), s.ID, err)
 		}
 		if f.Task != "" && ev.Task != f.Task {
 			return nil
@@ -145,7 +146,7 @@ func (e *Engine) Events(session string, f EventFilter) ([]Event, error) {
 // Exchange returns the index entry of exchange id.
 func (e *Engine) Exchange(id uint64) (Exchange, error) {
 	var x Exchange
-	ok, err := e.getJSON(exchangeKey(nil, id), &x)
+	ok, err := e.getJSON(schema.ExchangeKey(nil, id), &x)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: no exchange %d in the index (bbengine replay --exchange %d reads the WAL)", ErrNotFound, id, id)
 	}
@@ -154,7 +155,7 @@ func (e *Engine) Exchange(id uint64) (Exchange, error) {
 
 // scan calls fn for every key with prefix p.
 func (e *Engine) scan(p []byte, fn func(k, v []byte) error) error {
-	return e.scanRange(p, upperBound(p), fn)
+	return e.scanRange(p, schema.UpperBound(p), fn)
 }
 
 func (e *Engine) scanRange(lo, hi []byte, fn func(k, v []byte) error) error {
@@ -186,6 +187,6 @@ func (e *Engine) Dump(fn func(k, v []byte) error) error {
 // ImportState returns the state of the imported file path.
 func (e *Engine) ImportState(path string) (ImportFileState, bool, error) {
 	var st ImportFileState
-	ok, err := e.getJSON(importFileKey(path), &st)
+	ok, err := e.getJSON(schema.ImportFileKey(path), &st)
 	return st, ok, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -23,12 +24,12 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 		return Progress{}, ErrClosed
 	}
 	b := e.db.NewBatch()
-	for _, p := range derivedPrefixes {
+	for _, p := range schema.DerivedPrefixes {
 		b.DeleteRange([]byte{p}, []byte{p + 1}, nil)
 	}
-	b.Set(keyBuilder, []byte(BuilderVersion), nil)
-	b.Set(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
-	b.Set(keyMemory, []byte(MemoryVersion), nil)
+	b.Set(schema.KeyBuilder, []byte(BuilderVersion), nil)
+	b.Set(schema.KeySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
+	b.Set(schema.KeyMemory, []byte(MemoryVersion), nil)
 	err = b.Commit(pebble.Sync)
 	b.Close()
 	if err != nil {

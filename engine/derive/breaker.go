@@ -1,6 +1,9 @@
 package derive
 
-import "github.com/bbengine/bbengine/codec/exchange"
+import (
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine/schema"
+)
 
 // breakerFrame keeps a breaker frame. One that does not decode is logged
 // with its offset and skipped: it never stops derivation.
@@ -14,5 +17,5 @@ func (c *canonicalizer) breakerFrame(off uint64, p []byte) error {
 		return nil
 	}
 	c.ensureBatch()
-	return c.setJSON(breakerKey(b.Session, off), &BreakerRecord{Breaker: b, Offset: off})
+	return c.setJSON(schema.BreakerKey(b.Session, off), &BreakerRecord{Breaker: b, Offset: off})
 }

@@ -2,6 +2,7 @@ package derive
 
 import (
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
 
@@ -50,7 +51,7 @@ func (c *canonicalizer) setGoal(session, text, source string, off uint64) error 
 	}
 	b.Goal, b.GoalSource, b.GoalOffset = text, source, off
 	c.ensureBatch()
-	return c.setJSON(briefKey(session), b)
+	return c.setJSON(schema.BriefKey(session), b)
 }
 
 // headerGoal takes the goal an exchange's X-Bb-Session-Goal header
@@ -77,14 +78,14 @@ func (c *canonicalizer) note(off uint64, t int64, n *exchange.Note) error {
 			return err
 		}
 		b.Checkpoint, b.CheckpointTime, b.CheckpointOffset = c.redact(strings.TrimSpace(n.Text)), t, off
-		return c.setJSON(briefKey(n.Session), b)
+		return c.setJSON(schema.BriefKey(n.Session), b)
 	}
 	// An outcome: keep the task's latest report and derive the session's
 	// memory again. A session no request has reached yet is created, so
 	// the reported task has an artifact to hold it.
 	r := Report{Session: n.Session, Task: n.TaskID, Status: n.Status, Summary: strings.TrimSpace(n.Text), Files: n.Files,
 		Changes: n.Changes, Exit: n.Exit, Source: n.Source, Time: t, Offset: off}
-	if err := c.setJSON(reportKey(r.Session, r.Task), &r); err != nil {
+	if err := c.setJSON(schema.ReportKey(r.Session, r.Task), &r); err != nil {
 		return err
 	}
 	st, err := c.session(n.Session)
@@ -96,7 +97,7 @@ func (c *canonicalizer) note(off uint64, t int64, n *exchange.Note) error {
 		st.s.First, st.s.Last, st.s.Source = t, t, "note"
 		st.dirty = true
 	}
-	c.batch.Set(memPendingKey(n.Session), nil, nil)
+	c.batch.Set(schema.MemPendingKey(n.Session), nil, nil)
 	c.memPending[n.Session] = true
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
 	"time"
@@ -205,12 +206,12 @@ func (e *Pipeline) loadCanon() (*canonicalizer, error) {
 	if c.applied, err = e.applied(); err != nil {
 		return nil, err
 	}
-	v, err := e.getMeta(keySessions)
+	v, err := e.getMeta(schema.KeySessions)
 	if err != nil {
 		return nil, err
 	}
-	c.ordinals = u64(v)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixOpen}, UpperBound: []byte{prefixOpen + 1}})
+	c.ordinals = schema.U64(v)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{schema.PrefixOpen}, UpperBound: []byte{schema.PrefixOpen + 1}})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -218,7 +219,7 @@ func (e *Pipeline) loadCanon() (*canonicalizer, error) {
 	c.replayEnd = c.applied
 	c.scanPending = true
 	for it.First(); it.Valid(); it.Next() {
-		c.replay[u64(it.Key()[1:])] = true
+		c.replay[schema.U64(it.Key()[1:])] = true
 	}
 	if err := it.Error(); err != nil {
 		return nil, err
@@ -235,11 +236,11 @@ func (c *canonicalizer) resumeOffset() (uint64, error) {
 	}
 	for id := range c.replay {
 		var v []byte
-		v, closer, err := c.e.db.Get(openKey(nil, id))
+		v, closer, err := c.e.db.Get(schema.OpenKey(nil, id))
 		if err != nil {
 			return 0, fmt.Errorf("engine: read open exchange %d: %w", id, err)
 		}
-		if first := u64(v); first < off {
+		if first := schema.U64(v); first < off {
 			off = first
 		}
 		closer.Close()
@@ -577,13 +578,13 @@ func (c *canonicalizer) commit() error {
 	c.ensureBatch()
 	b := c.batch
 	for _, st := range c.sortedDirty() {
-		if err := c.setJSON(sessionKey(c.keyBuf[:0], st.s.ID), &st.s); err != nil {
+		if err := c.setJSON(schema.SessionKey(c.keyBuf[:0], st.s.ID), &st.s); err != nil {
 			return err
 		}
-		if err := c.setJSON(convoKey(c.keyBuf[:0], st.s.Ordinal), &st.convo); err != nil {
+		if err := c.setJSON(schema.ConvoKey(c.keyBuf[:0], st.s.Ordinal), &st.convo); err != nil {
 			return err
 		}
-		b.Set(memPendingKey(st.s.ID), nil, nil)
+		b.Set(schema.MemPendingKey(st.s.ID), nil, nil)
 		c.memPending[st.s.ID] = true
 		st.dirty = false
 	}
@@ -591,13 +592,13 @@ func (c *canonicalizer) commit() error {
 		return err
 	}
 	for id, first := range c.opened {
-		b.Set(openKey(nil, id), binary.BigEndian.AppendUint64(nil, first), nil)
+		b.Set(schema.OpenKey(nil, id), binary.BigEndian.AppendUint64(nil, first), nil)
 	}
 	for id := range c.closed {
-		b.Delete(openKey(nil, id), nil)
+		b.Delete(schema.OpenKey(nil, id), nil)
 	}
-	b.Set(keyApplied, binary.BigEndian.AppendUint64(nil, c.applied), nil)
-	b.Set(keySessions, binary.BigEndian.AppendUint64(nil, c.ordinals), nil)
+	b.Set(schema.KeyApplied, binary.BigEndian.AppendUint64(nil, c.applied), nil)
+	b.Set(schema.KeySessions, binary.BigEndian.AppendUint64(nil, c.ordinals), nil)
 	// The events the batch's sessions count go in first.
 	err := c.ingestTable()
 	if err == nil {
@@ -651,19 +652,19 @@ func (c *canonicalizer) session(id string) (*sessState, error) {
 		return st, nil
 	}
 	st := &sessState{}
-	ok, err := c.e.getJSON(sessionKey(nil, id), &st.s)
+	ok, err := c.e.getJSON(schema.SessionKey(nil, id), &st.s)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		if _, err := c.e.getJSON(convoKey(nil, st.s.Ordinal), &st.convo); err != nil {
+		if _, err := c.e.getJSON(schema.ConvoKey(nil, st.s.Ordinal), &st.convo); err != nil {
 			return nil, err
 		}
 	} else {
 		c.ordinals++
 		st.s = Session{ID: id, Ordinal: c.ordinals}
 		c.ensureBatch()
-		c.batch.Set(ordinalKey(nil, st.s.Ordinal), []byte(id), nil)
+		c.batch.Set(schema.OrdinalKey(nil, st.s.Ordinal), []byte(id), nil)
 		st.dirty = true
 	}
 	if len(c.sessions) > 4096 {

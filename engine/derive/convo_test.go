@@ -2,6 +2,7 @@ package derive
 
 import (
 	"encoding/json"
+	"github.com/bbengine/bbengine/engine/schema"
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/llm"
@@ -199,17 +200,17 @@ func TestToolResultPairing(t *testing.T) {
 func TestKeysAllocate(t *testing.T) {
 	buf := make([]byte, 0, 32)
 	n := testing.AllocsPerRun(100, func() {
-		buf = eventKey(buf[:0], 7, 99)
-		buf = exchangeKey(buf[:0], 12345)
+		buf = schema.EventKey(buf[:0], 7, 99)
+		buf = schema.ExchangeKey(buf[:0], 12345)
 	})
 	if n != 0 {
 		t.Fatalf("key encoding allocates %v times", n)
 	}
-	k := eventKey(nil, 1, 2)
-	if len(k) != 17 || k[0] != prefixEvent || u64(k[1:9]) != 1 || u64(k[9:]) != 2 {
+	k := schema.EventKey(nil, 1, 2)
+	if len(k) != 17 || k[0] != schema.PrefixEvent || schema.U64(k[1:9]) != 1 || schema.U64(k[9:]) != 2 {
 		t.Fatalf("eventKey = %x", k)
 	}
-	if got := upperBound([]byte{prefixEvent, 0xff}); string(got) != string([]byte{prefixEvent + 1}) {
+	if got := schema.UpperBound([]byte{schema.PrefixEvent, 0xff}); string(got) != string([]byte{schema.PrefixEvent + 1}) {
 		t.Fatalf("upperBound = %x", got)
 	}
 }

@@ -3,6 +3,7 @@ package derive
 import (
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"net/url"
 	"slices"
 	"strings"
@@ -68,7 +69,7 @@ func (c *canonicalizer) derive(x *pending, note string) (int, error) {
 		}
 	}
 	if s == nil || api == "" || ex.Session == "" {
-		return 0, c.setJSON(exchangeKey(nil, x.ID), &ex)
+		return 0, c.setJSON(schema.ExchangeKey(nil, x.ID), &ex)
 	}
 	st, err := c.session(ex.Session)
 	if err != nil {
@@ -79,7 +80,7 @@ func (c *canonicalizer) derive(x *pending, note string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return n, c.setJSON(exchangeKey(nil, x.ID), &ex)
+	return n, c.setJSON(schema.ExchangeKey(nil, x.ID), &ex)
 }
 
 // deriver holds one exchange's derivation.
@@ -294,7 +295,7 @@ func (d *deriver) run() (int, error) {
 	for i := range d.events {
 		st.s.Events++
 		d.events[i].Seq = st.s.Events
-		if err := d.c.setJSON(eventKey(d.c.keyBuf[:0], st.s.Ordinal, d.events[i].Seq), &d.events[i]); err != nil {
+		if err := d.c.setJSON(schema.EventKey(d.c.keyBuf[:0], st.s.Ordinal, d.events[i].Seq), &d.events[i]); err != nil {
 			return 0, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"runtime"
 	"slices"
 	"strings"
@@ -152,7 +153,7 @@ func (c *canonicalizer) importFile(path string) (*ImportFileState, error) {
 		return st, nil
 	}
 	st := &ImportFileState{}
-	if _, err := c.e.getJSON(importFileKey(path), st); err != nil {
+	if _, err := c.e.getJSON(schema.ImportFileKey(path), st); err != nil {
 		return nil, err
 	}
 	if len(c.files) > 4096 {
@@ -186,7 +187,7 @@ func (c *canonicalizer) markImportPending(id string) {
 	c.ensureBatch()
 	if !c.pendingImports[id] {
 		c.pendingImports[id] = true
-		c.batch.Set(importPendingKey(id), nil, nil)
+		c.batch.Set(schema.ImportPendingKey(id), nil, nil)
 	}
 }
 
@@ -203,7 +204,7 @@ func (c *canonicalizer) writeImportFiles() error {
 			c.files[p].LastSHA = hex.EncodeToString(sum[:])
 			delete(c.lastRecs, p)
 		}
-		if err := c.setJSON(importFileKey(p), c.files[p]); err != nil {
+		if err := c.setJSON(schema.ImportFileKey(p), c.files[p]); err != nil {
 			return err
 		}
 	}
@@ -213,7 +214,7 @@ func (c *canonicalizer) writeImportFiles() error {
 
 // loadPendingImports reads the sessions left pending by an earlier pass.
 func (c *canonicalizer) loadPendingImports() error {
-	it, err := c.e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixImportPending}, UpperBound: []byte{prefixImportPending + 1}})
+	it, err := c.e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{schema.PrefixImportPending}, UpperBound: []byte{schema.PrefixImportPending + 1}})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -471,7 +472,7 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 	delete(c.folds, id)
 	delete(c.handed, id)
 	if !table {
-		c.batch.DeleteRange(eventKey(nil, st.s.Ordinal, 0), appendU64Key(nil, prefixEvent, st.s.Ordinal+1), nil)
+		c.batch.DeleteRange(schema.EventKey(nil, st.s.Ordinal, 0), schema.AppendU64Key(nil, schema.PrefixEvent, st.s.Ordinal+1), nil)
 	}
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {
@@ -485,7 +486,7 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 			if table {
 				err = c.tableSet(s.Ordinal, uint64(i+1), v)
 			} else {
-				err = c.batch.Set(eventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil)
+				err = c.batch.Set(schema.EventKey(c.keyBuf[:0], s.Ordinal, uint64(i+1)), v, nil)
 			}
 			if err != nil {
 				return err
@@ -511,7 +512,7 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 	// The timeline was replaced, not extended: a memory fold of the old
 	// one would take the new events after its count as an extension.
 	delete(c.folds, id)
-	c.batch.Delete(importPendingKey(id), nil)
+	c.batch.Delete(schema.ImportPendingKey(id), nil)
 	delete(c.pendingImports, id)
 	return nil
 }

@@ -3,6 +3,7 @@ package derive
 import (
 	"context"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -58,7 +59,7 @@ func (c *canonicalizer) ingestible(st *sessState) (bool, error) {
 	if st.s.Events != 0 || c.tab != nil && ord <= c.tab.last {
 		return false, nil
 	}
-	it, err := c.e.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(nil, ord, 0), UpperBound: appendU64Key(nil, prefixEvent, ord+1)})
+	it, err := c.e.db.NewIter(&pebble.IterOptions{LowerBound: schema.EventKey(nil, ord, 0), UpperBound: schema.AppendU64Key(nil, schema.PrefixEvent, ord+1)})
 	if err != nil {
 		return false, fmt.Errorf("engine: %w", err)
 	}
@@ -85,7 +86,7 @@ func (c *canonicalizer) tableSet(ord, seq uint64, v []byte) error {
 		c.tab = &eventTable{w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo), path: path}
 	}
 	c.tab.last = ord
-	c.keyBuf = eventKey(c.keyBuf[:0], ord, seq)
+	c.keyBuf = schema.EventKey(c.keyBuf[:0], ord, seq)
 	if err := c.tab.w.Set(c.keyBuf, v); err != nil {
 		return fmt.Errorf("engine: write the event table: %w", err)
 	}

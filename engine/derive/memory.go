@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"hash"
 	"runtime"
 	"slices"
@@ -41,7 +42,7 @@ func (c *canonicalizer) memoryFrame(off uint64, t int64, p []byte) error {
 
 // correction applies a user's correction.
 func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) error {
-	key := correctionKey(cr.Target, cr.ID)
+	key := schema.CorrectionKey(cr.Target, cr.ID)
 	st := c.corrections[string(key)]
 	if st == nil {
 		st = &CorrectionState{}
@@ -70,7 +71,7 @@ func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) 
 	session := cr.ID
 	if cr.Target == "artifact" {
 		var a Artifact
-		ok, err := c.e.getJSON(artifactKey(cr.ID), &a)
+		ok, err := c.e.getJSON(schema.ArtifactKey(cr.ID), &a)
 		if err != nil || !ok {
 			// An artifact not derived yet takes its correction when it is.
 			return err
@@ -92,7 +93,7 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 		// The marks left by an earlier process or by RebuildMemory; the
 		// canonicalizer's own are in memPending too, so later passes need
 		// not step over the deleted marks of every earlier pass.
-		err := c.e.scan([]byte{prefixIndex, memPending}, func(k, _ []byte) error {
+		err := c.e.scan([]byte{schema.PrefixIndex, schema.MemPending}, func(k, _ []byte) error {
 			ids = append(ids, string(k[2:]))
 			return nil
 		})
@@ -110,7 +111,7 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	// Most stores hold no correction: then no artifact's is looked up
 	// (a lookup of an absent key reads every level).
 	c.corrected = false
-	err := c.e.scan([]byte{prefixIndex, memCorrection}, func(_, _ []byte) error {
+	err := c.e.scan([]byte{schema.PrefixIndex, schema.MemCorrection}, func(_, _ []byte) error {
 		c.corrected = true
 		return errStopScan
 	})
@@ -144,7 +145,7 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 		}
 		c.keepFold(j.id, j.kept, j.f)
 		c.progress.Artifacts += j.written
-		b.Delete(memPendingKey(j.id), nil)
+		b.Delete(schema.MemPendingKey(j.id), nil)
 		n++
 		if b.Len() > 8<<20 {
 			if err := b.Commit(pebble.NoSync); err != nil {
@@ -410,7 +411,7 @@ func (c *canonicalizer) fold(s *Session, kept *memFold, handed []Event) (*memFol
 	f.seen = lastSeq(evs, 0)
 	// What is stored, so that unchanged artifacts are not written again.
 	var old MemoryState
-	v, err := e.getMeta(memStateKey(s.Ordinal))
+	v, err := e.getMeta(schema.MemStateKey(s.Ordinal))
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +423,7 @@ func (c *canonicalizer) fold(s *Session, kept *memFold, handed []Event) (*memFol
 	}
 	f.project = old.Project
 	for _, id := range old.Artifacts {
-		v, err := e.getMeta(artifactKey(id))
+		v, err := e.getMeta(schema.ArtifactKey(id))
 		if err != nil {
 			return nil, err
 		}
@@ -483,7 +484,7 @@ func lastSeq(evs []Event, seq uint64) uint64 {
 func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *memFold, handed []Event) (*memFold, int, error) {
 	e := c.e
 	var s Session
-	ok, err := e.getJSON(sessionKey(nil, id), &s)
+	ok, err := e.getJSON(schema.SessionKey(nil, id), &s)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -525,7 +526,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 		}
 		old, ok := f.stored[a.ID]
 		if !ok || old != sum {
-			if err := b.Set(artifactKey(a.ID), v, nil); err != nil {
+			if err := b.Set(schema.ArtifactKey(a.ID), v, nil); err != nil {
 				return f, written, err
 			}
 			written++
@@ -538,13 +539,13 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 			f.keys[a.ID] = keys
 		}
 		stored[a.ID] = sum
-		cs, err := f.correction(e, c.corrected, correctionKey("artifact", a.ID))
+		cs, err := f.correction(e, c.corrected, schema.CorrectionKey("artifact", a.ID))
 		if err != nil {
 			return f, written, err
 		}
 		digestArtifact(h, a.ID, &sum, cs)
 	}
-	cs, err := f.correction(e, c.corrected, correctionKey("session", s.ID))
+	cs, err := f.correction(e, c.corrected, schema.CorrectionKey("session", s.ID))
 	if err != nil {
 		return f, written, err
 	}
@@ -552,7 +553,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	slices.Sort(st.Artifacts)
 	for id := range f.stored {
 		if _, ok := stored[id]; !ok {
-			b.Delete(artifactKey(id), nil)
+			b.Delete(schema.ArtifactKey(id), nil)
 			if err := putProjectKeys(b, f.keys[id], nil, s.Ordinal, 0); err != nil {
 				return f, written, err
 			}
@@ -567,7 +568,7 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	}
 	if sum := sha256.Sum256(v); sum != f.state {
 		f.state = sum
-		return f, written, b.Set(memStateKey(s.Ordinal), v, nil)
+		return f, written, b.Set(schema.MemStateKey(s.Ordinal), v, nil)
 	}
 	return f, written, nil
 }
@@ -585,12 +586,12 @@ type MemoryProgress struct {
 func (e *Pipeline) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	start := time.Now()
 	b := e.db.NewBatch()
-	b.DeleteRange([]byte{prefixArtifact}, []byte{prefixArtifact + 1}, nil)
-	b.DeleteRange([]byte{prefixIndex, memState}, []byte{prefixIndex, memState + 1}, nil)
-	b.DeleteRange([]byte{prefixIndex, memPending}, []byte{prefixIndex, memPending + 1}, nil)
-	b.DeleteRange([]byte{prefixIndex, memProject}, []byte{prefixIndex, memProject + 1}, nil)
+	b.DeleteRange([]byte{schema.PrefixArtifact}, []byte{schema.PrefixArtifact + 1}, nil)
+	b.DeleteRange([]byte{schema.PrefixIndex, schema.MemState}, []byte{schema.PrefixIndex, schema.MemState + 1}, nil)
+	b.DeleteRange([]byte{schema.PrefixIndex, schema.MemPending}, []byte{schema.PrefixIndex, schema.MemPending + 1}, nil)
+	b.DeleteRange([]byte{schema.PrefixIndex, schema.MemProject}, []byte{schema.PrefixIndex, schema.MemProject + 1}, nil)
 	var ids []string
-	err := e.scan([]byte{prefixOrdinal}, func(_, v []byte) error {
+	err := e.scan([]byte{schema.PrefixOrdinal}, func(_, v []byte) error {
 		ids = append(ids, string(v))
 		return nil
 	})
@@ -599,9 +600,9 @@ func (e *Pipeline) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 		return MemoryProgress{}, err
 	}
 	for _, id := range ids {
-		b.Set(memPendingKey(id), nil, nil)
+		b.Set(schema.MemPendingKey(id), nil, nil)
 	}
-	b.Set(keyMemory, []byte(MemoryVersion), nil)
+	b.Set(schema.KeyMemory, []byte(MemoryVersion), nil)
 	err = b.Commit(pebble.Sync)
 	b.Close()
 	if err != nil {
@@ -619,6 +620,6 @@ func (e *Pipeline) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 		return MemoryProgress{}, err
 	}
 	p := MemoryProgress{Sessions: len(ids), Took: time.Since(start)}
-	err = e.scan([]byte{prefixArtifact}, func(_, _ []byte) error { p.Artifacts++; return nil })
+	err = e.scan([]byte{schema.PrefixArtifact}, func(_, _ []byte) error { p.Artifacts++; return nil })
 	return p, err
 }

@@ -3,6 +3,7 @@ package derive
 import (
 	"context"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"sync/atomic"
 	"time"
 
@@ -137,7 +138,7 @@ func (e *Pipeline) getJSON(key []byte, v any) (bool, error) { return e.store.Get
 // statically, is not allocated per call). Reads made for a query
 // (projectView) go through the Store's locked Scan.
 func (e *Pipeline) scan(p []byte, fn func(k, v []byte) error) error {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: upperBound(p)})
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: schema.UpperBound(p)})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -153,7 +154,7 @@ func (e *Pipeline) scan(p []byte, fn func(k, v []byte) error) error {
 // scanLocked is scan through the engine's read lock (Store.Scan), for
 // the queries the pipeline answers beside its passes.
 func (e *Pipeline) scanLocked(p []byte, fn func(k, v []byte) error) error {
-	return e.store.Scan(p, upperBound(p), fn)
+	return e.store.Scan(p, schema.UpperBound(p), fn)
 }
 
 // events, reports, brief, memoryState, artifact and pinRetention are
@@ -172,6 +173,6 @@ func (e *Pipeline) pinRetention() error                  { return e.store.Pin() 
 // applied returns the WAL offset up to which the derived state is
 // built.
 func (e *Pipeline) applied() (uint64, error) {
-	v, err := e.getMeta(keyApplied)
-	return u64(v), err
+	v, err := e.getMeta(schema.KeyApplied)
+	return schema.U64(v), err
 }

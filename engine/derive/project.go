@@ -3,6 +3,7 @@ package derive
 import (
 	"cmp"
 	"encoding/binary"
+	"github.com/bbengine/bbengine/engine/schema"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,7 +31,7 @@ func projectKeys(project string, a *Artifact) []string {
 	add := func(kind byte, terms ...string) {
 		for _, t := range terms {
 			if t = strings.ReplaceAll(t, "\x00", ""); t != "" {
-				keys = append(keys, string(projectPrefix(project, kind, t))+a.ID)
+				keys = append(keys, string(schema.ProjectPrefix(project, kind, t))+a.ID)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bbengine/bbengine/engine/schema"
 	"hash"
 	"math"
 	"slices"
@@ -109,11 +110,11 @@ func (v *projectView) scan(kind byte, term string) error {
 	var p []byte
 	switch {
 	case kind == 0:
-		p = append(append([]byte{prefixIndex, memProject}, v.project...), 0)
+		p = append(append([]byte{schema.PrefixIndex, schema.MemProject}, v.project...), 0)
 	case term == "":
-		p = append(append(append([]byte{prefixIndex, memProject}, v.project...), 0), kind)
+		p = append(append(append([]byte{schema.PrefixIndex, schema.MemProject}, v.project...), 0), kind)
 	default:
-		p = projectPrefix(v.project, kind, term)
+		p = schema.ProjectPrefix(v.project, kind, term)
 	}
 	return v.e.scanLocked(p, func(k, val []byte) error {
 		if v.digest != nil {
@@ -512,7 +513,7 @@ func (e *Pipeline) scanProject(v *projectView) (string, error) {
 	slices.Sort(sorted)
 	for _, o := range sorted {
 		var st MemoryState
-		if _, err := e.getJSON(memStateKey(o), &st); err != nil {
+		if _, err := e.getJSON(schema.MemStateKey(o), &st); err != nil {
 			return "", err
 		}
 		fmt.Fprintf(h, "%d %s\n", o, st.Digest)

@@ -12,8 +12,8 @@
 // Package engine re-exports the types, their constants and the blob
 // store's functions under the same names (engine.Event is schema.Event),
 // so callers above the engine name them through the engine; the key
-// layout it and engine/derive name privately (their keys.go), and only
-// those two import schema.
+// layout is named as schema's (schema.EventKey, schema.PrefixMeta) by the
+// engine and engine/derive, and only those two import schema.
 //
 // The types are plain values, safe for concurrent use when not modified.
 //

@@ -113,13 +113,13 @@ func BenchmarkDeriveProjectSession(b *testing.B) {
 			add := func() {
 				n++
 				l := newClaudeLog(fmt.Sprintf("44444444-0000-4000-8000-%012d", n))
-				l.user(fmt.Sprintf("Pick a store for part %d.", n))
-				l.reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", n, n)))
-				l.reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./..."}))
-				l.result("toolu_1", "ok  \tgithub.com/x/store\t0.02s", false)
-				l.reply(textBlock("Done: the store is in place."))
+				l.User(fmt.Sprintf("Pick a store for part %d.", n))
+				l.Reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", n, n)))
+				l.Reply(use("toolu_1", "Bash", map[string]any{"command": "go test ./..."}))
+				l.Result("toolu_1", "ok  \tgithub.com/x/store\t0.02s", false)
+				l.Reply(textBlock("Done: the store is in place."))
 				path := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", n))
-				if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+				if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
 					b.Fatal(err)
 				}
 				fi, err := ReadImport("claude", path, nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bbengine/bbengine/internal/claudelog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,108 +19,58 @@ import (
 	"github.com/bbengine/bbengine/wal"
 )
 
-// claudeLog writes a Claude Code JSONL transcript line by line.
-type claudeLog struct {
-	session string
-	t       time.Time
-	n       int
-	lines   []string
-	parent  string
-	cwd     string // "/repo" when empty
-}
+// claudeLog writes a Claude Code JSONL transcript (internal/claudelog).
+type claudeLog = claudelog.Log
 
-func newClaudeLog(session string) *claudeLog {
-	return &claudeLog{session: session, t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
-}
+func newClaudeLog(session string) *claudeLog { return claudelog.New(session) }
 
-func (l *claudeLog) add(m map[string]any) {
-	l.n++
-	l.t = l.t.Add(3 * time.Second)
-	uuid := fmt.Sprintf("00000000-0000-4000-8000-%012d", l.n)
-	cwd := l.cwd
-	if cwd == "" {
-		cwd = "/repo"
-	}
-	m["uuid"], m["sessionId"], m["timestamp"], m["cwd"], m["version"] = uuid, l.session, l.t.Format(time.RFC3339Nano), cwd, "2.1.39"
-	if l.parent != "" {
-		m["parentUuid"] = l.parent
-	}
-	l.parent = uuid
-	b, _ := json.Marshal(m)
-	l.lines = append(l.lines, string(b))
-}
-
-func (l *claudeLog) user(text string) {
-	l.add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
-}
-
-func (l *claudeLog) reply(content ...map[string]any) {
-	stop := "end_turn"
-	for _, c := range content {
-		if c["type"] == "tool_use" {
-			stop = "tool_use"
-		}
-	}
-	l.add(map[string]any{"type": "assistant", "requestId": fmt.Sprintf("req_%d", l.n), "message": map[string]any{
-		"id": fmt.Sprintf("msg_%d", l.n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
-		"content": content, "stop_reason": stop, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 100}}})
-}
-
-func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-
-func use(id, name string, input map[string]any) map[string]any {
-	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
-}
-
-func (l *claudeLog) result(id, out string, isErr bool) {
-	l.add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
-		map[string]any{"type": "tool_result", "tool_use_id": id, "content": out, "is_error": isErr}}}})
-}
-
-func (l *claudeLog) data() []byte { return []byte(strings.Join(l.lines, "\n") + "\n") }
+var (
+	textBlock = claudelog.Text
+	use       = claudelog.Use
+)
 
 // memorySession is a three-task session: a decision and a constraint, an
 // edit that leaves a TODO, a failing test; then a decision that replaces
 // the first, the TODO removed and the test passing; then a question.
 func memorySession() *claudeLog {
 	l := newClaudeLog("11111111-2222-4333-8444-555555555555")
-	l.user("Add a cache to the session store. The cache must not exceed 64 MiB.")
-	l.reply(textBlock("We decided to use an LRU cache for the session store because lookups repeat."),
+	l.User("Add a cache to the session store. The cache must not exceed 64 MiB.")
+	l.Reply(textBlock("We decided to use an LRU cache for the session store because lookups repeat."),
 		use("toolu_1", "Edit", map[string]any{"file_path": "engine/cache.go", "old_string": "package engine\n",
 			"new_string": "package engine\n\n// TODO: evict by size, not count\ntype lru struct{}\n"}))
-	l.result("toolu_1", "The file engine/cache.go has been updated.", false)
-	l.reply(use("toolu_2", "Bash", map[string]any{"command": "go test ./engine"}))
-	l.result("toolu_2", "Exit code 1\n--- FAIL: TestCacheEvict (0.00s)\nFAIL\tgithub.com/x/engine\t0.01s", true)
-	l.reply(textBlock("The cache is in place; TestCacheEvict still fails."))
+	l.Result("toolu_1", "The file engine/cache.go has been updated.", false)
+	l.Reply(use("toolu_2", "Bash", map[string]any{"command": "go test ./engine"}))
+	l.Result("toolu_2", "Exit code 1\n--- FAIL: TestCacheEvict (0.00s)\nFAIL\tgithub.com/x/engine\t0.01s", true)
+	l.Reply(textBlock("The cache is in place; TestCacheEvict still fails."))
 
-	l.user("Fix the failing test, and switch the cache if you must.")
-	l.reply(textBlock("We decided to use an ARC cache instead of an LRU cache, since scans evict hot entries."),
+	l.User("Fix the failing test, and switch the cache if you must.")
+	l.Reply(textBlock("We decided to use an ARC cache instead of an LRU cache, since scans evict hot entries."),
 		use("toolu_3", "Edit", map[string]any{"file_path": "engine/cache.go", "old_string": "// TODO: evict by size, not count\ntype lru struct{}\n",
 			"new_string": "type arc struct{ size int64 }\n"}))
-	l.result("toolu_3", "The file engine/cache.go has been updated.", false)
-	l.reply(use("toolu_4", "Bash", map[string]any{"command": "go test ./engine"}))
-	l.result("toolu_4", "ok  \tgithub.com/x/engine\t0.02s", false)
-	l.reply(textBlock("Fixed: the ARC cache passes TestCacheEvict."))
+	l.Result("toolu_3", "The file engine/cache.go has been updated.", false)
+	l.Reply(use("toolu_4", "Bash", map[string]any{"command": "go test ./engine"}))
+	l.Result("toolu_4", "ok  \tgithub.com/x/engine\t0.02s", false)
+	l.Reply(textBlock("Fixed: the ARC cache passes TestCacheEvict."))
 
-	l.user("Now document the cache.")
-	l.reply(use("toolu_5", "Write", map[string]any{"file_path": "docs/cache.md", "content": "# Cache\n\nARC, 64 MiB.\n\n## TODO App notes\n"}))
-	l.result("toolu_5", "File created successfully at: docs/cache.md", false)
-	l.reply(textBlock("I wrote docs/cache.md. Should I also add a section to the README?"))
+	l.User("Now document the cache.")
+	l.Reply(use("toolu_5", "Write", map[string]any{"file_path": "docs/cache.md", "content": "# Cache\n\nARC, 64 MiB.\n\n## TODO App notes\n"}))
+	l.Result("toolu_5", "File created successfully at: docs/cache.md", false)
+	l.Reply(textBlock("I wrote docs/cache.md. Should I also add a section to the README?"))
 	return l
 }
 
 func deriveLog(t testing.TB, l *claudeLog) (*Imported, []Artifact) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), l.session+".jsonl")
-	if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+	path := filepath.Join(t.TempDir(), l.Session+".jsonl")
+	if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, _, _ := readLog(t, path, "claude:"+l.session)
-	im, err := DeriveImport("claude", "claude:"+l.session, []ImportFile{file})
+	file, _, _ := readLog(t, path, "claude:"+l.Session)
+	im, err := DeriveImport("claude", "claude:"+l.Session, []ImportFile{file})
 	if err != nil {
 		t.Fatal(err)
 	}
-	im.Session.ID = "claude:" + l.session
+	im.Session.ID = "claude:" + l.Session
 	red, _ := redact.New(nil)
 	arts, _ := DeriveMemory(&im.Session, im.Events, red)
 	return im, arts
@@ -222,8 +173,8 @@ func TestDeriveMemoryDeterministic(t *testing.T) {
 func TestDeriveMemoryRedacts(t *testing.T) {
 	l := newClaudeLog("22222222-2222-4333-8444-555555555555")
 	key := "sk-ant-api03-" + strings.Repeat("a", 40)
-	l.user("Deploy with the key " + key + ". We must never log the key.")
-	l.reply(textBlock("We decided to read the key " + key + " from the environment."))
+	l.User("Deploy with the key " + key + ". We must never log the key.")
+	l.Reply(textBlock("We decided to read the key " + key + " from the environment."))
 	_, arts := deriveLog(t, l)
 	js, _ := json.Marshal(arts)
 	if bytes.Contains(js, []byte(key)) {
@@ -251,15 +202,15 @@ func TestMemoryEngine(t *testing.T) {
 	e, log := memoryEngine(t, dir)
 	l := memorySession()
 	path := filepath.Join(dir, "s.jsonl")
-	if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+	if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	importPath(t, e, "claude", path)
-	st, err := e.MemoryState(l.session)
+	st, err := e.MemoryState(l.Session)
 	if err != nil || len(st.Artifacts) == 0 || st.Digest == "" || st.Tasks != 3 {
 		t.Fatalf("MemoryState = %+v, %v", st, err)
 	}
-	arts, err := e.Artifacts(l.session)
+	arts, err := e.Artifacts(l.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +228,7 @@ func TestMemoryEngine(t *testing.T) {
 	if _, err := log.Append(wal.Record{Kind: frame.KindMemory, Time: time.Now().UnixNano(), Payload: p}); err != nil {
 		t.Fatal(err)
 	}
-	p, _ = exchange.AppendCorrection(nil, exchange.Correction{Op: "pin", Target: "session", ID: l.session})
+	p, _ = exchange.AppendCorrection(nil, exchange.Correction{Op: "pin", Target: "session", ID: l.Session})
 	if _, err := log.Append(wal.Record{Kind: frame.KindMemory, Time: time.Now().UnixNano(), Payload: p}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +237,7 @@ func TestMemoryEngine(t *testing.T) {
 	if !got.Forgotten {
 		t.Error("the artifact is not forgotten after a forget frame")
 	}
-	st2, _ := e.MemoryState(l.session)
+	st2, _ := e.MemoryState(l.Session)
 	if st2.Digest == st.Digest {
 		t.Error("a correction did not change the session's digest")
 	}
@@ -395,12 +346,12 @@ func TestPinnedSessionRetention(t *testing.T) {
 	kept := memorySession()
 	gone := newClaudeLog("99999999-2222-4333-8444-555555555555")
 	for i := range 12 {
-		gone.user(fmt.Sprintf("A throwaway prompt %d, long enough to fill the log: %s", i, strings.Repeat("filler ", 40)))
-		gone.reply(textBlock("Nothing to keep."))
+		gone.User(fmt.Sprintf("A throwaway prompt %d, long enough to fill the log: %s", i, strings.Repeat("filler ", 40)))
+		gone.Reply(textBlock("Nothing to keep."))
 	}
 	imp := func(l *claudeLog) {
-		path := filepath.Join(dir, l.session+".jsonl")
-		if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+		path := filepath.Join(dir, l.Session+".jsonl")
+		if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		importPath(t, e, "claude", path)
@@ -408,7 +359,7 @@ func TestPinnedSessionRetention(t *testing.T) {
 	// Pin the first session before the log grows: the writer applies
 	// retention at every rotation.
 	imp(kept)
-	p, _ := exchange.AppendCorrection(nil, exchange.Correction{Op: "pin", Target: "session", ID: "claude:" + kept.session})
+	p, _ := exchange.AppendCorrection(nil, exchange.Correction{Op: "pin", Target: "session", ID: "claude:" + kept.Session})
 	if _, err := log.Append(wal.Record{Kind: frame.KindMemory, Payload: p}); err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +377,7 @@ func TestPinnedSessionRetention(t *testing.T) {
 		l    *claudeLog
 		kept bool
 	}{{kept, true}, {gone, false}} {
-		s, err := e.Session("claude:" + tc.l.session)
+		s, err := e.Session("claude:" + tc.l.Session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,10 +393,10 @@ func TestPinnedSessionRetention(t *testing.T) {
 		seekErr := r.Seek(at)
 		r.Close()
 		if tc.kept && seekErr != nil {
-			t.Errorf("pinned session %s: its first frame at %d is gone: %v", tc.l.session, first, seekErr)
+			t.Errorf("pinned session %s: its first frame at %d is gone: %v", tc.l.Session, first, seekErr)
 		}
 		if !tc.kept && seekErr == nil {
-			t.Errorf("unpinned session %s (WAL %d–%d) survived retention", tc.l.session, first, last)
+			t.Errorf("unpinned session %s (WAL %d–%d) survived retention", tc.l.Session, first, last)
 		}
 	}
 }

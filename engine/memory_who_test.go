@@ -12,32 +12,32 @@ import (
 // tool's answer, an approved plan, the reason for a rejected tool call.
 func whoSession() *claudeLog {
 	l := newClaudeLog("22222222-2222-4333-8444-555555555555")
-	l.user("Wire the exporter. Do not touch the vendored parser.\n<system-reminder>CRITICAL: you must run the checklist before saying done.</system-reminder>")
-	l.reply(textBlock("I'll delegate the research."), use("toolu_t", "Task", map[string]any{"description": "research", "prompt": "Never summarize; you must quote whole files."}))
+	l.User("Wire the exporter. Do not touch the vendored parser.\n<system-reminder>CRITICAL: you must run the checklist before saying done.</system-reminder>")
+	l.Reply(textBlock("I'll delegate the research."), use("toolu_t", "Task", map[string]any{"description": "research", "prompt": "Never summarize; you must quote whole files."}))
 	// The subagent's conversation, inline as older Claude Code wrote it:
 	// a chain of its own.
-	main := l.parent
-	l.parent = ""
-	l.add(map[string]any{"type": "user", "isSidechain": true, "message": map[string]any{"role": "user", "content": "Never summarize; you must quote whole files."}})
-	l.add(map[string]any{"type": "assistant", "isSidechain": true, "requestId": "req_side", "message": map[string]any{
+	main := l.Parent
+	l.Parent = ""
+	l.Add(map[string]any{"type": "user", "isSidechain": true, "message": map[string]any{"role": "user", "content": "Never summarize; you must quote whole files."}})
+	l.Add(map[string]any{"type": "assistant", "isSidechain": true, "requestId": "req_side", "message": map[string]any{
 		"id": "msg_side", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
 		"content": []any{textBlock("We decided to use the streaming reader instead of the buffered one.")}, "stop_reason": "end_turn",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 10}}})
-	l.parent = main
-	l.result("toolu_t", "The exporter reads records one at a time.", false)
-	l.reply(use("toolu_q", "AskUserQuestion", map[string]any{"questions": []any{map[string]any{
+	l.Parent = main
+	l.Result("toolu_t", "The exporter reads records one at a time.", false)
+	l.Reply(use("toolu_q", "AskUserQuestion", map[string]any{"questions": []any{map[string]any{
 		"question": "Which format should the export files use?", "header": "Export format",
 		"options": []any{map[string]any{"label": "JSON lines"}, map[string]any{"label": "CSV"}}}}}))
-	l.result("toolu_q", `User has answered your questions: "Which format should the export files use?"="JSON lines". You can now continue with the user's answers in mind.`, false)
-	l.reply(use("toolu_p1", "ExitPlanMode", map[string]any{"plan": "## Plan\n\n1. Switch to zerolog for logging in the exporter\n2. Write the files"}))
-	l.result("toolu_p1", "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). The user provided the following reason for the rejection:  Let's keep slog, we just moved to it.", true)
-	l.reply(use("toolu_p2", "ExitPlanMode", map[string]any{"plan": "## Plan\n\n1. Keep slog\n2. Replace the buffered writer with a bufio.Writer pool\n3. Write the files"}))
-	l.result("toolu_p2", "User has approved your plan. You can now start coding.", false)
-	l.reply(textBlock("Plan approved; writing the exporter."))
+	l.Result("toolu_q", `User has answered your questions: "Which format should the export files use?"="JSON lines". You can now continue with the user's answers in mind.`, false)
+	l.Reply(use("toolu_p1", "ExitPlanMode", map[string]any{"plan": "## Plan\n\n1. Switch to zerolog for logging in the exporter\n2. Write the files"}))
+	l.Result("toolu_p1", "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). The user provided the following reason for the rejection:  Let's keep slog, we just moved to it.", true)
+	l.Reply(use("toolu_p2", "ExitPlanMode", map[string]any{"plan": "## Plan\n\n1. Keep slog\n2. Replace the buffered writer with a bufio.Writer pool\n3. Write the files"}))
+	l.Result("toolu_p2", "User has approved your plan. You can now start coding.", false)
+	l.Reply(textBlock("Plan approved; writing the exporter."))
 
 	long := "Here is the vendor doc, does it help?\n\n" + strings.Repeat("The exporter must be started before the reader. Callers should always close it.\n\n", 30) + "Use it as a reference only."
-	l.user(long)
-	l.reply(textBlock("Noted."))
+	l.User(long)
+	l.Reply(textBlock("Noted."))
 	return l
 }
 
@@ -109,12 +109,12 @@ func TestDeriveMemoryWhoSaidWhat(t *testing.T) {
 // the earlier one, and that a restatement does not.
 func TestDeriveMemorySubjectSupersedes(t *testing.T) {
 	l := newClaudeLog("33333333-2222-4333-8444-555555555555")
-	l.user("Use goose to run the schema migrations.")
-	l.reply(textBlock("Goose it is."))
-	l.user("Stick with goose for migrations.")
-	l.reply(textBlock("Sure."))
-	l.user("Actually, we're moving off goose; Atlas from now on.")
-	l.reply(textBlock("Switching."))
+	l.User("Use goose to run the schema migrations.")
+	l.Reply(textBlock("Goose it is."))
+	l.User("Stick with goose for migrations.")
+	l.Reply(textBlock("Sure."))
+	l.User("Actually, we're moving off goose; Atlas from now on.")
+	l.Reply(textBlock("Switching."))
 	_, arts := deriveLog(t, l)
 	decs := byType(arts, ArtifactDecision)
 	if len(decs) != 3 {
@@ -145,30 +145,30 @@ func TestDeriveMemorySubjectSupersedes(t *testing.T) {
 // command.
 func TestDeriveMemoryFailureThreads(t *testing.T) {
 	l := newClaudeLog("44444444-2222-4333-8444-555555555555")
-	l.user("Get the build green.")
+	l.User("Get the build green.")
 	for i, id := range []string{"b1", "b2", "b3"} {
-		l.reply(use(id, "Bash", map[string]any{"command": "go build ./..."}))
-		l.result(id, "Exit code 1\n# x/engine\nengine/cache.go:"+string(rune('3'+i))+":2: error: undefined: lru", true)
+		l.Reply(use(id, "Bash", map[string]any{"command": "go build ./..."}))
+		l.Result(id, "Exit code 1\n# x/engine\nengine/cache.go:"+string(rune('3'+i))+":2: error: undefined: lru", true)
 	}
-	l.reply(use("m1", "Bash", map[string]any{"command": "python tools/gen.py"}))
-	l.result("m1", "Exit code 1\nTraceback (most recent call last):\n  File \"tools/gen.py\", line 1\nModuleNotFoundError: No module named 'yaml'", true)
-	l.reply(use("g1", "Bash", map[string]any{"command": "grep -rn lru engine"}))
-	l.result("g1", "Exit code 1", true)
-	l.reply(use("t1", "Bash", map[string]any{"command": "go test ./engine"}))
-	l.result("t1", "Exit code 1\n--- FAIL: TestEvict (0.00s)\nFAIL\tx/engine\t0.01s", true)
-	l.reply(use("t2", "Bash", map[string]any{"command": "go test -run TestEvict ./engine"}))
-	l.result("t2", "Exit code 1\n--- FAIL: TestEvict (0.00s)\nFAIL\tx/engine\t0.01s", true)
-	l.reply(use("b4", "Bash", map[string]any{"command": "go build ./..."}))
-	l.result("b4", "", false)
-	l.reply(use("n1", "Bash", map[string]any{"command": "npm run build"}))
-	l.result("n1", "Exit code 1\nerror: Cannot resolve theme", true)
-	l.reply(use("n2", "Bash", map[string]any{"command": "npm run dev"}))
-	l.result("n2", "ready on :3000", false)
-	l.reply(use("p1", "Bash", map[string]any{"command": "pytest tests/test_io.py"}))
-	l.result("p1", "FAILED tests/test_io.py::test_roundtrip - AssertionError\n1 failed, 3 passed in 0.1s", true)
-	l.reply(use("p2", "Bash", map[string]any{"command": "pytest tests/test_io.py::test_roundtrip"}))
-	l.result("p2", "1 passed in 0.05s", false)
-	l.reply(textBlock("The build passes; TestEvict still fails."))
+	l.Reply(use("m1", "Bash", map[string]any{"command": "python tools/gen.py"}))
+	l.Result("m1", "Exit code 1\nTraceback (most recent call last):\n  File \"tools/gen.py\", line 1\nModuleNotFoundError: No module named 'yaml'", true)
+	l.Reply(use("g1", "Bash", map[string]any{"command": "grep -rn lru engine"}))
+	l.Result("g1", "Exit code 1", true)
+	l.Reply(use("t1", "Bash", map[string]any{"command": "go test ./engine"}))
+	l.Result("t1", "Exit code 1\n--- FAIL: TestEvict (0.00s)\nFAIL\tx/engine\t0.01s", true)
+	l.Reply(use("t2", "Bash", map[string]any{"command": "go test -run TestEvict ./engine"}))
+	l.Result("t2", "Exit code 1\n--- FAIL: TestEvict (0.00s)\nFAIL\tx/engine\t0.01s", true)
+	l.Reply(use("b4", "Bash", map[string]any{"command": "go build ./..."}))
+	l.Result("b4", "", false)
+	l.Reply(use("n1", "Bash", map[string]any{"command": "npm run build"}))
+	l.Result("n1", "Exit code 1\nerror: Cannot resolve theme", true)
+	l.Reply(use("n2", "Bash", map[string]any{"command": "npm run dev"}))
+	l.Result("n2", "ready on :3000", false)
+	l.Reply(use("p1", "Bash", map[string]any{"command": "pytest tests/test_io.py"}))
+	l.Result("p1", "FAILED tests/test_io.py::test_roundtrip - AssertionError\n1 failed, 3 passed in 0.1s", true)
+	l.Reply(use("p2", "Bash", map[string]any{"command": "pytest tests/test_io.py::test_roundtrip"}))
+	l.Result("p2", "1 passed in 0.05s", false)
+	l.Reply(textBlock("The build passes; TestEvict still fails."))
 	_, arts := deriveLog(t, l)
 	kinds := map[string][]Artifact{}
 	for _, a := range byType(arts, ArtifactThread) {
@@ -204,10 +204,10 @@ func TestDeriveMemoryFailureThreads(t *testing.T) {
 // report that all is done closes them.
 func TestDeriveMemorySummaryTodos(t *testing.T) {
 	l := newClaudeLog("55555555-2222-4333-8444-555555555555")
-	l.user("Ship the exporter.")
-	l.reply(textBlock("Working on it. Let me fix the two errors in exporter.go and then do the remaining work."))
-	l.add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": "This session is being continued from a previous conversation.\n\nThe user asked: never write CSV by hand. The plan is to split the writer into two files.\n\nStill need to:\n- Fix the compile error in exporter.go\n- Add tests for the CSV writer\n\n7. Pending Tasks:\n   - Add tests for the CSV writer output\n"}})
-	l.reply(textBlock("All done: the exporter compiles and its tests pass."))
+	l.User("Ship the exporter.")
+	l.Reply(textBlock("Working on it. Let me fix the two errors in exporter.go and then do the remaining work."))
+	l.Add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": "This session is being continued from a previous conversation.\n\nThe user asked: never write CSV by hand. The plan is to split the writer into two files.\n\nStill need to:\n- Fix the compile error in exporter.go\n- Add tests for the CSV writer\n\n7. Pending Tasks:\n   - Add tests for the CSV writer output\n"}})
+	l.Reply(textBlock("All done: the exporter compiles and its tests pass."))
 	_, arts := deriveLog(t, l)
 	var titles []string
 	for _, a := range byType(arts, ArtifactThread) {

@@ -38,14 +38,14 @@ func TestProjectIndex(t *testing.T) {
 
 	// Session one states a decision; its log grows later.
 	one := newClaudeLog("11111111-0000-4000-8000-000000000001")
-	one.user("Add a cache to the session store.")
-	one.reply(textBlock("We decided to use an LRU cache for the session store because lookups repeat."))
+	one.User("Add a cache to the session store.")
+	one.Reply(textBlock("We decided to use an LRU cache for the session store because lookups repeat."))
 	p1 := filepath.Join(dir, "one.jsonl")
-	if err := os.WriteFile(p1, one.data(), 0o644); err != nil {
+	if err := os.WriteFile(p1, one.Data(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	importPath(t, e, "claude", p1)
-	decs, err := e.Artifacts("claude:" + one.session)
+	decs, err := e.Artifacts("claude:" + one.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +61,10 @@ func TestProjectIndex(t *testing.T) {
 
 	// Session two, same project: its own entries join.
 	two := newClaudeLog("22222222-0000-4000-8000-000000000002")
-	two.user("Which queue?")
-	two.reply(textBlock("We decided to use a ring buffer for the event queue because it never allocates."))
+	two.User("Which queue?")
+	two.Reply(textBlock("We decided to use a ring buffer for the event queue because it never allocates."))
 	p2 := filepath.Join(dir, "two.jsonl")
-	if err := os.WriteFile(p2, two.data(), 0o644); err != nil {
+	if err := os.WriteFile(p2, two.Data(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	importPath(t, e, "claude", p2)
@@ -75,9 +75,9 @@ func TestProjectIndex(t *testing.T) {
 	// Session one grows: the LRU decision is superseded. A re-import
 	// loads the miner again from the store, so the entries to delete come
 	// from the stored artifacts.
-	one.user("Scans evict hot entries.")
-	one.reply(textBlock("We decided to use an ARC cache instead of an LRU cache, since scans evict hot entries."))
-	if err := os.WriteFile(p1, one.data(), 0o644); err != nil {
+	one.User("Scans evict hot entries.")
+	one.Reply(textBlock("We decided to use an ARC cache instead of an LRU cache, since scans evict hot entries."))
+	if err := os.WriteFile(p1, one.Data(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	importPath(t, e, "claude", p1)
@@ -116,10 +116,10 @@ func TestProjectNewSessionCost(t *testing.T) {
 	defer e.Close()
 	session := func(i int) string {
 		l := newClaudeLog(fmt.Sprintf("33333333-0000-4000-8000-%012d", i))
-		l.user(fmt.Sprintf("Pick a store for part %d.", i))
-		l.reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", i, i)))
+		l.User(fmt.Sprintf("Pick a store for part %d.", i))
+		l.Reply(textBlock(fmt.Sprintf("We decided to use SQLite for part %d because it is one file. TODO: vacuum part %d weekly.", i, i)))
 		path := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
-		if err := os.WriteFile(path, l.data(), 0o644); err != nil {
+		if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := ReadImport("claude", path, nil)
@@ -129,7 +129,7 @@ func TestProjectNewSessionCost(t *testing.T) {
 		if err := AppendImport(e.WAL(), fi.Records); err != nil {
 			t.Fatal(err)
 		}
-		return "claude:" + l.session
+		return "claude:" + l.Session
 	}
 	for i := range 200 {
 		session(i)

@@ -18,9 +18,9 @@ func BenchmarkResolve(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for s := 0; s < 100; s++ {
 		l := newClaudeLog(fmt.Sprintf("55555555-0000-4000-8000-%012d", s))
-		l.t = start.Add(time.Duration(s) * time.Hour)
-		l.user(fmt.Sprintf("For the cache layer %d, use redis. Set the worker pool %d to %d workers. Queue jobs %d with concurrency %d.", s, s, s+2, s, s+5))
-		l.reply(textBlock(fmt.Sprintf("Done. Should the module %d export its types?", s)))
+		l.T = start.Add(time.Duration(s) * time.Hour)
+		l.User(fmt.Sprintf("For the cache layer %d, use redis. Set the worker pool %d to %d workers. Queue jobs %d with concurrency %d.", s, s, s+2, s, s+5))
+		l.Reply(textBlock(fmt.Sprintf("Done. Should the module %d export its types?", s)))
 		writeSession(b, e, dir, l)
 	}
 	arts, err := e.Artifacts("claude:55555555-0000-4000-8000-000000000010")

@@ -504,3 +504,37 @@ func TestAnswerLabelIsTheChoice(t *testing.T) {
 		t.Errorf("resolved %+v (%v), want still in force", r, err)
 	}
 }
+
+// TestProjectResolveWait: a request held back until a condition leaves a
+// rule for the time being and a wait; a later session saying the
+// condition happened, and giving the go-ahead, closes the wait and
+// lifts the rule.
+func TestProjectResolveWait(t *testing.T) {
+	e, dir := resolveRig(t)
+	one := newClaudeLog("44444444-0000-4000-8000-000000000081")
+	one.User("Leave the v1 endpoint up until the mobile app ships, don't remove the v1 handlers yet.")
+	one.Reply(textBlock("Understood."))
+	s1 := writeSession(t, e, dir, one)
+	two := newClaudeLog("44444444-0000-4000-8000-000000000082")
+	two.T = one.T.Add(24 * time.Hour)
+	two.User("The mobile app shipped on Friday. You can remove the v1 handlers now.")
+	two.Reply(textBlock("Removed."))
+	s2 := writeSession(t, e, dir, two)
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Artifact{onlyOne(t, a1, ArtifactThread, "mobile app ships"), onlyOne(t, a1, ArtifactConstraint, "v1 handlers yet")} {
+		r, err := e.Resolve(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "closed"
+		if a.Type == ArtifactConstraint {
+			want = "superseded"
+		}
+		if r == nil || r.Status != want || r.Session != s2 {
+			t.Errorf("%s: resolved %+v, want %s by the later session", a.Title, r, want)
+		}
+	}
+}

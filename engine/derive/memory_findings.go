@@ -109,6 +109,10 @@ func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly 
 			if role == "assistant" && via == "" {
 				m.proseThread(t, ev, f)
 			}
+		case "wait":
+			if role == "user" && via == "" && !decisionsOnly {
+				m.waitThread(t, ev, f)
+			}
 		case "question":
 			// A question the user leaves open on purpose ("… Leave it
 			// open."); Find reports a user's question only then.
@@ -120,6 +124,34 @@ func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly 
 			m.resolveProse(ev, f)
 		}
 	}
+	if role == "user" && via == "" {
+		// "Finance signed off yesterday" closes "waiting: finance signs
+		// off".
+		for _, o := range m.list(m.threads) {
+			a := m.threads[o.ID]
+			if a.Status == "open" && a.Thread.Kind == "waiting" && a.Evidence[0].Seq < ev.Seq && memtext.WaitMet(a.Thread.Text, text) {
+				m.close(a, ev, "the user says it happened: "+capText(firstLine(text, 160), 160))
+			}
+		}
+	}
+}
+
+// waitThread opens a thread for a condition the user holds something
+// back for ("until finance signs off").
+func (m *miner) waitThread(t *mtask, ev *Event, f memtext.Finding) {
+	if !m.ownThread(ev.Thread) {
+		return
+	}
+	id := artifactID("thr", m.s.ID, "waiting", f.Key)
+	if _, ok := m.threads[id]; ok {
+		return
+	}
+	a := m.base(ArtifactThread, id, t, ev)
+	a.Status = "open"
+	a.Thread = &Thread{Kind: "waiting", Text: f.Sentence}
+	a.Title = capText("waiting until "+f.Sentence, 160)
+	a.Symbols = memtext.Identifiers(f.Sentence)
+	m.threads[id] = a
 }
 
 // ownThread reports whether thread th is one of the session's own

@@ -279,6 +279,24 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 				return nil, err
 			}
 		}
+		if cond := memtext.HoldCondition(c.Statement); best == nil && cond != "" {
+			// A rule for the time being ("don't delete them yet, until
+			// finance signs off") ends when a later session says the
+			// condition happened or gives the go-ahead.
+			for _, t := range core {
+				if err := consider(v.prompts[t], func(b *Artifact) (string, bool) {
+					if b.Outcome == nil || !answers(core, promptTerms(b.Outcome.Prompt)) {
+						return "", false
+					}
+					if memtext.WaitMet(cond, b.Outcome.Prompt) || memtext.GoAhead(b.Outcome.Prompt) {
+						return "lifted in a later session: " + capText(b.Outcome.Prompt, 120), true
+					}
+					return "", false
+				}); err != nil {
+					return nil, err
+				}
+			}
+		}
 	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "question":
 		status = "closed"
 		q := memtext.Terms(a.Thread.Text)
@@ -325,6 +343,19 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 					return "", false
 				}
 				return "a later session's task took it up and succeeded: " + capText(b.Outcome.Prompt, 120), true
+			}); err != nil {
+				return nil, err
+			}
+		}
+	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "waiting":
+		status = "closed"
+		q := memtext.Terms(a.Thread.Text)
+		for _, t := range q {
+			if err := consider(v.prompts[t], func(b *Artifact) (string, bool) {
+				if b.Outcome == nil || !memtext.WaitMet(a.Thread.Text, b.Outcome.Prompt) {
+					return "", false
+				}
+				return "a later session says it happened: " + capText(b.Outcome.Prompt, 120), true
 			}); err != nil {
 				return nil, err
 			}
@@ -435,8 +466,20 @@ func (e *Pipeline) Resolve(a Artifact) (*Resolution, error) {
 			}
 		}
 	case a.Constraint != nil:
+		temporary := memtext.HoldCondition(a.Constraint.Statement) != ""
 		for _, t := range constraintCore(a.Constraint.Statement) {
 			if err := v.scan(ProjectConstraint, t); err != nil {
+				return nil, err
+			}
+			if temporary {
+				if err := v.scan(ProjectPrompt, t); err != nil {
+					return nil, err
+				}
+			}
+		}
+	case a.Thread != nil && a.Thread.Kind == "waiting":
+		for _, t := range memtext.Terms(a.Thread.Text) {
+			if err := v.scan(ProjectPrompt, t); err != nil {
 				return nil, err
 			}
 		}

@@ -126,12 +126,27 @@ func Find(text string, opts FindOptions) []Finding {
 			out = append(out, f)
 			prevDecision = i
 		}
+		cond, forbids, holds := a.hold()
 		if modal, neg, ok := a.constraint(); ok {
 			out = append(out, a.finding(TypeConstraint, func(f *Finding) { f.Modal, f.Negative = modal, neg }))
+		} else if holds {
+			// "Keep the old jobs running until finance signs off, don't
+			// delete them yet": a rule for the time being.
+			out = append(out, a.finding(TypeConstraint, func(f *Finding) {
+				f.Modal, f.Negative = "until", forbids
+				if forbids {
+					f.Modal = "do not"
+				}
+			}))
 		} else if opts.Role == "user" && !a.question && !a.cond && i+1 < len(ss) && ruleMarker(low[ss[i+1].s:ss[i+1].e]) {
 			// "Config changes go through staging for 24h first. That's
 			// the rule."
 			out = append(out, a.finding(TypeConstraint, func(f *Finding) { f.Modal = "must" }))
+		}
+		if holds {
+			out = append(out, a.finding(TypeWait, func(f *Finding) {
+				f.Sentence, f.Key = cond, Normalize(cond)
+			}))
 		}
 		out = a.markers(out)
 		if a.blocker() {

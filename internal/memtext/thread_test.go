@@ -105,3 +105,33 @@ func TestReportsDone(t *testing.T) {
 		}
 	}
 }
+
+// TestWait: a request held back until a condition is a rule for the
+// time being and a wait; a later message saying the condition happened
+// meets it, one saying it has not does not.
+func TestWait(t *testing.T) {
+	var kinds []Type
+	cond := ""
+	for _, f := range Find("Leave the v1 endpoint up until the mobile app ships, don't remove it yet.", FindOptions{Role: "user"}) {
+		kinds = append(kinds, f.Type)
+		if f.Type == TypeWait {
+			cond = f.Sentence
+		}
+	}
+	if !slices.Contains(kinds, TypeConstraint) || cond != "the mobile app ships" {
+		t.Fatalf("kinds %v, condition %q", kinds, cond)
+	}
+	for text, want := range map[string]bool{
+		"The mobile app shipped on Friday. You can remove v1 now.": true,
+		"The mobile app hasn't shipped yet.":                       false,
+		"Has the mobile app shipped?":                              false,
+		"The web app shipped.":                                     false,
+	} {
+		if got := WaitMet(cond, text); got != want {
+			t.Errorf("WaitMet(%q, %q) = %v, want %v", cond, text, got, want)
+		}
+	}
+	if !GoAhead("QA is happy. You can remove v1 now.") || GoAhead("Can you remove v1 now?") {
+		t.Error("GoAhead")
+	}
+}

@@ -1045,6 +1045,11 @@ func (a *analysis) settings() ([]string, string, bool) {
 			flush()
 			continue
 		}
+		if (t.w == "on" || t.w == "off") && len(cur) > 0 && (j+1 == len(a.toks) || a.at(j+1) == "," || a.at(j+1) == "and" || a.at(j+1) == ".") {
+			// "bf16 on, 3 epochs": a switch's value ends its item.
+			cur = append(cur, t.w)
+			continue
+		}
 		if t.kind == tPunct && t.w != "=" && t.w != "-" || t.w == "for" || t.w == "on" || t.w == "to" || t.w == "so" || t.w == "because" {
 			break
 		}

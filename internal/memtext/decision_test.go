@@ -419,3 +419,12 @@ func TestFindStatedDesign(t *testing.T) {
 		t.Errorf("findings %+v", fs)
 	}
 }
+
+// TestFindSettingsSwitch: a switch's value ("on", "off") ends its item
+// and the list goes on after it.
+func TestFindSettingsSwitch(t *testing.T) {
+	fs := Find("Kick off the run on the small split: learning rate 3e-5, fp16 off, 3 epochs.", FindOptions{Role: "user"})
+	if len(fs) != 1 || !slices.Equal(fs[0].Chooses, []string{"learning rate 3e-5", "fp16 off", "3 epochs"}) {
+		t.Fatalf("findings %+v", fs)
+	}
+}

@@ -2041,15 +2041,27 @@ func (a *analysis) changeList() ([]string, string) {
 		}
 	}
 	_, decides := decisionVerbs[a.at(0)]
+	// A label that is itself a request ("Add tail sampling:") opens a
+	// list of how it is done; a reply's opener ("Yeah do that then:") or
+	// a chore ("Continue the mail work:") does not.
+	hv := 0
+	for hv < colon && clauseStartFillers[a.at(hv)] {
+		hv++
+	}
+	labelled := colon > hv+1 && (imperativeVerb(a.at(hv)) && !narrationVerbs[a.at(hv)] && !choreVerbs[a.at(hv)] && !nonVerbs[a.at(hv)] || a.at(hv) == "add")
 	opens := func(j int) bool {
 		w := a.at(j)
 		if changeVerbs[w] {
 			return true
 		}
-		if !decides || j < colon {
+		if !(decides || labelled && j > colon) {
 			return false
 		}
-		return imperativeVerb(w) && !narrationVerbs[w] && !personal(w) && !nonVerbs[w] && !hedges[w] && w != "it" && w != "you"
+		switch w {
+		case "do", "go", "let", "be", "need", "help", "continue", "proceed", "tell", "show", "explain", "it", "you":
+			return false
+		}
+		return imperativeVerb(w) && !narrationVerbs[w] && !personal(w) && !nonVerbs[w] && !hedges[w]
 	}
 	flush := func(end int) {
 		if start >= 0 && end > start {

@@ -428,3 +428,17 @@ func TestFindSettingsSwitch(t *testing.T) {
 		t.Fatalf("findings %+v", fs)
 	}
 }
+
+// TestFindLabelledHowList: a label that is a request opens a list of how
+// it is done, one decision per item; a reply's opener does not.
+func TestFindLabelledHowList(t *testing.T) {
+	fs := Find("Add response caching: keep all lookups, expire the rest after 10 minutes.", FindOptions{Role: "user"})
+	if len(fs) != 1 || !fs[0].Settings || fs[0].Head != "Add response caching" || len(fs[0].Chooses) != 2 {
+		t.Fatalf("findings %+v", fs)
+	}
+	for _, f := range Find("Yeah do that then: refresh off while loading, back to 1s after.", FindOptions{Role: "user"}) {
+		if f.Settings && f.Head != "" {
+			t.Errorf("a reply's opener read as a label: %+v", f)
+		}
+	}
+}

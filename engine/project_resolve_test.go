@@ -538,3 +538,41 @@ func TestProjectResolveWait(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectResolveQuestionAnsweredInOtherWords: the question an agent
+// ended a session with is closed by the next session's first prompt
+// when that prompt decides about what the question and the sentence
+// before it name, in other words; a first prompt that decides about
+// something else leaves it open.
+func TestProjectResolveQuestionAnsweredInOtherWords(t *testing.T) {
+	e, dir := resolveRig(t)
+	one := newClaudeLog("44444444-0000-4000-8000-000000000091")
+	one.User("Run the invoice import.")
+	one.Reply(textBlock("The import stops at a ValueError: 'vat_rate' is missing on 12 rows from the legacy export. Do we default it or skip those rows?"))
+	s1 := writeSession(t, e, dir, one)
+	other := newClaudeLog("44444444-0000-4000-8000-000000000092")
+	other.T = one.T.Add(12 * time.Hour)
+	other.User("Use Postgres for the audit log.")
+	other.Reply(textBlock("Done."))
+	writeSession(t, e, dir, other)
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := onlyOne(t, a1, ArtifactThread, "default it or skip")
+	if r, err := e.Resolve(q); err != nil || r != nil {
+		t.Fatalf("closed by an unrelated first prompt: %+v (%v)", r, err)
+	}
+	two := newClaudeLog("44444444-0000-4000-8000-000000000093")
+	two.T = one.T.Add(24 * time.Hour)
+	two.User("The legacy export never had vat_rate for those rows; use the country's standard rate as the fallback.")
+	two.Reply(textBlock("Done."))
+	s2 := writeSession(t, e, dir, two)
+	r, err := e.Resolve(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r == nil || r.Status != "closed" || r.Session != s2 {
+		t.Errorf("question resolved %+v, want closed by the later session's first prompt", r)
+	}
+}

@@ -766,7 +766,7 @@ func (m *miner) questions(t *mtask, final *Event, text string, next *Event) []*A
 		id := artifactID("thr", m.s.ID, "question", fmt.Sprint(final.Seq), f.Key)
 		a := m.base(ArtifactThread, id, t, final)
 		a.Status = "open"
-		a.Thread = &Thread{Kind: "question", Text: f.Sentence}
+		a.Thread = &Thread{Kind: "question", Text: f.Sentence, Context: f.Context}
 		a.Title = capText("question: "+f.Sentence, 160)
 		a.Symbols = memtext.Identifiers(f.Sentence)
 		if next != nil {

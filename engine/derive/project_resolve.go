@@ -319,12 +319,22 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 		if best == nil {
 			// The user's first words to a later session answer it:
 			// "About the open question: amounts are int64 minor units."
-			for _, t := range q {
+			// Or, in other words, a first prompt that decides about what
+			// the question and the sentence before it name ("Upstream
+			// confirmed shipping_country is gone, use billing_country" for
+			// "… a KeyError: 'shipping_country'. Do we default it or fail
+			// the run?").
+			qc := questionTerms(a.Thread)
+			for _, t := range qc {
 				if err := consider(v.prompts[t], func(b *Artifact) (string, bool) {
-					if b.Outcome == nil || !answers(q, promptTerms(b.Outcome.Prompt)) {
+					if b.Outcome == nil {
 						return "", false
 					}
-					return "the user answered it in a later session: " + capText(b.Outcome.Prompt, 120), true
+					p := promptTerms(b.Outcome.Prompt)
+					if answers(q, p) || b.TaskN == 1 && shared(qc, p) >= 2 && memtext.Decides(b.Outcome.Prompt) {
+						return "the user answered it in a later session: " + capText(b.Outcome.Prompt, 120), true
+					}
+					return "", false
 				}); err != nil {
 					return nil, err
 				}
@@ -484,7 +494,7 @@ func (e *Pipeline) Resolve(a Artifact) (*Resolution, error) {
 			}
 		}
 	case a.Thread != nil && a.Thread.Kind == "question":
-		for _, t := range memtext.Terms(a.Thread.Text) {
+		for _, t := range questionTerms(a.Thread) {
 			if err := v.scan(ProjectTerm, t); err != nil {
 				return nil, err
 			}
@@ -678,4 +688,24 @@ func negatableTerms(d *Decision) []string {
 	ts := slices.Clone(memtext.Terms(d.Statement))
 	slices.SortStableFunc(ts, func(a, b string) int { return len(b) - len(a) })
 	return ts[:min(len(ts), 12)]
+}
+
+// questionTerms are the terms of a question and of the sentence before
+// it, sorted.
+func questionTerms(th *Thread) []string {
+	if th.Context == "" {
+		return memtext.Terms(th.Text)
+	}
+	return memtext.Terms(th.Text + " " + th.Context)
+}
+
+// shared counts the terms of a found in b; both are sorted.
+func shared(a, b []string) int {
+	n := 0
+	for _, t := range a {
+		if _, ok := slices.BinarySearch(b, t); ok {
+			n++
+		}
+	}
+	return n
 }

@@ -246,11 +246,15 @@ type Constraint struct {
 
 // Thread is an open thread.
 type Thread struct {
-	// Kind is todo, fixme, blocker, question, failing_test or failure
-	// (a command that failed with an error: a build, an import, a CI
-	// job).
+	// Kind is todo, fixme, blocker, question, failing_test, failure (a
+	// command that failed with an error: a build, an import, a CI job)
+	// or waiting (a condition the user holds something back for).
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	// Context is, for a question, the sentence before it in its
+	// message: what it is about ("… now a KeyError: 'shipping_country'"
+	// before "Do we default it or fail the run?").
+	Context string `json:"context,omitempty"`
 	// File is the file a TODO or FIXME was written into; Test the test
 	// command or name that failed.
 	File string `json:"file,omitempty"`

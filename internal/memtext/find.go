@@ -153,7 +153,11 @@ func Find(text string, opts FindOptions) []Finding {
 			out = append(out, a.finding(TypeBlocker, nil))
 		}
 		if opts.Questions && opts.Role != "user" && (a.question && a.openQuestion(ss, i) || !a.question && a.askStatement()) {
-			out = append(out, a.finding(TypeQuestion, nil))
+			out = append(out, a.finding(TypeQuestion, func(f *Finding) {
+				if i > 0 && !ss[i-1].heading {
+					f.Context = capBytes(clean(text[ss[i-1].s:ss[i-1].e]), 300)
+				}
+			}))
 		} else if opts.Role == "user" && a.question && (i+1 < len(ss) && parked(low[ss[i+1].s:ss[i+1].e]) || parkedLabel(low[sn.s:sn.e])) {
 			// The user leaves a question open on purpose: "Do we split
 			// the state per team or per environment? Leave it open."

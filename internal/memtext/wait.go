@@ -177,3 +177,13 @@ func GoAhead(text string) bool {
 	}
 	return false
 }
+
+// Decides reports whether text, the user's, states a decision.
+func Decides(text string) bool {
+	for _, f := range Find(text, FindOptions{Role: "user"}) {
+		if f.Type == TypeDecision {
+			return true
+		}
+	}
+	return false
+}

@@ -3,8 +3,9 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"github.com/bbengine/bbengine/internal/safefile"
 	"os"
+
+	"github.com/bbengine/bbengine/internal/safefile"
 
 	"github.com/bbengine/bbengine/codec/bbox"
 	ucli "github.com/urfave/cli/v2"

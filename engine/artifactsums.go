@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+
 	"github.com/bbengine/bbengine/engine/schema"
 )
 

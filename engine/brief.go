@@ -10,9 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
 )

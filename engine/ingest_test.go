@@ -3,12 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bbengine/bbengine/engine/schema"
 )
 
 // writeLines writes a "lines" source file and returns its path.

@@ -9,8 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"strings"
+
+	"github.com/bbengine/bbengine/engine/schema"
 )
 
 // MemoryStates returns the memory state of every session with memory,

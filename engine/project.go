@@ -6,6 +6,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+
 	"github.com/bbengine/bbengine/engine/schema"
 )
 

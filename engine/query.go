@@ -3,9 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
 	jsonv1 "github.com/go-json-experiment/json/v1"

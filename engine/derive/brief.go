@@ -2,9 +2,10 @@ package derive
 
 import (
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/redact"

@@ -2,8 +2,9 @@ package derive
 
 import (
 	"encoding/json"
-	"github.com/bbengine/bbengine/engine/schema"
 	"testing"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/bbengine/bbengine/codec/llm"
 )

@@ -3,11 +3,12 @@ package derive
 import (
 	"errors"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"

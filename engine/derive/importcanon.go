@@ -4,11 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
 

@@ -3,8 +3,9 @@ package derive
 import (
 	"context"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"path/filepath"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"

@@ -3,9 +3,10 @@ package derive
 import (
 	"context"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"sync/atomic"
 	"time"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
 

@@ -3,10 +3,11 @@ package derive
 import (
 	"cmp"
 	"encoding/binary"
-	"github.com/bbengine/bbengine/engine/schema"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
 

@@ -8,11 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/bbengine/bbengine/engine/schema"
 	"hash"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/bbengine/bbengine/internal/memtext"
 )

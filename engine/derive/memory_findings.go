@@ -77,11 +77,18 @@ func (m *miner) findings(t *mtask, ev *Event) {
 			}
 		} else {
 			// "The migration files are renamed to tern's layout" closes
-			// "todo: rename the .up.sql files to tern's layout".
-			for _, o := range m.list(m.threads) {
-				a := m.threads[o.ID]
-				if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && a.Evidence[0].Seq < ev.Seq && memtext.ReportsDone(a.Thread.Text, text) {
-					m.close(a, ev, "the agent reported it done: "+capText(firstLine(text, 160), 160))
+			// "todo: rename the .up.sql files to tern's layout". Each
+			// thread is judged on its own, so the map's order does not
+			// matter, and the message is read once, when a TODO is open.
+			var r *memtext.Report
+			for _, a := range m.threads {
+				if a.Status == "open" && a.Thread.Kind == "todo" && a.Thread.File == "" && a.Evidence[0].Seq < ev.Seq {
+					if r == nil {
+						r = memtext.ReadReport(text)
+					}
+					if r.Done(a.Thread.Text) {
+						m.close(a, ev, "the agent reported it done: "+capText(firstLine(text, 160), 160))
+					}
 				}
 			}
 		}
@@ -126,11 +133,16 @@ func (m *miner) mine(t *mtask, ev *Event, role, via, text string, decisionsOnly 
 	}
 	if role == "user" && via == "" {
 		// "Finance signed off yesterday" closes "waiting: finance signs
-		// off".
-		for _, o := range m.list(m.threads) {
-			a := m.threads[o.ID]
-			if a.Status == "open" && a.Thread.Kind == "waiting" && a.Evidence[0].Seq < ev.Seq && memtext.WaitMet(a.Thread.Text, text) {
-				m.close(a, ev, "the user says it happened: "+capText(firstLine(text, 160), 160))
+		// off" (each thread on its own, as above).
+		var r *memtext.Report
+		for _, a := range m.threads {
+			if a.Status == "open" && a.Thread.Kind == "waiting" && a.Evidence[0].Seq < ev.Seq {
+				if r == nil {
+					r = memtext.ReadReport(text)
+				}
+				if r.Met(a.Thread.Text) {
+					m.close(a, ev, "the user says it happened: "+capText(firstLine(text, 160), 160))
+				}
 			}
 		}
 	}
@@ -142,15 +154,20 @@ func (m *miner) waitThread(t *mtask, ev *Event, f memtext.Finding) {
 	if !m.ownThread(ev.Thread) {
 		return
 	}
-	id := artifactID("thr", m.s.ID, "waiting", f.Key)
+	m.openThread(t, ev, artifactID("thr", m.s.ID, "waiting", f.Key), "waiting", "waiting until ", f.Sentence)
+}
+
+// openThread opens thread id of kind, titled prefix+text, unless it is
+// open already.
+func (m *miner) openThread(t *mtask, ev *Event, id, kind, prefix, text string) {
 	if _, ok := m.threads[id]; ok {
 		return
 	}
 	a := m.base(ArtifactThread, id, t, ev)
 	a.Status = "open"
-	a.Thread = &Thread{Kind: "waiting", Text: f.Sentence}
-	a.Title = capText("waiting until "+f.Sentence, 160)
-	a.Symbols = memtext.Identifiers(f.Sentence)
+	a.Thread = &Thread{Kind: kind, Text: text}
+	a.Title = capText(prefix+text, 160)
+	a.Symbols = memtext.Identifiers(text)
 	m.threads[id] = a
 }
 
@@ -619,7 +636,7 @@ func (m *miner) constraint(t *mtask, ev *Event, role, via string, f memtext.Find
 	}
 	a := m.base(ArtifactConstraint, id, t, ev)
 	a.Status = "active"
-	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Scope: scope, Source: role, Count: 1, Via: via}
+	a.Constraint = &Constraint{Statement: f.Sentence, Modal: f.Modal, Until: f.Until, Scope: scope, Source: role, Count: 1, Via: via}
 	a.Title = capText(f.Sentence, 160)
 	a.Symbols = memtext.Identifiers(f.Sentence)
 	core := constraintCore(f.Sentence)
@@ -783,16 +800,7 @@ func (m *miner) userQuestion(t *mtask, ev *Event, f memtext.Finding) {
 	if !m.ownThread(ev.Thread) {
 		return
 	}
-	id := artifactID("thr", m.s.ID, "question", fmt.Sprint(ev.Seq), f.Key)
-	if _, ok := m.threads[id]; ok {
-		return
-	}
-	a := m.base(ArtifactThread, id, t, ev)
-	a.Status = "open"
-	a.Thread = &Thread{Kind: "question", Text: f.Sentence}
-	a.Title = capText("question: "+f.Sentence, 160)
-	a.Symbols = memtext.Identifiers(f.Sentence)
-	m.threads[id] = a
+	m.openThread(t, ev, artifactID("thr", m.s.ID, "question", fmt.Sprint(ev.Seq), f.Key), "question", "question: ", f.Sentence)
 }
 
 // todos opens threads for the TODO and FIXME comments an edit writes

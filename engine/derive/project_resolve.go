@@ -280,7 +280,7 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 				return nil, err
 			}
 		}
-		if cond := memtext.HoldCondition(c.Statement); best == nil && cond != "" {
+		if cond := c.Until; best == nil && cond != "" {
 			// A rule for the time being ("don't delete them yet, until
 			// finance signs off") ends when a later session says the
 			// condition happened or gives the go-ahead.
@@ -477,7 +477,7 @@ func (e *Pipeline) Resolve(a Artifact) (*Resolution, error) {
 			}
 		}
 	case a.Constraint != nil:
-		temporary := memtext.HoldCondition(a.Constraint.Statement) != ""
+		temporary := a.Constraint.Until != ""
 		for _, t := range constraintCore(a.Constraint.Statement) {
 			if err := v.scan(ProjectConstraint, t); err != nil {
 				return nil, err

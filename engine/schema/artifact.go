@@ -223,8 +223,12 @@ type Decision struct {
 type Constraint struct {
 	Statement string `json:"statement"`
 	// Modal is the requirement's word: must, must not, never, always,
-	// do not, should, should not.
+	// do not, should, should not, until.
 	Modal string `json:"modal"`
+	// Until is, for a rule for the time being, the condition it holds
+	// until ("finance signs off"): a later session saying it happened,
+	// or giving the go-ahead, lifts the rule.
+	Until string `json:"until,omitempty"`
 	// Scope is session or task: a system prompt's constraints, the
 	// user's in the session's first task, and any that say they hold
 	// beyond the task ("always", "never", "from now on", "in this

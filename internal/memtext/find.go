@@ -67,6 +67,9 @@ type Finding struct {
 	// under no circumstances. Negative is set for the prohibitions.
 	Modal    string
 	Negative bool
+	// Until is, for a rule for the time being, the condition it holds
+	// until ("finance signs off").
+	Until string
 }
 
 // FindOptions says who wrote a text and what to report.
@@ -133,7 +136,7 @@ func Find(text string, opts FindOptions) []Finding {
 			// "Keep the old jobs running until finance signs off, don't
 			// delete them yet": a rule for the time being.
 			out = append(out, a.finding(TypeConstraint, func(f *Finding) {
-				f.Modal, f.Negative = "until", forbids
+				f.Modal, f.Negative, f.Until = "until", forbids, cond
 				if forbids {
 					f.Modal = "do not"
 				}

@@ -271,12 +271,65 @@ var irregularDone = map[string]string{
 }
 
 // ReportsDone reports whether an agent's message says the work of todo
-// (an imperative: "rename the .up.sql files to tern's layout") is done:
-// one of its sentences uses the todo's verb in the past ("The migration
-// files are renamed to tern's layout") and shares at least two of its
-// other words, without saying it is still to do ("not yet", "still",
-// "remaining").
-func ReportsDone(todo, text string) bool {
+// (an imperative: "rename the .up.sql files to tern's layout") is done;
+// see Report.Done.
+func ReportsDone(todo, text string) bool { return ReadReport(text).Done(todo) }
+
+// Report is a message read once for what it says happened: the words
+// and terms of each of its sentences that is no question and does not
+// say something is still to do or did not happen.
+type Report struct{ sents []reportSentence }
+
+type reportSentence struct{ words, terms []string }
+
+// ReadReport reads text as a Report.
+func ReadReport(text string) *Report {
+	r := &Report{}
+	for _, sn := range sentences(nil, text) {
+		s := text[sn.s:sn.e]
+		if endsWithQuestion(s) {
+			continue
+		}
+		ws := words(s)
+		if slices.ContainsFunc(ws, func(w string) bool {
+			switch w {
+			case "not", "yet", "still", "remaining", "left", "pending", "todo", "haven't", "hasn't", "hadn't", "isn't", "aren't",
+				"wasn't", "weren't", "won't", "didn't", "if", "once", "when", "after", "until":
+				return true
+			}
+			return false
+		}) {
+			continue
+		}
+		r.sents = append(r.sents, reportSentence{words: ws, terms: Terms(s)})
+	}
+	return r
+}
+
+// said reports whether a sentence of r has one of the past forms and at
+// least min of the terms need.
+func (r *Report) said(past, need []string, min int) bool {
+	for _, s := range r.sents {
+		if !slices.ContainsFunc(s.words, func(w string) bool { return slices.Contains(past, w) }) {
+			continue
+		}
+		n := 0
+		for _, w := range need {
+			if slices.Contains(s.terms, w) {
+				n++
+			}
+		}
+		if n >= min {
+			return true
+		}
+	}
+	return false
+}
+
+// Done reports whether r says the work of todo is done: a sentence uses
+// the todo's verb in the past ("The migration files are renamed to
+// tern's layout") and shares at least two of its other words.
+func (r *Report) Done(todo string) bool {
 	tw := words(todo)
 	for len(tw) > 0 && (tw[0] == "todo" || tw[0] == "to" || tw[0] == "then" || tw[0] == "also") {
 		tw = tw[1:]
@@ -284,47 +337,28 @@ func ReportsDone(todo, text string) bool {
 	if len(tw) < 2 || !imperativeVerb(tw[0]) {
 		return false
 	}
-	verb := tw[0]
-	done := irregularDone[verb]
-	if done == "" {
-		switch {
-		case strings.HasSuffix(verb, "e"):
-			done = verb + "d"
-		case strings.HasSuffix(verb, "y") && len(verb) > 2 && !strings.ContainsRune("aeiou", rune(verb[len(verb)-2])):
-			done = verb[:len(verb)-1] + "ied"
-		default:
-			done = verb + "ed"
-		}
-	}
 	want := Terms(strings.Join(tw[1:], " "))
-	if len(want) < 2 {
-		return false
+	return len(want) >= 2 && r.said(pastForms(tw[0]), want, 2)
+}
+
+// pastForms are the past participles of verb: "renamed", "made",
+// "shipped" (a final consonant doubled) and "copied".
+func pastForms(verb string) []string {
+	var out []string
+	if done := irregularDone[verb]; done != "" {
+		out = append(out, done)
 	}
-	for _, sn := range sentences(nil, text) {
-		s := text[sn.s:sn.e]
-		if endsWithQuestion(s) {
-			continue
-		}
-		ws := words(s)
-		if !slices.Contains(ws, done) || slices.ContainsFunc(ws, func(w string) bool {
-			switch w {
-			case "not", "yet", "still", "remaining", "left", "pending", "todo", "haven't", "hasn't", "isn't", "aren't", "wasn't", "weren't", "won't", "if", "once", "when", "after":
-				return true
-			}
-			return false
-		}) {
-			continue
-		}
-		got := Terms(s)
-		n := 0
-		for _, w := range want {
-			if slices.Contains(got, w) {
-				n++
-			}
-		}
-		if n >= 2 {
-			return true
+	n := len(verb)
+	switch {
+	case strings.HasSuffix(verb, "e"):
+		out = append(out, verb+"d")
+	case strings.HasSuffix(verb, "y") && n > 2 && !strings.ContainsRune("aeiou", rune(verb[n-2])):
+		out = append(out, verb[:n-1]+"ied")
+	default:
+		out = append(out, verb+"ed")
+		if n >= 3 && !strings.ContainsRune("aeiouwxy", rune(verb[n-1])) && strings.ContainsRune("aeiou", rune(verb[n-2])) && !strings.ContainsRune("aeiou", rune(verb[n-3])) {
+			out = append(out, verb+verb[n-1:]+"ed")
 		}
 	}
-	return false
+	return out
 }

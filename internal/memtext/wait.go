@@ -1,7 +1,6 @@
 package memtext
 
 import (
-	"slices"
 	"strings"
 )
 
@@ -89,76 +88,27 @@ func pastOf(w string) []string {
 	base := strings.TrimSuffix(w, "s")
 	if strings.HasSuffix(w, "ies") {
 		base = strings.TrimSuffix(w, "ies") + "y"
-	} else if strings.HasSuffix(w, "es") && (strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "xes")) {
+	} else if strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "xes") {
 		base = strings.TrimSuffix(w, "es")
 	}
-	var out []string
-	if done := irregularDone[base]; done != "" {
-		out = append(out, done)
-	}
-	switch {
-	case strings.HasSuffix(base, "e"):
-		out = append(out, base+"d")
-	case strings.HasSuffix(base, "y") && len(base) > 2 && !strings.ContainsRune("aeiou", rune(base[len(base)-2])):
-		out = append(out, base[:len(base)-1]+"ied")
-	default:
-		out = append(out, base+"ed")
-		if n := len(base); n >= 3 && !strings.ContainsRune("aeiouwxy", rune(base[n-1])) && strings.ContainsRune("aeiou", rune(base[n-2])) && !strings.ContainsRune("aeiou", rune(base[n-3])) {
-			out = append(out, base+base[n-1:]+"ed") // ship, shipped
-		}
-	}
-	return out
+	return pastForms(base)
 }
 
 // WaitMet reports whether text says the condition cond ("finance signs
-// off") happened: one of its sentences names the condition's subject
-// (every word of it) and has its verb in the past ("Finance signed off
-// on the numbers yesterday"), and is no question and no negation.
-func WaitMet(cond, text string) bool {
+// off") happened; see Report.Met.
+func WaitMet(cond, text string) bool { return ReadReport(text).Met(cond) }
+
+// Met reports whether r says the condition cond happened: a sentence
+// names every word of the condition's subject and has its verb in the
+// past ("Finance signed off on the numbers yesterday").
+func (r *Report) Met(cond string) bool {
 	cw := words(cond)
 	v := waitVerb(cw)
 	if v < 0 {
 		return false
 	}
 	subject := Terms(strings.Join(cw[:v], " "))
-	if len(subject) == 0 {
-		return false
-	}
-	past := pastOf(cw[v])
-	for _, sn := range sentences(nil, text) {
-		s := text[sn.s:sn.e]
-		if endsWithQuestion(s) {
-			continue
-		}
-		ws := words(s)
-		if !slices.ContainsFunc(ws, func(w string) bool { return slices.Contains(past, w) }) ||
-			slices.ContainsFunc(ws, func(w string) bool {
-				switch w {
-				case "not", "hasn't", "haven't", "hadn't", "didn't", "yet", "still", "if", "once", "until", "when":
-					return true
-				}
-				return false
-			}) {
-			continue
-		}
-		got := Terms(s)
-		if !slices.ContainsFunc(subject, func(w string) bool { return !slices.Contains(got, w) }) {
-			return true
-		}
-	}
-	return false
-}
-
-// HoldCondition returns the condition a held-back request waits for
-// ("finance signs off" of "Keep the jobs until finance signs off"), or
-// "" when the text holds nothing back.
-func HoldCondition(text string) string {
-	for _, f := range Find(text, FindOptions{Role: "user"}) {
-		if f.Type == TypeWait {
-			return f.Sentence
-		}
-	}
-	return ""
+	return len(subject) > 0 && r.said(pastOf(cw[v]), subject, len(subject))
 }
 
 // GoAhead reports whether text, the user's, gives the go-ahead for

@@ -52,6 +52,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -230,7 +231,10 @@ func decodeAnthropicRequest(body []byte, cfg *textCfg) (*Request, error) {
 		return nil, err
 	}
 	r := &Request{}
-	for name, raw := range top {
+	// Fields go in name order, so that a body with two bad fields always
+	// names the same one.
+	for _, name := range slices.Sorted(maps.Keys(top)) {
+		raw := top[name]
 		var err error
 		switch name {
 		case "model":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -425,6 +426,28 @@ func TestAnthropicStreamErrors(t *testing.T) {
 		}
 		if err == nil || err.Error() != want {
 			t.Errorf("%q:\n got %v\nwant %s", tc.body, err, want)
+		}
+	}
+}
+
+// TestRequestErrorStable decodes bodies with several bad fields many times:
+// the error names the same field every time (fields are checked in name
+// order, not in a map's random order).
+func TestRequestErrorStable(t *testing.T) {
+	cases := []struct {
+		api  API
+		body string
+		want string
+	}{
+		{AnthropicMessages, `{"tools":"x","model":[],"stream":"no","system":5}`, "anthropic-messages request: model: want string, got array"},
+		{Gemini, `{"tools":"x","contents":5,"systemInstruction":[1]}`, "gemini request: contents: "},
+	}
+	for _, c := range cases {
+		for i := range 50 {
+			_, err := DecodeRequest(c.api, []byte(c.body))
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("%s, decode %d: err %v, want prefix %q", c.api, i, err, c.want)
+			}
 		}
 	}
 }

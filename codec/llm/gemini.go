@@ -69,6 +69,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -291,7 +292,10 @@ func decodeGeminiRequest(body []byte) (*Request, error) {
 		return nil, err
 	}
 	r := &Request{}
-	for name, raw := range top {
+	// Fields go in name order, so that a body with two bad fields always
+	// names the same one.
+	for _, name := range slices.Sorted(maps.Keys(top)) {
+		raw := top[name]
 		var err error
 		switch name {
 		case "contents":

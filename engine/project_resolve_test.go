@@ -380,8 +380,9 @@ func resolveRig(t *testing.T) (*Engine, string) {
 }
 
 // TestOutcomeReportsAfterPass: what the agent said right after its
-// tests passed stays in the task's outcome though its last message is
-// about something else.
+// tests passed, or a build succeeded, stays in the task's outcome though
+// its last message is about something else; what it said after a
+// command that checks nothing (ls) does not.
 func TestOutcomeReportsAfterPass(t *testing.T) {
 	e, dir := resolveRig(t)
 	l := newClaudeLog("44444444-0000-4000-8000-000000000051")
@@ -390,6 +391,14 @@ func TestOutcomeReportsAfterPass(t *testing.T) {
 	l.Result("toolu_1", "ok  \tgithub.com/acme/search\t0.21s", false)
 	l.Reply(textBlock("The facet test passes with the new builder; all 14 tests are green."))
 	l.Reply(textBlock("About the analyzer question from before: it stays in the repository."))
+	l.User("Fix the site's links.")
+	l.Reply(use("toolu_2", "Bash", map[string]any{"command": "ls docs"}))
+	l.Result("toolu_2", "intro.md\nsetup.md", false)
+	l.Reply(textBlock("Two pages hold relative links."))
+	l.Reply(use("toolu_3", "Bash", map[string]any{"command": "npm run build"}))
+	l.Result("toolu_3", "[SUCCESS] Generated static files in \"build\".", false)
+	l.Reply(textBlock("The build succeeds: relative links are rewritten to doc ids."))
+	l.Reply(textBlock("Lesson learned: restart the preview after converting."))
 	s := writeSession(t, e, dir, l)
 	arts, err := e.Artifacts(s)
 	if err != nil {
@@ -398,6 +407,13 @@ func TestOutcomeReportsAfterPass(t *testing.T) {
 	out := onlyOne(t, arts, ArtifactOutcome, "facet test green")
 	if !slices.Contains(out.Outcome.Summary, "The facet test passes with the new builder; all 14 tests are green.") {
 		t.Errorf("outcome summary %q lacks the report after the tests passed", out.Outcome.Summary)
+	}
+	out = onlyOne(t, arts, ArtifactOutcome, "site's links")
+	if !slices.Contains(out.Outcome.Summary, "The build succeeds: relative links are rewritten to doc ids.") {
+		t.Errorf("outcome summary %q lacks the report after the build succeeded", out.Outcome.Summary)
+	}
+	if slices.Contains(out.Outcome.Summary, "Two pages hold relative links.") {
+		t.Errorf("outcome summary %q holds what the agent said after ls", out.Outcome.Summary)
 	}
 }
 

@@ -22,6 +22,7 @@ var (
 	// projectsQueries is the query file TestProjectsEval asks; the smoke
 	// file (testdata/projects/queries_smoke.json) only checks the harness.
 	storeMisses     = flag.Bool("projects.storemisses", false, "list the cards whose artifact is not in the store with its type and status")
+	projectsDir     = flag.String("projects.dir", "", "data directory to import the projects into and keep, for a look with the CLI afterwards (emptied first)")
 	projectsQueries = flag.String("projects.queries", filepath.Join("testdata", "projects", "queries.json"), "query file of the projects eval")
 )
 
@@ -368,6 +369,12 @@ func evalProjects(t *testing.T, title string, facts factsFile, queries []projQue
 	}
 
 	dir := t.TempDir()
+	if *projectsDir != "" {
+		dir = *projectsDir
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
 	importAll(dir)
 	all := map[string]*engine.Artifact{}
 	e, err := engine.Open(dir, nil)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bbengine/bbengine/internal/memtext"
+
 	"github.com/bbengine/bbengine/codec/redact"
 )
 
@@ -128,9 +130,10 @@ type mtask struct {
 	lastTest  *Command
 	models    map[string]Usage
 	model     string
-	// passed is set when a test run passed since the agent last wrote;
-	// reports are the first sentences the agent wrote right after one
-	// (at most maxReports): what it reported once its checks passed.
+	// passed is set when a test run passed, or a build or run that
+	// checks the work succeeded, since the agent last wrote; reports are
+	// the first sentences the agent wrote right after one (at most
+	// maxReports): what it reported once its checks passed.
 	passed  bool
 	reports []string
 	// ver counts the events folded into the task; out caches its
@@ -497,10 +500,18 @@ func (m *miner) fold(t *mtask, ev *Event, res *Event) {
 		}
 		a.Evidence = append(a.Evidence, evidence(ev))
 	case KindToolCall:
-		before := t.lastTest
+		before, ran := t.lastTest, len(o.Commands)
 		m.toolCall(t, a, ev, res, &t.lastTest)
 		if t.lastTest != before && t.lastTest.Test == "passed" {
 			t.passed = true
+		}
+		if len(o.Commands) > ran {
+			// A build, a run or a check that succeeded: what the agent
+			// says next reports its result ("The build succeeds:
+			// relative links are rewritten"), as after passing tests.
+			if c := o.Commands[len(o.Commands)-1]; c.Exit != nil && *c.Exit == 0 && c.Error == "" && c.Test == "" && memtext.FailureKind(c.Command, "") != "" {
+				t.passed = true
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,6 +306,68 @@ func TestFailureOneThreadPerTool(t *testing.T) {
 	}
 	if len(threads) != 1 || len(threads[0].Errors) != 2 || threads[0].Status != "open" {
 		t.Fatalf("want one open failure thread with both errors, got %d: %+v", len(threads), threads)
+	}
+}
+
+// TestFailureReportedGone: a failure thread is closed when, right after
+// a check of the work succeeded, the agent says its error is gone,
+// though another command did the work: in the same session, and in a
+// later session of the project. A report of no errors at all, or of
+// another error, closes nothing.
+func TestFailureReportedGone(t *testing.T) {
+	e, dir := resolveRig(t)
+	fail := func(l *claudeLog, id string) {
+		l.Reply(use(id, "Bash", map[string]any{"command": "airflow tasks test orders_nightly load_orders 2026-09-17"}))
+		l.Result(id, "ERROR - Task failed with exception\nKeyError: 'shipping_country'\nExit code 1", true)
+		l.Reply(textBlock("The export dropped shipping_country."))
+	}
+	port := func(l *claudeLog, id, report string) {
+		l.Reply(use(id, "Bash", map[string]any{"command": "dagster asset materialize -m assets --select orders"}))
+		l.Result(id, "RUN_SUCCESS\nMaterialized orders: 41,229 rows", false)
+		l.Reply(textBlock(report))
+	}
+
+	one := newClaudeLog("44444444-0000-4000-8000-000000000061")
+	one.User("The nightly orders load failed. Check it.")
+	fail(one, "toolu_1")
+	one.User("Port it to a Dagster asset.")
+	port(one, "toolu_2", "The orders asset materializes: 41,229 rows, no key errors.")
+	s1 := writeSession(t, e, dir, one)
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := onlyOne(t, a1, ArtifactThread, "KeyError"); th.Status != "closed" || !strings.Contains(th.Thread.Why, "error gone") {
+		t.Errorf("same session: %s is %s (%s), want closed by the report", th.Title, th.Status, th.Thread.Why)
+	}
+
+	two := newClaudeLog("44444444-0000-4000-8000-000000000062")
+	two.T = one.T.Add(24 * time.Hour)
+	two.User("The nightly orders load failed. Check it.")
+	fail(two, "toolu_1")
+	s2 := writeSession(t, e, dir, two)
+	for i, report := range []string{"It materializes: 41,229 rows, no errors.", "It materializes: no timeout errors.", "It materializes: 41,229 rows, no key errors."} {
+		three := newClaudeLog(fmt.Sprintf("44444444-0000-4000-8000-00000000007%d", i))
+		three.T = two.T.Add(time.Duration(i+1) * 24 * time.Hour)
+		three.User("Port the orders load to a Dagster asset.")
+		port(three, "toolu_1", report)
+		s3 := writeSession(t, e, dir, three)
+		a2, err := e.Artifacts(s2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th := onlyOne(t, a2, ArtifactThread, "KeyError")
+		if th.Status != "open" {
+			t.Fatalf("%s is %s in its own session", th.Title, th.Status)
+		}
+		r, err := e.Resolve(th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := r != nil && r.Status == "closed" && r.Session == s3 && strings.Contains(r.Reason, "reports the error gone")
+		if want := i == 2; closed != want {
+			t.Errorf("after %q: resolved %+v, want closed %v", report, r, want)
+		}
 	}
 }
 

@@ -1038,6 +1038,22 @@ func (m *miner) succeeded(ev *Event, cmd string) {
 	}
 }
 
+// reportedFixed closes the failure threads whose last error the agent
+// says is gone, right after a check of its work succeeded: "41,229 rows,
+// no key errors" for "KeyError: 'shipping_country'" though another
+// command did the work.
+func (m *miner) reportedFixed(ev *Event, text string) {
+	if len(memtext.FixedErrors(text)) == 0 {
+		return
+	}
+	for _, o := range m.list(m.threads) {
+		a := m.threads[o.ID]
+		if a.Status == "open" && a.Thread.Kind == "failure" && memtext.ErrorFixed(text, lastError(a)) {
+			m.close(a, ev, "the agent reports the error gone: "+capText(text, 120))
+		}
+	}
+}
+
 // namesTest reports whether a test command runs the test name by name:
 // "go test -run TestEvict ./cache", "pytest tests/test_x.py::test_y",
 // "pytest -k test_y".

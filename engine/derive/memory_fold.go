@@ -452,10 +452,13 @@ func (m *miner) fold(t *mtask, ev *Event, res *Event) {
 		}
 		if ev.Role == "assistant" && m.isMain(ev.Thread) && strings.TrimSpace(ev.Text) != "" {
 			t.final = ev
-			if t.passed && len(t.reports) < maxReports {
-				if ss := sentences(m.text(ev.Text), 1); len(ss) > 0 {
-					t.reports = append(slices.Clip(t.reports), ss[0])
+			if t.passed {
+				if len(t.reports) < maxReports {
+					if ss := sentences(m.text(ev.Text), 1); len(ss) > 0 {
+						t.reports = append(slices.Clip(t.reports), ss[0])
+					}
 				}
+				m.reportedFixed(ev, m.text(ev.Text))
 			}
 			t.passed = false
 		}

@@ -61,6 +61,11 @@ func projectKeys(project string, a *Artifact) []string {
 		add(ProjectPassed, passedKeys(a.Outcome)...)
 		add(ProjectPrompt, promptTerms(a.Outcome.Prompt)...)
 		add(ProjectSucceeded, succeededTools(a.Outcome)...)
+		if a.Outcome.Status == "success" {
+			for _, g := range memtext.FixedErrors(strings.Join(a.Outcome.Summary, "\n")) {
+				add(ProjectFixed, g...)
+			}
+		}
 	case a.Constraint != nil && a.Status == "active":
 		add(ProjectConstraint, constraintCore(a.Constraint.Statement)...)
 	case a.Thread != nil && a.Status == "open":

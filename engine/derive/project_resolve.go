@@ -58,6 +58,7 @@ type projectView struct {
 	units     map[string][]string // ProjectUnit
 	prompts   map[string][]string // ProjectPrompt
 	succeeded map[string][]string // ProjectSucceeded
+	fixed     map[string][]string // ProjectFixed
 	negated   map[string][]string // ProjectNegated
 	// digest, when set, takes every entry scan reads (scanProject).
 	digest hash.Hash
@@ -66,7 +67,7 @@ type projectView struct {
 func newProjectView(e *Pipeline, project string) *projectView {
 	return &projectView{e: e, project: project, arts: map[string]*Artifact{}, ords: map[string]uint64{}, lasts: map[string]int64{},
 		subject: map[string][]string{}, terms: map[string][]string{}, replaced: map[string][]string{}, cores: map[string][]string{}, questions: map[string][]string{},
-		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}, succeeded: map[string][]string{}, negated: map[string][]string{}}
+		tests: map[string][]string{}, passed: map[string][]string{}, units: map[string][]string{}, prompts: map[string][]string{}, succeeded: map[string][]string{}, negated: map[string][]string{}, fixed: map[string][]string{}}
 }
 
 // add takes one entry of the project index.
@@ -97,6 +98,8 @@ func (v *projectView) add(kind byte, term, id string, ord uint64, last int64) {
 		m = v.succeeded
 	case ProjectNegated:
 		m = v.negated
+	case ProjectFixed:
+		m = v.fixed
 	default:
 		return
 	}
@@ -379,6 +382,21 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 		}); err != nil {
 			return nil, err
 		}
+		if last := lastError(a); best == nil && last != "" {
+			// Or another command did the work and its task reports the
+			// error gone: "41,229 rows, no key errors" for "KeyError:
+			// 'shipping_country'".
+			for _, w := range memtext.ErrorWords(last) {
+				if err := consider(v.fixed[w], func(b *Artifact) (string, bool) {
+					if b.Outcome == nil || b.Outcome.Status != "success" || !memtext.ErrorFixed(strings.Join(b.Outcome.Summary, "\n"), last) {
+						return "", false
+					}
+					return "a later session reports the error gone: " + capText(b.Outcome.Prompt, 120), true
+				}); err != nil {
+					return nil, err
+				}
+			}
+		}
 	case a.Thread != nil && a.Status == "open" && a.Thread.Kind == "failing_test":
 		key := testKey(a)
 		if key == "" {
@@ -512,6 +530,11 @@ func (e *Pipeline) Resolve(a Artifact) (*Resolution, error) {
 	case a.Thread != nil && a.Thread.Kind == "failure":
 		if a.Thread.Test != "" {
 			if err := v.scan(ProjectSucceeded, a.Thread.Test); err != nil {
+				return nil, err
+			}
+		}
+		for _, w := range memtext.ErrorWords(lastError(&a)) {
+			if err := v.scan(ProjectFixed, w); err != nil {
 				return nil, err
 			}
 		}
@@ -709,4 +732,13 @@ func shared(a, b []string) int {
 		}
 	}
 	return n
+}
+
+// lastError is the latest error a failure thread records: the one its
+// last run ended on.
+func lastError(a *Artifact) string {
+	if len(a.Errors) == 0 {
+		return ""
+	}
+	return a.Errors[len(a.Errors)-1]
 }

@@ -76,6 +76,7 @@ const (
 	ProjectUnit        = schema.ProjectUnit
 	ProjectPrompt      = schema.ProjectPrompt
 	ProjectSucceeded   = schema.ProjectSucceeded
+	ProjectFixed       = schema.ProjectFixed
 	ProjectNegated     = schema.ProjectNegated
 )
 

@@ -236,6 +236,7 @@ const (
 	ProjectPrompt     = 'A'
 	ProjectSucceeded  = 'O'
 	ProjectNegated    = 'N'
+	ProjectFixed      = 'E'
 )
 
 // ProjectPrefix returns the prefix of a project index kind's entries

@@ -335,6 +335,8 @@ func TestFirstErrorLine(t *testing.T) {
 		{"Failed to compile.\n./page.tsx\nType error: Property 'v' does not exist.\n", "Type error: Property 'v' does not exist."},
 		{"==31337==ERROR: AddressSanitizer: heap-use-after-free on address 0x60\n", "==31337==ERROR: AddressSanitizer: heap-use-after-free on address 0x60"},
 		{"panic: boom\n\ngoroutine 1", "panic: boom"},
+		{"ERROR - Task failed with exception\nKeyError: 'shipping_country'\nExit code 1", "KeyError: 'shipping_country'"},
+		{"ERROR - Task failed with exception\nsee the log\n", "ERROR - Task failed with exception"},
 		{"all fine\n", ""},
 		{"error: " + strings.Repeat("x", 300), "error: " + strings.Repeat("x", 193)},
 	}

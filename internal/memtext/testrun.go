@@ -465,7 +465,33 @@ func FirstErrorLine(output string) string {
 			continue
 		}
 		if errorLine(t) {
+			if lt := strings.ToLower(strings.TrimRight(t, ":. ")); strings.HasSuffix(lt, "with exception") || strings.HasSuffix(lt, "with an exception") {
+				// "ERROR - Task failed with exception": the exception
+				// it names follows.
+				if e := nextException(output[strings.Index(output, l)+len(l):]); e != "" {
+					return capBytes(e, maxErrorLine)
+				}
+			}
 			return capBytes(t, maxErrorLine)
+		}
+	}
+	return ""
+}
+
+// nextException returns the first exception line ("KeyError: 'x'")
+// among the next five lines of output that are not blank.
+func nextException(output string) string {
+	n := 0
+	for l := range strings.Lines(output) {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		if isExceptionLine(t) {
+			return t
+		}
+		if n++; n == 5 {
+			break
 		}
 	}
 	return ""

@@ -237,7 +237,8 @@ func TestProjectResolveValuesAndAnswers(t *testing.T) {
 // TestProjectResolveFailuresAndTodos: a run that crashed is an open
 // thread, named by its error and what failed, which a later session's
 // successful run of the same tool closes; a TODO the agent left is
-// closed by a later session's task that takes it up and succeeds.
+// closed by a later session's task that takes it up and succeeds, or
+// that names it in passing and reports it done in other words.
 func TestProjectResolveFailuresAndTodos(t *testing.T) {
 	e, dir := resolveRig(t)
 
@@ -246,14 +247,15 @@ func TestProjectResolveFailuresAndTodos(t *testing.T) {
 	one.Reply(use("toolu_1", "Bash", map[string]any{"command": "python train.py --config summ.yaml"}))
 	one.Result("toolu_1", "Traceback (most recent call last):\n  File \"train.py\", line 88, in step\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB\nExit code 1", true)
 	one.Reply(textBlock("It ran out of GPU memory. TODO: decide whether transactional mail gets its own queue."))
+	one.Reply(textBlock("TODO: make perform/1 return {:snooze, 60} on temporary SMTP errors."))
 	s1 := writeSession(t, e, dir, one)
 
 	two := newClaudeLog("44444444-0000-4000-8000-000000000022")
 	two.T = one.T.Add(24 * time.Hour)
-	two.User("Continue the mail work: transactional mail gets its own queue with concurrency 20.")
+	two.User("Continue the mail work: do the snooze, and transactional mail gets its own queue with concurrency 20.")
 	two.Reply(use("toolu_2", "Bash", map[string]any{"command": "python train.py --config summ.yaml --batch 8"}))
 	two.Result("toolu_2", "epoch 3/3 done, rougeL 0.41", false)
-	two.Reply(textBlock("Done: the queue is split and the training finished."))
+	two.Reply(textBlock("Done: the queue is split and the training finished. Temporary SMTP errors snooze the job for 60 seconds."))
 	s2 := writeSession(t, e, dir, two)
 
 	a1, err := e.Artifacts(s1)
@@ -262,12 +264,14 @@ func TestProjectResolveFailuresAndTodos(t *testing.T) {
 	}
 	oom := onlyOne(t, a1, ArtifactThread, "CUDA out of memory")
 	todo := onlyOne(t, a1, ArtifactThread, "transactional mail")
+	snooze := onlyOne(t, a1, ArtifactThread, "snooze")
 	for _, tt := range []struct {
 		a      Artifact
 		reason string
 	}{
 		{oom, "ran python train.py and it succeeded"},
 		{todo, "took it up and succeeded"},
+		{snooze, "reports it done"},
 	} {
 		if tt.a.Status != "open" {
 			t.Fatalf("%s is %s in its own session", tt.a.Title, tt.a.Status)

@@ -353,10 +353,18 @@ func (v *projectView) resolve(a *Artifact) (*Resolution, error) {
 		q := memtext.Terms(a.Thread.Text)
 		for _, t := range q {
 			if err := consider(v.prompts[t], func(b *Artifact) (string, bool) {
-				if b.Outcome == nil || b.Outcome.Status != "success" || !answers(q, promptTerms(b.Outcome.Prompt)) {
+				if b.Outcome == nil || b.Outcome.Status != "success" {
 					return "", false
 				}
-				return "a later session's task took it up and succeeded: " + capText(b.Outcome.Prompt, 120), true
+				if answers(q, promptTerms(b.Outcome.Prompt)) {
+					return "a later session's task took it up and succeeded: " + capText(b.Outcome.Prompt, 120), true
+				}
+				// A task that names it in passing ("do the snooze") and
+				// reports it done in its own words.
+				if memtext.ReadReport(strings.Join(b.Outcome.Summary, "\n")).Covers(q) {
+					return "a later session's task reports it done: " + capText(b.Outcome.Prompt, 120), true
+				}
+				return "", false
 			}); err != nil {
 				return nil, err
 			}

@@ -106,6 +106,29 @@ func TestReportsDone(t *testing.T) {
 	}
 }
 
+// TestReportCovers: a report restates a piece of work as done in its own
+// words when one sentence holds most of its terms and says nothing is
+// left.
+func TestReportCovers(t *testing.T) {
+	todo := Terms("make perform/1 return {:snooze, 60} on temporary SMTP errors")
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{"All three worker tests pass; temporary SMTP errors snooze the job for 60 seconds.", true},
+		{"Temporary SMTP errors still fail the job.", false},
+		{"The snooze is next.", false},
+		{"The job snoozes. Temporary errors happen. SMTP is slow.", false}, // spread over sentences
+	} {
+		if got := ReadReport(c.text).Covers(todo); got != c.want {
+			t.Errorf("Covers(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+	if ReadReport("add a panel").Covers(Terms("add a panel")) {
+		t.Error("a todo of fewer than three terms is covered")
+	}
+}
+
 // TestWait: a request held back until a condition is a rule for the
 // time being and a wait; a later message saying the condition happened
 // meets it, one saying it has not does not.

@@ -306,11 +306,11 @@ func ReadReport(text string) *Report {
 	return r
 }
 
-// said reports whether a sentence of r has one of the past forms and at
-// least min of the terms need.
+// said reports whether a sentence of r has one of the past forms (any
+// words when past is nil) and at least min of the terms need.
 func (r *Report) said(past, need []string, min int) bool {
 	for _, s := range r.sents {
-		if !slices.ContainsFunc(s.words, func(w string) bool { return slices.Contains(past, w) }) {
+		if past != nil && !slices.ContainsFunc(s.words, func(w string) bool { return slices.Contains(past, w) }) {
 			continue
 		}
 		n := 0
@@ -339,6 +339,15 @@ func (r *Report) Done(todo string) bool {
 	}
 	want := Terms(strings.Join(tw[1:], " "))
 	return len(want) >= 2 && r.said(pastForms(tw[0]), want, 2)
+}
+
+// Covers reports whether a sentence of r restates most of terms, the
+// terms of a piece of work, as done: at least three of them and at
+// least half ("temporary SMTP errors snooze the job for 60 seconds" for
+// "make perform/1 return {:snooze, 60} on temporary SMTP errors").
+func (r *Report) Covers(terms []string) bool {
+	need := max(3, (len(terms)+1)/2)
+	return len(terms) >= 3 && r.said(nil, terms, need)
 }
 
 // pastForms are the past participles of verb: "renamed", "made",

@@ -185,6 +185,9 @@ func writeExplain(w io.Writer, e *index.Explanation, score float64) {
 	if e.Scope != "" {
 		fmt.Fprintf(w, "    scope: %s\n", e.Scope)
 	}
+	if len(e.LeftOut) > 0 {
+		fmt.Fprintf(w, "    left out: %s (the project's own name)\n", strings.Join(e.LeftOut, ", "))
+	}
 }
 
 // writeCard prints a card in three lines.

@@ -81,6 +81,9 @@ type Explanation struct {
 	// Scope says where the project put it: "project" (the query's),
 	// "other project", or "" for a search without a scope.
 	Scope string `json:"scope,omitempty"`
+	// LeftOut are the query's terms that were not searched for: the
+	// words of the scope project's own name (see Index.Find).
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // TermScore is one (term, field) pair's BM25 contribution:
@@ -198,16 +201,65 @@ func (x *Index) find(q Query, viaBluge bool) ([]Result, error) {
 		recentFrom = max(1, st.Tasks-x.opts.RecentTasks+1)
 	}
 	scope, scoped := x.scope(q)
+	var left []string
+	if scoped {
+		terms, left = withoutName(terms, scope)
+	}
 	var out []Result
 	err := x.withReader("search", func(r *bluge.Reader) error {
 		var err error
 		out, err = results(r, q, terms, x.minCutoff, recentFrom, scope, scoped, viaBluge)
 		return err
 	})
+	if q.Explain {
+		for i := range out {
+			if out[i].Explain != nil {
+				out[i].Explain.LeftOut = left
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("index: search %q: %w", q.Text, err)
 	}
 	return out, nil
+}
+
+// withoutName returns terms without the words of the project's own name
+// (the last element of its path: "ledger" for /home/dev/ledger), and
+// those words. Within the project they tell nothing apart: its files,
+// commands and transcripts all name it. A query that asks about little
+// else ("what was the spotter-dov epic about", in a worktree named for
+// the epic) keeps them: fewer than two of its other terms are words
+// other than function words.
+func withoutName(terms []string, project string) (kept, left []string) {
+	name := Tokens(filepath.Base(project))
+	content := 0
+	for _, t := range terms {
+		switch {
+		case slices.Contains(name, t):
+			left = append(left, t)
+			continue
+		case !functionWords[t]:
+			content++
+		}
+		kept = append(kept, t)
+	}
+	if content < 2 {
+		return terms, nil
+	}
+	return kept, left
+}
+
+// functionWords are English words that carry no subject of their own.
+var functionWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a about after all an and any are as at be been before both but by can could
+		did do does doing done for from had has have how i if in into is it its me more my no not now of on once
+		only or our out over same should so some still such than that the their them then there these they this
+		those to too under up very was we were what when where which while who whom why will with would you your`) {
+		functionWords[w] = true
+	}
 }
 
 // results is find on r, once the query is checked and analyzed (terms

@@ -560,6 +560,37 @@ func TestSearchProject(t *testing.T) {
 	}
 }
 
+// TestSearchProjectName: within a project, the words of its own name
+// are left out of a query that asks about two other things, so that the
+// documents naming the project most do not outrank the answer; a query
+// about little else keeps them.
+func TestSearchProjectName(t *testing.T) {
+	x := openTest(t, t.TempDir(), nil)
+	arts := []engine.Artifact{
+		art("l1", "dec", engine.ArtifactDecision, "amounts are stored as int64 minor units"),
+		art("l1", "seg", engine.ArtifactSegment, "ledger ledger: go test ./ledger/... in the ledger service, currency table"),
+	}
+	st := state("l1", "d", arts)
+	st.Project = "/home/dev/ledger"
+	if err := x.Apply(st, arts); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := x.Find(Query{Text: "how are currency amounts stored in the ledger", Session: "l1", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].ID != "dec" || !slices.Equal(rs[0].Explain.LeftOut, []string{"ledger"}) {
+		t.Fatalf("results %+v, want the decision first with ledger left out", rs)
+	}
+	rs, err = x.Find(Query{Text: "what is the ledger about", Session: "l1", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].ID != "seg" || len(rs[0].Explain.LeftOut) != 0 {
+		t.Fatalf("results %+v, want the segment that names the ledger, nothing left out", rs)
+	}
+}
+
 // TestSearchProjectMoved checks that a session whose project changes
 // while its memory does not is indexed again, and that the index forgets
 // a project no session has.

@@ -189,7 +189,12 @@ func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.To
 		parts = appendCamel(parts, in, seg, end)
 	}
 	if len(ts) > whole && (len(parts) == 0 || len(parts) == 1 && parts[0] == [2]int{start, end}) {
-		stemWord(ts[whole])
+		w := ts[whole]
+		short := abbreviations[string(w.Term)]
+		stemWord(w)
+		if short != "" {
+			ts = append(ts, &analysis.Token{Start: w.Start, End: w.End, Term: []byte(short), Type: analysis.AlphaNumeric})
+		}
 	}
 	for _, p := range parts {
 		if p == [2]int{start, end} || p[1]-p[0] > maxTokenBytes {
@@ -197,9 +202,50 @@ func appendToken(ts analysis.TokenStream, in []byte, start, end int) analysis.To
 		}
 		t := newToken(in, p[0], p[1], incr)
 		ts = appendStem(append(ts, t), t)
+		if short := abbreviations[string(t.Term)]; short != "" {
+			ts = append(ts, &analysis.Token{Start: t.Start, End: t.End, Term: []byte(short), Type: analysis.AlphaNumeric})
+		}
 		incr = 0
 	}
 	return ts
+}
+
+// abbreviations map words to the short form code and paths use for
+// them, which the analyzer emits after the word's stem: "configured"
+// also gives "config", so a question about where something is
+// configured finds config/config.exs, and "repo" finds "repository".
+// The short forms are words as the analyzer emits them (stemmed).
+var abbreviations = map[string]string{}
+
+func init() {
+	for _, l := range strings.Split(`config: configure configured configures configuring configuration configurations
+		repo: repository repositories
+		auth: authentication authenticate authenticated authenticating
+		env: environment environments
+		dir: directory directories
+		app: application applications
+		doc: documentation
+		param: parameter parameters
+		arg: argument arguments
+		prod: production
+		dev: development
+		temp: temporary
+		max: maximum
+		min: minimum
+		lib: library libraries
+		msg: message messages
+		spec: specification specifications
+		info: information
+		stat: statistics
+		init: initialize initialization initialise initialisation
+		impl: implementation implementations
+		dep: dependency dependencies
+		k8s: kubernetes`, "\n") {
+		short, long, _ := strings.Cut(strings.TrimSpace(l), ":")
+		for _, w := range strings.Fields(long) {
+			abbreviations[w] = short
+		}
+	}
 }
 
 // minStemBytes is the shortest word that is stemmed: the Snowball

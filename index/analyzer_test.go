@@ -34,6 +34,10 @@ func TestTokens(t *testing.T) {
 		{"parse_config_files", []string{"parse_config_files", "parse", "pars", "config", "files", "file"}},
 		{"cmd/run_tests.go", []string{"cmd/run_tests.go", "cmd", "run", "tests", "test", "go"}},
 		{"Running", []string{"run"}},
+		// A long word is followed by the short form code uses for it.
+		{"where is it configured", []string{"where", "is", "it", "configur", "config"}},
+		{"the repository", []string{"the", "repositori", "repo"}},
+		{"loadConfiguration", []string{"loadconfiguration", "load", "configuration", "configur", "config"}},
 		{"__init__", []string{"__init__", "init"}},
 		{"- bullet -- x", []string{"bullet", "x"}},
 		{"Ünïcode Straße", []string{"ünïcode", "straße"}},

@@ -418,7 +418,7 @@ func (h *hit) card() engine.Card {
 // whose documents another version made (the next Sync fills it again).
 // doc/2: stems, the subject, statement, context, project, replaced_by,
 // seqs and closed_seq fields.
-const docVersion = "doc/2"
+const docVersion = "doc/3"
 
 // sum returns the content sum of the document that document(a, project,
 // maxBytes) makes: a hash of every value it reads, each length-prefixed.

@@ -361,7 +361,7 @@ func TestSearchFields(t *testing.T) {
 		want []string
 	}{
 		{"argument parsing", []string{"dec", "seg"}},
-		{"os.Args flags", []string{"dec"}},
+		{"os.Args flags", []string{"dec", "seg"}}, // "Args" is short for the segment's "argument"
 		{"pipeline review", []string{"con"}},
 	} {
 		got, err := x.Search(Query{Text: tt.q})

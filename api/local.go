@@ -200,6 +200,7 @@ func (m *Local) inForce(rs []index.Result, q index.Query) []index.Result {
 		k = index.DefaultK
 	}
 	later := map[string]bool{}
+	closer := map[string]string{}
 	for i := range rs {
 		c := &rs[i].Card
 		if c.Status != "active" && c.Status != "open" || c.Type != engine.ArtifactDecision && c.Type != engine.ArtifactConstraint && c.Type != engine.ArtifactThread {
@@ -212,6 +213,7 @@ func (m *Local) inForce(rs []index.Result, q index.Query) []index.Result {
 		if r, err := m.e.Resolve(a); err == nil && r != nil {
 			c.Status = r.Status
 			later[c.ID] = r.Status == "superseded"
+			closer[c.ID] = r.By
 		}
 	}
 	for i := 0; i < len(rs); i++ {
@@ -235,6 +237,40 @@ func (m *Local) inForce(rs []index.Result, q index.Query) []index.Result {
 		}
 		rs = slices.Insert(rs, i, top)
 		i++
+	}
+	// What a later session closed or replaced goes with what closed or
+	// replaced it: the answer first, and the earlier state it answers
+	// right below it, where the higher of the two ranked (the answer is
+	// added when it did not match).
+	for i := 0; i < len(rs); i++ {
+		by := closer[rs[i].ID]
+		if by == "" {
+			continue
+		}
+		j := slices.IndexFunc(rs, func(r index.Result) bool { return r.ID == by })
+		if j < 0 {
+			a, err := m.e.Artifact(by)
+			if err != nil || a.Forgotten && !q.IncludeForgotten {
+				continue
+			}
+			top := index.Result{Card: a.Card(), Project: rs[i].Project, Other: rs[i].Other}
+			top.Score = rs[i].Score
+			rs = slices.Insert(rs, i, top)
+			i++
+			continue
+		}
+		switch {
+		case j+1 == i:
+		case j < i:
+			moved := rs[i]
+			moved.Score = rs[j].Score
+			rs = slices.Insert(slices.Delete(rs, i, i+1), j+1, moved)
+		default:
+			moved := rs[j]
+			moved.Score = max(moved.Score, rs[i].Score)
+			rs = slices.Insert(slices.Delete(rs, j, j+1), i, moved)
+			i++
+		}
 	}
 	if len(rs) > k {
 		rs = rs[:k]

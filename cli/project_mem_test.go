@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,48 @@ func TestProjectMemory(t *testing.T) {
 	}
 	if len(elsewhere.Decisions) != 1 || !strings.Contains(elsewhere.Decisions[0].Text, "Flyway") {
 		t.Fatalf("another project's pack: %+v", elsewhere.Decisions)
+	}
+}
+
+// TestProjectSearchAnswerFirst: a question one session left open and
+// the later session's task that answered it both match a search; the
+// answer comes first and the closed question right below it, whichever
+// matched better, and nothing else comes between them.
+func TestProjectSearchAnswerFirst(t *testing.T) {
+	dir := t.TempDir()
+	src := t.TempDir()
+	day := time.Date(2026, 11, 10, 9, 0, 0, 0, time.UTC)
+	one := "55555555-0000-4000-8000-000000000011"
+	two := "55555555-0000-4000-8000-000000000012"
+	writeFile(t, src, one+".jsonl", projectTranscript(one, day, "/repo/ledger",
+		"Add the postings table for money amounts.",
+		"The postings table is added. Before I go on: should money amounts be stored as integer minor units or as NUMERIC(20,4)? Amounts, amounts, money, stored."))
+	writeFile(t, src, two+".jsonl", projectTranscript(two, day.Add(48*time.Hour), "/repo/ledger",
+		"About the open question from last week: int64 minor units.",
+		"Done: postings keep int64 minor units.",
+		"Also log each posting with its currency.",
+		"Done: every posting logs its amount and currency."))
+	if out, errs, code := run(t, "--dir", dir, "import", "claude", src, "--quiet"); code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errs)
+	}
+	for _, q := range []string{"how are money amounts stored", "int64 minor units posting"} {
+		cards := memJSON[[]engine.Card](t, "--dir", dir, "mem", "search", q, "-k", "10", "--session", "claude:"+two)
+		var titles []string
+		for _, c := range cards {
+			titles = append(titles, string(c.Type)+" "+c.Status+": "+c.Title)
+		}
+		qi := slices.IndexFunc(cards, func(c engine.Card) bool {
+			return c.Type == engine.ArtifactThread && strings.Contains(c.Title, "NUMERIC")
+		})
+		if qi < 0 || cards[qi].Status != "closed" {
+			t.Fatalf("%q: no closed question:\n%s", q, strings.Join(titles, "\n"))
+		}
+		a := memJSON[engine.Artifact](t, "--dir", dir, "mem", "get", cards[qi].ID)
+		if a.Resolved == nil || a.Resolved.Session != "claude:"+two {
+			t.Fatalf("%q: the question's resolution %+v", q, a.Resolved)
+		}
+		if ai := slices.IndexFunc(cards, func(c engine.Card) bool { return c.ID == a.Resolved.By }); ai < 0 || qi != ai+1 {
+			t.Errorf("%q: answer %s at %d, question at %d; want the question right below it:\n%s", q, a.Resolved.By, ai, qi, strings.Join(titles, "\n"))
+		}
 	}
 }

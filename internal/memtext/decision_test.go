@@ -24,6 +24,7 @@ func TestFindDecisionKinds(t *testing.T) {
 		{role: "user", text: "Let's not use Celery here.", subject: "queue", replaces: []string{"celery"}},
 		{role: "user", text: "Switch to Atlas for migrations.", subject: "migration tool", chooses: []string{"atlas"}},
 		{role: "user", text: "Use goose to run the schema changes.", subject: "migration tool", chooses: []string{"goose"}},
+		{role: "user", text: "Switch the build to Bazel.", subject: "build system", chooses: []string{"bazel"}},
 		{role: "user", text: "Fine-tune it using a 2e-5 learning rate and 3 epochs.", subject: "fine-tuning settings", chooses: []string{"2e-5 learning rate", "3 epochs"}},
 		{role: "user", text: "Train with warmup 500 steps, bf16 and batch size 64.", subject: "training settings", chooses: []string{"warmup 500 steps", "bf16", "batch size 64"}},
 		{role: "user", text: "Do the rename in a migration instead.", subject: "migration tool"},

@@ -23,6 +23,7 @@ func init() {
 	add(optionRoles, "ci system", "jenkins circleci travis buildkite drone gitlab-ci teamcity github-actions")
 	add(optionRoles, "package manager", "npm pnpm yarn bun pip pipenv poetry uv conda cargo-binstall")
 	add(optionRoles, "build backend", "hatchling hatch setuptools flit flit-core pdm pdm-backend maturin scikit-build")
+	add(optionRoles, "build system", "makefile makefiles cmake bazel meson ninja buck buck2 pants scons gradle maven sbt premake xmake")
 	add(optionRoles, "bundler", "webpack vite esbuild rollup parcel turbopack rspack tsup")
 	add(optionRoles, "test framework", "pytest unittest nose jest vitest mocha jasmine ava testify ginkgo gocheck rspec minitest")
 	add(optionRoles, "linter", "eslint ruff flake8 pylint golangci-lint staticcheck revive clippy rubocop biome oxlint")

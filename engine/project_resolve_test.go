@@ -375,6 +375,44 @@ func TestFailureReportedGone(t *testing.T) {
 	}
 }
 
+// TestFailingTestChainedCommand: a CTest test that fails in a chain of
+// commands is one thread by its name, which a later session's passing
+// run of a different chain around the same test command closes.
+func TestFailingTestChainedCommand(t *testing.T) {
+	e, dir := resolveRig(t)
+	one := newClaudeLog("44444444-0000-4000-8000-000000000081")
+	one.User("Add ASan presets and run the tests.")
+	for i, cmd := range []string{"cmake --preset asan && cmake --build --preset asan && ctest --preset asan", "cmake --build --preset asan && ctest --preset asan"} {
+		id := fmt.Sprintf("toolu_%d", i)
+		one.Reply(use(id, "Bash", map[string]any{"command": cmd}))
+		one.Result(id, "==1==ERROR: AddressSanitizer: heap-use-after-free\n1/12 Test #4: lobby_kick ......***Failed\n92% tests passed, 1 tests failed out of 12\nExit code 8", true)
+	}
+	one.Reply(textBlock("lobby_kick still fails under ASan."))
+	s1 := writeSession(t, e, dir, one)
+	two := newClaudeLog("44444444-0000-4000-8000-000000000082")
+	two.T = one.T.Add(24 * time.Hour)
+	two.User("Fix the use-after-free in lobby_kick.")
+	two.Reply(use("toolu_1", "Bash", map[string]any{"command": "cmake --build --preset asan && ctest --preset asan"}))
+	two.Result("toolu_1", "100% tests passed, 0 tests failed out of 12", false)
+	two.Reply(textBlock("All tests pass."))
+	s2 := writeSession(t, e, dir, two)
+	a1, err := e.Artifacts(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := onlyOne(t, a1, ArtifactThread, "lobby_kick")
+	if th.Status != "open" || th.Thread.Test != "lobby_kick" {
+		t.Fatalf("%s is %s (test %q), want open for lobby_kick", th.Title, th.Status, th.Thread.Test)
+	}
+	r, err := e.Resolve(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r == nil || r.Status != "closed" || r.Session != s2 {
+		t.Errorf("resolved %+v, want closed by %s", r, s2)
+	}
+}
+
 // TestSettingsEachADecision: the settings of a task request are one
 // decision each, so a later session that changes one of them (by its
 // short name) leaves the others in force.

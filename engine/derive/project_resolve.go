@@ -440,9 +440,18 @@ func decisionOptions(d *Decision) []string {
 	return slices.Compact(out)
 }
 
-// commandKey is what the project index files a test command under: its
-// first two words, so "go test ./..." and "go test ./store" meet.
+// commandKey is what the project index files a test command under: the
+// first two words of the part of it that runs the tests, so "go test
+// ./..." and "go test ./store" meet, and so do "cmake --preset asan &&
+// ctest --preset asan" and "cmake --build --preset asan && ctest
+// --preset asan".
 func commandKey(cmd string) string {
+	for _, part := range strings.FieldsFunc(strings.ReplaceAll(cmd, "&&", ";"), func(r rune) bool { return r == ';' || r == '\n' }) {
+		if memtext.IsTestCommand(part) {
+			cmd = part
+			break
+		}
+	}
 	f := strings.Fields(cmd)
 	return strings.Join(f[:min(2, len(f))], " ")
 }

@@ -155,7 +155,7 @@ func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 	}
 	var goFail, goOK string
 	countFailed, countPassed := -1, -1
-	runner, inFailures := false, false
+	runner, inFailures, inCTestFailed := false, false, false
 	for l := range strings.Lines(output) {
 		l = strings.TrimRight(l, "\r\n")
 		t := strings.TrimSpace(l)
@@ -272,6 +272,32 @@ func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 			}
 		case t == "Failures:":
 			inFailures = true
+		case ctestLine(t) != "":
+			// CTest "1/12 Test #4: lobby_kick ......***Failed".
+			runner = true
+			if name, status := ctestResult(t); strings.HasPrefix(status, "***") {
+				fail(name)
+			}
+		case t == "The following tests FAILED:":
+			runner, inCTestFailed = true, true
+		case inCTestFailed && strings.Contains(t, " - "):
+			// "4 - lobby_kick (Failed)".
+			name := t[strings.Index(t, " - ")+3:]
+			if k := strings.LastIndex(name, " ("); k > 0 {
+				name = name[:k]
+			}
+			fail(name)
+		case strings.Contains(t, "% tests passed, ") && strings.Contains(t, " tests failed out of "):
+			// CTest "92% tests passed, 1 tests failed out of 12".
+			runner = true
+			r.Summary = t
+			if f, ok := countOf(t, "tests failed"); ok {
+				countFailed = f
+				_, total, _ := strings.Cut(t, " out of ")
+				if n, ok := leadingInt(total); ok {
+					countPassed = n - f
+				}
+			}
 		case rspecSummary(t):
 			// RSpec "4 examples, 1 failure", ExUnit "3 tests, 1 failure",
 			// Gradle "14 tests completed, 1 failed".
@@ -322,6 +348,45 @@ func ParseTestResult(cmd, output string, exit int, exitKnown bool) TestResult {
 		r.Passed = exitKnown && exit == 0 || countPassed > 0 || goOK != "" || strings.HasPrefix(strings.TrimSpace(lastLine(output)), "PASS")
 	}
 	return r
+}
+
+// ctestLine returns the test name of a CTest progress line ("1/12 Test
+// #4: lobby_kick ......***Failed"), or "".
+func ctestLine(t string) string {
+	name, _ := ctestResult(t)
+	return name
+}
+
+// ctestResult splits a CTest progress line into the test's name and its
+// status ("Passed", "***Failed", "***Exception: SegFault").
+func ctestResult(t string) (name, status string) {
+	n, ok := leadingInt(t)
+	if !ok || n <= 0 {
+		return "", ""
+	}
+	rest := strings.TrimLeft(t, "0123456789")
+	if !strings.HasPrefix(rest, "/") {
+		return "", ""
+	}
+	rest = strings.TrimLeft(rest[1:], "0123456789")
+	rest = strings.TrimSpace(rest)
+	if !strings.HasPrefix(rest, "Test ") {
+		return "", ""
+	}
+	rest = strings.TrimSpace(rest[len("Test "):])
+	if !strings.HasPrefix(rest, "#") {
+		return "", ""
+	}
+	colon := strings.Index(rest, ": ")
+	if colon < 0 {
+		return "", ""
+	}
+	rest = strings.TrimSpace(rest[colon+2:])
+	dots := strings.Index(rest, " .")
+	if dots <= 0 {
+		return "", ""
+	}
+	return rest[:dots], strings.TrimSpace(strings.TrimLeft(rest[dots:], " ."))
 }
 
 // numberedTest reports a numbered failure line: "1) name".

@@ -174,6 +174,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{dir: dir, opts: o, lock: lk, log: o.WAL}
+	recoverSnapshot(dir)
 	if e.log == nil {
 		walDir := filepath.Join(dir, "wal")
 		if err := private.MkdirAll(walDir); err != nil {

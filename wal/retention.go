@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -39,34 +40,94 @@ func (l *Log) applyRetention(now time.Time) ([]string, error) {
 	if l.opts.RetentionAge <= 0 && l.opts.RetentionBytes <= 0 {
 		return nil, nil
 	}
+	return l.expire(Policy{Age: l.opts.RetentionAge, Bytes: l.opts.RetentionBytes, Upto: math.MaxUint64}, now)
+}
+
+// Policy is what retention removes: sealed segments last written more
+// than Age ago, and, oldest first, those beyond Bytes of the log; each
+// off when zero. Upto bounds it: only segments that end at or before that
+// offset go (what a deriver has read, say).
+type Policy struct {
+	Age   time.Duration
+	Bytes int64
+	Upto  uint64
+}
+
+// Segment describes one segment of the log.
+type Segment struct {
+	// Path is the segment's file; Base its first offset and End the
+	// offset after its last complete frame.
+	Path      string
+	Base, End uint64
+	Size      int64
+	ModTime   time.Time
+}
+
+// Expirable returns the sealed, unpinned segments that Expire(p, now)
+// would remove, oldest first, and the log's size before it.
+func (l *Log) Expirable(p Policy, now time.Time) ([]Segment, int64) {
 	l.mu.Lock()
-	var total int64
+	defer l.mu.Unlock()
+	drop, _, total := l.plan(p, now)
+	out := make([]Segment, len(drop))
+	for i, s := range drop {
+		out[i] = Segment{Path: l.path(s.base), Base: s.base, End: s.base + uint64(s.size), Size: s.size, ModTime: s.modTime}
+	}
+	return out, total
+}
+
+// Expire removes the segments p selects at now (see Policy), never the
+// active segment or a pinned one, and returns the paths removed. A
+// segment removed between kept ones is recorded first, so its range
+// reads as removed, not missing.
+func (l *Log) Expire(p Policy, now time.Time) ([]string, error) {
+	if l.readOnly {
+		return nil, ErrReadOnly
+	}
+	return l.expire(p, now)
+}
+
+// plan splits the segments into those p drops at now and those it
+// keeps, and returns the log's size. The caller holds mu.
+func (l *Log) plan(p Policy, now time.Time) (drop, keep []segment, total int64) {
 	for _, s := range l.segs {
 		total += s.size
 	}
-	var drop []segment
-	var holes []segment // dropped segments with a kept one before them
-	keep := l.segs[:0:0]
+	left := total
+	keep = l.segs[:0:0]
 	for i, s := range l.segs {
 		end := s.base + uint64(s.size)
 		pinned := false
-		for _, p := range l.pins {
-			if p.first < end && p.last >= s.base {
+		for _, pn := range l.pins {
+			if pn.first < end && pn.last >= s.base {
 				pinned = true
 				break
 			}
 		}
-		old := l.opts.RetentionAge > 0 && now.Sub(s.modTime) > l.opts.RetentionAge
-		big := l.opts.RetentionBytes > 0 && total > l.opts.RetentionBytes
-		if i < len(l.segs)-1 && !pinned && (old || big) {
+		old := p.Age > 0 && now.Sub(s.modTime) > p.Age
+		big := p.Bytes > 0 && left > p.Bytes
+		if i < len(l.segs)-1 && !pinned && end <= p.Upto && (old || big) {
 			drop = append(drop, s)
-			if len(keep) > 0 {
-				holes = append(holes, s)
-			}
-			total -= s.size
+			left -= s.size
 			continue
 		}
 		keep = append(keep, s)
+	}
+	return drop, keep, total
+}
+
+func (l *Log) expire(p Policy, now time.Time) ([]string, error) {
+	l.mu.Lock()
+	drop, keep, _ := l.plan(p, now)
+	if len(drop) == 0 {
+		l.mu.Unlock()
+		return nil, nil
+	}
+	var holes []segment // dropped segments with a kept one before them
+	for _, s := range drop {
+		if len(keep) > 0 && keep[0].base < s.base {
+			holes = append(holes, s)
+		}
 	}
 	l.segs = keep
 	first := keep[0].base

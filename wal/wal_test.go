@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -396,5 +397,53 @@ func followN(t *testing.T, r *Reader, n int, timeout time.Duration) {
 				t.Fatalf("after %d frames: %v", next, err)
 			}
 		}
+	}
+}
+
+// TestExpirePolicy: Expirable plans what Expire removes, by age at an
+// injected time and by size, never past Upto, never the active segment or
+// a pinned one, and removes nothing itself.
+func TestExpirePolicy(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, &Options{SegmentSize: 1024})
+	defer l.Close()
+	offs := appendN(t, l, 0, 120)
+	segs, _ := l.view()
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want at least 5", len(segs))
+	}
+	l.Pin("p", offs[len(offs)-1], offs[len(offs)-1]) // in the active segment anyway
+	now := segs[0].modTime.Add(48 * time.Hour)
+
+	plan, total := l.Expirable(Policy{Age: 24 * time.Hour, Upto: math.MaxUint64}, now)
+	if len(plan) != len(segs)-1 || plan[0].Base != 0 || total == 0 {
+		t.Fatalf("by age: %d of %d segments, total %d", len(plan), len(segs), total)
+	}
+	if plan, _ := l.Expirable(Policy{Age: 24 * time.Hour, Upto: math.MaxUint64}, segs[0].modTime); len(plan) != 0 {
+		t.Fatalf("nothing is a day old yet, plan %+v", plan)
+	}
+	upto := segs[2].base + uint64(segs[2].size)
+	plan, _ = l.Expirable(Policy{Age: 24 * time.Hour, Upto: upto}, now)
+	if len(plan) != 3 || plan[2].End != upto {
+		t.Fatalf("up to %d: %+v", upto, plan)
+	}
+	if got, _ := l.view(); len(got) != len(segs) {
+		t.Fatal("Expirable removed segments")
+	}
+	removed, err := l.Expire(Policy{Age: 24 * time.Hour, Upto: upto}, now)
+	if err != nil || len(removed) != 3 {
+		t.Fatalf("Expire: %v, %v", removed, err)
+	}
+	if first, _ := l.First(); first != upto {
+		t.Fatalf("first offset %d, want %d", first, upto)
+	}
+	// By size: everything but the newest 2 KiB or so, oldest first.
+	plan, total = l.Expirable(Policy{Bytes: 2048, Upto: math.MaxUint64}, now)
+	left := total
+	for _, s := range plan {
+		left -= s.Size
+	}
+	if len(plan) == 0 || left > 2048+1024 {
+		t.Fatalf("by size: plan %d segments, %d of %d bytes left", len(plan), left, total)
 	}
 }

@@ -1,0 +1,395 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/bbengine/bbengine/engine/schema"
+	"github.com/bbengine/bbengine/internal/safefile"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// Retention of raw capture. The WAL is the only truth, but a user may cap
+// it by age and size (Retention). Raw frames then go, oldest first; what
+// was derived from them stays. Before any segment goes, the engine takes
+// a snapshot of the derived state (a Pebble checkpoint of the derived key
+// families, <dir>/snapshot) and removes only segments that end before
+// the point derivation would resume from in that snapshot. Rebuild
+// starts from the snapshot and derives the rest of the WAL, as the engine
+// does when it reopens after a crash, so what the snapshot holds is never
+// lost and the result is the incremental one. The ranges removed, with
+// when, are kept in <dir>/expired.json, so that an event whose frames
+// are gone says so.
+
+// Retention is what a user keeps of the raw capture and of memory
+// (retention: in bbengine.yaml, the --retention-* flags,
+// BBENGINE_RETENTION_*). Zero values keep everything.
+type Retention struct {
+	// RawAge removes WAL segments last written longer ago than this.
+	RawAge time.Duration
+	// RawBytes removes the oldest WAL segments while the WAL is larger.
+	RawBytes int64
+	// MemoryAge forgets the memory of sessions whose last activity is
+	// older than this (forget corrections in the WAL, so a rebuild keeps
+	// them forgotten). Pinned sessions are kept.
+	MemoryAge time.Duration
+}
+
+// Off reports whether r keeps everything.
+func (r Retention) Off() bool { return r.RawAge <= 0 && r.RawBytes <= 0 && r.MemoryAge <= 0 }
+
+// ExpiredRange is a stretch of the WAL that retention removed.
+type ExpiredRange struct {
+	From uint64    `json:"from"`
+	To   uint64    `json:"to"`
+	At   time.Time `json:"at"`
+}
+
+// ExpiredSegment is a WAL segment retention removed or would remove.
+type ExpiredSegment struct {
+	Path     string    `json:"path"`
+	From     uint64    `json:"from"`
+	To       uint64    `json:"to"`
+	Bytes    int64     `json:"bytes"`
+	Modified time.Time `json:"modified"`
+}
+
+// ExpireReport says what ExpireRaw removed, or would remove.
+type ExpireReport struct {
+	DryRun bool      `json:"dry_run"`
+	At     time.Time `json:"at"`
+	// WALBytes is the WAL's size before; Segments the segments removed
+	// (or that would be) and Freed their bytes.
+	WALBytes int64     `json:"wal_bytes"`
+	Segments []ExpiredSegment `json:"segments"`
+	Freed    int64     `json:"freed"`
+	// Waiting are segments the policy selects that derivation has not
+	// passed yet: they go once it has.
+	Waiting []ExpiredSegment `json:"waiting,omitempty"`
+}
+
+const (
+	snapshotDir = "snapshot"
+	expiredFile = "expired.json"
+)
+
+// ErrSnapshotSchema is returned by Rebuild when the snapshot of derived
+// state that retention took was written by another schema version.
+var ErrSnapshotSchema = errors.New("engine: the snapshot of expired raw frames was written by another schema version")
+
+// ExpireRaw removes the WAL segments r selects at now (by RawAge and
+// RawBytes; pinned sessions' segments and the active segment stay),
+// after taking a snapshot of the derived state, and only those that end
+// before the point derivation resumes from in it. With dryRun it changes
+// nothing and reports what would go. It may run beside Follow: the
+// snapshot is a consistent checkpoint, and the derived state only moves
+// forward.
+func (e *Engine) ExpireRaw(ctx context.Context, r Retention, now time.Time, dryRun bool) (ExpireReport, error) {
+	rep := ExpireReport{DryRun: dryRun, At: now, Segments: []ExpiredSegment{}}
+	if e.isClosed() {
+		return rep, ErrClosed
+	}
+	if r.RawAge <= 0 && r.RawBytes <= 0 {
+		return rep, nil
+	}
+	if err := e.pinRetention(); err != nil {
+		return rep, err
+	}
+	policy := wal.Policy{Age: r.RawAge, Bytes: r.RawBytes, Upto: math.MaxUint64}
+	plan, total := e.log.Expirable(policy, now)
+	rep.WALBytes = total
+	if len(plan) == 0 {
+		return rep, nil
+	}
+	var upto uint64
+	if dryRun {
+		var err error
+		if upto, err = resumePoint(e.db); err != nil {
+			return rep, err
+		}
+	} else {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		var err error
+		if upto, err = e.snapshot(); err != nil {
+			return rep, err
+		}
+	}
+	var drop []wal.Segment
+	for _, s := range plan {
+		if s.End <= upto {
+			drop = append(drop, s)
+		} else {
+			rep.Waiting = append(rep.Waiting, segmentOf(s))
+		}
+	}
+	if dryRun || len(drop) == 0 {
+		for _, s := range drop {
+			rep.Segments = append(rep.Segments, segmentOf(s))
+			rep.Freed += s.Size
+		}
+		return rep, nil
+	}
+	// Say what goes before it goes: a crash in between leaves a record
+	// of a range still present, which reads as present.
+	ranges, err := e.Expired()
+	if err != nil {
+		return rep, err
+	}
+	for _, s := range drop {
+		ranges = append(ranges, ExpiredRange{From: s.Base, To: s.End, At: now.UTC()})
+	}
+	if err := writeExpired(e.dir, ranges); err != nil {
+		return rep, err
+	}
+	policy.Upto = drop[len(drop)-1].End
+	removed, err := e.log.Expire(policy, now)
+	for _, s := range drop {
+		if slices.Contains(removed, s.Path) {
+			rep.Segments = append(rep.Segments, segmentOf(s))
+			rep.Freed += s.Size
+		}
+	}
+	if err != nil {
+		return rep, fmt.Errorf("engine: retention: %w", err)
+	}
+	return rep, nil
+}
+
+func segmentOf(s wal.Segment) ExpiredSegment {
+	return ExpiredSegment{Path: s.Path, From: s.Base, To: s.End, Bytes: s.Size, Modified: s.ModTime.UTC()}
+}
+
+// Expired returns the WAL ranges retention removed, oldest first.
+func (e *Engine) Expired() ([]ExpiredRange, error) { return readExpired(e.dir) }
+
+// ExpiredAt returns when retention removed the WAL frame at offset off,
+// and false when it did not.
+func (e *Engine) ExpiredAt(off uint64) (time.Time, bool) {
+	rs, err := readExpired(e.dir)
+	if err != nil {
+		return time.Time{}, false
+	}
+	first, err := e.log.First()
+	for _, r := range rs {
+		if off >= r.From && off < r.To && (err != nil || off < first || r.To <= first) {
+			return r.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func readExpired(dir string) ([]ExpiredRange, error) {
+	path := filepath.Join(dir, expiredFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	var rs []ExpiredRange
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("engine: %s: %v", path, err)
+	}
+	return rs, nil
+}
+
+func writeExpired(dir string, rs []ExpiredRange) error {
+	slices.SortFunc(rs, func(a, b ExpiredRange) int {
+		if a.From != b.From {
+			if a.From < b.From {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	rs = slices.CompactFunc(rs, func(a, b ExpiredRange) bool { return a.From == b.From })
+	b, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := safefile.WriteFile(filepath.Join(dir, expiredFile), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("engine: record expired ranges: %w", err)
+	}
+	return nil
+}
+
+// derivedSpans are the key ranges of the derived families.
+func derivedSpans() []pebble.CheckpointSpan {
+	var out []pebble.CheckpointSpan
+	for _, p := range schema.DerivedPrefixes {
+		out = append(out, pebble.CheckpointSpan{Start: []byte{p}, End: []byte{p + 1}})
+	}
+	return out
+}
+
+// snapshot replaces <dir>/snapshot with a checkpoint of the derived
+// state and returns the WAL offset derivation resumes from in it.
+func (e *Engine) snapshot() (uint64, error) {
+	final := filepath.Join(e.dir, snapshotDir)
+	tmp := final + ".new"
+	old := final + ".old"
+	if err := os.RemoveAll(tmp); err != nil {
+		return 0, fmt.Errorf("engine: snapshot: %w", err)
+	}
+	if err := e.db.Checkpoint(tmp, pebble.WithFlushedWAL(), pebble.WithRestrictToSpans(derivedSpans())); err != nil {
+		os.RemoveAll(tmp)
+		return 0, fmt.Errorf("engine: snapshot of derived state: %w", err)
+	}
+	upto, err := snapshotResume(tmp, e.popts)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return 0, err
+	}
+	// Swap: the old snapshot is kept until the new one is in place.
+	if err := os.RemoveAll(old); err != nil {
+		return 0, fmt.Errorf("engine: snapshot: %w", err)
+	}
+	if err := os.Rename(final, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("engine: snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.Rename(old, final)
+		return 0, fmt.Errorf("engine: snapshot: %w", err)
+	}
+	if d, err := os.Open(e.dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return 0, fmt.Errorf("engine: snapshot: sync %s: %w", e.dir, err)
+		}
+	}
+	os.RemoveAll(old)
+	return upto, nil
+}
+
+// recoverSnapshot finishes a snapshot swap a crash interrupted: the old
+// snapshot comes back when the new one is not in place, and a half
+// written one goes.
+func recoverSnapshot(dir string) {
+	final := filepath.Join(dir, snapshotDir)
+	os.RemoveAll(final + ".new")
+	if _, err := os.Stat(final); errors.Is(err, os.ErrNotExist) {
+		os.Rename(final+".old", final)
+	}
+	os.RemoveAll(final + ".old")
+}
+
+// openSnapshot opens the snapshot at path read-only, or returns nil when
+// there is none.
+func openSnapshot(path string, po *pebble.Options) (*pebble.DB, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	o := po.Clone()
+	o.ReadOnly = true
+	o.FS = nil
+	o.EnsureDefaults()
+	db, err := pebble.Open(path, o)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open the snapshot of derived state %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// snapshotResume returns the WAL offset derivation resumes from in the
+// snapshot at path.
+func snapshotResume(path string, po *pebble.Options) (uint64, error) {
+	db, err := openSnapshot(path, po)
+	if err != nil {
+		return 0, err
+	}
+	if db == nil {
+		return 0, fmt.Errorf("engine: no snapshot at %s", path)
+	}
+	defer db.Close()
+	return resumePoint(db)
+}
+
+// resumePoint returns where derivation of the store db resumes: its
+// applied offset, or the first frame of an exchange still open.
+func resumePoint(db pebble.Reader) (uint64, error) {
+	v, closer, err := db.Get(schema.KeyApplied)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("engine: read the applied offset: %w", err)
+	}
+	off := schema.U64(v)
+	closer.Close()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{schema.PrefixOpen}, UpperBound: []byte{schema.PrefixOpen + 1}})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if first := schema.U64(it.Value()); first < off {
+			off = first
+		}
+	}
+	return off, it.Error()
+}
+
+// restoreSnapshot copies the derived families of the snapshot, if there
+// is one, into b's store. It returns false when there is none.
+func (e *Engine) restoreSnapshot() (bool, error) {
+	path := filepath.Join(e.dir, snapshotDir)
+	db, err := openSnapshot(path, e.popts)
+	if err != nil || db == nil {
+		return false, err
+	}
+	defer db.Close()
+	if v, closer, err := db.Get(schema.KeySchema); err == nil {
+		var got uint32
+		if len(v) == 4 {
+			got = binary.BigEndian.Uint32(v)
+		}
+		closer.Close()
+		if got != SchemaVersion {
+			return false, fmt.Errorf("%w (%d; this build reads %d): %s", ErrSnapshotSchema, got, SchemaVersion, path)
+		}
+	}
+	b := e.db.NewBatch()
+	defer func() { b.Close() }()
+	for _, p := range schema.DerivedPrefixes {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
+		if err != nil {
+			return false, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if err := b.Set(it.Key(), it.Value(), nil); err != nil {
+				it.Close()
+				return false, err
+			}
+			if b.Len() > 4<<20 {
+				if err := b.Commit(pebble.NoSync); err != nil {
+					it.Close()
+					return false, err
+				}
+				b.Close()
+				b = e.db.NewBatch()
+			}
+		}
+		if err := it.Close(); err != nil {
+			return false, fmt.Errorf("engine: read the snapshot %s: %w", path, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,6 +42,11 @@ func ReadTrace(s Service, log *wal.Log, req TraceRequest) (*Trace, error) {
 	indexed := err == nil
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return nil, err
+	}
+	if indexed && len(ex.Offsets) > 0 {
+		if err := expired(log, id, ex.Offsets); err != nil {
+			return nil, err
+		}
 	}
 	t, err := readTrace(log, id, ex.Offsets, req.Bodies)
 	if err != nil {
@@ -321,4 +327,24 @@ func FirstHeader(h exchange.Headers, name string) string {
 		}
 	}
 	return ""
+}
+
+// expired returns an error saying when retention removed the frames of
+// exchange id, when it did: its derived events stay.
+func expired(log *wal.Log, id uint64, offsets []uint64) error {
+	first, err := log.First()
+	if err != nil || offsets[0] >= first {
+		return nil
+	}
+	rs, err := engine.ExpiredIn(filepath.Dir(log.Dir()))
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if offsets[0] >= r.From && offsets[0] < r.To {
+			return fmt.Errorf("exchange %d: its raw frames (WAL offsets %d-%d) expired on %s by retention; what was derived from them stays (bbengine show)",
+				id, offsets[0], offsets[len(offsets)-1], r.At.Format(time.DateOnly))
+		}
+	}
+	return nil
 }

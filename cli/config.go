@@ -72,6 +72,12 @@ func (cfg *config) check(app *ucli.App) error {
 			if where == "" && k.Value == breaker.Section {
 				continue // the circuit breaker's thresholds (breakerOptions)
 			}
+			if where == "" && k.Value == retentionSection {
+				if err := cfg.checkRetention(v); err != nil {
+					return err
+				}
+				continue // the retention a user sets (retentionFlags)
+			}
 			if cmd := findCommand(cmds, k.Value); cmd != nil && v.Kind == yaml.MappingNode {
 				if err := walk(v, cmd.Flags, cmd.Subcommands, where+k.Value+"."); err != nil {
 					return err
@@ -135,7 +141,7 @@ func (cfg *config) lookup(path []string, name string) *yaml.Node {
 			return v
 		}
 	}
-	return nil
+	return cfg.retentionValue(name)
 }
 
 // applyConfig sets every flag of the current command (or of the app when

@@ -22,7 +22,7 @@ func proxyCommand() *ucli.Command {
 		Name:      "proxy",
 		Usage:     "run the recording proxy: agents point their base URL here; every exchange lands in the WAL",
 		ArgsUsage: " ",
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:8787", Usage: "address to listen on (loopback unless you mean otherwise)"},
 			&ucli.StringSliceFlag{Name: "upstream", Usage: "route name=URL (repeatable): replaces a default (anthropic, openai, gemini, ollama, lmstudio, vllm) or adds a /name/ prefix route"},
 			&ucli.StringFlag{Name: "mode", Value: "lossless", Usage: "capture mode: lossless, degrade, privacy (no bodies) or passthrough (usage and timings only)"},
@@ -40,7 +40,7 @@ func proxyCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "memory-limit", Value: "160MiB", Usage: "soft limit of the proxy's Go memory, as GOMEMLIMIT: the garbage collector works harder near it, so that a huge request or response does not double the heap for a moment; a `SIZE` such as 160MiB or 1GiB, or off (GOMEMLIMIT in the environment takes precedence)"},
 			&ucli.StringSliceFlag{Name: "allow-origin", Usage: "accept browser requests from this web `ORIGIN` (scheme://host[:port], repeatable); by default any request with an Origin header or Sec-Fetch-Site: cross-site is refused"},
 			&ucli.StringFlag{Name: "project", Usage: "project `DIR` of every session, whose bbengine.yaml sets the breaker's thresholds (default: found from each agent's working directory)"},
-		},
+		}, retentionFlags()...),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("proxy: takes no arguments (got %q)", c.Args().First())
@@ -87,8 +87,13 @@ func proxyCommand() *ucli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			ret, err := retentionOf(c)
+			if err != nil {
+				return err
+			}
 			return server.Run(ctx, c.App.Writer, c.App.ErrWriter, server.Config{
-				Dir: c.String("dir"), Listen: c.String("listen"), Sync: syncPolicy,
+				Retention: ret,
+				Dir:       c.String("dir"), Listen: c.String("listen"), Sync: syncPolicy,
 				Proxy: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
 					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts,
 					AllowOrigins:  c.StringSlice("allow-origin"),

@@ -12,7 +12,8 @@ import (
 )
 
 // Rebuild drops every derived entry and derives it again from the start
-// of the WAL. The result is byte-identical to what the incremental
+// of the WAL, or, when retention removed part of the WAL, from the
+// snapshot of the derived state it took then (see ExpireRaw). The result is byte-identical to what the incremental
 // canonicalizer writes for the same frames. A store that cannot be read
 // (Pebble reports corruption, or panics on it) is reported as a
 // *DamagedError: set it aside and open the engine again.
@@ -24,10 +25,26 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 	if e.isClosed() {
 		return Progress{}, ErrClosed
 	}
+	// A snapshot this build cannot read is refused before anything is
+	// dropped.
+	if err := e.checkSnapshot(); err != nil {
+		return Progress{}, err
+	}
 	b := e.db.NewBatch()
 	for _, p := range schema.DerivedPrefixes {
 		b.DeleteRange([]byte{p}, []byte{p + 1}, nil)
 	}
+	err = b.Commit(pebble.Sync)
+	b.Close()
+	if err != nil {
+		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
+	}
+	// What retention removed from the WAL was derived before it went:
+	// start from the snapshot of that, and derive the rest.
+	if _, err := e.restoreSnapshot(); err != nil {
+		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
+	}
+	b = e.db.NewBatch()
 	b.Set(schema.KeyBuilder, []byte(BuilderVersion), nil)
 	b.Set(schema.KeySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), nil)
 	b.Set(schema.KeyMemory, []byte(MemoryVersion), nil)

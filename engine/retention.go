@@ -70,9 +70,9 @@ type ExpireReport struct {
 	At     time.Time `json:"at"`
 	// WALBytes is the WAL's size before; Segments the segments removed
 	// (or that would be) and Freed their bytes.
-	WALBytes int64     `json:"wal_bytes"`
+	WALBytes int64            `json:"wal_bytes"`
 	Segments []ExpiredSegment `json:"segments"`
-	Freed    int64     `json:"freed"`
+	Freed    int64            `json:"freed"`
 	// Waiting are segments the policy selects that derivation has not
 	// passed yet: they go once it has.
 	Waiting []ExpiredSegment `json:"waiting,omitempty"`
@@ -173,6 +173,11 @@ func segmentOf(s wal.Segment) ExpiredSegment {
 
 // Expired returns the WAL ranges retention removed, oldest first.
 func (e *Engine) Expired() ([]ExpiredRange, error) { return readExpired(e.dir) }
+
+// ExpiredIn returns the WAL ranges retention removed from the data
+// directory dir, oldest first: what the WAL no longer holds, and when it
+// went.
+func ExpiredIn(dir string) ([]ExpiredRange, error) { return readExpired(dir) }
 
 // ExpiredAt returns when retention removed the WAL frame at offset off,
 // and false when it did not.
@@ -344,8 +349,34 @@ func resumePoint(db pebble.Reader) (uint64, error) {
 	return off, it.Error()
 }
 
+// checkSnapshot returns an error when there is a snapshot this build
+// cannot read.
+func (e *Engine) checkSnapshot() error {
+	path := filepath.Join(e.dir, snapshotDir)
+	db, err := openSnapshot(path, e.popts)
+	if err != nil || db == nil {
+		return err
+	}
+	defer db.Close()
+	return snapshotSchema(db, path)
+}
+
+// snapshotSchema returns an error when the snapshot db at path was
+// written by another schema version.
+func snapshotSchema(db *pebble.DB, path string) error {
+	v, closer, err := db.Get(schema.KeySchema)
+	if err != nil {
+		return fmt.Errorf("engine: the snapshot of derived state %s: read its schema version: %w", path, err)
+	}
+	defer closer.Close()
+	if len(v) != 4 || binary.BigEndian.Uint32(v) != SchemaVersion {
+		return fmt.Errorf("%w (%x; this build reads %d): %s", ErrSnapshotSchema, v, SchemaVersion, path)
+	}
+	return nil
+}
+
 // restoreSnapshot copies the derived families of the snapshot, if there
-// is one, into b's store. It returns false when there is none.
+// is one, into the store. It returns false when there is none.
 func (e *Engine) restoreSnapshot() (bool, error) {
 	path := filepath.Join(e.dir, snapshotDir)
 	db, err := openSnapshot(path, e.popts)
@@ -353,15 +384,8 @@ func (e *Engine) restoreSnapshot() (bool, error) {
 		return false, err
 	}
 	defer db.Close()
-	if v, closer, err := db.Get(schema.KeySchema); err == nil {
-		var got uint32
-		if len(v) == 4 {
-			got = binary.BigEndian.Uint32(v)
-		}
-		closer.Close()
-		if got != SchemaVersion {
-			return false, fmt.Errorf("%w (%d; this build reads %d): %s", ErrSnapshotSchema, got, SchemaVersion, path)
-		}
+	if err := snapshotSchema(db, path); err != nil {
+		return false, err
 	}
 	b := e.db.NewBatch()
 	defer func() { b.Close() }()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/engine/schema"
 	"github.com/bbengine/bbengine/wal"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // retentionRig opens an engine over a WAL of small segments in dir and
@@ -177,5 +180,90 @@ func importWithout(t *testing.T, e *Engine, path string) {
 	}
 	if err := AppendImport(e.WAL(), fi.Records); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSnapshotSwapRecovered: a crash in the middle of replacing the
+// snapshot leaves the old one, which the next open puts back, and no
+// half-written one.
+func TestSnapshotSwapRecovered(t *testing.T) {
+	dir := t.TempDir()
+	e, log, _ := retentionRig(t, dir, 3)
+	if _, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 8 << 10}, time.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, e)
+	e.Close()
+	log.Close()
+	snap := filepath.Join(dir, snapshotDir)
+	// The crash: the old snapshot moved aside, the new one half written.
+	if err := os.Rename(snap, snap+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(snap+".new", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(snap+".new", "000001.log"), []byte("torn"), 0o600)
+	e2, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	for _, p := range []string{snap + ".old", snap + ".new"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left after open", p)
+		}
+	}
+	if _, err := e2.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := dump(t, e2); after != before {
+		t.Fatalf("rebuild from the recovered snapshot differs:\n%s", firstDiff(before, after))
+	}
+}
+
+// TestExpireRawRecordFails: when the record of what goes cannot be
+// written, nothing goes.
+func TestExpireRawRecordFails(t *testing.T) {
+	dir := t.TempDir()
+	e, log, _ := retentionRig(t, dir, 3)
+	defer log.Close()
+	defer e.Close()
+	// A directory where the record's file goes: writing it fails.
+	if err := os.MkdirAll(filepath.Join(dir, expiredFile, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := log.First()
+	if _, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 1}, time.Now(), false); err == nil || !strings.Contains(err.Error(), expiredFile) {
+		t.Fatalf("ExpireRaw: %v, want an error naming %s", err, expiredFile)
+	}
+	if f, _ := log.First(); f != first {
+		t.Fatalf("segments removed though their record failed: first %d, was %d", f, first)
+	}
+}
+
+// TestRebuildRefusesOtherSchemaSnapshot: a snapshot written by another
+// schema version is refused by name, before anything is dropped.
+func TestRebuildRefusesOtherSchemaSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	e, log, _ := retentionRig(t, dir, 3)
+	defer log.Close()
+	defer e.Close()
+	if _, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 8 << 10}, time.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the snapshot's schema version.
+	db, err := pebble.Open(filepath.Join(dir, snapshotDir), &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set(schema.KeySchema, []byte{0, 0, 0, 99}, pebble.Sync)
+	db.Close()
+	before := dump(t, e)
+	if _, err := e.Rebuild(context.Background()); !errors.Is(err, ErrSnapshotSchema) || !strings.Contains(err.Error(), snapshotDir) {
+		t.Fatalf("Rebuild: %v, want ErrSnapshotSchema naming the snapshot", err)
+	}
+	if after := dump(t, e); after != before {
+		t.Fatal("a refused rebuild changed the derived state")
 	}
 }

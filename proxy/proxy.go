@@ -165,6 +165,7 @@ type Proxy struct {
 	refusedUnrecorded, forwardedUnrecorded atomic.Uint64
 	started                                time.Time
 	derivation                             atomic.Pointer[func() string]
+	retention                              atomic.Pointer[func() string]
 	closeOnce                              sync.Once
 }
 
@@ -1078,7 +1079,14 @@ type Health struct {
 	// segment missing (a gap) or a corrupt frame, by segment and offset.
 	// Recording goes on; readers of the log stop there.
 	WALDamage []string `json:"wal_damage,omitempty"`
+	// Retention says what the retention the user set keeps, and what its
+	// last run removed or why it failed; empty when none is set.
+	Retention string `json:"retention,omitempty"`
 }
+
+// SetRetention gives Health the state of retention running beside the
+// proxy.
+func (p *Proxy) SetRetention(status func() string) { p.retention.Store(&status) }
 
 // SetDerivation gives Health the state of the derivation running beside
 // the proxy.
@@ -1097,6 +1105,9 @@ func (p *Proxy) Health() Health {
 	h.RefusedUnrecorded, h.ForwardedUnrecorded = p.refusedUnrecorded.Load(), p.forwardedUnrecorded.Load()
 	if f := p.derivation.Load(); f != nil {
 		h.Derivation = (*f)()
+	}
+	if f := p.retention.Load(); f != nil {
+		h.Retention = (*f)()
 	}
 	for k, u := range p.upstreams {
 		h.Upstreams[k] = urlString(u)

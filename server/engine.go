@@ -60,6 +60,8 @@ type proxyEngine struct {
 	runUntil time.Time
 	// metrics times derivation and retrieval for /_bb/metrics.
 	metrics *proxyMetrics
+	// retainer runs the user's retention, when set.
+	retainer *retainer
 }
 
 // applied returns the engine's applied offset for the derivation lag
@@ -161,9 +163,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics, rt *retainer) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm, retainer: rt}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -211,6 +213,10 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		mem = api.NewLocal(e, &api.LocalOptions{Index: ix, WAL: log, Followed: true, Redactor: red, Timer: pe.metrics.retrieval, Changes: &pe.memoryN})
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
+		if pe.retainer != nil {
+			pe.syncers.Add(1)
+			go pe.retain(ctx, mem, pe.retainer, logf)
+		}
 	}
 	qs, err := httpapi.Start(e, mem, pe.brk, pe.guard)
 	if err != nil {

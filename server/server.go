@@ -13,6 +13,7 @@ import (
 
 	"github.com/bbengine/bbengine/api/httpapi"
 	"github.com/bbengine/bbengine/codec/redact"
+	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/proxy"
@@ -58,6 +59,14 @@ type Config struct {
 	// LagEvery and SizeEvery, when set, replace how often /_bb/metrics'
 	// derivation lag and directory sizes are refreshed (tests).
 	LagEvery, SizeEvery time.Duration
+	// Retention is what the user keeps; the proxy runs it in the
+	// background once the engine is open and then every RetentionEvery
+	// (10 minutes when zero). A zero Retention keeps everything.
+	Retention      engine.Retention
+	RetentionEvery time.Duration
+	// SegmentSize, when set, replaces the WAL's segment size (64 MiB):
+	// tests of retention make small segments.
+	SegmentSize int64
 }
 
 // Run serves the recording proxy on cfg.Dir's WAL, with the engine
@@ -80,7 +89,7 @@ func Run(ctx context.Context, stdout, stderr io.Writer, cfg Config, ready chan<-
 	// Damage in sealed segments does not stop recording: Open reports
 	// gaps and bad segment headers at once, a background scan verifies
 	// every frame of them, and both show on stderr and /_bb/health.
-	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.Sync, ScanSealed: true, OnDamage: func(err error) {
+	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.Sync, ScanSealed: true, SegmentSize: cfg.SegmentSize, OnDamage: func(err error) {
 		opts.Logf("warning: %v (recording goes on; readers stop there)", err)
 	}})
 	if err != nil {
@@ -115,7 +124,15 @@ func Run(ctx context.Context, stdout, stderr io.Writer, cfg Config, ready chan<-
 	if err := pm.register(p); err != nil {
 		opts.Logf("warning: metrics: %v", err)
 	}
-	eng := startEngine(cfg.Dir, log, red, opts.Logf, p.Breaker(), pol, cfg.FS, pm)
+	var rt *retainer
+	if !cfg.Retention.Off() {
+		rt = newRetainer(cfg.Retention, cfg.RetentionEvery)
+		if err := rt.register(p); err != nil {
+			opts.Logf("warning: metrics: %v", err)
+		}
+		p.SetRetention(rt.Status)
+	}
+	eng := startEngine(cfg.Dir, log, red, opts.Logf, p.Breaker(), pol, cfg.FS, pm, rt)
 	p.SetDerivation(eng.Status)
 	eng.setBusy(p.Active)
 	pm.start(cmp.Or(cfg.LagEvery, lagEvery), cmp.Or(cfg.SizeEvery, sizeEvery), eng.applied)

@@ -304,8 +304,9 @@ func memGet(c *ucli.Context) error {
 		fmt.Fprintf(w, "files: %s\n", strings.Join(a.Files, ", "))
 	}
 	fmt.Fprintf(w, "evidence:\n")
+	expired, _ := engine.ExpiredIn(c.String("dir"))
 	for _, ev := range a.Evidence {
-		fmt.Fprintf(w, "  event %d %s  %s\n", ev.Seq, ev.Kind, provString(ev.Prov))
+		fmt.Fprintf(w, "  event %d %s  %s%s\n", ev.Seq, ev.Kind, provString(ev.Prov), expiredNote(expired, ev.Prov))
 	}
 	return closeFn()
 }
@@ -315,6 +316,20 @@ func stampNs(ns int64) string {
 		return "?"
 	}
 	return time.Unix(0, ns).UTC().Format(time.RFC3339)
+}
+
+// expiredNote says when retention removed the WAL frames of p, if it
+// did: what was derived from them stays.
+func expiredNote(rs []engine.ExpiredRange, p engine.Provenance) string {
+	if p.First == 0 && p.Last == 0 {
+		return ""
+	}
+	for _, r := range rs {
+		if p.First >= r.From && p.First < r.To {
+			return " (raw frames expired on " + r.At.Format(time.DateOnly) + ")"
+		}
+	}
+	return ""
 }
 
 // provString says where an event came from, in the terms of the

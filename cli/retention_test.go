@@ -105,6 +105,11 @@ func TestProxyRetention(t *testing.T) {
 	if code != 0 || !strings.Contains(show, "u: request 0") || !strings.Contains(show, "a: pong") {
 		t.Fatalf("show of an expired session: %d\n%s%s", code, show, errs)
 	}
+	if cards := memJSON[[]engine.Card](t, "--dir", dir, "mem", "list", "ret-00"); len(cards) == 0 {
+		t.Error("no memory of an expired session")
+	} else if out, errs, code := run(t, "--dir", dir, "mem", "get", cards[0].ID); code != 0 || !strings.Contains(out, "(raw frames expired on "+time.Now().UTC().Format(time.DateOnly)+")") {
+		t.Errorf("mem get of an expired session's artifact: %d\n%s%s", code, out, errs)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("proxy: %v\n%s", err, stderr.String())

@@ -142,7 +142,23 @@ func (pe *proxyEngine) retain(ctx context.Context, mem *api.Local, rt *retainer,
 		if !pe.waitIdle(ctx, 5*time.Second) {
 			return
 		}
-		rt.run(mem, time.Now(), logf)
+		pe.mu.Lock()
+		stopped := pe.wedged
+		pe.mu.Unlock()
+		if stopped || pe.filled.Load() {
+			// The engine's store cannot be used this run (see run and
+			// hold): the next start retains.
+			s := "keeps " + describeRetention(rt.r) + "; stopped with derivation until the proxy restarts"
+			rt.status.Store(&s)
+			return
+		}
+		if err := recovered("retention", func() error { rt.run(mem, time.Now(), logf); return nil }); err != nil {
+			rt.failures.Add(1)
+			s := "keeps " + describeRetention(rt.r) + "; stopped: " + err.Error()
+			rt.status.Store(&s)
+			logf("retention stopped until the proxy restarts: %v", err)
+			return
+		}
 		t.Reset(rt.every)
 	}
 }

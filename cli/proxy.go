@@ -27,6 +27,7 @@ func proxyCommand() *ucli.Command {
 			&ucli.StringSliceFlag{Name: "upstream", Usage: "route name=URL (repeatable): replaces a default (anthropic, openai, gemini, ollama, lmstudio, vllm) or adds a /name/ prefix route"},
 			&ucli.StringFlag{Name: "mode", Value: "lossless", Usage: "capture mode: lossless, degrade, privacy (no bodies) or passthrough (usage and timings only)"},
 			&ucli.StringFlag{Name: "sync", Value: "interval", Usage: "WAL fsync policy: always, interval or none"},
+			&ucli.StringFlag{Name: "wal-segment-size", Value: "64MiB", Usage: "start a new WAL segment file at this `SIZE`: retention removes whole segments, so smaller ones trim the WAL in finer steps"},
 			&ucli.IntFlag{Name: "queue", Value: 4096, Usage: "recorder queue length (frames)"},
 			&ucli.Int64Flag{Name: "max-request-bytes", Value: 64 << 20, Usage: "largest request body accepted"},
 			&ucli.StringSliceFlag{Name: "redact", Usage: "extra body redaction rule, kind=regexp (repeatable)"},
@@ -91,9 +92,13 @@ func proxyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			segSize, err := parseByteSize(c.String("wal-segment-size"))
+			if err != nil || segSize < 4<<10 {
+				return usagef("proxy: --wal-segment-size %q: want a size of at least 4KiB", c.String("wal-segment-size"))
+			}
 			return server.Run(ctx, c.App.Writer, c.App.ErrWriter, server.Config{
-				Retention: ret,
-				Dir:       c.String("dir"), Listen: c.String("listen"), Sync: syncPolicy,
+				Retention: ret, SegmentSize: segSize,
+				Dir: c.String("dir"), Listen: c.String("listen"), Sync: syncPolicy,
 				Proxy: proxy.Options{Upstreams: ups, Mode: mode, QueueLen: c.Int("queue"),
 					MaxRequestBody: c.Int64("max-request-bytes"), RedactPatterns: c.StringSlice("redact"), Breaker: &bopts,
 					AllowOrigins:  c.StringSlice("allow-origin"),

@@ -79,8 +79,14 @@ func (p *killedProxy) kill() {
 
 func startKilledProxy(t *testing.T, bin, dir, upstream, sync string) *killedProxy {
 	t.Helper()
-	cmd := exec.Command(bin, "--dir", dir, "proxy", "--listen", "127.0.0.1:0", "--upstream", "anthropic="+upstream,
-		"--breaker", "off", "--sync", sync)
+	return startCmd(t, exec.Command(bin, "--dir", dir, "proxy", "--listen", "127.0.0.1:0", "--upstream", "anthropic="+upstream,
+		"--breaker", "off", "--sync", sync))
+}
+
+// startCmd starts cmd, a `bbengine proxy` command line, and waits until
+// it listens.
+func startCmd(t *testing.T, cmd *exec.Cmd) *killedProxy {
+	t.Helper()
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

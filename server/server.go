@@ -65,7 +65,8 @@ type Config struct {
 	Retention      engine.Retention
 	RetentionEvery time.Duration
 	// SegmentSize, when set, replaces the WAL's segment size (64 MiB):
-	// tests of retention make small segments.
+	// retention removes whole segments (bbengine proxy
+	// --wal-segment-size).
 	SegmentSize int64
 }
 

@@ -13,26 +13,33 @@ import (
 	"github.com/bbengine/bbengine/wal"
 )
 
-// TestNoteLocal: with no proxy running, Note writes the frame and
-// applies it before returning.
-func TestNoteLocal(t *testing.T) {
-	dir := t.TempDir()
+// openLocal opens the WAL, the engine and the index of dir and a Local
+// over them, closed when the test ends.
+func openLocal(t *testing.T, dir string) (*Local, *engine.Engine, *wal.Log, *index.Index) {
+	t.Helper()
 	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
+	t.Cleanup(func() { log.Close() })
 	e, err := engine.Open(dir, &engine.Options{WAL: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	ix, err := index.Open(IndexDir(dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ix.Close()
-	m := NewLocal(e, &LocalOptions{Index: ix, WAL: log})
+	t.Cleanup(func() { ix.Close() })
+	return NewLocal(e, &LocalOptions{Index: ix, WAL: log}), e, log, ix
+}
+
+// TestNoteLocal: with no proxy running, Note writes the frame and
+// applies it before returning.
+func TestNoteLocal(t *testing.T) {
+	dir := t.TempDir()
+	m, e, log, ix := openLocal(t, dir)
 	n, err := m.Note(exchange.Note{Op: "outcome", Session: "l1", TaskID: "t1", Status: "success", Text: "Wrote the cache.", Source: "run"})
 	if err != nil || n.Artifact != engine.OutcomeID("l1", "t1") {
 		t.Fatalf("Note = %+v, %v", n, err)

@@ -10,9 +10,7 @@ import (
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
-	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/claudelog"
-	"github.com/bbengine/bbengine/wal"
 )
 
 // TestRetainMemory: memory retention forgets the memory of sessions last
@@ -22,22 +20,7 @@ import (
 // request.
 func TestRetainMemory(t *testing.T) {
 	dir := t.TempDir()
-	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	e, err := engine.Open(dir, &engine.Options{WAL: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ix, err := index.Open(IndexDir(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	m := NewLocal(e, &LocalOptions{Index: ix, WAL: log})
+	m, e, log, _ := openLocal(t, dir)
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	for i, age := range []time.Duration{400, 300, 200, 10} {
 		l := claudelog.New("77777777-0000-4000-8000-00000000000" + string(rune('1'+i)))

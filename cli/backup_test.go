@@ -505,3 +505,89 @@ func TestBackupKilled(t *testing.T) {
 	}
 	sameViews(t, "source after killed backups", views(t, dir), before)
 }
+
+// TestBackupSecretsAtRest records requests and responses holding every
+// kind of secret the proxy redacts, backs the directory up while the
+// proxy runs (with and without the derived state) and restores both:
+// no file of the backups or of the restored directories, no WAL frame,
+// no Pebble key or value and no indexed document holds a secret.
+func TestBackupSecretsAtRest(t *testing.T) {
+	up := secretUpstream(t)
+	defer up.Close()
+	dir := filepath.Join(t.TempDir(), "data")
+	addr, _, stop := startProxy(t, dir, proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, false)
+	for _, where := range []string{inRequest, inResponse} {
+		for i, sc := range secretCases {
+			content := "hello"
+			if where == inRequest {
+				content = "Please keep this safe:\n" + sc.text
+			}
+			body := []byte(`{"model":"claude-sonnet-4","stream":true,"max_tokens":1024,"messages":[{"role":"user","content":` + jsonString(content) + `}]}`)
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", bytes.NewReader(body))
+			req.Header.Set("X-Bb-Session-Id", "sec-"+where)
+			req.Header.Set("X-Test-Case", fmt.Sprintf("%d %s", i, where))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept-Encoding", "identity")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s %s: status %d", where, sc.name, resp.StatusCode)
+			}
+		}
+	}
+	base := t.TempDir()
+	full, raw := filepath.Join(base, "full"), filepath.Join(base, "raw")
+	mustRun(t, "--dir", dir, "backup", full)
+	mustRun(t, "--dir", dir, "backup", raw, "--raw")
+	stop()
+	restoredFull, restoredRaw := filepath.Join(base, "restored-full"), filepath.Join(base, "restored-raw")
+	mustRun(t, "--dir", restoredFull, "restore", full)
+	mustRun(t, "--dir", restoredRaw, "restore", raw)
+	if out := mustRun(t, "--dir", restoredFull, "show", "sec-response"); !strings.Contains(out, "Here it is") {
+		t.Fatalf("the restored directory shows no derived text:\n%s", out)
+	}
+
+	stored := map[string][]byte{}
+	for _, d := range []string{full, raw, restoredFull, restoredRaw} {
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[p] = b
+			return nil
+		})
+		for name, b := range walContents(t, filepath.Join(d, "wal")) {
+			stored[d+" "+name] = b
+		}
+	}
+	for _, d := range []string{full, restoredFull, restoredRaw} {
+		for name, b := range pebbleContents(t, filepath.Join(d, "db")) {
+			stored[d+" "+name] = b
+		}
+	}
+	for _, d := range []string{restoredFull, restoredRaw} {
+		for name, b := range blugeContents(t, filepath.Join(api.IndexDir(d), "bluge")) {
+			stored[d+" "+name] = b
+		}
+	}
+	if len(stored) < 20 {
+		t.Fatalf("only %d stored items", len(stored))
+	}
+	for _, sc := range secretCases {
+		for _, core := range sc.core {
+			for name, b := range stored {
+				if i := bytes.Index(b, []byte(core)); i >= 0 {
+					t.Errorf("%s: %s holds the secret %q: …%s…", sc.name, name, core, b[max(0, i-80):min(len(b), i+len(core)+40)])
+				}
+			}
+		}
+	}
+}

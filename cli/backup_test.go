@@ -228,11 +228,15 @@ func TestBackupWhileRecording(t *testing.T) {
 	if out := mustRun(t, "--dir", dir, "backup", full); !strings.Contains(out, "backed up to "+full) {
 		t.Fatalf("backup: %s", out)
 	}
-	during := sent.Load()
-	mustRun(t, "--dir", dir, "backup", raw, "--raw")
-	for sent.Load() < during+4 {
-		time.Sleep(5 * time.Millisecond)
+	// Requests answered after a backup returns are past its copy.
+	waitSent := func(n int64) {
+		for sent.Load() < n {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
+	waitSent(sent.Load() + 2)
+	mustRun(t, "--dir", dir, "backup", raw, "--raw")
+	waitSent(sent.Load() + 2)
 	stopLoad.Store(true)
 	wg.Wait()
 	// The requests went on while the backups ran, and the backups are

@@ -282,7 +282,21 @@ func TestBackupWhileRecording(t *testing.T) {
 	if !strings.Contains(want["sessions"], "live-1-3") || !strings.Contains(want["mem search pong"], "base-") {
 		t.Fatalf("the source holds too little:\n%s\n%s", want["sessions"], want["mem search pong"])
 	}
-	sameViews(t, "quiet backup restored", views(t, restored), want)
+	// The search index is not copied but built again, and the scores
+	// BM25 gives depend on the index's history (Bluge counts the
+	// documents an update replaced until it merges their segments): the
+	// source's searches are compared once its index is built again too,
+	// as `bbengine rebuild --index` does.
+	got := views(t, restored)
+	for k := range want {
+		if strings.HasPrefix(k, "mem search") {
+			delete(want, k)
+			delete(got, k)
+		}
+	}
+	sameViews(t, "quiet backup restored", got, want)
+	mustRun(t, "--dir", dir, "rebuild", "--index")
+	sameViews(t, "quiet backup restored, searched", views(t, restored), views(t, dir))
 	// The blobs came back, and restore checked them.
 	if n := countFiles(t, filepath.Join(restored, "blobs")); n != manifestOf(t, quiet).Blobs.N || n == 0 {
 		t.Fatalf("%d blobs restored, the manifest says %d", n, manifestOf(t, quiet).Blobs.N)
@@ -592,6 +606,26 @@ func TestBackupSecretsAtRest(t *testing.T) {
 					t.Errorf("%s: %s holds the secret %q: …%s…", sc.name, name, core, b[max(0, i-80):min(len(b), i+len(core)+40)])
 				}
 			}
+		}
+	}
+}
+
+// TestBackupOwnerOnly backs up and restores under umask 022: every
+// directory of the backup and of the restored data directory is 0700 and
+// every file 0600, as in the data directory itself.
+func TestBackupOwnerOnly(t *testing.T) {
+	withUmask(t, 0o022)
+	dir := recordedDir(t, 6)
+	base := t.TempDir()
+	for _, args := range [][]string{{"backup", filepath.Join(base, "full")}, {"backup", filepath.Join(base, "raw"), "--raw"}} {
+		mustRun(t, append([]string{"--dir", dir}, args...)...)
+		mustRun(t, "--dir", args[1]+"-restored", "restore", args[1])
+	}
+	for _, d := range []string{"full", "raw", "full-restored", "raw-restored"} {
+		p := filepath.Join(base, d)
+		loose, n := looseFiles(t, p)
+		if len(loose) > 0 || n < 4 {
+			t.Errorf("%s: %d of %d paths readable by others:\n%s", d, len(loose), n, strings.Join(loose, "\n"))
 		}
 	}
 }

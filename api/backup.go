@@ -145,9 +145,19 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 	if err := emptyDir(dest); err != nil {
 		return nil, fmt.Errorf("%w: backup: %v: back up into a new or empty directory", ErrBadRequest, err)
 	}
+	_, statErr := os.Stat(dest)
 	if err := private.MkdirAll(dest); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
+	// A backup that fails takes back what it wrote, leaving dest as it
+	// found it. (One killed midway leaves a copy without a manifest,
+	// which Restore refuses.)
+	ok := false
+	defer func() {
+		if !ok {
+			clearDir(dest, statErr != nil)
+		}
+	}()
 	man := Manifest{Format: BackupFormat, Created: start.UTC(), Builder: engine.BuilderVersion, Schema: engine.SchemaVersion, Raw: req.Raw}
 	out := &Backup{Dest: dest}
 	if !req.Raw {
@@ -203,7 +213,20 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 		return nil, fmt.Errorf("backup: write the manifest: %w", err)
 	}
 	out.Manifest, out.Took = man, time.Since(start)
+	ok = true
 	return out, nil
+}
+
+// clearDir removes dir with remove, else what it holds.
+func clearDir(dir string, remove bool) {
+	if remove {
+		os.RemoveAll(dir)
+		return
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // Backup implements Backuper by asking the running proxy, which owns the

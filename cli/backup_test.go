@@ -629,3 +629,32 @@ func TestBackupOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupCorruptWAL backs up a directory whose WAL has a bad frame
+// its derived state is already past: the backup refuses, naming the
+// segment and the offset, and takes back what it wrote (a destination
+// it created is gone, an empty one it was given stays empty).
+func TestBackupCorruptWAL(t *testing.T) {
+	dir := recordedDir(t, 6)
+	seg := filepath.Join(dir, "wal", "0000000000000000.wal")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[200] ^= 0x5a
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given := t.TempDir()
+	for _, dest := range []string{filepath.Join(t.TempDir(), "new"), given} {
+		_, errs, code := run(t, "--dir", dir, "backup", dest)
+		t.Log(errs)
+		if code == 0 || !strings.Contains(errs, seg) || !strings.Contains(errs, "offset") {
+			t.Fatalf("backup of a corrupt WAL: %d %s", code, errs)
+		}
+		ents, err := os.ReadDir(dest)
+		if dest == given && (err != nil || len(ents) != 0) || dest != given && err == nil {
+			t.Fatalf("backup left %v (%v) in %s", ents, err, dest)
+		}
+	}
+}

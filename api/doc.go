@@ -13,8 +13,10 @@
 // The operations that also need the WAL, the breaker or the agents' logs
 // are functions and small types beside it: Export (show and export),
 // Render (convert), ReadTrace, Replay, NextTask, Breakers (status, reset,
-// trip; Remote or LocalBreakers) and Importer over an ImportSink (the
-// running proxy, or LocalImportSink).
+// trip; Remote or LocalBreakers), Importer over an ImportSink (the
+// running proxy, or LocalImportSink), Backuper (backup: Remote, or Local
+// over the directory opened here; OpenBackuper picks) and Restore, which
+// needs no proxy since its target is a new directory.
 //
 // The CLI, the MCP server (mcpserver), the tool schemas (tools), the
 // harness HTTP API (httpapi) and the hooks are adapters over these;

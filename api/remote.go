@@ -46,6 +46,12 @@ func (r *Remote) Do(method, path string, q url.Values, body []byte, v any) error
 // DoContext is Do within ctx: the hook gives up on a proxy that does not
 // answer in time.
 func (r *Remote) DoContext(ctx context.Context, method, path string, q url.Values, body []byte, v any) error {
+	return r.doWithin(ctx, 30*time.Second, method, path, q, body, v)
+}
+
+// doWithin is DoContext giving up after timeout; 0 means no limit but
+// ctx's (a backup takes as long as the data directory is large).
+func (r *Remote) doWithin(ctx context.Context, timeout time.Duration, method, path string, q url.Values, body []byte, v any) error {
 	u := "http://" + r.Addr + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -62,7 +68,7 @@ func (r *Remote) DoContext(ctx context.Context, method, path string, q url.Value
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Timeout: timeout}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("ask the running proxy (pid %d) at %s: %w", r.PID, r.Addr, err)

@@ -192,6 +192,8 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			showCommand(),
 			traceCommand(),
 			rebuildCommand(),
+			backupCommand(),
+			restoreCommand(),
 			importCommand(),
 			exportCommand(),
 			convertCommand(),

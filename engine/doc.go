@@ -66,6 +66,10 @@
 // the WAL's end (the WAL lost an unsynced tail that Pebble had seen), Open
 // rebuilds.
 //
+// Checkpoint copies the store for a backup (Pebble's DB.Checkpoint)
+// while no commit of the canonical state is under way, so the copy holds
+// whole commits and its applied offset says which WAL prefix it covers.
+//
 // # Canonical timeline
 //
 // Each provider request re-sends the conversation. The canonicalizer

@@ -90,6 +90,15 @@
 // Options.ScanSealed verifies every frame of them in the background,
 // adding what it finds; Check verifies every segment at once.
 //
+// # Copying
+//
+// Log.Copy copies the log while appends go on (bbengine backup): it pins
+// every segment against retention, syncs, and copies the sealed
+// segments whole and the active one up to End, the end of the last
+// whole frame written before the sync; through a read-only view it
+// copies what is on disk and cuts the copy at its last whole frame. The
+// copy is verified with Check.
+//
 // # Concurrency
 //
 // A Log is safe for concurrent use by multiple goroutines. A Reader is not;

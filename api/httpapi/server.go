@@ -160,6 +160,10 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.serveMemory(w, r, path, reply)
 		return
 	}
+	if path == "backup" {
+		q.serveBackup(w, r, reply)
+		return
+	}
 	if path == "breaker" || strings.HasPrefix(path, "breaker/") {
 		q.serveBreaker(w, r, path, reply)
 		return

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,6 +45,10 @@ func TestServerAnswers(t *testing.T) {
 		t.Fatalf("lock file: %+v %v %v", h, held, err)
 	}
 
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "keep"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		method, path, body, host, token string
 		code                            int
@@ -60,6 +65,10 @@ func TestServerAnswers(t *testing.T) {
 		{"GET", "/v1/nothing", "", "", h.Token, 404, "no route GET /v1/nothing"},
 		{"GET", "/v1/breaker", "", "", h.Token, 500, "this process runs no circuit breaker"},
 		{"POST", "/v1/pack", `{"session":"s1"}`, "", h.Token, 200, `"goal":"Ship the cache"`},
+		{"GET", "/v1/backup", "", "", h.Token, 405, "GET /v1/backup: use POST"},
+		{"POST", "/v1/backup", `{"dest":"relative/dir"}`, "", h.Token, 400, `the destination \"relative/dir\" must be an absolute path`},
+		{"POST", "/v1/backup", `{"dest":"` + full + `"}`, "", h.Token, 400, "is not empty (it holds keep)"},
+		{"POST", "/v1/backup", `{"dest":"` + filepath.Join(t.TempDir(), "b") + `","raw":true}`, "", h.Token, 200, `"format":"bbengine-backup/1"`},
 	} {
 		req, err := http.NewRequest(tc.method, "http://"+h.Addr+tc.path, strings.NewReader(tc.body))
 		if err != nil {

@@ -600,7 +600,10 @@ func (c *canonicalizer) commit() error {
 	}
 	b.Set(schema.KeyApplied, binary.BigEndian.AppendUint64(nil, c.applied), nil)
 	b.Set(schema.KeySessions, binary.BigEndian.AppendUint64(nil, c.ordinals), nil)
-	// The events the batch's sessions count go in first.
+	// The events the batch's sessions count go in first. Both under
+	// the commit lock: a checkpoint (Quiesce) never holds the table
+	// without the batch that counts it.
+	c.e.commitMu.Lock()
 	err := c.ingestTable()
 	if err == nil {
 		err = c.e.held()
@@ -608,6 +611,7 @@ func (c *canonicalizer) commit() error {
 	if err == nil {
 		err = b.Commit(pebble.NoSync)
 	}
+	c.e.commitMu.Unlock()
 	b.Close()
 	c.batch = nil
 	if err != nil {

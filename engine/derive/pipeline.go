@@ -3,6 +3,7 @@ package derive
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,22 @@ type Pipeline struct {
 	// memApplied is the applied offset as of the last pass that derived
 	// memory.
 	memApplied atomic.Uint64
+	// commitMu is held across each commit of the canonical state (the
+	// event table's ingestion and the batch with the applied offset), and
+	// by Quiesce.
+	commitMu sync.Mutex
+}
+
+// Quiesce runs fn while no commit of the canonical state is under way,
+// so that what fn reads of the store (a checkpoint) holds whole commits
+// and the applied offset they reach. Memory's commits may go on: each is
+// one batch, and the sessions whose memory is not derived yet stay
+// marked pending in the store. Quiesce is safe for concurrent use with
+// Apply.
+func (e *Pipeline) Quiesce(fn func() error) error {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return fn()
 }
 
 // New returns the pipeline of the store s. It reads nothing until the

@@ -67,6 +67,11 @@ type Manifest struct {
 	Derived *DerivedCopy `json:"derived,omitempty"`
 	// Blobs counts the blob store's files.
 	Blobs BlobsCopy `json:"blobs"`
+	// Retention holds the files retention wrote, when it removed part
+	// of the WAL: the snapshot of what was derived from it (so that a
+	// rebuild of the restored directory keeps it) and the record of the
+	// ranges removed. Paths are under the backup.
+	Retention []FileSum `json:"retention,omitempty"`
 }
 
 // DerivedCopy is the checkpoint of the derived state in a backup.
@@ -170,9 +175,37 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	copied, err := m.e.WAL().Copy(filepath.Join(dest, "wal"))
+	// The WAL and what retention kept of the part of it that went, as
+	// one: no retention run in between.
+	var copied *wal.Copied
+	err = m.e.WithoutRetention(func() error {
+		var err error
+		if copied, err = m.e.WAL().Copy(filepath.Join(dest, "wal")); err != nil {
+			return fmt.Errorf("backup: copy the WAL: %w", err)
+		}
+		files, err := m.e.RetentionFiles()
+		if err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+		for _, rel := range files {
+			to := filepath.Join(dest, filepath.FromSlash(rel))
+			if err := private.MkdirAll(filepath.Dir(to)); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := copyFile(filepath.Join(m.e.Dir(), filepath.FromSlash(rel)), to); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			sum, err := sumFile(to, rel)
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			man.Retention = append(man.Retention, sum)
+			out.Bytes += sum.Size
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("backup: copy the WAL: %w", err)
+		return nil, err
 	}
 	man.WAL = *copied
 	out.Bytes += copied.Bytes

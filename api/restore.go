@@ -114,6 +114,11 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 			}
 		}
 	}
+	for _, f := range man.Retention {
+		if err := copyChecked(src, tmp, f); err != nil {
+			return nil, err
+		}
+	}
 	blobs, err := copyBlobs(filepath.Join(src, "blobs"), filepath.Join(tmp, "blobs"), true)
 	if err != nil {
 		return nil, err
@@ -312,7 +317,13 @@ func derive(ctx context.Context, dir, src string, out *Restored) error {
 		return fmt.Errorf("restore: open the restored directory: %w", err)
 	}
 	defer e.Close()
-	if out.Derived, err = e.CatchUp(ctx); err != nil {
+	derive := e.CatchUp
+	if out.Manifest.Derived == nil {
+		// A raw backup: derive everything, from the snapshot retention
+		// took of what it removed from the WAL when there is one.
+		derive = e.Rebuild
+	}
+	if out.Derived, err = derive(ctx); err != nil {
 		return fmt.Errorf("restore: derive from the WAL: %w", err)
 	}
 	ix, err := index.Open(IndexDir(dir), nil)

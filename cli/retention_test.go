@@ -135,6 +135,32 @@ func TestProxyRetention(t *testing.T) {
 	if again, _, _ := run(t, "--dir", dir, "show", "ret-00"); again != show {
 		t.Errorf("show after rebuild differs:\n%s\n---\n%s", show, again)
 	}
+	// A backup of the trimmed directory, full or raw, restores to the
+	// same sessions, and so does a rebuild of the restored directory.
+	for _, raw := range []bool{false, true} {
+		dest := filepath.Join(t.TempDir(), "b")
+		args := []string{"--dir", dir, "backup", dest}
+		if raw {
+			args = append(args, "--raw")
+		}
+		if _, errs, code := run(t, args...); code != 0 {
+			t.Fatalf("backup (raw %v): %d %s", raw, code, errs)
+		}
+		to := filepath.Join(t.TempDir(), "r")
+		if _, errs, code := run(t, "--dir", to, "restore", dest); code != 0 {
+			t.Fatalf("restore (raw %v): %d %s", raw, code, errs)
+		}
+		for _, step := range []string{"restored", "rebuilt"} {
+			if step == "rebuilt" {
+				if _, errs, code := run(t, "--dir", to, "rebuild"); code != 0 {
+					t.Fatalf("rebuild of the restore: %d %s", code, errs)
+				}
+			}
+			if got, _, _ := run(t, "--dir", to, "sessions", "--json"); got != sessionsBefore {
+				t.Errorf("raw %v, %s: sessions differ:\n%s", raw, step, got)
+			}
+		}
+	}
 }
 
 // grepLines returns the lines of s that contain sub.

@@ -140,9 +140,12 @@ type Engine struct {
 	// popts are the options db was opened with, defaults filled in:
 	// the event tables of imports (engine/derive/ingest.go) are written
 	// with them.
-	popts  *pebble.Options
-	log    *wal.Log
-	ownLog bool
+	popts *pebble.Options
+	log   *wal.Log
+	// retainMu is held by a retention run that removes segments and by
+	// WithoutRetention.
+	retainMu sync.Mutex
+	ownLog   bool
 
 	// run serializes the pipeline's passes (CatchUp, Follow, Rebuild,
 	// RebuildMemory).

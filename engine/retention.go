@@ -102,6 +102,10 @@ func (e *Engine) ExpireRaw(ctx context.Context, r Retention, now time.Time, dryR
 	if r.RawAge <= 0 && r.RawBytes <= 0 {
 		return rep, nil
 	}
+	if !dryRun {
+		e.retainMu.Lock()
+		defer e.retainMu.Unlock()
+	}
 	if err := e.pinRetention(); err != nil {
 		return rep, err
 	}
@@ -169,6 +173,39 @@ func (e *Engine) ExpireRaw(ctx context.Context, r Retention, now time.Time, dryR
 
 func segmentOf(s wal.Segment) ExpiredSegment {
 	return ExpiredSegment{Path: s.Path, From: s.Base, To: s.End, Bytes: s.Size, Modified: s.ModTime.UTC()}
+}
+
+// WithoutRetention runs fn while no retention run removes anything or
+// replaces the snapshot: a backup copies the WAL, the snapshot and the
+// record of what expired as one.
+func (e *Engine) WithoutRetention(fn func() error) error {
+	e.retainMu.Lock()
+	defer e.retainMu.Unlock()
+	return fn()
+}
+
+// RetentionFiles returns the files under the data directory that
+// retention wrote (the snapshot of derived state and the record of the
+// ranges it removed), relative to it, sorted; none when it never
+// removed anything. Call it within WithoutRetention to copy them.
+func (e *Engine) RetentionFiles() ([]string, error) {
+	var out []string
+	if _, err := os.Stat(filepath.Join(e.dir, expiredFile)); err == nil {
+		out = append(out, expiredFile)
+	}
+	err := filepath.WalkDir(filepath.Join(e.dir, snapshotDir), func(p string, d os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return filepath.SkipAll
+		}
+		if err != nil || !d.Type().IsRegular() || d.Name() == "LOCK" {
+			return err
+		}
+		rel, err := filepath.Rel(e.dir, p)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	})
+	slices.Sort(out)
+	return out, err
 }
 
 // Expired returns the WAL ranges retention removed, oldest first.
@@ -250,7 +287,11 @@ func (e *Engine) snapshot() (uint64, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return 0, fmt.Errorf("engine: snapshot: %w", err)
 	}
-	if err := e.db.Checkpoint(tmp, pebble.WithFlushedWAL(), pebble.WithRestrictToSpans(derivedSpans())); err != nil {
+	// Between commits of the canonical state (an imported session's
+	// event table and the batch that says it is applied), as Checkpoint.
+	if err := e.pipe.Quiesce(func() error {
+		return e.db.Checkpoint(tmp, pebble.WithFlushedWAL(), pebble.WithRestrictToSpans(derivedSpans()))
+	}); err != nil {
 		os.RemoveAll(tmp)
 		return 0, fmt.Errorf("engine: snapshot of derived state: %w", err)
 	}

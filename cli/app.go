@@ -203,6 +203,8 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			toolsCommand(),
 			runCommand(),
 			breakerCommand(),
+			duCommand(),
+			gcCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

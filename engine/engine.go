@@ -153,6 +153,9 @@ type Engine struct {
 	mu     sync.RWMutex
 	closed bool
 
+	// comp compacts the key ranges derivation dropped (compact.go).
+	comp compactor
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -202,13 +205,14 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, err
 	}
+	e.startCompactor()
 	e.pipe = derive.New(derive.Store{Dir: dir, DB: e.db, Tables: e.popts, Log: e.log,
 		Get: e.getMeta, GetJSON: e.getJSON, Scan: e.scanRange,
 		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
 		Pin: e.pinRetention,
 	}, derive.Options{Hold: o.Hold, Yield: o.Yield, BatchBytes: o.BatchBytes, StaleAfter: o.StaleAfter,
 		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit,
-		MemoryWorkers: o.MemoryWorkers})
+		MemoryWorkers: o.MemoryWorkers, Dropped: e.compactLater})
 	if err := e.safeCheck(); err != nil {
 		e.Close()
 		return nil, damaged(dbDir, err)
@@ -428,6 +432,7 @@ func (e *Engine) Applied() (uint64, error) {
 // its context). Close is safe to call more than once.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.stopCompactor()
 		e.run.Lock()
 		defer e.run.Unlock()
 		e.mu.Lock()

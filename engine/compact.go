@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// CompactDelay is how long the compactor waits after a pass drops a key
-// range before it compacts: the ranges dropped meanwhile (an import that
-// re-derives session after session) are compacted together.
-const CompactDelay = 5 * time.Second
-
 // compactor compacts, in a goroutine of its own, the key ranges the
 // derivation dropped or rewrote: Pebble's automatic compactions drop dead
 // keys only when they happen to rewrite the tables that hold them, so a
@@ -70,7 +65,7 @@ func (e *Engine) compactLoop(ctx context.Context) {
 			return
 		case <-e.comp.wake:
 		}
-		t := time.NewTimer(CompactDelay)
+		t := time.NewTimer(e.opts.CompactDelay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -96,7 +91,7 @@ func (e *Engine) compactLoop(ctx context.Context) {
 
 // CompactPending compacts now the key ranges dropped or rewritten since
 // the last compaction (the compactor does it in the background a few
-// seconds after a pass drops some). Overlapping ranges are compacted
+// seconds after a pass drops some, Options.CompactDelay). Overlapping ranges are compacted
 // once.
 func (e *Engine) CompactPending(ctx context.Context) error {
 	e.comp.mu.Lock()

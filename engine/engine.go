@@ -95,6 +95,11 @@ type Options struct {
 	// TextLimit bytes and names the blob (Event.TextBlob). The default
 	// is 1 MiB.
 	TextLimit int
+	// CompactDelay is how long after a pass drops a key range (memory
+	// derived again, a session imported again) the engine compacts the
+	// dead keys away, in a goroutine of its own; the ranges dropped
+	// meanwhile are compacted together. The default is 5 seconds.
+	CompactDelay time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -116,6 +121,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.TextLimit <= 0 {
 		v.TextLimit = 1 << 20
+	}
+	if v.CompactDelay <= 0 {
+		v.CompactDelay = 5 * time.Second
 	}
 	if v.Redactor == nil {
 		v.Redactor, _ = redact.New(nil)

@@ -63,6 +63,11 @@ func (r *Remote) DoContext(ctx context.Context, method, path string, q url.Value
 		req.Header.Set("Content-Type", "application/json")
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
+	if _, ok := ctx.Deadline(); ok {
+		// The caller bounds the request itself (du and gc read the
+		// whole store, and may take longer).
+		client.Timeout = 0
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("ask the running proxy (pid %d) at %s: %w", r.PID, r.Addr, err)

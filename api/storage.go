@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -235,7 +236,9 @@ func (m *Local) GC(req GCRequest) (*GCResult, error) {
 // DU implements Storage by asking the running proxy.
 func (r *Remote) DU(req DURequest) (*DU, error) {
 	var out DU
-	if err := r.GetJSON("/v1/storage/du", url.Values{"fresh": {"1"}}, &out); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), storageTimeout)
+	defer cancel()
+	if err := r.DoContext(ctx, http.MethodGet, "/v1/storage/du", url.Values{"fresh": {"1"}}, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -248,11 +251,17 @@ func (r *Remote) GC(req GCRequest) (*GCResult, error) {
 		return nil, err
 	}
 	var out GCResult
-	if err := r.Do(http.MethodPost, "/v1/storage/gc", url.Values{"fresh": {"1"}}, body, &out); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), storageTimeout)
+	defer cancel()
+	if err := r.DoContext(ctx, http.MethodPost, "/v1/storage/gc", url.Values{"fresh": {"1"}}, body, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
+
+// storageTimeout bounds du and gc asked of a running proxy: both read
+// every key of the store (and du every frame of the WAL).
+const storageTimeout = 30 * time.Minute
 
 // OpenStorage returns the Storage of dir: a client of the running proxy
 // that owns it, or else the engine opened here, caught up with the WAL.

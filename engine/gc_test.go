@@ -292,3 +292,29 @@ func TestMergeRanges(t *testing.T) {
 		t.Errorf("mergeRanges = %s, want %s", strings.Join(s, " "), want)
 	}
 }
+
+// TestCompactImportedAgain: an imported session derived again (its file
+// grew) drops its old timeline; the compactor is told of that range.
+func TestCompactImportedAgain(t *testing.T) {
+	dir, log := newData(t)
+	e := open(t, dir, log, &Options{CompactDelay: time.Hour})
+	src := filepath.Join(t.TempDir(), "s1.jsonl")
+	for _, body := range []string{"{\"n\":1}\n", "{\"n\":1}\n{\"n\":2}\n"} {
+		if err := os.WriteFile(src, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		importPath(t, e, "lines", src)
+	}
+	if got, want := texts(t, e, "lines:s1"), `1:{"n":1}|2:{"n":2}|`; got != want {
+		t.Fatalf("events = %s, want %s", got, want)
+	}
+	e.comp.mu.Lock()
+	pending := mergeRanges(e.comp.pending)
+	e.comp.mu.Unlock()
+	if len(pending) != 1 || pending[0][0][0] != 'e' {
+		t.Fatalf("ranges to compact: %q, want the session's events", pending)
+	}
+	if err := e.CompactPending(context.Background()); err != nil || e.Compactions() != 1 {
+		t.Fatalf("compactions %d, %v", e.Compactions(), err)
+	}
+}

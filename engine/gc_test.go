@@ -3,13 +3,19 @@ package engine
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 // spilledData writes a session whose prompt and answer are longer than
@@ -316,5 +322,85 @@ func TestCompactImportedAgain(t *testing.T) {
 	}
 	if err := e.CompactPending(context.Background()); err != nil || e.Compactions() != 1 {
 		t.Fatalf("compactions %d, %v", e.Compactions(), err)
+	}
+}
+
+// TestCompactDiskFull: a compaction whose tables cannot be written (a
+// full disk) harms nothing: Pebble retries it, the compactor gives up
+// when its context ends, the state is as it was, the ranges stay
+// recorded and the next round compacts them; and an engine whose
+// compactor meets a full disk in the background still closes.
+func TestCompactDiskFull(t *testing.T) {
+	dir, log := newData(t)
+	var full atomic.Bool
+	var failed atomic.Int64
+	failing := make(chan struct{})
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if full.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".sst") {
+			if failed.Add(1) == 3 {
+				close(failing)
+			}
+			return syscall.ENOSPC
+		}
+		return nil
+	}))
+	var c clock
+	writeWAL(t, log, &c, 0, toolLoop("s", 20))
+	e := open(t, dir, log, &Options{CompactDelay: time.Hour, FS: fs})
+	catchUp(t, e)
+	before := dump(t, e)
+	// The tables before and after memory is derived again overlap: the
+	// compaction must write new ones.
+	if err := e.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.RebuildMemory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	full.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-failing; cancel() }()
+	err := e.CompactPending(ctx)
+	full.Store(false)
+	if !errors.Is(err, context.Canceled) || failed.Load() < 3 {
+		t.Fatalf("compaction on a full disk: %v after %d failed writes, want it canceled", err, failed.Load())
+	}
+	if got := dump(t, e); got != before {
+		t.Fatal("a failed compaction changed the derived state")
+	}
+	if err := e.CompactPending(context.Background()); err != nil || e.Compactions() != 2 {
+		t.Fatalf("the next round: %d compactions, %v", e.Compactions(), err)
+	}
+	if got := dump(t, e); got != before {
+		t.Fatal("the derived state changed")
+	}
+
+	// In the background: the disk fills while the compactor runs.
+	e.comp.mu.Lock()
+	e.comp.pending = nil
+	e.comp.mu.Unlock()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failed.Store(0)
+	failing = make(chan struct{})
+	e = open(t, dir, log, &Options{CompactDelay: time.Millisecond, FS: fs})
+	catchUp(t, e)
+	if err := e.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	full.Store(true)
+	defer full.Store(false)
+	// The compactor flushes the memtable that holds memory derived
+	// again before it compacts: the flush fails, and Pebble retries it.
+	if _, err := e.RebuildMemory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-failing
+	if err := e.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		t.Fatal(err)
 	}
 }

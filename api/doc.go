@@ -14,7 +14,9 @@
 // are functions and small types beside it: Export (show and export),
 // Render (convert), ReadTrace, Replay, NextTask, Breakers (status, reset,
 // trip; Remote or LocalBreakers) and Importer over an ImportSink (the
-// running proxy, or LocalImportSink).
+// running proxy, or LocalImportSink). Storage (DU, GC: bbengine du and
+// gc) is a second small interface that Local and Remote answer too;
+// OpenStorage picks one.
 //
 // The CLI, the MCP server (mcpserver), the tool schemas (tools), the
 // harness HTTP API (httpapi) and the hooks are adapters over these;

@@ -44,18 +44,18 @@ func duCommand() *ucli.Command {
 
 // printDU writes du as tables.
 func printDU(out io.Writer, du *api.DU) {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(out, "%s: %s\n\n", du.Dir, bytesHuman(du.Total))
-	fmt.Fprintln(w, "part\tsize\tfiles\tkeys\t")
+	fmt.Fprintf(w, "part\t%10s\t%6s\t%8s\n", "size", "files", "keys")
 	for _, p := range du.Parts {
 		name := p.Name
 		if p.Other {
 			name = "other: " + name
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t\t\n", name, bytesHuman(p.Bytes), p.Files)
+		fmt.Fprintf(w, "%s\t%10s\t%6d\t%8s\n", name, bytesHuman(p.Bytes), p.Files, "")
 		if p.Name == "db" {
 			for _, g := range du.Store {
-				fmt.Fprintf(w, "  %s (live)\t%s\t\t%d\t\n", g.Name, bytesHuman(g.Bytes), g.Keys)
+				fmt.Fprintf(w, "  %s (live)\t%10s\t%6s\t%8d\n", g.Name, bytesHuman(g.Bytes), "", g.Keys)
 			}
 		}
 	}
@@ -64,12 +64,12 @@ func printDU(out io.Writer, du *api.DU) {
 	fmt.Fprintf(out, "db's parts (live %s) are %s; db's size is its files'\n", bytesHuman(du.StoreLive), du.StoreMethod)
 	share := func(title string, ss []api.DUShare) {
 		fmt.Fprintln(out)
-		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "%s\tsessions\tWAL frames\t\n", title)
+		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(w, "%s\t%8s\t%10s\n", title, "sessions", "WAL frames")
 		for _, s := range ss {
-			fmt.Fprintf(w, "%s\t%d\t%s\t\n", s.Name, s.Sessions, bytesHuman(s.Bytes))
+			fmt.Fprintf(w, "%s\t%8d\t%10s\n", s.Name, s.Sessions, bytesHuman(s.Bytes))
 		}
-		fmt.Fprintf(w, "(no session)\t\t%s\t\n", bytesHuman(du.Unattributed))
+		fmt.Fprintf(w, "(no session)\t%8s\t%10s\n", "", bytesHuman(du.Unattributed))
 		w.Flush()
 	}
 	share("agent", du.Agents)

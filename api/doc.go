@@ -16,7 +16,9 @@
 // trip; Remote or LocalBreakers), Importer over an ImportSink (the
 // running proxy, or LocalImportSink), Backuper (backup: Remote, or Local
 // over the directory opened here; OpenBackuper picks) and Restore, which
-// needs no proxy since its target is a new directory.
+// needs no proxy since its target is a new directory. Storage (DU, GC:
+// bbengine du and gc) is a second small interface that Local and Remote
+// answer too; OpenStorage picks one.
 //
 // The CLI, the MCP server (mcpserver), the tool schemas (tools), the
 // harness HTTP API (httpapi) and the hooks are adapters over these;

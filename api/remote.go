@@ -69,6 +69,11 @@ func (r *Remote) doWithin(ctx context.Context, timeout time.Duration, method, pa
 		req.Header.Set("Content-Type", "application/json")
 	}
 	client := &http.Client{Timeout: timeout}
+	if _, ok := ctx.Deadline(); ok {
+		// The caller bounds the request itself (du and gc read the
+		// whole store, and may take longer).
+		client.Timeout = 0
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("ask the running proxy (pid %d) at %s: %w", r.PID, r.Addr, err)

@@ -205,6 +205,8 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			toolsCommand(),
 			runCommand(),
 			breakerCommand(),
+			duCommand(),
+			gcCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

@@ -70,6 +70,16 @@
 // while no commit of the canonical state is under way, so the copy holds
 // whole commits and its applied offset says which WAL prefix it covers.
 //
+// # Sizes and compaction
+//
+// StoreUsage and FrameUsage measure the store by key family and the
+// WAL's frames by session (bbengine du). A pass that drops a key range
+// whole (RebuildMemory, an imported session derived again) records it,
+// and a goroutine of the engine compacts the recorded ranges with
+// Pebble's manual compaction Options.CompactDelay later, never on a
+// caller's path; Close stops it. GCBlobs removes the blobs no derived
+// value names, reading every name before it removes anything.
+//
 // # Canonical timeline
 //
 // Each provider request re-sends the conversation. The canonicalizer

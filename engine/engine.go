@@ -95,6 +95,11 @@ type Options struct {
 	// TextLimit bytes and names the blob (Event.TextBlob). The default
 	// is 1 MiB.
 	TextLimit int
+	// CompactDelay is how long after a pass drops a key range (memory
+	// derived again, a session imported again) the engine compacts the
+	// dead keys away, in a goroutine of its own; the ranges dropped
+	// meanwhile are compacted together. The default is 5 seconds.
+	CompactDelay time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -116,6 +121,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.TextLimit <= 0 {
 		v.TextLimit = 1 << 20
+	}
+	if v.CompactDelay <= 0 {
+		v.CompactDelay = 5 * time.Second
 	}
 	if v.Redactor == nil {
 		v.Redactor, _ = redact.New(nil)
@@ -155,6 +163,9 @@ type Engine struct {
 	// database, Close exclusively while it closes it.
 	mu     sync.RWMutex
 	closed bool
+
+	// comp compacts the key ranges derivation dropped (compact.go).
+	comp compactor
 
 	closeOnce sync.Once
 	closeErr  error
@@ -206,13 +217,14 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		lk.close()
 		return nil, err
 	}
+	e.startCompactor()
 	e.pipe = derive.New(derive.Store{Dir: dir, DB: e.db, Tables: e.popts, Log: e.log,
 		Get: e.getMeta, GetJSON: e.getJSON, Scan: e.scanRange,
 		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
 		Pin: e.pinRetention,
 	}, derive.Options{Hold: o.Hold, Yield: o.Yield, BatchBytes: o.BatchBytes, StaleAfter: o.StaleAfter,
 		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit,
-		MemoryWorkers: o.MemoryWorkers})
+		MemoryWorkers: o.MemoryWorkers, Dropped: e.compactLater})
 	if err := e.safeCheck(); err != nil {
 		e.Close()
 		return nil, damaged(dbDir, err)
@@ -432,6 +444,7 @@ func (e *Engine) Applied() (uint64, error) {
 // its context). Close is safe to call more than once.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.stopCompactor()
 		e.run.Lock()
 		defer e.run.Unlock()
 		e.mu.Lock()

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/bbengine/bbengine/engine/schema"
 )
 
 // Derivation runs in package engine/derive (its Pipeline); the engine
@@ -80,7 +82,14 @@ func (e *Engine) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 	if e.isClosed() {
 		return MemoryProgress{}, ErrClosed
 	}
-	return e.pipe.RebuildMemory(ctx)
+	p, err := e.pipe.RebuildMemory(ctx)
+	if err == nil {
+		// Every artifact and memory index key was dropped and written
+		// again: compact the dead ones away, in the background.
+		e.compactLater([]byte{schema.PrefixArtifact}, []byte{schema.PrefixArtifact + 1})
+		e.compactLater([]byte{schema.PrefixIndex}, []byte{schema.PrefixIndex + 1})
+	}
+	return p, err
 }
 
 func (e *Engine) isClosed() bool {

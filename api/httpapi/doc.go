@@ -1,6 +1,7 @@
 // Package httpapi serves api.Local over loopback HTTP: the query endpoint
 // that api.Remote asks (Server, started by the proxy, its address and
-// bearer token in the data directory's lock file) and the harness API
+// bearer token in the data directory's lock file; /v1/storage/du and
+// /v1/storage/gc answer api.Storage) and the harness API
 // (Harness: packs, outcomes, checkpoints, goals, search, artifacts) on an
 // address and token of its own.
 //

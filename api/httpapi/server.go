@@ -164,6 +164,10 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.serveBackup(w, r, reply)
 		return
 	}
+	if strings.HasPrefix(path, "storage/") {
+		q.serveStorage(w, r, path, reply)
+		return
+	}
 	if path == "breaker" || strings.HasPrefix(path, "breaker/") {
 		q.serveBreaker(w, r, path, reply)
 		return
@@ -191,6 +195,36 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		reply(q.e.Exchange(id))
+	default:
+		reply(nil, noRoute(r))
+	}
+}
+
+// serveStorage answers bbengine du and gc (api.Storage) for the data
+// directory this process owns.
+func (q *Server) serveStorage(w http.ResponseWriter, r *http.Request, path string, reply func(any, error)) {
+	st := q.mem
+	if st == nil {
+		st = api.NewLocal(q.e, nil)
+	}
+	switch path {
+	case "storage/du":
+		if r.Method != http.MethodGet {
+			reply(nil, &methodError{r.Method, r.URL.Path, http.MethodGet})
+			return
+		}
+		reply(st.DU(api.DURequest{}))
+	case "storage/gc":
+		if r.Method != http.MethodPost {
+			reply(nil, &methodError{r.Method, r.URL.Path, http.MethodPost})
+			return
+		}
+		var req api.GCRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+			reply(nil, fmt.Errorf("%w: gc: %v", errBadRequest, err))
+			return
+		}
+		reply(st.GC(req))
 	default:
 		reply(nil, noRoute(r))
 	}

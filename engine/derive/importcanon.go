@@ -473,7 +473,11 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 	delete(c.folds, id)
 	delete(c.handed, id)
 	if !table {
-		c.batch.DeleteRange(schema.EventKey(nil, st.s.Ordinal, 0), schema.AppendU64Key(nil, schema.PrefixEvent, st.s.Ordinal+1), nil)
+		lo, hi := schema.EventKey(nil, st.s.Ordinal, 0), schema.AppendU64Key(nil, schema.PrefixEvent, st.s.Ordinal+1)
+		c.batch.DeleteRange(lo, hi, nil)
+		if c.e.opts.Dropped != nil {
+			c.e.opts.Dropped(lo, hi)
+		}
 	}
 	s := Session{ID: id, Ordinal: st.s.Ordinal, Source: "import:" + j.source}
 	if r.im != nil {

@@ -46,6 +46,10 @@ type Options struct {
 	// TextLimit is the longest text of one event kept in the event; a
 	// longer one goes to the blob store.
 	TextLimit int
+	// Dropped, when set, is told of each key range a pass deletes whole
+	// (a re-derived session's old timeline), so that the engine can
+	// compact the dead keys away later. It must not block.
+	Dropped func(lo, hi []byte)
 }
 
 // Store is the engine's side of a Pipeline: the Pebble database it

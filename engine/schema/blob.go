@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/bbengine/bbengine/internal/private"
 )
@@ -40,6 +41,7 @@ func (b *Blobs) Put(data []byte) (string, error) {
 	sum := hex.EncodeToString(h[:])
 	path := b.Path(sum)
 	if _, err := os.Stat(path); err == nil {
+		touch(path)
 		return sum, nil
 	}
 	if err := private.MkdirAll(filepath.Dir(path)); err != nil {
@@ -79,6 +81,14 @@ func (b *Blobs) PutString(text string) (string, error) {
 		s = s[n:]
 	}
 	return w.Commit()
+}
+
+// touch sets the modification time of a blob stored again to now: blob
+// gc (engine.GCBlobs) keeps a blob younger than its grace period, which
+// the event about to name it needs when the blob was there already.
+func touch(path string) {
+	now := time.Now()
+	os.Chtimes(path, now, now)
 }
 
 // Get returns the blob with hex digest sum.
@@ -146,6 +156,7 @@ func (w *BlobWriter) Commit() (string, error) {
 	path := w.b.Path(sum)
 	if _, err := os.Stat(path); err == nil {
 		os.Remove(name)
+		touch(path)
 		return sum, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/bbengine/bbengine/api"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func gcCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "gc",
+		Usage:     "remove what nothing in the data directory needs any more",
+		ArgsUsage: " ",
+		Description: "--blobs removes the blobs no event names (and temporary files interrupted writes left),\n" +
+			"once they are an hour old. --dry-run shows what would go. Works while the proxy runs.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "blobs", Usage: "remove the blobs no event names"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "show what would go and remove nothing"},
+			&ucli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("gc: takes no arguments")
+			}
+			req := api.GCRequest{Blobs: c.Bool("blobs"), DryRun: c.Bool("dry-run")}
+			if !req.Blobs {
+				return usagef("gc: say what to remove: --blobs")
+			}
+			st, closeS, err := api.OpenStorage(c.Context, c.String("dir"))
+			if err != nil {
+				return err
+			}
+			defer closeS()
+			res, err := st.GC(req)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(c, res)
+			}
+			w := c.App.Writer
+			verb := "removed"
+			if res.DryRun {
+				verb = "would remove"
+			}
+			if b := res.Blobs; b != nil {
+				for _, r := range b.Removed {
+					fmt.Fprintf(w, "%s %s (%s)\n", verb, r.Path, bytesHuman(r.Bytes))
+				}
+				for _, bad := range b.Bad {
+					fmt.Fprintf(c.App.ErrWriter, "bbengine: gc: %s: %s; kept (move it out of the blob store)\n", bad.Path, bad.Reason)
+				}
+				fmt.Fprintf(w, "blobs: %s %d files, %s; kept %d (%d named by events", verb, len(b.Removed), bytesHuman(b.Bytes), b.Kept, b.Referenced)
+				if b.Young > 0 {
+					fmt.Fprintf(w, ", %d unnamed but younger than an hour", b.Young)
+				}
+				fmt.Fprintln(w, ")")
+			}
+			return closeS()
+		},
+	}
+}

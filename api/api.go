@@ -53,11 +53,6 @@ type Service interface {
 	// the next pack and search see it. The session id is taken exactly
 	// as given: it may name a session no request has reached yet.
 	Note(n Note) (*Noted, error)
-
-	// Retain runs retention now, or says what it would remove: WAL
-	// segments by age and size (what was derived from them stays) and
-	// the memory of sessions older than an age.
-	Retain(req RetainRequest) (*Retained, error)
 }
 
 // SessionsRequest selects sessions. Zero fields select every one.

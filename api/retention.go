@@ -2,10 +2,8 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -132,14 +130,4 @@ func (m *Local) oldSessions(t time.Time) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// Retain implements Service by asking the running proxy.
-func (r *Remote) Retain(req RetainRequest) (*Retained, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	var out Retained
-	return &out, r.Do(http.MethodPost, "/v1/retention", nil, body, &out)
 }

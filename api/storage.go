@@ -93,6 +93,9 @@ var knownParts = map[string]bool{"wal": true, "db": true, "index": true, "blobs"
 // GCRequest asks to remove what nothing needs. At least one kind must be
 // asked for.
 type GCRequest struct {
+	// Retention removes the WAL segments and forgets the memory it
+	// selects (see Local.Retain); a zero one removes nothing.
+	Retention engine.Retention `json:"retention,omitzero"`
 	// Blobs removes the blobs no event names.
 	Blobs bool `json:"blobs,omitempty"`
 	// DryRun reports what would go and removes nothing.
@@ -102,6 +105,8 @@ type GCRequest struct {
 // GCResult reports what went, or with DryRun would go.
 type GCResult struct {
 	DryRun bool `json:"dry_run,omitempty"`
+	// Retained is retention's part (with GCRequest.Retention).
+	Retained *Retained `json:"retained,omitempty"`
 	// Blobs is the blob store's part (with GCRequest.Blobs).
 	Blobs *engine.BlobGC `json:"blobs,omitempty"`
 	// Bytes is what was (or would be) freed in all.
@@ -220,10 +225,21 @@ func treeSize(path string) (n int64, files int, err error) {
 
 // GC implements Storage.
 func (m *Local) GC(req GCRequest) (*GCResult, error) {
-	if !req.Blobs {
-		return nil, fmt.Errorf("%w: gc: say what to remove (--blobs: the blobs no event names)", ErrBadRequest)
+	if !req.Blobs && req.Retention.Off() {
+		return nil, fmt.Errorf("%w: gc: say what to remove: a retention (retention: in --config, BBENGINE_RETENTION_*, --retention-*), or --blobs (the blobs no event names)", ErrBadRequest)
 	}
 	out := &GCResult{DryRun: req.DryRun}
+	if !req.Retention.Off() {
+		r, err := m.Retain(RetainRequest{Retention: req.Retention, DryRun: req.DryRun})
+		if err != nil {
+			return nil, err
+		}
+		out.Retained = r
+		out.Bytes += r.Raw.Freed
+	}
+	if !req.Blobs {
+		return out, nil
+	}
 	g, err := m.e.GCBlobs(context.Background(), &engine.BlobGCOptions{DryRun: req.DryRun})
 	if err != nil {
 		return nil, err
@@ -264,17 +280,18 @@ func (r *Remote) GC(req GCRequest) (*GCResult, error) {
 const storageTimeout = 30 * time.Minute
 
 // OpenStorage returns the Storage of dir: a client of the running proxy
-// that owns it, or else the engine opened here, caught up with the WAL.
-// close releases what was opened.
-func OpenStorage(ctx context.Context, dir string) (s Storage, close func() error, err error) {
+// that owns it, or else the engine opened here, caught up with the WAL
+// (with write, able to write to the WAL: gc's retention forgets memory
+// by corrections there). close releases what was opened.
+func OpenStorage(ctx context.Context, dir string, write bool) (s Storage, close func() error, err error) {
 	if r := Dial(dir); r != nil {
 		return r, func() error { return nil }, nil
 	}
-	e, _, closeE, err := OpenEngine(ctx, dir, false)
+	e, log, closeE, err := OpenEngine(ctx, dir, write)
 	if err != nil {
 		return nil, nil, err
 	}
-	return NewLocal(e, nil), closeE, nil
+	return NewLocal(e, &LocalOptions{WAL: log}), closeE, nil
 }
 
 // Interface checks.

@@ -24,7 +24,7 @@ func duCommand() *ucli.Command {
 			if c.NArg() > 0 {
 				return usagef("du: takes no arguments")
 			}
-			st, closeS, err := api.OpenStorage(c.Context, c.String("dir"))
+			st, closeS, err := api.OpenStorage(c.Context, c.String("dir"), false)
 			if err != nil {
 				return err
 			}

@@ -12,22 +12,29 @@ func gcCommand() *ucli.Command {
 		Name:      "gc",
 		Usage:     "remove what nothing in the data directory needs any more",
 		ArgsUsage: " ",
-		Description: "--blobs removes the blobs no event names (and temporary files interrupted writes left),\n" +
-			"once they are an hour old. --dry-run shows what would go. Works while the proxy runs.",
-		Flags: []ucli.Flag{
+		Description: "Applies the retention you set (retention: in --config, BBENGINE_RETENTION_*, --retention-*):\n" +
+			"the WAL segments it selects go after a snapshot of what was derived from them, and the\n" +
+			"memory of sessions older than memory_days is forgotten. --blobs removes the blobs no event\n" +
+			"names (and temporary files interrupted writes left), once they are an hour old. --dry-run\n" +
+			"shows what would go and what it frees. Works while the proxy runs.",
+		Flags: append([]ucli.Flag{
 			&ucli.BoolFlag{Name: "blobs", Usage: "remove the blobs no event names"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "show what would go and remove nothing"},
 			&ucli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
-		},
+		}, retentionFlags()...),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("gc: takes no arguments")
 			}
-			req := api.GCRequest{Blobs: c.Bool("blobs"), DryRun: c.Bool("dry-run")}
-			if !req.Blobs {
-				return usagef("gc: say what to remove: --blobs")
+			ret, err := retentionOf(c)
+			if err != nil {
+				return err
 			}
-			st, closeS, err := api.OpenStorage(c.Context, c.String("dir"))
+			req := api.GCRequest{Retention: ret, Blobs: c.Bool("blobs"), DryRun: c.Bool("dry-run")}
+			if !req.Blobs && ret.Off() {
+				return usagef("gc: say what to remove: a retention (retention: in --config, BBENGINE_RETENTION_*, --retention-*), or --blobs")
+			}
+			st, closeS, err := api.OpenStorage(c.Context, c.String("dir"), true)
 			if err != nil {
 				return err
 			}
@@ -43,6 +50,9 @@ func gcCommand() *ucli.Command {
 			verb := "removed"
 			if res.DryRun {
 				verb = "would remove"
+			}
+			if r := res.Retained; r != nil {
+				printRetained(w, r, verb)
 			}
 			if b := res.Blobs; b != nil {
 				for _, r := range b.Removed {

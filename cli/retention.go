@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 )
 
@@ -88,4 +90,28 @@ func (cfg *config) checkRetention(sec *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// printRetained prints what a retention run removed (verb: "removed" or
+// "would remove").
+func printRetained(w io.Writer, r *api.Retained, verb string) {
+	for _, s := range r.Raw.Segments {
+		fmt.Fprintf(w, "%s %s (WAL %d-%d, %s, last written %s)\n", verb, s.Path, s.From, s.To, bytesHuman(s.Bytes), s.Modified.Format(time.DateTime))
+	}
+	fmt.Fprintf(w, "WAL: %s %d segments, %s of %s", verb, len(r.Raw.Segments), bytesHuman(r.Raw.Freed), bytesHuman(r.Raw.WALBytes))
+	if n := len(r.Raw.Waiting); n > 0 {
+		fmt.Fprintf(w, "; %d more once derivation has passed them", n)
+	}
+	fmt.Fprintln(w)
+	if !r.MemoryBefore.IsZero() {
+		what := "forgot"
+		if verb != "removed" {
+			what = "would forget"
+		}
+		fmt.Fprintf(w, "memory: %s %d sessions last active before %s", what, len(r.Forgotten), r.MemoryBefore.Format(time.DateOnly))
+		if len(r.Forgotten) > 0 {
+			fmt.Fprintf(w, ": %s", strings.Join(r.Forgotten, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 }

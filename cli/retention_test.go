@@ -217,3 +217,57 @@ func TestRetentionConfig(t *testing.T) {
 		t.Errorf("negative days: %d %s", code, errs)
 	}
 }
+
+// TestGCRetention: bbengine gc applies the retention of the config file
+// once; --dry-run lists the segments that would go and what they free
+// and changes nothing; gc with nothing to do is a usage error.
+func TestGCRetention(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(sseAnswer))
+	defer up.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Run(ctx, io.Discard, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
+			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, Shutdown: 5 * time.Second, SegmentSize: 4 << 10}, ready)
+	}()
+	addr := <-ready
+	for i := range 30 {
+		body := fmt.Sprintf(`{"model":"claude-sonnet-4","stream":true,"messages":[{"role":"user","content":"request %d: %s"}]}`, i, strings.Repeat("words ", 60))
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("X-Bb-Session-Id", fmt.Sprintf("gc-%02d", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("proxy: %v\n%s", err, stderr.String())
+	}
+	sessions, _, _ := run(t, "--dir", dir, "sessions", "--json")
+	segs := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
+		return len(m)
+	}
+	n := segs()
+	cfg := writeFile(t, t.TempDir(), "bb.yaml", "retention:\n  max_size: 12KiB\n")
+	out, errs, code := run(t, "--dir", dir, "--config", cfg, "gc", "--dry-run")
+	if code != 0 || !strings.Contains(out, "would remove") || !strings.Contains(out, "WAL: would remove") || segs() != n {
+		t.Fatalf("gc --dry-run: %d, %d of %d segments left\n%s%s", code, segs(), n, out, errs)
+	}
+	out, errs, code = run(t, "--dir", dir, "--config", cfg, "gc")
+	if code != 0 || !strings.Contains(out, "WAL: removed") || segs() >= n {
+		t.Fatalf("gc: %d, %d of %d segments left\n%s%s", code, segs(), n, out, errs)
+	}
+	if after, _, _ := run(t, "--dir", dir, "sessions", "--json"); after != sessions {
+		t.Errorf("sessions after gc differ")
+	}
+	if _, errs, code := run(t, "--dir", dir, "gc"); code != 2 || !strings.Contains(errs, "say what to remove") {
+		t.Errorf("gc with nothing to do: %d %s", code, errs)
+	}
+}

@@ -172,10 +172,6 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.serveBreaker(w, r, path, reply)
 		return
 	}
-	if path == "retention" {
-		q.serveRetention(w, r, reply)
-		return
-	}
 	switch {
 	case path == "sessions":
 		since, _ := strconv.ParseInt(qv.Get("since"), 10, 64)

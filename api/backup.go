@@ -16,6 +16,7 @@ import (
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/private"
+	"github.com/bbengine/bbengine/internal/safefile"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -242,7 +243,7 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := writeSynced(filepath.Join(dest, ManifestName), append(b, '\n')); err != nil {
+	if err := safefile.WriteFileSynced(filepath.Join(dest, ManifestName), append(b, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("backup: write the manifest: %w", err)
 	}
 	out.Manifest, out.Took = man, time.Since(start)
@@ -388,42 +389,4 @@ func copyFile(src, dst string) (err error) {
 		return err
 	}
 	return out.Sync()
-}
-
-// writeSynced writes data to path through a temporary file renamed into
-// place, syncing the file and its directory.
-func writeSynced(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := private.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir syncs the directory dir, so that names created in it last.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

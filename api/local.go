@@ -491,15 +491,7 @@ func (m *Local) Correct(cr exchange.Correction) (*Corrected, error) {
 		return nil, fmt.Errorf("sync the WAL: %w", err)
 	}
 	out.Correction, out.Offset = cr, off
-	if m.followed {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = m.e.WaitCaughtUp(ctx)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, err = m.e.CatchUp(ctx)
-	}
+	err = m.applied(5*time.Second, time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -537,14 +529,7 @@ func (m *Local) Note(n exchange.Note) (*Noted, error) {
 	if err := m.log.Sync(); err != nil {
 		return nil, fmt.Errorf("sync the WAL: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if m.followed {
-		err = m.e.WaitCaughtUp(ctx)
-	} else {
-		_, err = m.e.CatchUp(ctx)
-	}
-	if err != nil {
+	if err := m.applied(10*time.Second, 10*time.Second); err != nil {
 		return nil, fmt.Errorf("the note is in the WAL at offset %d, but the engine has not applied it: %w", off, err)
 	}
 	out := &Noted{Note: n, Offset: off}
@@ -552,4 +537,19 @@ func (m *Local) Note(n exchange.Note) (*Noted, error) {
 		out.Artifact = engine.OutcomeID(n.Session, n.TaskID)
 	}
 	return out, m.sync()
+}
+
+// applied waits until the engine has derived what the WAL holds now:
+// the engine following the WAL elsewhere (the proxy's) within followed,
+// or catching up here within own.
+func (m *Local) applied(followed, own time.Duration) error {
+	if m.followed {
+		ctx, cancel := context.WithTimeout(context.Background(), followed)
+		defer cancel()
+		return m.e.WaitCaughtUp(ctx)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), own)
+	defer cancel()
+	_, err := m.e.CatchUp(ctx)
+	return err
 }

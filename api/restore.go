@@ -17,6 +17,7 @@ import (
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/private"
+	"github.com/bbengine/bbengine/internal/safefile"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -139,7 +140,7 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		return nil, fmt.Errorf("restore: move %s into place: %w", tmp, err)
 	}
 	done = true
-	if err := syncDir(parent); err != nil {
+	if err := safefile.SyncDir(parent); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	out.Took = time.Since(start)
@@ -231,7 +232,7 @@ func restoreWAL(src, tmp string, man *Manifest) error {
 	if d := man.Derived; d != nil && d.Applied > end {
 		return &RestoreError{File: filepath.Join(src, ManifestName), Offset: -1, Err: fmt.Errorf("the derived state covers the WAL up to %d, past its end %d", d.Applied, end)}
 	}
-	return syncDir(to)
+	return safefile.SyncDir(to)
 }
 
 // copyChecked copies the file f of the backup in src into tmp, checking

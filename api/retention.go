@@ -84,14 +84,7 @@ func (m *Local) Retain(req RetainRequest) (*Retained, error) {
 	if err := m.log.Sync(); err != nil {
 		return out, fmt.Errorf("sync the WAL: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if m.followed {
-		err = m.e.WaitCaughtUp(ctx)
-	} else {
-		_, err = m.e.CatchUp(ctx)
-	}
-	if err != nil {
+	if err := m.applied(time.Minute, time.Minute); err != nil {
 		return out, err
 	}
 	return out, m.sync()

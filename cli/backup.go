@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/internal/bytesize"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -53,7 +54,7 @@ func backupCommand() *ucli.Command {
 				what = fmt.Sprintf("derived state up to WAL offset %d (%d files)", d.Applied, len(d.Files))
 			}
 			fmt.Fprintf(c.App.Writer, "backed up to %s in %s: WAL offsets %d to %d (%d segments), %s, %d blobs (%d linked); %s in all\n",
-				res.Dest, res.Took.Round(time.Millisecond), m.WAL.First, m.WAL.End, len(m.WAL.Segments), what, m.Blobs.N, m.Blobs.Linked, bytesHuman(res.Bytes))
+				res.Dest, res.Took.Round(time.Millisecond), m.WAL.First, m.WAL.End, len(m.WAL.Segments), what, m.Blobs.N, m.Blobs.Linked, bytesize.Format(res.Bytes))
 			return nil
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/internal/bytesize"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -56,12 +57,12 @@ func gcCommand() *ucli.Command {
 			}
 			if b := res.Blobs; b != nil {
 				for _, r := range b.Removed {
-					fmt.Fprintf(w, "%s %s (%s)\n", verb, r.Path, bytesHuman(r.Bytes))
+					fmt.Fprintf(w, "%s %s (%s)\n", verb, r.Path, bytesize.Format(r.Bytes))
 				}
 				for _, bad := range b.Bad {
 					fmt.Fprintf(c.App.ErrWriter, "bbengine: gc: %s: %s; kept (move it out of the blob store)\n", bad.Path, bad.Reason)
 				}
-				fmt.Fprintf(w, "blobs: %s %d files, %s; kept %d (%d named by events", verb, len(b.Removed), bytesHuman(b.Bytes), b.Kept, b.Referenced)
+				fmt.Fprintf(w, "blobs: %s %d files, %s; kept %d (%d named by events", verb, len(b.Removed), bytesize.Format(b.Bytes), b.Kept, b.Referenced)
 				if b.Young > 0 {
 					fmt.Fprintf(w, ", %d unnamed but younger than an hour", b.Young)
 				}

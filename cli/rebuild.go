@@ -10,6 +10,7 @@ import (
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/internal/bytesize"
 	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -103,7 +104,7 @@ func rebuildCommand() *ucli.Command {
 			}
 			if p := out.Canonical; p != nil {
 				fmt.Fprintf(w, "rebuilt from %d frames (%s): %d exchanges, %d events; applied offset %d\n",
-					p.Frames, bytesHuman(p.Bytes), p.Exchanges, p.Events, p.Applied)
+					p.Frames, bytesize.Format(p.Bytes), p.Exchanges, p.Events, p.Applied)
 			}
 			if out.Memory != nil {
 				fmt.Fprintf(w, "derived memory again: %d sessions, %d artifacts\n", out.Memory.Sessions, out.Memory.Artifacts)
@@ -174,16 +175,4 @@ func headLine(err error) string {
 		return s[:i]
 	}
 	return s
-}
-
-func bytesHuman(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/bytesize"
 )
 
 // The retention a user sets: flags of the commands that run it (proxy,
@@ -96,9 +97,9 @@ func (cfg *config) checkRetention(sec *yaml.Node) error {
 // "would remove").
 func printRetained(w io.Writer, r *api.Retained, verb string) {
 	for _, s := range r.Raw.Segments {
-		fmt.Fprintf(w, "%s %s (WAL %d-%d, %s, last written %s)\n", verb, s.Path, s.From, s.To, bytesHuman(s.Bytes), s.Modified.Format(time.DateTime))
+		fmt.Fprintf(w, "%s %s (WAL %d-%d, %s, last written %s)\n", verb, s.Path, s.From, s.To, bytesize.Format(s.Bytes), s.Modified.Format(time.DateTime))
 	}
-	fmt.Fprintf(w, "WAL: %s %d segments, %s of %s", verb, len(r.Raw.Segments), bytesHuman(r.Raw.Freed), bytesHuman(r.Raw.WALBytes))
+	fmt.Fprintf(w, "WAL: %s %d segments, %s of %s", verb, len(r.Raw.Segments), bytesize.Format(r.Raw.Freed), bytesize.Format(r.Raw.WALBytes))
 	if n := len(r.Raw.Waiting); n > 0 {
 		fmt.Fprintf(w, "; %d more once derivation has passed them", n)
 	}

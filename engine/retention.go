@@ -263,7 +263,7 @@ func writeExpired(dir string, rs []ExpiredRange) error {
 	if err != nil {
 		return err
 	}
-	if err := safefile.WriteFile(filepath.Join(dir, expiredFile), append(b, '\n'), 0o600); err != nil {
+	if err := safefile.WriteFileSynced(filepath.Join(dir, expiredFile), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("engine: record expired ranges: %w", err)
 	}
 	return nil
@@ -311,12 +311,8 @@ func (e *Engine) snapshot() (uint64, error) {
 		os.Rename(old, final)
 		return 0, fmt.Errorf("engine: snapshot: %w", err)
 	}
-	if d, err := os.Open(e.dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return 0, fmt.Errorf("engine: snapshot: sync %s: %w", e.dir, err)
-		}
+	if err := safefile.SyncDir(e.dir); err != nil {
+		return 0, fmt.Errorf("engine: snapshot: %w", err)
 	}
 	os.RemoveAll(old)
 	return upto, nil

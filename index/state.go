@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/bbengine/bbengine/internal/safefile"
 )
 
 // errStaleDocs is readState's error for a state file of documents of
@@ -231,24 +233,11 @@ func writeState(dir string, states map[string]*sessionState, clean bool) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = safefile.SyncDir(dir)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("index: write state %s: %w", path, err)
 	}
 	return nil
-}
-
-// syncDir fsyncs a directory so that a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

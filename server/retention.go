@@ -11,6 +11,7 @@ import (
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/bytesize"
 	"github.com/bbengine/bbengine/proxy"
 )
 
@@ -50,7 +51,7 @@ func describeRetention(r engine.Retention) string {
 		parts = append(parts, "raw frames for "+days(r.RawAge))
 	}
 	if r.RawBytes > 0 {
-		parts = append(parts, "at most "+sizeString(r.RawBytes)+" of WAL")
+		parts = append(parts, "at most "+bytesize.Format(r.RawBytes)+" of WAL")
 	}
 	if r.MemoryAge > 0 {
 		parts = append(parts, "memory for "+days(r.MemoryAge))
@@ -70,18 +71,6 @@ func days(d time.Duration) string {
 		return fmt.Sprintf("%d days", n)
 	}
 	return d.String()
-}
-
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // Status is the /_bb/health line.
@@ -175,12 +164,12 @@ func (rt *retainer) run(mem *api.Local, now time.Time, logf func(string, ...any)
 		rt.forgotten.Add(uint64(len(res.Forgotten)))
 		rt.waiting.Store(int64(len(res.Raw.Waiting)))
 		s = fmt.Sprintf("keeps %s; last run %s removed %d WAL segments (%s) and forgot %d sessions' memory",
-			describeRetention(rt.r), now.UTC().Format(time.RFC3339), len(res.Raw.Segments), sizeString(res.Raw.Freed), len(res.Forgotten))
+			describeRetention(rt.r), now.UTC().Format(time.RFC3339), len(res.Raw.Segments), bytesize.Format(res.Raw.Freed), len(res.Forgotten))
 		if n := len(res.Raw.Waiting); n > 0 {
 			s += fmt.Sprintf("; %d more segments go once derivation has passed them", n)
 		}
 		if len(res.Raw.Segments) > 0 || len(res.Forgotten) > 0 {
-			logf("retention: removed %d WAL segments (%s), forgot %d sessions' memory", len(res.Raw.Segments), sizeString(res.Raw.Freed), len(res.Forgotten))
+			logf("retention: removed %d WAL segments (%s), forgot %d sessions' memory", len(res.Raw.Segments), bytesize.Format(res.Raw.Freed), len(res.Forgotten))
 		}
 	}
 	if err != nil {

@@ -35,3 +35,32 @@ func WriteFile(path string, b []byte, perm os.FileMode) error {
 	}
 	return nil
 }
+
+// WriteFileSynced is WriteFile followed by SyncDir of path's directory:
+// once it returns, the new content survives a power loss.
+func WriteFileSynced(path string, b []byte, perm os.FileMode) error {
+	if err := WriteFile(path, b, perm); err != nil {
+		return err
+	}
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs the directory dir, so that the names created, renamed
+// or removed in it last.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

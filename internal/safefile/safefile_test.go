@@ -3,6 +3,7 @@ package safefile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +30,19 @@ func TestWriteFile(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "none", "f"), []byte("x"), 0o600); err == nil {
 		t.Error("a write into a missing directory did not fail")
+	}
+}
+
+func TestWriteFileSynced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	if err := WriteFileSynced(path, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Fatalf("content %q", b)
+	}
+	if err := SyncDir(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("SyncDir of a missing directory: %v", err)
 	}
 }

@@ -99,11 +99,16 @@ func printRetained(w io.Writer, r *api.Retained, verb string) {
 	for _, s := range r.Raw.Segments {
 		fmt.Fprintf(w, "%s %s (WAL %d-%d, %s, last written %s)\n", verb, s.Path, s.From, s.To, bytesize.Format(s.Bytes), s.Modified.Format(time.DateTime))
 	}
-	fmt.Fprintf(w, "WAL: %s %d segments, %s of %s", verb, len(r.Raw.Segments), bytesize.Format(r.Raw.Freed), bytesize.Format(r.Raw.WALBytes))
-	if n := len(r.Raw.Waiting); n > 0 {
-		fmt.Fprintf(w, "; %d more once derivation has passed them", n)
+	if r.Raw.WALBytes > 0 || len(r.Raw.Segments) > 0 {
+		fmt.Fprintf(w, "WAL: %s %d segments, %s of %s", verb, len(r.Raw.Segments), bytesize.Format(r.Raw.Freed), bytesize.Format(r.Raw.WALBytes))
+		if n := len(r.Raw.Waiting); n > 0 {
+			fmt.Fprintf(w, "; %d more once derivation has passed them", n)
+		}
+		if len(r.Raw.Segments) == 0 && r.Raw.Active > 0 && r.Raw.Active == r.Raw.WALBytes {
+			fmt.Fprintf(w, " (the WAL is one segment, %s, still being written: it can go once it is sealed at the proxy's --wal-segment-size)", bytesize.Format(r.Raw.Active))
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 	if !r.MemoryBefore.IsZero() {
 		what := "forgot"
 		if verb != "removed" {

@@ -76,6 +76,10 @@ type ExpireReport struct {
 	// Waiting are segments the policy selects that derivation has not
 	// passed yet: they go once it has.
 	Waiting []ExpiredSegment `json:"waiting,omitempty"`
+	// Active is the size of the segment being written, which retention
+	// never removes (it goes once sealed: bbengine proxy
+	// --wal-segment-size).
+	Active int64 `json:"active"`
 }
 
 const (
@@ -111,7 +115,7 @@ func (e *Engine) ExpireRaw(ctx context.Context, r Retention, now time.Time, dryR
 	}
 	policy := wal.Policy{Age: r.RawAge, Bytes: r.RawBytes, Upto: math.MaxUint64}
 	plan, total := e.log.Expirable(policy, now)
-	rep.WALBytes = total
+	rep.WALBytes, rep.Active = total, e.log.ActiveSize()
 	if len(plan) == 0 {
 		return rep, nil
 	}

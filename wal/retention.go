@@ -76,6 +76,17 @@ func (l *Log) Expirable(p Policy, now time.Time) ([]Segment, int64) {
 	return out, total
 }
 
+// ActiveSize returns the bytes of the segment being written, which
+// retention never removes.
+func (l *Log) ActiveSize() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.segs[len(l.segs)-1].size
+}
+
 // Expire removes the segments p selects at now (see Policy), never the
 // active segment or a pinned one, and returns the paths removed. A
 // segment removed between kept ones is recorded first, so its range

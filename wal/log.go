@@ -1041,7 +1041,10 @@ func (l *Log) flush(buf, single []byte) error {
 		_, err = l.f.WriteAt(buf, l.pos)
 	}
 	if err != nil {
-		err = fmt.Errorf("wal: write segment %s at offset %d: %w", l.f.Name(), l.segs[len(l.segs)-1].base+uint64(l.pos), err)
+		l.mu.Lock()
+		base := l.segs[len(l.segs)-1].base
+		l.mu.Unlock()
+		err = fmt.Errorf("wal: write segment %s at offset %d: %w", l.f.Name(), base+uint64(l.pos), err)
 		l.fail(err)
 		return err
 	}
@@ -1061,7 +1064,11 @@ func (l *Log) flush(buf, single []byte) error {
 
 // rotate seals the active segment (sync, close) and creates the next one.
 func (l *Log) rotate(base uint64) error {
+	// segs is shared with retention run from other goroutines
+	// (Expire): read it under mu.
+	l.mu.Lock()
 	old, oldBase := l.f, l.segs[len(l.segs)-1].base
+	l.mu.Unlock()
 	l.smu.Lock()
 	// At most one segment is left unsealed: the one before the active.
 	err := l.sealLocked()

@@ -342,7 +342,6 @@ func openSnapshot(path string, po *pebble.Options) (*pebble.DB, error) {
 	}
 	o := po.Clone()
 	o.ReadOnly = true
-	o.FS = nil
 	o.EnsureDefaults()
 	db, err := pebble.Open(path, o)
 	if err != nil {

@@ -105,7 +105,7 @@ func (b *Blobs) Get(sum string) ([]byte, error) {
 // named by its digest on Commit. It implements llm.Spill, so a response
 // decoder streams a long text into the store without holding it.
 func (b *Blobs) Create() (*BlobWriter, error) {
-	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+	if err := private.MkdirAll(b.dir); err != nil {
 		return nil, fmt.Errorf("engine: blob store: %w", err)
 	}
 	f, err := os.CreateTemp(b.dir, ".tmp-*")
@@ -159,7 +159,7 @@ func (w *BlobWriter) Commit() (string, error) {
 		touch(path)
 		return sum, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := private.MkdirAll(filepath.Dir(path)); err != nil {
 		os.Remove(name)
 		return "", fmt.Errorf("engine: blob store: %w", err)
 	}

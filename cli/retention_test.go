@@ -104,6 +104,10 @@ func TestProxyRetention(t *testing.T) {
 	if code != 0 || !strings.Contains(show, "u: request 0") || !strings.Contains(show, "a: pong") {
 		t.Fatalf("show of an expired session: %d\n%s%s", code, show, errs)
 	}
+	// gc through the running proxy: its dry run reports the WAL.
+	if out, errs, code := run(t, "--dir", dir, "gc", "--dry-run", "--retention-max-size", "12KiB", "--retention-memory-days", "3650"); code != 0 || !strings.Contains(out, "WAL: would remove") || !strings.Contains(out, "memory: would forget 0 sessions") {
+		t.Errorf("gc --dry-run through the proxy: %d\n%s%s", code, out, errs)
+	}
 	if cards := memJSON[[]engine.Card](t, "--dir", dir, "mem", "list", "ret-00"); len(cards) == 0 {
 		t.Error("no memory of an expired session")
 	} else if out, errs, code := run(t, "--dir", dir, "mem", "get", cards[0].ID); code != 0 || !strings.Contains(out, "(raw frames expired on "+time.Now().UTC().Format(time.DateOnly)+")") {

@@ -38,8 +38,9 @@ type DU struct {
 	// Total is every file under Dir.
 	Total int64 `json:"total"`
 	// Parts are the top-level entries: "wal" (the segments), "db" (the
-	// derived state in Pebble), "index" (the search index), "blobs", and
-	// any other entry by its name, marked Other.
+	// derived state in Pebble), "index" (the search index), "blobs",
+	// "snapshot" and "expired.json" (what retention kept of the WAL it
+	// removed), and any other entry by its name, marked Other.
 	Parts []DUPart `json:"parts"`
 	// Store splits db by what it holds, and StoreMethod says how: db's
 	// size is the files' (compressed tables, Pebble's own log and
@@ -49,8 +50,8 @@ type DU struct {
 	StoreMethod string              `json:"store_method"`
 	StoreLive   int64               `json:"store_live"`
 	// WAL is the size of the WAL's segments, and WALFrames of the frames
-	// they hold (WALFrameN of them); Derived is db, index and blobs, and
-	// Ratio Derived over WAL.
+	// they hold (WALFrameN of them); Derived is db, index, blobs and
+	// retention's snapshot, and Ratio Derived over WAL.
 	WAL       int64   `json:"wal"`
 	WALFrames int64   `json:"wal_frames"`
 	WALFrameN int64   `json:"wal_frame_count"`
@@ -88,7 +89,7 @@ type DUShare struct {
 const StoreMethod = "a scan of the live keys and values (bytes before compression)"
 
 // knownParts are the top-level entries of a data directory bbengine owns.
-var knownParts = map[string]bool{"wal": true, "db": true, "index": true, "blobs": true}
+var knownParts = map[string]bool{"wal": true, "db": true, "index": true, "blobs": true, "snapshot": true, "expired.json": true}
 
 // GCRequest asks to remove what nothing needs. At least one kind must be
 // asked for.
@@ -132,7 +133,7 @@ func (m *Local) DU(DURequest) (*DU, error) {
 		switch p.Name {
 		case "wal":
 			out.WAL = p.Bytes
-		case "db", "index", "blobs":
+		case "db", "index", "blobs", "snapshot":
 			out.Derived += p.Bytes
 		}
 	}

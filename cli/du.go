@@ -61,7 +61,7 @@ func printDU(out io.Writer, du *api.DU) {
 		}
 	}
 	w.Flush()
-	fmt.Fprintf(out, "\nderived (db, index, blobs) %s = %.2f × the WAL (%s)\n", bytesize.Format(du.Derived), du.Ratio, bytesize.Format(du.WAL))
+	fmt.Fprintf(out, "\nderived (db, index, blobs, snapshot) %s = %.2f × the WAL (%s)\n", bytesize.Format(du.Derived), du.Ratio, bytesize.Format(du.WAL))
 	fmt.Fprintf(out, "db's parts (live %s) are %s; db's size is its files'\n", bytesize.Format(du.StoreLive), du.StoreMethod)
 	share := func(title string, ss []api.DUShare) {
 		fmt.Fprintln(out)

@@ -101,20 +101,31 @@ func TestDUAndGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	// An entry bbengine does not know counts as other, by its name.
-	if err := os.MkdirAll(filepath.Join(dir, "snapshot"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "snapshot", "x"), []byte("snap"), 0o600); err != nil {
-		t.Fatal(err)
+	// An entry bbengine does not know counts as other, by its name;
+	// retention's snapshot is derived state.
+	for _, name := range []string{"notes", "snapshot"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "x"), []byte("snap"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	remote := duJSON(t, dir)
-	checkDU(t, remote, "wal", "db", "index", "blobs", "snapshot")
+	checkDU(t, remote, "wal", "db", "index", "blobs", "snapshot", "notes")
+	var derived int64
 	for _, p := range remote.Parts {
-		if p.Other != (p.Name == "snapshot" || p.Name == "engine.lock") {
+		if p.Other != (p.Name == "notes" || p.Name == "engine.lock") {
 			t.Errorf("du: part %s: other %v", p.Name, p.Other)
 		}
+		switch p.Name {
+		case "db", "index", "blobs", "snapshot":
+			derived += p.Bytes
+		}
+	}
+	if remote.Derived != derived {
+		t.Errorf("du: derived %d, want db, index, blobs and snapshot: %d", remote.Derived, derived)
 	}
 	agents := map[string]api.DUShare{}
 	for _, s := range remote.Agents {
@@ -124,7 +135,7 @@ func TestDUAndGC(t *testing.T) {
 		t.Errorf("du: agents %+v, projects %+v: want 2 claude-code sessions, an imported one in /repo and one of no project", remote.Agents, remote.Projects)
 	}
 	out, errs, code := run(t, "--dir", dir, "du")
-	for _, want := range []string{"wal", "events (live)", "project index (live)", "other: snapshot", "claude-code", "(no session)", " × the WAL"} {
+	for _, want := range []string{"wal", "events (live)", "project index (live)", "other: notes", "claude-code", "(no session)", " × the WAL"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("du: %d, no %q in\n%s%s", code, want, out, errs)
 		}

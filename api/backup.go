@@ -166,20 +166,21 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 	}()
 	man := Manifest{Format: BackupFormat, Created: start.UTC(), Builder: engine.BuilderVersion, Schema: engine.SchemaVersion, Raw: req.Raw}
 	out := &Backup{Dest: dest}
-	if !req.Raw {
-		applied, err := m.e.Checkpoint(filepath.Join(dest, "db"))
-		if err != nil {
-			return nil, fmt.Errorf("backup: %w", err)
-		}
-		man.Derived = &DerivedCopy{Applied: applied}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// The WAL and what retention kept of the part of it that went, as
-	// one: no retention run in between.
+	// The checkpoint, the WAL and what retention kept of the part of the
+	// WAL it removed, as one: no retention run in between (one could
+	// remove frames past the checkpoint's applied offset).
 	var copied *wal.Copied
 	err = m.e.WithoutRetention(func() error {
+		if !req.Raw {
+			applied, err := m.e.Checkpoint(filepath.Join(dest, "db"))
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			man.Derived = &DerivedCopy{Applied: applied}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var err error
 		if copied, err = m.e.WAL().Copy(filepath.Join(dest, "wal")); err != nil {
 			return fmt.Errorf("backup: copy the WAL: %w", err)
@@ -213,6 +214,9 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 	if d := man.Derived; d != nil {
 		if d.Applied > copied.End {
 			return nil, fmt.Errorf("backup: the derived state covers the WAL up to offset %d but the copy ends at %d", d.Applied, copied.End)
+		}
+		if d.Applied < copied.First {
+			return nil, fmt.Errorf("backup: the derived state covers the WAL up to offset %d but the copy starts at %d: frames in between would be lost", d.Applied, copied.First)
 		}
 		err := filepath.WalkDir(filepath.Join(dest, "db"), func(p string, de fs.DirEntry, err error) error {
 			if err != nil || !de.Type().IsRegular() {

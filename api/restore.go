@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
@@ -175,7 +176,60 @@ func readManifest(src string) (*Manifest, error) {
 	if man.Raw != (man.Derived == nil) {
 		return nil, &RestoreError{File: path, Offset: -1, Err: errors.New("raw and derived disagree")}
 	}
+	if d := man.Derived; d != nil && (d.Applied < man.WAL.First || d.Applied > man.WAL.End) {
+		return nil, &RestoreError{File: path, Offset: -1, Err: fmt.Errorf("derived.applied %d is outside the WAL copied, %d to %d", d.Applied, man.WAL.First, man.WAL.End)}
+	}
+	if err := manifestPaths(&man); err != nil {
+		return nil, &RestoreError{File: path, Offset: -1, Err: err}
+	}
 	return &man, nil
+}
+
+// manifestPaths checks that every path the manifest names stays inside
+// its part of the backup: a WAL file name is one name in wal/, a
+// checkpoint file is under db/, and retention's files are expired.json or
+// under snapshot/. A manifest naming "../x" or an absolute path would
+// have restore write outside the data directory.
+func manifestPaths(man *Manifest) error {
+	name := func(field, n string) error {
+		if n == "" || n != filepath.Base(n) || !filepath.IsLocal(n) {
+			return fmt.Errorf("%s %q is not a file name in wal/", field, n)
+		}
+		return nil
+	}
+	under := func(field, p string, prefixes ...string) error {
+		if filepath.IsLocal(filepath.FromSlash(p)) {
+			for _, pre := range prefixes {
+				if p == pre || strings.HasPrefix(p, pre+"/") {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("%s %q is not a path under %s", field, p, strings.Join(prefixes, " or "))
+	}
+	for _, s := range man.WAL.Segments {
+		if err := name("wal.segments[].name", s.Name); err != nil {
+			return err
+		}
+	}
+	for _, h := range man.WAL.Holes {
+		if err := name("wal.holes[]", h); err != nil {
+			return err
+		}
+	}
+	if d := man.Derived; d != nil {
+		for _, f := range d.Files {
+			if err := under("derived.files[].path", f.Path, "db"); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range man.Retention {
+		if err := under("retention[].path", f.Path, "snapshot", "expired.json"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // restoreWAL copies the backup's WAL into tmp/wal, checking each segment

@@ -90,21 +90,20 @@ func (m *Local) Retain(req RetainRequest) (*Retained, error) {
 	return out, m.sync()
 }
 
-// oldSessions returns the sessions last active before t whose memory is
-// not forgotten yet and that are not kept by a pin (of the session or of
-// one of its artifacts), sorted.
+// oldSessions returns the sessions last active before t that no
+// correction of the session itself names (a forget, retention's or the
+// user's, or an unforget, which a later run must not undo) and that are
+// not kept by a pin of one of their artifacts, sorted.
 func (m *Local) oldSessions(t time.Time) ([]string, error) {
 	cs, err := m.e.Corrections()
 	if err != nil {
 		return nil, err
 	}
-	kept, forgotten := map[string]bool{}, map[string]bool{}
+	kept := map[string]bool{} // a correction of the session, or a pinned artifact
 	for _, c := range cs {
 		switch {
-		case c.Target == "session" && c.Pinned:
+		case c.Target == "session":
 			kept[c.ID] = true
-		case c.Target == "session" && c.Forgotten:
-			forgotten[c.ID] = true
 		case c.Target == "artifact" && c.Pinned:
 			if a, err := m.e.Artifact(c.ID); err == nil {
 				kept[a.Session] = true
@@ -117,7 +116,7 @@ func (m *Local) oldSessions(t time.Time) ([]string, error) {
 	}
 	var out []string
 	for _, s := range ss {
-		if s.Last < t.UnixNano() && !kept[s.ID] && !forgotten[s.ID] {
+		if s.Last < t.UnixNano() && !kept[s.ID] {
 			out = append(out, s.ID)
 		}
 	}

@@ -332,10 +332,6 @@ func FirstHeader(h exchange.Headers, name string) string {
 // expired returns an error saying when retention removed the frames of
 // exchange id, when it did: its derived events stay.
 func expired(log *wal.Log, id uint64, offsets []uint64) error {
-	first, err := log.First()
-	if err != nil || offsets[0] >= first {
-		return nil
-	}
 	rs, err := engine.ExpiredIn(filepath.Dir(log.Dir()))
 	if err != nil {
 		return err

@@ -51,14 +51,14 @@ func retentionOf(c *ucli.Context) (engine.Retention, error) {
 	var r engine.Retention
 	raw, mem := c.Int("retention-raw-days"), c.Int("retention-memory-days")
 	if raw < 0 || mem < 0 {
-		return r, usagef("--retention-raw-days and --retention-memory-days cannot be negative")
+		return r, usagef("--retention-raw-days and --retention-memory-days (BBENGINE_RETENTION_RAW_DAYS, BBENGINE_RETENTION_MEMORY_DAYS, or raw_days and memory_days under retention: in the config file) cannot be negative")
 	}
 	r.RawAge = time.Duration(raw) * 24 * time.Hour
 	r.MemoryAge = time.Duration(mem) * 24 * time.Hour
 	if s := c.String("retention-max-size"); s != "" {
 		n, err := parseByteSize(s)
 		if err != nil {
-			return r, usagef("--retention-max-size: %v", err)
+			return r, usagef("--retention-max-size (BBENGINE_RETENTION_MAX_SIZE, or max_size under retention: in the config file): %v", err)
 		}
 		r.RawBytes = n
 	}

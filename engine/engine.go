@@ -381,7 +381,13 @@ func (e *Engine) check() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	var why string
+	first, _ := e.log.First()
+	_, serr := os.Stat(filepath.Join(e.dir, snapshotDir))
 	switch {
+	case serr == nil && applied < first:
+		// Retention removed frames this store never derived (a new
+		// store, or one set aside): they are in the snapshot.
+		why = fmt.Sprintf("it covers the WAL up to offset %d, and retention removed the frames before %d, which its snapshot holds", applied, first)
 	case builder == nil && layout == nil && applied == 0:
 		// A new database: write the versions.
 		b := e.db.NewBatch()

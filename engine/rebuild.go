@@ -40,8 +40,14 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
 	}
 	// What retention removed from the WAL was derived before it went:
-	// start from the snapshot of that, and derive the rest.
-	if _, err := e.restoreSnapshot(); err != nil {
+	// start from the snapshot of that, and derive the rest. Its memory is
+	// derived again from its events when this build's extractors differ.
+	snapMemory, err := e.snapshotMemory()
+	if err != nil {
+		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
+	}
+	restored, err := e.restoreSnapshot()
+	if err != nil {
 		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
 	}
 	b = e.db.NewBatch()
@@ -57,6 +63,11 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 	p, err = e.pass(ctx, false, 0)
 	if err != nil {
 		return p, err
+	}
+	if restored && snapMemory != MemoryVersion {
+		if _, err := e.pipe.RebuildMemory(ctx); err != nil {
+			return p, err
+		}
 	}
 	// Compact the dropped ranges away so the rebuilt store holds only
 	// live data.

@@ -113,6 +113,9 @@ func (e *Engine) ExpireRaw(ctx context.Context, r Retention, now time.Time, dryR
 	if err := e.pinRetention(); err != nil {
 		return rep, err
 	}
+	if err := e.pinImports(); err != nil {
+		return rep, err
+	}
 	policy := wal.Policy{Age: r.RawAge, Bytes: r.RawBytes, Upto: math.MaxUint64}
 	plan, total := e.log.Expirable(policy, now)
 	rep.WALBytes, rep.Active = total, e.log.ActiveSize()
@@ -179,6 +182,26 @@ func segmentOf(s wal.Segment) ExpiredSegment {
 	return ExpiredSegment{Path: s.Path, From: s.Base, To: s.End, Bytes: s.Size, Modified: s.ModTime.UTC()}
 }
 
+// pinImports keeps the WAL frames of every imported file from retention:
+// a file that grows (a session resumed) is derived again from all its
+// records, which are read back from the WAL (engine/derive/importcanon.go).
+func (e *Engine) pinImports() error {
+	return e.scan([]byte{schema.PrefixImportFile}, func(k, v []byte) error {
+		var st ImportFileState
+		if err := json.Unmarshal(v, &st); err != nil {
+			return fmt.Errorf("engine: decode import state %q: %w", k[1:], err)
+		}
+		first, last := uint64(math.MaxUint64), uint64(0)
+		for _, r := range st.Runs {
+			first, last = min(first, r.Start), max(last, r.Last)
+		}
+		if last >= first {
+			e.log.Pin("import:"+string(k[1:]), first, last)
+		}
+		return nil
+	})
+}
+
 // WithoutRetention runs fn while no retention run removes anything or
 // replaces the snapshot: a backup copies the WAL, the snapshot and the
 // record of what expired as one.
@@ -217,19 +240,31 @@ func (e *Engine) Expired() ([]ExpiredRange, error) { return readExpired(e.dir) }
 
 // ExpiredIn returns the WAL ranges retention removed from the data
 // directory dir, oldest first: what the WAL no longer holds, and when it
-// went.
-func ExpiredIn(dir string) ([]ExpiredRange, error) { return readExpired(dir) }
+// went. A range whose segment is still there (a crash came between the
+// record and the removal, or the removal failed) is left out.
+func ExpiredIn(dir string) ([]ExpiredRange, error) {
+	rs, err := readExpired(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if _, err := os.Stat(filepath.Join(dir, "wal", fmt.Sprintf("%016x.wal", r.From))); errors.Is(err, os.ErrNotExist) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
 
 // ExpiredAt returns when retention removed the WAL frame at offset off,
 // and false when it did not.
 func (e *Engine) ExpiredAt(off uint64) (time.Time, bool) {
-	rs, err := readExpired(e.dir)
+	rs, err := ExpiredIn(e.dir)
 	if err != nil {
 		return time.Time{}, false
 	}
-	first, err := e.log.First()
 	for _, r := range rs {
-		if off >= r.From && off < r.To && (err != nil || off < first || r.To <= first) {
+		if off >= r.From && off < r.To {
 			return r.At, true
 		}
 	}
@@ -247,7 +282,11 @@ func readExpired(dir string) ([]ExpiredRange, error) {
 	}
 	var rs []ExpiredRange
 	if err := json.Unmarshal(b, &rs); err != nil {
-		return nil, fmt.Errorf("engine: %s: %v", path, err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("engine: %s: at byte %d: %v (retention's record of the WAL ranges it removed)", path, se.Offset, err)
+		}
+		return nil, fmt.Errorf("engine: %s: %v (retention's record of the WAL ranges it removed)", path, err)
 	}
 	return rs, nil
 }
@@ -290,6 +329,18 @@ func (e *Engine) snapshot() (uint64, error) {
 	old := final + ".old"
 	if err := os.RemoveAll(tmp); err != nil {
 		return 0, fmt.Errorf("engine: snapshot: %w", err)
+	}
+	// The derived state may cover WAL bytes not synced yet; a power cut
+	// would leave the snapshot past the WAL's end. Sync first.
+	if err := e.log.Sync(); err != nil {
+		return 0, fmt.Errorf("engine: snapshot: sync the WAL: %w", err)
+	}
+	// A store that lacks what the WAL no longer holds (a new or a set
+	// aside one) must not replace the snapshot that has it.
+	if live, err := resumePoint(e.db); err != nil {
+		return 0, err
+	} else if first, ferr := e.log.First(); ferr == nil && live < first {
+		return 0, fmt.Errorf("engine: snapshot: the derived state starts at WAL offset %d, after the WAL's first frame was removed (%d): run bbengine rebuild, which starts from the snapshot %s", live, first, final)
 	}
 	// Between commits of the canonical state (an imported session's
 	// event table and the batch that says it is applied), as Checkpoint.
@@ -413,6 +464,25 @@ func snapshotSchema(db *pebble.DB, path string) error {
 		return fmt.Errorf("%w (%x; this build reads %d): %s", ErrSnapshotSchema, v, SchemaVersion, path)
 	}
 	return nil
+}
+
+// snapshotMemory returns the memory version of the snapshot's artifacts,
+// "" when there is no snapshot.
+func (e *Engine) snapshotMemory() (string, error) {
+	db, err := openSnapshot(filepath.Join(e.dir, snapshotDir), e.popts)
+	if err != nil || db == nil {
+		return "", err
+	}
+	defer db.Close()
+	v, closer, err := db.Get(schema.KeyMemory)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer closer.Close()
+	return string(v), nil
 }
 
 // restoreSnapshot copies the derived families of the snapshot, if there

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bbengine/bbengine/engine/schema"
 	"github.com/bbengine/bbengine/wal"
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // retentionRig opens an engine over a WAL of small segments in dir and
-// imports sessions Claude Code sessions of a dozen prompts each, one
-// import (and one pass) per session.
+// records sessions tool-using sessions of six exchanges each through
+// it, one pass per session. (Imported sessions would not do: retention
+// keeps the frames of imported files, see pinImports.)
 func retentionRig(t *testing.T, dir string, sessions int) (*Engine, *wal.Log, []string) {
 	t.Helper()
 	log, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{SegmentSize: 4 << 10})
@@ -30,19 +28,13 @@ func retentionRig(t *testing.T, dir string, sessions int) (*Engine, *wal.Log, []
 		t.Fatal(err)
 	}
 	var ids []string
+	var c clock
+	var id uint64
 	for n := range sessions {
-		l := newClaudeLog(fmt.Sprintf("99999999-2222-4333-8444-%012d", n))
-		for i := range 12 {
-			l.User(fmt.Sprintf("Prompt %d of session %d: use goose for the migrations. %s", i, n, strings.Repeat("filler ", 30)))
-			l.Reply(textBlock("Done."))
-		}
-		path := filepath.Join(dir, l.Session+".jsonl")
-		if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		importPath(t, e, "claude", path)
+		s := fmt.Sprintf("rs%d", n)
+		id = writeWAL(t, log, &c, id, toolLoop(s, 6))
 		catchUp(t, e)
-		ids = append(ids, "claude:"+l.Session)
+		ids = append(ids, s)
 	}
 	return e, log, ids
 }
@@ -141,17 +133,9 @@ func TestExpireRawWaitsForDerivation(t *testing.T) {
 	defer log.Close()
 	defer e.Close()
 	// More frames the engine has not derived.
-	l := newClaudeLog("99999999-2222-4333-8444-999999999999")
-	for i := range 30 {
-		l.User(fmt.Sprintf("Undelivered prompt %d. %s", i, strings.Repeat("filler ", 30)))
-		l.Reply(textBlock("Done."))
-	}
-	path := filepath.Join(dir, l.Session+".jsonl")
-	if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	applied, _ := e.Applied()
-	importWithout(t, e, path)
+	var c clock
+	writeWAL(t, log, &c, 1000, toolLoop("late", 12))
 	rep, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 1}, time.Now(), false)
 	if err != nil {
 		t.Fatal(err)
@@ -165,105 +149,104 @@ func TestExpireRawWaitsForDerivation(t *testing.T) {
 		}
 	}
 	catchUp(t, e)
-	if _, err := e.Session("claude:" + l.Session); err != nil {
+	if _, err := e.Session("late"); err != nil {
 		t.Fatalf("the session written before retention: %v", err)
 	}
 }
 
-// importWithout appends the import records of path to the WAL without
-// deriving them.
-func importWithout(t *testing.T, e *Engine, path string) {
-	t.Helper()
-	fi, err := ReadImport("claude", path, nil)
+// TestExpireRawKeepsImports: the WAL frames of imported files stay, so a
+// session whose file grows later (the agent resumed it) is derived again
+// from all its records.
+func TestExpireRawKeepsImports(t *testing.T) {
+	dir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{SegmentSize: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendImport(e.WAL(), fi.Records); err != nil {
+	defer log.Close()
+	e, err := Open(dir, &Options{WAL: log})
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer e.Close()
+	sid := "99999999-2222-4333-8444-000000000777"
+	write := func(resumed int) string {
+		l := newClaudeLog(sid)
+		for i := range 12 {
+			l.User(fmt.Sprintf("Prompt %d: use goose for the migrations. %s", i, strings.Repeat("filler ", 30)))
+			l.Reply(textBlock("Done."))
+		}
+		for i := range resumed {
+			l.User(fmt.Sprintf("Resumed prompt %d.", i))
+			l.Reply(textBlock("Done."))
+		}
+		path := filepath.Join(dir, sid+".jsonl")
+		if err := os.WriteFile(path, l.Data(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	importPath(t, e, "claude", write(0))
+	var c clock
+	writeWAL(t, log, &c, 0, toolLoop("rec", 12))
+	catchUp(t, e)
+	before, _ := e.Events("claude:"+sid, EventFilter{})
+	rep, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 1}, time.Now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := log.First()
+	if first != 0 {
+		t.Fatalf("retention removed the imported file's frames (WAL starts at %d; removed %d segments)", first, len(rep.Segments))
+	}
+	importPath(t, e, "claude", write(3))
+	after, err := e.Events("claude:"+sid, EventFilter{})
+	if err != nil || len(after) <= len(before) {
+		t.Fatalf("the resumed session: %d events, was %d: %v", len(after), len(before), err)
 	}
 }
 
-// TestSnapshotSwapRecovered: a crash in the middle of replacing the
-// snapshot leaves the old one, which the next open puts back, and no
-// half-written one.
-func TestSnapshotSwapRecovered(t *testing.T) {
+// TestNewStoreStartsFromSnapshot: a store set aside (as a DamagedError
+// says to do) or lost after retention is rebuilt from the snapshot when
+// the directory opens again, so no session of the removed range is lost,
+// and a store lacking them never replaces the snapshot.
+func TestNewStoreStartsFromSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	e, log, _ := retentionRig(t, dir, 3)
-	if _, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 8 << 10}, time.Now(), false); err != nil {
-		t.Fatal(err)
+	e, log, _ := retentionRig(t, dir, 4)
+	ctx := context.Background()
+	want := dump(t, e)
+	if rep, err := e.ExpireRaw(ctx, Retention{RawBytes: 8 << 10}, time.Now(), false); err != nil || len(rep.Segments) == 0 {
+		t.Fatal(rep, err)
 	}
-	before := dump(t, e)
 	e.Close()
 	log.Close()
-	snap := filepath.Join(dir, snapshotDir)
-	// The crash: the old snapshot moved aside, the new one half written.
-	if err := os.Rename(snap, snap+".old"); err != nil {
+	if err := os.Rename(filepath.Join(dir, "db"), filepath.Join(dir, "db.damaged")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(snap+".new", 0o700); err != nil {
+	log2, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{SegmentSize: 4 << 10})
+	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(snap+".new", "000001.log"), []byte("torn"), 0o600)
-	e2, err := Open(dir, nil)
+	defer log2.Close()
+	e2, err := Open(dir, &Options{WAL: log2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e2.Close()
-	for _, p := range []string{snap + ".old", snap + ".new"} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s left after open", p)
-		}
+	catchUp(t, e2)
+	if got := dump(t, e2); got != want {
+		t.Fatalf("a new store beside the snapshot:\n%s", firstDiff(want, got))
 	}
-	if _, err := e2.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if after := dump(t, e2); after != before {
-		t.Fatalf("rebuild from the recovered snapshot differs:\n%s", firstDiff(before, after))
-	}
-}
-
-// TestExpireRawRecordFails: when the record of what goes cannot be
-// written, nothing goes.
-func TestExpireRawRecordFails(t *testing.T) {
-	dir := t.TempDir()
-	e, log, _ := retentionRig(t, dir, 3)
-	defer log.Close()
-	defer e.Close()
-	// A directory where the record's file goes: writing it fails.
-	if err := os.MkdirAll(filepath.Join(dir, expiredFile, "x"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	first, _ := log.First()
-	if _, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 1}, time.Now(), false); err == nil || !strings.Contains(err.Error(), expiredFile) {
-		t.Fatalf("ExpireRaw: %v, want an error naming %s", err, expiredFile)
-	}
-	if f, _ := log.First(); f != first {
-		t.Fatalf("segments removed though their record failed: first %d, was %d", f, first)
-	}
-}
-
-// TestRebuildRefusesOtherSchemaSnapshot: a snapshot written by another
-// schema version is refused by name, before anything is dropped.
-func TestRebuildRefusesOtherSchemaSnapshot(t *testing.T) {
-	dir := t.TempDir()
-	e, log, _ := retentionRig(t, dir, 3)
-	defer log.Close()
-	defer e.Close()
-	if _, err := e.ExpireRaw(context.Background(), Retention{RawBytes: 8 << 10}, time.Now(), false); err != nil {
-		t.Fatal(err)
-	}
-	// Rewrite the snapshot's schema version.
-	db, err := pebble.Open(filepath.Join(dir, snapshotDir), &pebble.Options{})
+	// A store that lacks the removed range cannot replace the snapshot.
+	e2.Close()
+	log2.Close()
+	os.RemoveAll(filepath.Join(dir, "db"))
+	e3, err := Open(dir, &Options{WAL: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Set(schema.KeySchema, []byte{0, 0, 0, 99}, pebble.Sync)
-	db.Close()
-	before := dump(t, e)
-	if _, err := e.Rebuild(context.Background()); !errors.Is(err, ErrSnapshotSchema) || !strings.Contains(err.Error(), snapshotDir) {
-		t.Fatalf("Rebuild: %v, want ErrSnapshotSchema naming the snapshot", err)
-	}
-	if after := dump(t, e); after != before {
-		t.Fatal("a refused rebuild changed the derived state")
+	defer e3.Close()
+	if got := dump(t, e3); got != want {
+		t.Fatalf("a second new store:\n%s", firstDiff(want, got))
 	}
 }

@@ -213,10 +213,16 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		mem = api.NewLocal(e, &api.LocalOptions{Index: ix, WAL: log, Followed: true, Redactor: red, Timer: pe.metrics.retrieval, Changes: &pe.memoryN})
 		pe.syncers.Add(1)
 		go pe.syncIndex(ctx, mem, logf)
-		if pe.retainer != nil {
-			pe.syncers.Add(1)
-			go pe.retain(ctx, mem, pe.retainer, logf)
+	}
+	if pe.retainer != nil {
+		// Retention needs no index: without one it runs over a memory
+		// that only writes corrections.
+		rm := mem
+		if rm == nil {
+			rm = api.NewLocal(e, &api.LocalOptions{WAL: log, Followed: true, Redactor: red})
 		}
+		pe.syncers.Add(1)
+		go pe.retain(ctx, rm, pe.retainer, logf)
 	}
 	qs, err := httpapi.Start(e, mem, pe.brk, pe.guard)
 	if err != nil {

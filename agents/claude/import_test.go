@@ -9,17 +9,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bbengine/bbengine/codec/agentlog"
+	"github.com/bbengine/bbengine/codec/agentlog/agentlogtest"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/claude"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 )
 
-var claudeGolden = filepath.Join("..", "..", "..", "shared", "agentlogs-golden", "claude")
+var claudeGolden = agentlogtest.Golden(2, "claude")
 
 // claudeSession is the files of one golden session, as bbengine import
-// groups them.
+// groups them (codec/agentlog/agentlogtest reads them).
 type claudeSession struct {
 	id    string
 	files []engine.ImportFile
@@ -28,95 +28,35 @@ type claudeSession struct {
 	size  int64
 }
 
-// readLog reads a log file as import line records.
-func readLog(t testing.TB, path, session string) (engine.ImportFile, [][]byte, int64) {
-	t.Helper()
-	f, err := agentlog.Open(path)
-	if err != nil {
-		t.Fatal(err)
+// importFile wraps a golden file's records into an import file; with
+// lineWAL the records' WAL offsets are their line numbers.
+func importFile(f agentlogtest.File, lineWAL bool) engine.ImportFile {
+	file := engine.ImportFile{Path: f.Path}
+	for _, r := range f.Records {
+		rec := engine.ImportRecord{Import: r}
+		if lineWAL {
+			rec.WAL = uint64(r.Line)
+		}
+		file.Records = append(file.Records, rec)
 	}
-	defer f.Close()
-	file := engine.ImportFile{Path: path}
-	var lines [][]byte
-	sc := agentlog.NewScanner(f, 0, 0)
-	for sc.Next() {
-		l := sc.Line()
-		data := bytes.Clone(l.Data)
-		lines = append(lines, data)
-		file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{Source: "claude", Session: session, File: path,
-			Kind: exchange.ImportLine, Offset: l.Offset, Line: l.Number, Data: data}})
-	}
-	if sc.Err() != nil {
-		t.Fatal(sc.Err())
-	}
-	end, _ := sc.End()
-	return file, lines, end
+	return file
 }
 
-// goldenClaude groups the golden Claude Code files into sessions: a main
-// file, its subagents directory, and the flat agent files whose sessionId
-// names it.
+// readLog reads a Claude Code log file as import line records.
+func readLog(t testing.TB, path, session string) (engine.ImportFile, [][]byte, int64) {
+	t.Helper()
+	f, lines, end := agentlogtest.ReadLog(t, path, "claude", session)
+	return importFile(f, false), lines, end
+}
+
+// goldenClaude reads the golden Claude Code logs, grouped by session.
 func goldenClaude(t testing.TB) []*claudeSession {
 	t.Helper()
-	if _, err := os.Stat(claudeGolden); err != nil {
-		t.Skip("golden agent logs not found:", err)
-	}
-	byID := map[string]*claudeSession{}
-	get := func(id string) *claudeSession {
-		if byID[id] == nil {
-			byID[id] = &claudeSession{id: id}
-		}
-		return byID[id]
-	}
-	var metas []string
-	err := filepath.WalkDir(claudeGolden, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		switch {
-		case strings.HasSuffix(p, ".meta.json"):
-			metas = append(metas, p)
-		case strings.HasSuffix(p, ".jsonl"):
-			file, lines, size := readLog(t, p, "")
-			var first claude.Record
-			for _, l := range lines {
-				if r, err := claude.ParseLine(l); err == nil && r.SessionID != "" {
-					first = r
-					break
-				}
-			}
-			s := get(claude.SessionID(p, first))
-			s.files = append(s.files, file)
-			s.lines = append(s.lines, lines...)
-			s.size += size
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A meta file belongs to the session of the agent file beside it.
-	for _, m := range metas {
-		sib := strings.TrimSuffix(m, ".meta.json") + ".jsonl"
-		for _, s := range byID {
-			if slices.ContainsFunc(s.files, func(f engine.ImportFile) bool { return f.Path == sib }) {
-				data, err := os.ReadFile(m)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.files = append(s.files, engine.ImportFile{Path: m, Records: []engine.ImportRecord{{Import: exchange.Import{Source: "claude",
-					File: m, Kind: exchange.ImportMeta, Data: data}}}})
-				s.metas++
-			}
-		}
-	}
 	var out []*claudeSession
-	for _, id := range sortedKeys(byID) {
-		s := byID[id]
-		for i := range s.files {
-			for j := range s.files[i].Records {
-				s.files[i].Records[j].Session = "claude:" + id
-			}
+	for _, g := range agentlogtest.Claude(t, claudeGolden) {
+		s := &claudeSession{id: g.ID, lines: g.Lines, metas: g.Metas, size: g.Size}
+		for _, f := range g.Files {
+			s.files = append(s.files, importFile(f, false))
 		}
 		out = append(out, s)
 	}

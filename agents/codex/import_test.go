@@ -8,45 +8,37 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bbengine/bbengine/codec/agentlog"
+	"github.com/bbengine/bbengine/codec/agentlog/agentlogtest"
 	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/klauspost/compress/zstd"
 )
 
-func codexGolden(t testing.TB) []string {
-	dir := filepath.Join("..", "..", "..", "shared", "agentlogs-golden", "codex")
-	paths, _ := filepath.Glob(filepath.Join(dir, "*", "rollout-*.jsonl"))
-	if len(paths) == 0 {
-		t.Skipf("no golden Codex rollouts under %s", dir)
+// importFile wraps a golden file's records into an import file; with
+// lineWAL the records' WAL offsets are their line numbers.
+func importFile(f agentlogtest.File, lineWAL bool) engine.ImportFile {
+	file := engine.ImportFile{Path: f.Path}
+	for _, r := range f.Records {
+		rec := engine.ImportRecord{Import: r}
+		if lineWAL {
+			rec.WAL = uint64(r.Line)
+		}
+		file.Records = append(file.Records, rec)
 	}
-	return paths
+	return file
 }
 
-// readRollout reads a rollout through codec/agentlog, as the import
-// does, into import records and raw lines.
+func codexGolden(t testing.TB) []string {
+	return agentlogtest.CodexRollouts(t, agentlogtest.Golden(2, "codex"))
+}
+
+// readRollout reads a rollout as the import does, into import records
+// and raw lines.
 func readRollout(t testing.TB, path string) (engine.ImportFile, [][]byte) {
-	f, err := agentlog.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := agentlog.NewScanner(f, 0, 0)
-	file := engine.ImportFile{Path: path}
-	var lines [][]byte
-	for sc.Next() {
-		l := sc.Line()
-		data := bytes.Clone(l.Data)
-		lines = append(lines, data)
-		file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{
-			Source: "codex", File: path, Kind: exchange.ImportLine, Offset: l.Offset, Line: l.Number, Data: data,
-		}, WAL: uint64(l.Number)})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return file, lines
+	t.Helper()
+	f, lines, _ := agentlogtest.ReadLog(t, path, "codex", "")
+	return importFile(f, true), lines
 }
 
 func deriveRollout(t testing.TB, file engine.ImportFile) *engine.Imported {

@@ -312,15 +312,6 @@ func writeExpired(dir string, rs []ExpiredRange) error {
 	return nil
 }
 
-// derivedSpans are the key ranges of the derived families.
-func derivedSpans() []pebble.CheckpointSpan {
-	var out []pebble.CheckpointSpan
-	for _, p := range schema.DerivedPrefixes {
-		out = append(out, pebble.CheckpointSpan{Start: []byte{p}, End: []byte{p + 1}})
-	}
-	return out
-}
-
 // snapshot replaces <dir>/snapshot with a checkpoint of the derived
 // state and returns the WAL offset derivation resumes from in it.
 func (e *Engine) snapshot() (uint64, error) {
@@ -342,11 +333,9 @@ func (e *Engine) snapshot() (uint64, error) {
 	} else if first, ferr := e.log.First(); ferr == nil && live < first {
 		return 0, fmt.Errorf("engine: snapshot: the derived state starts at WAL offset %d, after the WAL's first frame was removed (%d): run bbengine rebuild, which starts from the snapshot %s", live, first, final)
 	}
-	// Between commits of the canonical state (an imported session's
-	// event table and the batch that says it is applied), as Checkpoint.
-	if err := e.pipe.Quiesce(func() error {
-		return e.db.Checkpoint(tmp, pebble.WithFlushedWAL(), pebble.WithRestrictToSpans(derivedSpans()))
-	}); err != nil {
+	// The store holds derived state only: the snapshot is a checkpoint
+	// of it, taken between commits as a backup's is.
+	if _, err := e.Checkpoint(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return 0, fmt.Errorf("engine: snapshot of derived state: %w", err)
 	}

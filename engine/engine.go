@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bbengine/bbengine/internal/crypt"
+
 	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -41,6 +43,11 @@ type Options struct {
 	// The default is the operating system's; tests put Pebble's
 	// vfs/errorfs here to inject faults.
 	FS vfs.FS
+	// Keys, when set, are the unlocked keys of an encrypted data
+	// directory: Pebble's files, blobs and the index are written and read
+	// encrypted under them. The default is nil: a directory in the clear.
+	// Open refuses a directory that has a keys file when Keys is nil.
+	Keys *crypt.Keys
 	// WAL is the log to canonicalize. The caller keeps ownership (the
 	// proxy passes the log it writes). The default opens <dir>/wal
 	// read-only; a missing directory is an empty log.

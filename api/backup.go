@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/internal/safefile"
 	"github.com/bbengine/bbengine/wal"
@@ -73,6 +74,10 @@ type Manifest struct {
 	// rebuild of the restored directory keeps it) and the record of the
 	// ranges removed. Paths are under the backup.
 	Retention []FileSum `json:"retention,omitempty"`
+	// Keys is the keys file of an encrypted directory (path
+	// "keys.json"): it holds wrapped keys only, and the backup is
+	// readable only by whoever can unlock it (docs/security.md).
+	Keys *FileSum `json:"keys,omitempty"`
 }
 
 // DerivedCopy is the checkpoint of the derived state in a backup.
@@ -169,6 +174,19 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 	// The checkpoint, the WAL and what retention kept of the part of the
 	// WAL it removed, as one: no retention run in between (one could
 	// remove frames past the checkpoint's applied offset).
+	if m.e.Keys() != nil {
+		// The keys file first: without it nothing after it can be read.
+		to := filepath.Join(dest, crypt.KeysFile)
+		if err := copyFile(filepath.Join(m.e.Dir(), crypt.KeysFile), to); err != nil {
+			return nil, fmt.Errorf("backup: %w", err)
+		}
+		sum, err := sumFile(to, crypt.KeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("backup: %w", err)
+		}
+		man.Keys = &sum
+		out.Bytes += sum.Size
+	}
 	var copied *wal.Copied
 	err = m.e.WithoutRetention(func() error {
 		if !req.Raw {

@@ -184,7 +184,11 @@ func hookPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, 
 // localPack opens the engine of dir, catches up with the WAL within ctx
 // and builds the pack; the index is not needed for it.
 func localPack(ctx context.Context, dir string, req ContextRequest) (*pack.Pack, error) {
-	e, err := engine.Open(dir, nil)
+	keys, err := Keys(dir)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.Open(dir, &engine.Options{Keys: keys})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,11 @@ func OpenReader(ctx context.Context, dir string) (s Service, close func() error,
 	if r := Dial(dir); r != nil {
 		return r, func() error { return nil }, nil
 	}
-	e, err := engine.Open(dir, nil)
+	keys, err := Keys(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := engine.Open(dir, &engine.Options{Keys: keys})
 	if err != nil {
 		var le *engine.LockedError
 		if errors.As(err, &le) {
@@ -75,7 +79,7 @@ func OpenLocal(ctx context.Context, dir string, write bool) (*Local, func() erro
 	if err != nil {
 		return nil, nil, err
 	}
-	ix, err := index.Open(IndexDir(dir), nil)
+	ix, err := index.Open(IndexDir(dir), &index.Options{Keys: e.Keys()})
 	if err != nil {
 		closeEL()
 		return nil, nil, err
@@ -93,15 +97,19 @@ func OpenLocal(ctx context.Context, dir string, write bool) (*Local, func() erro
 // WAL, holding the directory until close; with write, the WAL is open
 // for appending (log is nil without).
 func OpenEngine(ctx context.Context, dir string, write bool) (e *engine.Engine, log *wal.Log, close func() error, err error) {
-	var opts *engine.Options
+	keys, err := Keys(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := &engine.Options{Keys: keys}
 	if write {
 		if err := SecureDataDir(dir); err != nil {
 			return nil, nil, nil, err
 		}
-		if log, err = wal.Open(filepath.Join(dir, "wal"), nil); err != nil {
+		if log, err = wal.Open(filepath.Join(dir, "wal"), &wal.Options{Keys: keys}); err != nil {
 			return nil, nil, nil, fmt.Errorf("open the WAL: %w", err)
 		}
-		opts = &engine.Options{WAL: log}
+		opts.WAL = log
 	}
 	closeLog := func() error {
 		if log != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/bbengine/bbengine/internal/safefile"
 	"github.com/bbengine/bbengine/wal"
@@ -106,6 +107,11 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		}
 	}()
 	out := &Restored{Dir: dir, Manifest: *man}
+	if man.Keys != nil {
+		if err := copyChecked(src, tmp, *man.Keys); err != nil {
+			return nil, err
+		}
+	}
 	if err := restoreWAL(src, tmp, man); err != nil {
 		return nil, err
 	}
@@ -228,6 +234,9 @@ func manifestPaths(man *Manifest) error {
 		if err := under("retention[].path", f.Path, "snapshot", "expired.json"); err != nil {
 			return err
 		}
+	}
+	if man.Keys != nil && man.Keys.Path != crypt.KeysFile {
+		return fmt.Errorf("keys.path %q is not %q", man.Keys.Path, crypt.KeysFile)
 	}
 	return nil
 }
@@ -363,7 +372,11 @@ func checkBlob(p string) error {
 // checkpoint (or derives everything, without one), and the search
 // index is built from the artifacts.
 func derive(ctx context.Context, dir, src string, out *Restored) error {
-	e, err := engine.Open(dir, nil)
+	keys, err := Keys(dir)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	e, err := engine.Open(dir, &engine.Options{Keys: keys})
 	if err != nil {
 		var de *engine.DamagedError
 		if errors.As(err, &de) {
@@ -381,7 +394,7 @@ func derive(ctx context.Context, dir, src string, out *Restored) error {
 	if out.Derived, err = derive(ctx); err != nil {
 		return fmt.Errorf("restore: derive from the WAL: %w", err)
 	}
-	ix, err := index.Open(IndexDir(dir), nil)
+	ix, err := index.Open(IndexDir(dir), &index.Options{Keys: keys})
 	if err != nil {
 		return fmt.Errorf("restore: open the index: %w", err)
 	}

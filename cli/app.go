@@ -169,7 +169,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		Version:   Version,
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{
 				Name:  "dir",
 				Usage: "data directory",
@@ -179,7 +179,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 				Name:  "config",
 				Usage: "YAML file with flag values (keys are flag names; a map per command is also read)",
 			},
-		},
+		}, unlockFlags()...),
 		Commands: []*ucli.Command{
 			proxyCommand(),
 			versionCommand(),
@@ -207,6 +207,8 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			breakerCommand(),
 			duCommand(),
 			gcCommand(),
+			initCommand(),
+			keyCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,
@@ -226,7 +228,11 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			return usagef("unknown command %q", c.Args().First())
 		},
 		Before: func(c *ucli.Context) error {
-			return applyConfig(c, nil)
+			if err := applyConfig(c, nil); err != nil {
+				return err
+			}
+			setUnlock(c)
+			return nil
 		},
 		ExitErrHandler: func(*ucli.Context, error) {},
 	}

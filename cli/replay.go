@@ -26,7 +26,11 @@ func openWALReadOnly(c *ucli.Context) (*wal.Log, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("no write-ahead log at %s (nothing recorded yet, or pass --dir): %w", dir, err)
 	}
-	return wal.Open(dir, &wal.Options{ReadOnly: true})
+	keys, err := api.Keys(c.String("dir"))
+	if err != nil {
+		return nil, err
+	}
+	return wal.Open(dir, &wal.Options{ReadOnly: true, Keys: keys})
 }
 
 // parseOffset parses a decimal (or 0x hex) log offset given to flag name.

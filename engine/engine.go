@@ -202,7 +202,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 			lk.close()
 			return nil, fmt.Errorf("engine: create %s: %w", walDir, err)
 		}
-		if e.log, err = wal.Open(walDir, &wal.Options{ReadOnly: true}); err != nil {
+		if e.log, err = wal.Open(walDir, &wal.Options{ReadOnly: true, Keys: o.Keys}); err != nil {
 			lk.close()
 			return nil, err
 		}
@@ -526,3 +526,7 @@ func (quietLogger) Errorf(format string, args ...any) {
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
+
+// Keys returns the keys the engine was opened with: nil for a data
+// directory in the clear.
+func (e *Engine) Keys() *crypt.Keys { return e.opts.Keys }

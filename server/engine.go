@@ -178,7 +178,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	var e *engine.Engine
 	for warned := false; ; {
 		var err error
-		e, err = engine.Open(dir, &engine.Options{WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs, MemoryWorkers: 1,
+		e, err = engine.Open(dir, &engine.Options{Keys: log.Keys(), WAL: log, Logf: logf, OnMemory: pe.memoryChanged, Redactor: red, FS: pe.fs, MemoryWorkers: 1,
 			Hold: func() bool { return pe.hold(log, logf) }, Yield: pe.yield, OnDerived: pe.metrics.onDerived})
 		if err == nil {
 			break
@@ -205,7 +205,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	}
 	restored()
 	var mem *api.Local
-	ix, err := index.Open(api.IndexDir(dir), nil)
+	ix, err := index.Open(api.IndexDir(dir), &index.Options{Keys: log.Keys()})
 	if err != nil {
 		ix = nil
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/api/httpapi"
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
@@ -90,7 +91,13 @@ func Run(ctx context.Context, stdout, stderr io.Writer, cfg Config, ready chan<-
 	// Damage in sealed segments does not stop recording: Open reports
 	// gaps and bad segment headers at once, a background scan verifies
 	// every frame of them, and both show on stderr and /_bb/health.
-	log, err := wal.Open(walDir, &wal.Options{Sync: cfg.Sync, ScanSealed: true, SegmentSize: cfg.SegmentSize, OnDamage: func(err error) {
+	// An encrypted directory is unlocked before anything is recorded:
+	// the proxy never records in the clear into it.
+	keys, err := api.Keys(cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	log, err := wal.Open(walDir, &wal.Options{Keys: keys, Sync: cfg.Sync, ScanSealed: true, SegmentSize: cfg.SegmentSize, OnDamage: func(err error) {
 		opts.Logf("warning: %v (recording goes on; readers stop there)", err)
 	}})
 	if err != nil {

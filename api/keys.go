@@ -1,0 +1,253 @@
+package api
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/crypt"
+)
+
+// Unlock is how this process unlocks encrypted data directories
+// (docs/security.md). The zero Unlock reads the environment.
+type Unlock struct {
+	// Passphrase opens a passphrase slot. The default is
+	// BBENGINE_PASSPHRASE.
+	Passphrase []byte
+	// AgeIdentityFile names a file of age identities (AGE-SECRET-KEY-1…
+	// lines) that opens an age slot. The default is
+	// BBENGINE_AGE_IDENTITY.
+	AgeIdentityFile string
+	// NoKeyring skips the OS keyring slot. The default tries it when
+	// keys.json has one.
+	NoKeyring bool
+	// Prompt, when set, asks for a passphrase when no other way opened
+	// the directory and it has a passphrase slot (a terminal).
+	Prompt func(dir string) ([]byte, error)
+}
+
+// unlocked holds the process's Unlock and the keys it opened, per data
+// directory: a directory is unlocked once per process (argon2id costs
+// about 60 ms).
+var unlocked struct {
+	sync.Mutex
+	how  *Unlock
+	keys map[string]*crypt.Keys
+}
+
+// SetUnlock sets how this process unlocks encrypted data directories; the
+// command line calls it once from its flags, before any directory is
+// opened.
+func SetUnlock(u Unlock) {
+	unlocked.Lock()
+	defer unlocked.Unlock()
+	unlocked.how = &u
+	unlocked.keys = nil
+}
+
+// Keys returns the unlocked keys of the data directory dir, or nil when
+// dir is in the clear (it has no keys.json). The keys are kept for the
+// rest of the process.
+func Keys(dir string) (*crypt.Keys, error) {
+	if !crypt.Exists(dir) {
+		return nil, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	unlocked.Lock()
+	defer unlocked.Unlock()
+	if k := unlocked.keys[abs]; k != nil {
+		return k, nil
+	}
+	how := Unlock{}
+	if unlocked.how != nil {
+		how = *unlocked.how
+	}
+	opts, err := how.options()
+	if err != nil {
+		return nil, err
+	}
+	k, err := crypt.Unlock(dir, opts)
+	if err != nil && len(opts.Passphrase) == 0 && how.Prompt != nil && hasPassphraseSlot(dir) {
+		var p []byte
+		if p, err = how.Prompt(dir); err == nil {
+			opts.Passphrase = p
+			k, err = crypt.Unlock(dir, opts)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if unlocked.keys == nil {
+		unlocked.keys = map[string]*crypt.Keys{}
+	}
+	unlocked.keys[abs] = k
+	return k, nil
+}
+
+// options turns u, with the environment's defaults, into crypt's.
+func (u Unlock) options() (crypt.UnlockOptions, error) {
+	o := crypt.UnlockOptions{Passphrase: u.Passphrase, Keyring: !u.NoKeyring}
+	if len(o.Passphrase) == 0 {
+		if p := os.Getenv("BBENGINE_PASSPHRASE"); p != "" {
+			o.Passphrase = []byte(p)
+		}
+	}
+	file := u.AgeIdentityFile
+	if file == "" {
+		file = os.Getenv("BBENGINE_AGE_IDENTITY")
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return o, fmt.Errorf("age identity: %w", err)
+		}
+		o.AgeIdentities = append(o.AgeIdentities, string(b))
+	}
+	return o, nil
+}
+
+func hasPassphraseSlot(dir string) bool {
+	info, err := crypt.ReadInfo(dir)
+	if err != nil {
+		return false
+	}
+	for _, s := range info.Slots {
+		if s.Type == "passphrase" {
+			return true
+		}
+	}
+	return false
+}
+
+// InitRequest makes a new data directory.
+type InitRequest struct {
+	// Dir is the data directory. It must not hold recorded data yet.
+	Dir string
+	// Encrypt makes the directory encrypted with the slots of Slots
+	// (at least one).
+	Encrypt bool
+	Slots   crypt.InitOptions
+}
+
+// InitResult says what Init made.
+type InitResult struct {
+	Dir       string     `json:"dir"`
+	Encrypted bool       `json:"encrypted"`
+	Keys      crypt.Info `json:"keys,omitzero"`
+}
+
+// Init makes the data directory r.Dir, owner-only, and with Encrypt its
+// keys.json. Encryption is chosen once, at init: a directory that
+// already holds a WAL, derived state or an index is refused, since its
+// frames' offsets would change and what is recorded in the clear would
+// stay so.
+func Init(r InitRequest) (*InitResult, error) {
+	if crypt.Exists(r.Dir) {
+		return nil, fmt.Errorf("init: %s is already encrypted (%s exists)", r.Dir, filepath.Join(r.Dir, crypt.KeysFile))
+	}
+	if r.Encrypt {
+		for _, part := range []string{"wal", "db", "index", "blobs"} {
+			if !noFiles(filepath.Join(r.Dir, part)) {
+				return nil, fmt.Errorf("init --encrypt: %s already holds data in the clear (%s/); encryption is chosen when a directory is made: use a new directory (bbengine --dir NEW init --encrypt)", r.Dir, part)
+			}
+		}
+	}
+	if err := SecureDataDir(r.Dir); err != nil {
+		return nil, err
+	}
+	res := &InitResult{Dir: r.Dir, Encrypted: r.Encrypt}
+	if !r.Encrypt {
+		return res, nil
+	}
+	if _, err := crypt.Init(r.Dir, r.Slots); err != nil {
+		return nil, fmt.Errorf("init --encrypt: %w", err)
+	}
+	info, err := crypt.ReadInfo(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	res.Keys = info
+	return res, nil
+}
+
+// noFiles reports whether dir is missing or holds no file (segments,
+// tables) at any depth.
+func noFiles(dir string) bool {
+	empty := true
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			empty = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return empty
+}
+
+// KeyRequest is one change to an encrypted directory's keys.json. Every
+// change rewrites keys.json only; the data is never rewritten.
+type KeyRequest struct {
+	Dir string
+	// AddSlots adds a slot per option set.
+	AddSlots *crypt.InitOptions
+	// RemoveSlot removes the slot at that index (from KeyStatus), when
+	// not negative.
+	RemoveSlot int
+	// RotateRoot makes a new root key and re-wraps every slot,
+	// generation and the blob name key under it.
+	RotateRoot bool
+	// NewGeneration makes a new active generation key: files made from
+	// now on have their data keys wrapped by it.
+	NewGeneration bool
+}
+
+// KeyStatus describes the keys of dir without unlocking it.
+func KeyStatus(dir string) (crypt.Info, error) {
+	if !crypt.Exists(dir) {
+		return crypt.Info{}, fmt.Errorf("%s is not encrypted (no %s)", dir, crypt.KeysFile)
+	}
+	return crypt.ReadInfo(dir)
+}
+
+// ChangeKeys applies r with the directory's current keys (unlocked as
+// Keys does) and returns the new status. A new generation needs the
+// directory free: a running proxy would go on wrapping new files by the
+// generation it started with.
+func ChangeKeys(r KeyRequest) (crypt.Info, error) {
+	k, err := Keys(r.Dir)
+	if err != nil {
+		return crypt.Info{}, err
+	}
+	if k == nil {
+		return crypt.Info{}, fmt.Errorf("%s is not encrypted (no %s); encryption is chosen at init", r.Dir, crypt.KeysFile)
+	}
+	if r.AddSlots != nil {
+		if err := k.AddSlot(r.Dir, *r.AddSlots); err != nil {
+			return crypt.Info{}, err
+		}
+	}
+	if r.RemoveSlot >= 0 {
+		if err := k.RemoveSlot(r.Dir, r.RemoveSlot); err != nil {
+			return crypt.Info{}, err
+		}
+	}
+	if r.RotateRoot {
+		if err := k.RotateRoot(r.Dir); err != nil {
+			return crypt.Info{}, err
+		}
+	}
+	if r.NewGeneration {
+		if _, held, _ := engine.ReadHolder(r.Dir); held {
+			return crypt.Info{}, fmt.Errorf("key rotate --generation: %s is in use by a running bbengine (stop it first: it keeps wrapping new files by the generation it started with)", r.Dir)
+		}
+		if _, err := k.NewGeneration(r.Dir); err != nil {
+			return crypt.Info{}, err
+		}
+	}
+	return crypt.ReadInfo(r.Dir)
+}

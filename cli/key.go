@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/internal/crypt"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func keyCommand() *ucli.Command {
+	jsonFlag := &ucli.BoolFlag{Name: "json", Usage: "print the result as JSON"}
+	done := func(c *ucli.Context, info crypt.Info, what string) error {
+		if c.Bool("json") {
+			return writeJSON(c, info)
+		}
+		fmt.Fprintln(c.App.Writer, what)
+		printKeys(c, info)
+		return nil
+	}
+	change := func(c *ucli.Context, r api.KeyRequest, what string) error {
+		r.Dir = c.String("dir")
+		info, err := api.ChangeKeys(r)
+		if err != nil {
+			return err
+		}
+		return done(c, info, what)
+	}
+	return &ucli.Command{
+		Name:  "key",
+		Usage: "show and change how an encrypted data directory unlocks",
+		Description: "Every change rewrites keys.json only; no data is rewritten. The current secret\n" +
+			"(BBENGINE_PASSPHRASE, --age-identity or the OS keyring) unlocks the directory first.",
+		Subcommands: []*ucli.Command{
+			{
+				Name: "status", Usage: "show the slots and key generations (needs no secret)", ArgsUsage: " ",
+				Flags: []ucli.Flag{jsonFlag},
+				Action: func(c *ucli.Context) error {
+					info, err := api.KeyStatus(c.String("dir"))
+					if err != nil {
+						return err
+					}
+					return done(c, info, fmt.Sprintf("%s: encrypted (AES-256-GCM)", c.String("dir")))
+				},
+			},
+			{
+				Name: "add-slot", Usage: "add a way to unlock: a passphrase (" + newPassEnv + "), an age recipient or the OS keyring", ArgsUsage: " ",
+				Flags: append([]ucli.Flag{jsonFlag}, slotFlags()...),
+				Action: func(c *ucli.Context) error {
+					o, err := slotOptions(c, false)
+					if err != nil {
+						return fmt.Errorf("key add-slot: %w", err)
+					}
+					return change(c, api.KeyRequest{AddSlots: &o, RemoveSlot: -1}, "slot added")
+				},
+			},
+			{
+				Name: "remove-slot", Usage: "remove the slot numbered N in key status (not the last one)", ArgsUsage: "N",
+				Flags: []ucli.Flag{jsonFlag},
+				Action: func(c *ucli.Context) error {
+					n, err := strconv.Atoi(c.Args().First())
+					if c.NArg() != 1 || err != nil || n < 1 {
+						return usagef("key remove-slot: need the slot's number N (1, 2, … as key status shows)")
+					}
+					return change(c, api.KeyRequest{RemoveSlot: n - 1}, fmt.Sprintf("slot %d removed", n))
+				},
+			},
+			{
+				Name: "rotate", Usage: "new root key, with every slot re-wrapped; --generation: a new key generation for new files", ArgsUsage: " ",
+				Description: "Without --generation, a new root key wraps the generation keys and every slot is\n" +
+					"re-wrapped: do it when a slot's secret may have leaked, after removing that slot.\n" +
+					"With --generation, files made from now on have their data keys wrapped by a new\n" +
+					"generation key (needs the directory free: stop the proxy first).",
+				Flags: []ucli.Flag{jsonFlag, &ucli.BoolFlag{Name: "generation", Usage: "make a new active key generation"}},
+				Action: func(c *ucli.Context) error {
+					if c.NArg() > 0 {
+						return usagef("key rotate: takes no arguments")
+					}
+					if c.Bool("generation") {
+						return change(c, api.KeyRequest{NewGeneration: true, RemoveSlot: -1}, "new key generation active")
+					}
+					return change(c, api.KeyRequest{RotateRoot: true, RemoveSlot: -1}, "root key rotated")
+				},
+			},
+		},
+	}
+}
+
+// printKeys writes the slots and generations of info.
+func printKeys(c *ucli.Context, info crypt.Info) {
+	fmt.Fprintf(c.App.Writer, "id %s, made %s\n", info.DirID, info.Created.Local().Format(time.DateTime))
+	printSlots(c, info.Slots)
+	for _, g := range info.Generations {
+		state := ""
+		switch {
+		case g.Retired:
+			state = " (retired)"
+		case g.ID == info.Active:
+			state = " (active)"
+		}
+		fmt.Fprintf(c.App.Writer, "generation %d, made %s%s\n", g.ID, g.Created.Local().Format(time.DateTime), state)
+	}
+}
+
+// printSlots writes one line per slot, numbered from 1.
+func printSlots(c *ucli.Context, slots []crypt.SlotInfo) {
+	for i, s := range slots {
+		what := s.Type
+		if s.Recipient != "" {
+			what += " " + s.Recipient
+		}
+		fmt.Fprintf(c.App.Writer, "slot %d: %s\n", i+1, what)
+	}
+}

@@ -1,0 +1,206 @@
+package crypt
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// RewrapTarget is an encrypted file whose data key RewrapFiles re-wraps:
+// its path and the AAD its header was made with.
+type RewrapTarget struct {
+	Path string
+	AAD  []byte
+}
+
+// journalEntry is one line of a rewrap journal: a file and the header it
+// gets.
+type journalEntry struct {
+	Path   string `json:"path"`
+	Header string `json:"header"` // base64 of HeaderSize bytes
+}
+
+// RewrapFiles re-wraps, by k's active generation, the data key of every
+// target whose header is wrapped by generation gen; others are left
+// alone. Only the 128-byte headers are rewritten, never the data. It is
+// crash-safe through journal: every new header is computed and written
+// to the journal (synced) before the first file is touched, and
+// ReplayJournal, run before the files are next read, writes them all
+// again. It returns how many files it re-wrapped. A target that no
+// longer exists is skipped.
+func RewrapFiles(journal string, k *Keys, gen uint32, targets []RewrapTarget) (int, error) {
+	n, err := prepareRewrap(journal, k, gen, targets)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := ReplayJournal(journal); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// prepareRewrap finishes an earlier journal, then writes the journal of
+// a new rewrap without touching any file.
+func prepareRewrap(journal string, k *Keys, gen uint32, targets []RewrapTarget) (int, error) {
+	if err := ReplayJournal(journal); err != nil {
+		return 0, err
+	}
+	var entries []journalEntry
+	for _, t := range targets {
+		b, err := readHeader(t.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		h, err := ParseHeader(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		if h.Gen != gen {
+			continue
+		}
+		if err := h.Rewrap(k, t.AAD); err != nil {
+			return 0, fmt.Errorf("%s: re-wrap the data key: %w", t.Path, err)
+		}
+		entries = append(entries, journalEntry{Path: t.Path, Header: base64.StdEncoding.EncodeToString(h.Append(nil))})
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, e := range entries {
+		if err := enc.Encode(e); err != nil {
+			return 0, err
+		}
+	}
+	if err := writeSynced(journal, buf.Bytes()); err != nil {
+		return 0, fmt.Errorf("rewrap journal: %w", err)
+	}
+	return len(entries), nil
+}
+
+// ReplayJournal writes every header a rewrap journal holds into its file
+// (one write at offset 0, synced), then removes the journal. Headers in
+// the journal are complete and valid under the key set that made them,
+// so replaying is idempotent. A missing journal is nothing to do.
+func ReplayJournal(journal string) error {
+	f, err := os.Open(journal)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	line := 0
+	var entries []journalEntry
+	for sc.Scan() {
+		line++
+		var e journalEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			// A journal is synced whole before any header is written:
+			// a torn journal means no file was touched yet.
+			return removeSynced(journal)
+		}
+		entries = append(entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", journal, err)
+	}
+	for i, e := range entries {
+		h, err := base64.StdEncoding.DecodeString(e.Header)
+		if err != nil || len(h) != HeaderSize {
+			return fmt.Errorf("%s:%d: bad header", journal, i+1)
+		}
+		if _, err := ParseHeader(h); err != nil {
+			return fmt.Errorf("%s:%d: %w", journal, i+1, err)
+		}
+		if err := writeHeader(e.Path, h); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s:%d: %w", journal, i+1, err)
+		}
+	}
+	f.Close()
+	return removeSynced(journal)
+}
+
+func readHeader(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, HeaderSize)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, fmt.Errorf("%s: read the header: %w", path, err)
+	}
+	return b, nil
+}
+
+func writeHeader(path string, h []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(h, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: write the header: %w", path, err)
+	}
+	return nil
+}
+
+// writeSynced writes b to a new path (0600) through a temporary file,
+// synced and renamed, and syncs the directory.
+func writeSynced(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func removeSynced(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

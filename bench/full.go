@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,18 @@ func (s *syncBuffer) String() string {
 // startFull runs `bbengine --dir dir proxy` on a loopback port with
 // upstream as its anthropic route and returns once it listens and its
 // engine serves queries.
-func startFull(dir, upstream string, sync wal.SyncPolicy) (*fullProxy, error) {
+func startFull(dir, upstream string, sync wal.SyncPolicy, encrypt bool) (*fullProxy, error) {
+	if encrypt {
+		// A passphrase slot: the proxy unlocks once at start (argon2id),
+		// as a user's would.
+		if os.Getenv("BBENGINE_PASSPHRASE") == "" {
+			os.Setenv("BBENGINE_PASSPHRASE", "proxybench passphrase")
+		}
+		var out bytes.Buffer
+		if code := cli.Main([]string{"bbengine", "--dir", dir, "init", "--encrypt"}, &out, &out); code != 0 {
+			return nil, fmt.Errorf("bench: bbengine init --encrypt exited with %d: %s", code, out.String())
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	fp := &fullProxy{dir: dir, cancel: cancel, done: make(chan int, 1), out: &syncBuffer{},
 		client: &http.Client{Timeout: 30 * time.Second}}

@@ -48,6 +48,10 @@ const (
 // beside it (lossless, WAL sync as Config.Sync). Config.Engine adds it.
 const BBEngineFull Path = "bbengine-engine"
 
+// BBEngineFullEncrypted is BBEngineFull in a data directory encrypted at
+// rest (Config.Encrypted).
+const BBEngineFullEncrypted Path = "bbengine-engine-enc"
+
 // Paths lists the paths in report order.
 var Paths = []Path{Direct, ReverseProxy, BBEngine}
 
@@ -100,6 +104,10 @@ type Config struct {
 	// Engine adds the BBEngineFull path: the whole engine running beside
 	// the proxy. The default is false.
 	Engine bool
+	// Encrypted, with Engine, adds the BBEngineFullEncrypted path: the
+	// same in a data directory made by `bbengine init --encrypt`. The
+	// default is false.
+	Encrypted bool
 }
 
 // upstreamHeader marks responses written by the fake upstream, so that an
@@ -124,6 +132,7 @@ type Rig struct {
 	clients map[Path]*http.Client
 	bb      map[Path]*instance // the bbengine paths
 	full    *fullProxy         // the BBEngineFull path, or nil
+	fullEnc *fullProxy         // the BBEngineFullEncrypted path, or nil
 	rpLog   lastLine           // the bare reverse proxy's error log
 	closed  bool
 
@@ -256,11 +265,18 @@ func NewRig(cfg Config) (rg *Rig, err error) {
 	}
 
 	if cfg.Engine {
-		if rg.full, err = startFull(filepath.Join(dir, "engine"), upSrv.url, cfg.Sync); err != nil {
+		if rg.full, err = startFull(filepath.Join(dir, "engine"), upSrv.url, cfg.Sync, false); err != nil {
 			return rg, err
 		}
 		rg.paths = append(rg.paths, BBEngineFull)
 		rg.urls[BBEngineFull] = rg.full.url
+		if cfg.Encrypted {
+			if rg.fullEnc, err = startFull(filepath.Join(dir, "engine-enc"), upSrv.url, cfg.Sync, true); err != nil {
+				return rg, err
+			}
+			rg.paths = append(rg.paths, BBEngineFullEncrypted)
+			rg.urls[BBEngineFullEncrypted] = rg.fullEnc.url
+		}
 	}
 
 	for _, p := range rg.paths {
@@ -553,6 +569,9 @@ func (rg *Rig) Settle() {
 	if rg.full != nil {
 		rg.full.settle(deadline)
 	}
+	if rg.fullEnc != nil {
+		rg.fullEnc.settle(deadline)
+	}
 	for _, in := range rg.bb {
 		if in.stopped {
 			continue
@@ -638,6 +657,9 @@ func (rg *Rig) Close() error {
 	}
 	if rg.full != nil {
 		errs = append(errs, rg.full.stop())
+	}
+	if rg.fullEnc != nil {
+		errs = append(errs, rg.fullEnc.stop())
 	}
 	for _, c := range rg.clients {
 		c.CloseIdleConnections()

@@ -24,13 +24,16 @@ type engineKey struct {
 // and the goal: bbengine-engine's ratio to direct divided by the bare
 // proxy's ratio to direct, at most 1.1, for p50 to first byte and total;
 // and process CPU per request.
-func runEngine(rounds, n, warmup, events int, clients []int, cases []bench.Case, dir string, policy wal.SyncPolicy) error {
-	rg, err := bench.NewRig(bench.Config{Dir: dir, Events: events, Sync: policy, Engine: true})
+func runEngine(rounds, n, warmup, events int, clients []int, cases []bench.Case, dir string, policy wal.SyncPolicy, encrypted bool) error {
+	rg, err := bench.NewRig(bench.Config{Dir: dir, Events: events, Sync: policy, Engine: true, Encrypted: encrypted})
 	if err != nil {
 		return err
 	}
 	defer rg.Close()
 	paths := []bench.Path{bench.Direct, bench.ReverseProxy, bench.BBEngine, bench.BBEngineFull}
+	if encrypted {
+		paths = append(paths, bench.BBEngineFullEncrypted)
+	}
 	type block struct {
 		k       int
 		c       bench.Case
@@ -155,6 +158,29 @@ func runEngine(rounds, n, warmup, events int, clients []int, cases []bench.Case,
 		c := func(p bench.Path) float64 { return cpu[engineKey{b.k, b.c, p}] }
 		fmt.Printf("| %d | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %+.1f |\n", b.k, b.c, c(bench.Direct), c(bench.ReverseProxy), c(bench.BBEngine), c(bench.BBEngineFull),
 			c(bench.BBEngineFull)/c(bench.ReverseProxy), c(bench.BBEngineFull)-c(bench.ReverseProxy))
+	}
+	if encrypted {
+		fmt.Println()
+		fmt.Println("Encryption at rest: bbengine-engine-enc (a directory made by `bbengine init --encrypt`) against bbengine-engine (the same in the clear), interleaved in the same rounds.")
+		fmt.Println()
+		fmt.Println("| clients | case | enc ÷ clear: ttfb p50 | total p50 | total p99 | CPU µs/req | enc ÷ reverseproxy: total p50 | per round enc ÷ clear total p50 |")
+		fmt.Println("|--:|---|--:|--:|--:|--:|--:|--:|")
+		for _, b := range blocks {
+			if b.skipped {
+				continue
+			}
+			st := func(p bench.Path) bench.Stats { return stats[engineKey{b.k, b.c, p}] }
+			enc, clr, rp := st(bench.BBEngineFullEncrypted), st(bench.BBEngineFull), st(bench.ReverseProxy)
+			var per []float64
+			for r := range rounds {
+				rs := func(p bench.Path) float64 { return us(res[engineKey{b.k, b.c, p}].rounds[r].Total50) }
+				per = append(per, rs(bench.BBEngineFullEncrypted)/rs(bench.BBEngineFull))
+			}
+			fmt.Printf("| %d | %s | %.3f | %.3f | %.3f | %.1f vs %.1f | %.3f | %s |\n", b.k, b.c,
+				us(enc.TTFB50)/us(clr.TTFB50), us(enc.Total50)/us(clr.Total50), us(enc.Total99)/us(clr.Total99),
+				cpu[engineKey{b.k, b.c, bench.BBEngineFullEncrypted}], cpu[engineKey{b.k, b.c, bench.BBEngineFull}],
+				us(enc.Total50)/us(rp.Total50), spread(per, "%.3f"))
+		}
 	}
 	if m, err := rg.EngineMetrics(); err == nil {
 		mean := func(name, labels string) (float64, float64) {

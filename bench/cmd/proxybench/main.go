@@ -63,9 +63,10 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to `file`")
 	engineOn := flag.Bool("engine", false, "measure `bbengine proxy` with the whole engine on (derivation, memory, index) beside the recorder alone, the bare proxy and direct, at each -clients count")
 	clientsFlag := flag.String("clients", "1,4", "with -engine: numbers of concurrent clients")
+	encrypted := flag.Bool("encrypted", false, "with -engine: also measure `bbengine proxy` in a data directory encrypted at rest (init --encrypt), interleaved with the clear one")
 	flag.Parse()
 	if *engineOn {
-		if err := runEngineFlags(*rounds, *n, *warmup, *events, *clientsFlag, *casesFlag, *dir, *syncFlag, *cpuprofile); err != nil {
+		if err := runEngineFlags(*rounds, *n, *warmup, *events, *clientsFlag, *casesFlag, *dir, *syncFlag, *cpuprofile, *encrypted); err != nil {
 			fmt.Fprintln(os.Stderr, "proxybench:", err)
 			os.Exit(1)
 		}
@@ -404,7 +405,7 @@ func spread(v []float64, f string) string {
 // runEngineFlags parses the flags of the -engine mode; its -cases
 // default is json,stream-burst (lockstep streams cannot run
 // concurrently).
-func runEngineFlags(rounds, n, warmup, events int, clientsFlag, casesFlag, dir, syncName, cpuprofile string) error {
+func runEngineFlags(rounds, n, warmup, events int, clientsFlag, casesFlag, dir, syncName, cpuprofile string, encrypted bool) error {
 	policy, err := wal.ParseSyncPolicy(syncName)
 	if err != nil {
 		return err
@@ -441,5 +442,5 @@ func runEngineFlags(rounds, n, warmup, events int, clientsFlag, casesFlag, dir, 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return runEngine(max(rounds, 1), max(n, 1), warmup, events, clients, cases, dir, policy)
+	return runEngine(max(rounds, 1), max(n, 1), warmup, events, clients, cases, dir, policy, encrypted)
 }

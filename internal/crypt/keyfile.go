@@ -244,6 +244,10 @@ func unwrap(kek [KeySize]byte, w [WrappedSize]byte, ad []byte) ([KeySize]byte, e
 	return key, nil
 }
 
+// strictB64 decodes the file's base64: strict, so that no two texts
+// decode to the same bytes and every changed character is caught.
+var strictB64 = base64.StdEncoding.Strict()
+
 // encodeField is a binary field's stored form: base64 of b and its
 // CRC-32C.
 func encodeField(b []byte) string {
@@ -254,7 +258,7 @@ func encodeField(b []byte) string {
 // decodeField reverses encodeField. want is the field's size, or -1 for
 // any.
 func decodeField(s string, want int) ([]byte, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
+	b, err := strictB64.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("not base64: %v", err)
 	}
@@ -321,7 +325,7 @@ func parseKeyFile(path string, b []byte) (*keyFile, error) {
 		return nil, bad("cipher", "%q, this build knows %q", j.Cipher, keysCipher)
 	}
 	kf := &keyFile{path: path, created: j.Created, active: j.Active}
-	mac, err := base64.StdEncoding.DecodeString(j.MAC)
+	mac, err := strictB64.DecodeString(j.MAC)
 	if err != nil || len(mac) != sha256.Size {
 		return nil, bad("mac", "not %d bytes in base64", sha256.Size)
 	}

@@ -692,6 +692,23 @@ func TestDamage(t *testing.T) {
 		}
 	}
 
+	// Wraps swapped between roles fail their AAD, named.
+	for _, tc := range []struct{ a, b, field string }{
+		{"generations[0].key", "generations[1].key", "generations[0].key"},
+		{"generations[0].key", "names", "generations[0].key"},
+	} {
+		var j fileJSON
+		json.Unmarshal(good, &j)
+		ptr := map[string]*string{"generations[0].key": &j.Generations[0].Key, "generations[1].key": &j.Generations[1].Key, "names": &j.Names}
+		*ptr[tc.a], *ptr[tc.b] = *ptr[tc.b], *ptr[tc.a]
+		b, _ := json.Marshal(j)
+		os.WriteFile(path, b, 0o600)
+		var ke *KeysFileError
+		if _, err := Unlock(dir, all); !errors.As(err, &ke) || ke.Field != tc.field || !errors.Is(err, ErrAuth) {
+			t.Errorf("%s and %s swapped: %v, want %s named", tc.a, tc.b, err, tc.field)
+		}
+	}
+
 	// A changed directory id is in every wrap's AAD: nothing opens.
 	var j fileJSON
 	json.Unmarshal(good, &j)

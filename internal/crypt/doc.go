@@ -57,5 +57,6 @@
 // u8 last; the last chunk (possibly empty) has last = 1, so a file cut at
 // a chunk boundary is detected.
 //
-// It imports nothing of bbengine's, like every internal package.
+// Of bbengine's packages it imports only internal/private and
+// internal/safefile, which write keys.json.
 package crypt

@@ -587,10 +587,12 @@ func TestDamage(t *testing.T) {
 			rewrite(t, fi, func(b []byte) []byte { n = len(b); return b })
 			for i := range n {
 				rewrite(t, fi, func(b []byte) []byte { b[i] ^= 0x20; return b })
-				for _, op := range []func() error{
-					func() error { _, err := ReadInfo(dir); return err },
-					func() error { _, err := Unlock(dir, all); return err },
-				} {
+				ops := []func() error{func() error { _, err := ReadInfo(dir); return err }}
+				if i == 0 || i == n-1 {
+					// Unlock reads the file the same way.
+					ops = append(ops, func() error { _, err := Unlock(dir, all); return err })
+				}
+				for _, op := range ops {
 					err := op()
 					var ke *KeysFileError
 					if !errors.As(err, &ke) || ke.Field != f.name || ke.Path != path || !errors.Is(err, ErrDamagedKeys) {
@@ -745,6 +747,9 @@ func TestFlipEveryByte(t *testing.T) {
 		b[i] ^= 0x01
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := ReadInfo(dir); err != nil {
+			continue // noticed without a key
 		}
 		if _, err := Unlock(dir, all); err == nil {
 			t.Fatalf("byte %d (%q in %q) flipped: Unlock succeeded", i, good[i], good[max(0, i-20):min(len(good), i+20)])

@@ -213,8 +213,11 @@ func (k *Keys) change(dir string, fn func(kf *keyFile, root [KeySize]byte) ([Key
 	k.mu.RLock()
 	root := k.root
 	k.mu.RUnlock()
+	if _, err := unwrap(root, kf.names, namesAAD(kf.dirID)); err != nil {
+		return fmt.Errorf("crypt: %s: %w: its root key was rotated, or the file replaced, since these keys were unlocked; unlock it again", kf.path, ErrStale)
+	}
 	if _, _, err := kf.unwrapAll(root); err != nil {
-		return fmt.Errorf("crypt: %s no longer opens under the unlocked root key (rotated by another process?): unlock it again: %w", kf.path, err)
+		return err
 	}
 	if err := kf.verify(root); err != nil {
 		return err
@@ -274,7 +277,6 @@ func (k *Keys) RemoveSlot(dir string, index int) error {
 		if len(kf.slots) == 1 {
 			return root, nil, fmt.Errorf("crypt: refusing to remove the last unlock slot of %s: nothing could unlock the data; add another slot first", kf.path)
 		}
-		delete(k.keks, kf.slots[index].id())
 		kf.slots = append(kf.slots[:index:index], kf.slots[index+1:]...)
 		return root, nil, nil
 	})

@@ -411,7 +411,7 @@ func TestManagement(t *testing.T) {
 		}
 	}
 	// The Keys made by Init was not told: it refuses to change the file.
-	if _, err := k.NewGeneration(dir); err == nil || !strings.Contains(err.Error(), "unlock it again") {
+	if _, err := k.NewGeneration(dir); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "unlock it again") {
 		t.Fatalf("NewGeneration with a stale root: %v", err)
 	}
 	// The rotated Keys now knows every slot's key: rotate again.
@@ -763,4 +763,64 @@ func base64Decode(s string) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestConcurrentUse makes and unwraps data keys while the key file is
+// changed: under -race, no data race; every data key unwraps.
+func TestConcurrentUse(t *testing.T) {
+	dir := t.TempDir()
+	k, err := Init(dir, InitOptions{Passphrase: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			var err error
+			defer func() { errs <- err }()
+			aad := []byte{byte(w)}
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var d DataKey
+				if d, err = k.NewDataKey(aad); err != nil {
+					return
+				}
+				var got [KeySize]byte
+				if got, err = k.Unwrap(d.Gen, d.Wrapped[:], aad); err == nil && got != d.Key {
+					err = errors.New("unwrapped a different key")
+				}
+				if err != nil {
+					return
+				}
+				k.NameHash().Write(aad)
+			}
+		}()
+	}
+	for i := range 10 {
+		if i%2 == 0 {
+			_, err = k.NewGeneration(dir)
+		} else {
+			err = k.RotateRoot(dir)
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(done)
+	for range 4 {
+		if werr := <-errs; werr != nil {
+			t.Error(werr)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Active() != 6 {
+		t.Errorf("Active = %d, want 6", k.Active())
+	}
 }

@@ -28,6 +28,9 @@ var (
 	// ErrKeyring reports an OS keyring that cannot be reached (headless
 	// Linux: no D-Bus session, no Secret Service).
 	ErrKeyring = errors.New("OS keyring unavailable")
+	// ErrStale reports keys whose keys.json changed under them (another
+	// process rotated the root key): unlock again.
+	ErrStale = errors.New("the keys file no longer matches the unlocked keys")
 )
 
 // SlotError says why one slot did not open. Its message never holds a

@@ -151,7 +151,8 @@ func TestKeysFileShape(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 27, 4, 30, 0, 0, time.UTC)
 	id := newIdentity(t)
-	k, err := Init(dir, InitOptions{Passphrase: []byte("pw"), AgeRecipients: []string{id.Recipient().String()}, Keyring: true, Now: now})
+	const pass = "Tr0ub4dor&3-marker-passphrase"
+	k, err := Init(dir, InitOptions{Passphrase: []byte(pass), AgeRecipients: []string{id.Recipient().String()}, Keyring: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,26 @@ func TestKeysFileShape(t *testing.T) {
 	if len(j.Generations) != 1 || j.Generations[0].ID != 1 || size(j.Generations[0].Key) != 60 || j.Generations[0].Retired || size(j.Names) != 60 {
 		t.Errorf("generations %+v, names %q", j.Generations, j.Names)
 	}
-	for _, key := range [][]byte{k.root[:], k.names[:]} {
+	// Secrets at rest: no key, passphrase or identity in the clear.
+	kf, err := readKeyFile(filepath.Join(dir, KeysFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gens, _, err := kf.unwrapAll(k.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kek := range k.keks {
+		if bytes.Contains(b, kek[:]) || bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString(kek[:]))) {
+			t.Fatal("a slot key is in keys.json in the clear")
+		}
+	}
+	for _, s := range []string{pass, id.String(), strings.ToLower(id.String())} {
+		if bytes.Contains(b, []byte(s)) {
+			t.Fatalf("keys.json holds the secret %q", s)
+		}
+	}
+	for _, key := range [][]byte{k.root[:], k.names[:], sliceOf(gens[1])} {
 		for _, enc := range []string{string(key), base64.StdEncoding.EncodeToString(key), fmt.Sprintf("%x", key)} {
 			if bytes.Contains(b, []byte(enc)) {
 				t.Fatal("a key is in keys.json in the clear")
@@ -824,3 +844,5 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("Active = %d, want 6", k.Active())
 	}
 }
+
+func sliceOf(k [KeySize]byte) []byte { return k[:] }

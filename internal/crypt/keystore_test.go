@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,25 +246,30 @@ func TestProductionKDF(t *testing.T) {
 	checkSameKeys(t, k, u)
 }
 
-// TestKeyringUnavailable is headless Linux: no D-Bus session bus.
+// TestKeyringUnavailable is headless Linux: no D-Bus session bus (the
+// two errors measured in docs/design/encryption.md section 6.2).
 func TestKeyringUnavailable(t *testing.T) {
-	keyring.MockInitWithError(dbusErr)
-	dir := t.TempDir()
-	_, err := Init(dir, InitOptions{Passphrase: []byte("pw"), Keyring: true})
-	if err == nil {
-		t.Fatal("Init with an unavailable keyring succeeded")
-	}
-	for _, want := range []string{`exec: "dbus-launch": executable file not found`, "keyring", "use a passphrase or an age recipient"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+	dialErr := &net.OpError{Op: "dial", Net: "unix", Addr: &net.UnixAddr{Name: "/nonexistent", Net: "unix"}, Err: os.NewSyscallError("connect", syscall.ENOENT)}
+	for _, cause := range []error{dbusErr, dialErr} {
+		keyring.MockInitWithError(cause)
+		dir := t.TempDir()
+		_, err := Init(dir, InitOptions{Passphrase: []byte("pw"), Keyring: true})
+		if err == nil {
+			t.Fatal("Init with an unavailable keyring succeeded")
+		}
+		for _, want := range []string{"OS keyring unavailable: " + cause.Error(), "use a passphrase or an age recipient"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if !errors.Is(err, ErrKeyring) || !errors.Is(err, cause) {
+			t.Errorf("error %v is not ErrKeyring wrapping the cause", err)
+		}
+		if Exists(dir) {
+			t.Error("a failed Init left keys.json")
 		}
 	}
-	if !errors.Is(err, ErrKeyring) || !errors.Is(err, dbusErr) {
-		t.Errorf("error %v is not ErrKeyring wrapping the cause", err)
-	}
-	if Exists(dir) {
-		t.Error("a failed Init left keys.json")
-	}
+	dir := t.TempDir()
 
 	// A directory made where the keyring worked, opened where it does
 	// not: the keyring slot says why, the passphrase slot opens.

@@ -20,8 +20,24 @@
 // Its associated data names the role of the key and the data directory's
 // id, so a wrapped key cannot be moved to another role, file or directory.
 //
-// An unlocked *Keys is immutable but for Rotate (a new active generation)
-// and is safe for concurrent use.
+// The hierarchy lives in <dir>/keys.json (KeysFile, 0600; format in
+// docs/format/crypt.md). Its presence makes a directory encrypted
+// (Exists). Init writes it; Unlock opens it with a passphrase, age
+// identities or the OS keyring; ReadInfo describes it without a key.
+// AddSlot, RemoveSlot, RotateRoot and NewGeneration rewrite only
+// keys.json, atomically: no data file changes. Three checks guard it:
+//
+//	every binary field   base64(bytes || CRC-32C(bytes)): damage is named
+//	                     without any key
+//	every wrap           AES-256-GCM, AAD "bbengine-keys/1 root|gen|names"
+//	                     || dir id || slot type or generation id
+//	the whole file       "mac": HMAC-SHA256 under a key derived from the
+//	                     root key, checked once a slot opened, so an edit
+//	                     of "active", "retired", a recipient or the kdf
+//	                     parameters is caught
+//
+// An unlocked *Keys changes only through those methods (a new root key, a
+// new active generation) and is safe for concurrent use.
 //
 // The encrypted file (format in docs/format/crypt.md) starts with a
 // 128-byte header that holds the file's own wrapped data key, so a file
@@ -41,5 +57,6 @@
 // u8 last; the last chunk (possibly empty) has last = 1, so a file cut at
 // a chunk boundary is detected.
 //
-// It imports nothing of bbengine's, like every internal package.
+// Of bbengine's packages it imports only internal/private and
+// internal/safefile, which write keys.json.
 package crypt

@@ -41,8 +41,10 @@ var (
 )
 
 // Keys is the unlocked key set of an encrypted data directory: its id,
-// its generation keys and its blob name key. It is safe for concurrent
-// use.
+// its generation keys and its blob name key. Init and Unlock make it from
+// the directory's keys.json; AddSlot, RemoveSlot, RotateRoot and
+// NewGeneration change that file and the set together. It is safe for
+// concurrent use.
 type Keys struct {
 	dirID [DirIDSize]byte
 	root  [KeySize]byte
@@ -51,6 +53,13 @@ type Keys struct {
 	mu     sync.RWMutex
 	gens   map[uint32]cipher.AEAD
 	active uint32
+
+	// file serialises the changes to keys.json (AddSlot, RotateRoot, ...).
+	file sync.Mutex
+	// keks holds, by slot id, the key-encryption keys of the slots this
+	// Keys made or was unlocked by, so RotateRoot can wrap a new root
+	// key under them. Guarded by file.
+	keks map[string][KeySize]byte
 }
 
 // DataKey is a fresh data key and its wrapped form, ready to be stored

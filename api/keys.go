@@ -237,7 +237,19 @@ func ChangeKeys(r KeyRequest) (crypt.Info, error) {
 		}
 	}
 	if r.RotateRoot {
-		if err := k.RotateRoot(r.Dir); err != nil {
+		// A passphrase slot's key comes from its passphrase: the same
+		// secrets that unlocked the directory re-wrap the slots.
+		how := Unlock{}
+		unlocked.Lock()
+		if unlocked.how != nil {
+			how = *unlocked.how
+		}
+		unlocked.Unlock()
+		opts, err := how.options()
+		if err != nil {
+			return crypt.Info{}, err
+		}
+		if err := k.RotateRootWith(r.Dir, opts); err != nil {
 			return crypt.Info{}, err
 		}
 	}

@@ -1,0 +1,44 @@
+package wal
+
+import (
+	"crypto/cipher"
+	"crypto/sha256"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/bbengine/bbengine/internal/crypt"
+)
+
+// seededKeys returns a key set derived from seed alone, with generations
+// 1..gens of which active is the active one, so that two processes (the
+// crash test's parent and child) hold the same keys. crypt has no
+// constructor for that yet (a data directory's keys will come from its
+// keys.json), so it sets the fields of a crypt.Ephemeral key set by
+// reflection; it fails the test if crypt's fields change.
+func seededKeys(tb testing.TB, seed string, gens, active uint32) *crypt.Keys {
+	tb.Helper()
+	k := crypt.Ephemeral()
+	v := reflect.ValueOf(k).Elem()
+	set := func(name string, x any) {
+		f := v.FieldByName(name)
+		if !f.IsValid() || f.Type() != reflect.TypeOf(x) {
+			tb.Fatalf("crypt.Keys has no field %s of type %T: update seededKeys", name, x)
+		}
+		reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(x))
+	}
+	sum := func(s string) [crypt.KeySize]byte { return sha256.Sum256([]byte(seed + "/" + s)) }
+	var id [crypt.DirIDSize]byte
+	d := sum("dir")
+	copy(id[:], d[:])
+	set("dirID", id)
+	set("root", sum("root"))
+	set("names", sum("names"))
+	m := map[uint32]cipher.AEAD{}
+	for g := uint32(1); g <= gens; g++ {
+		m[g] = crypt.NewAEAD(sum("gen" + string(rune('0'+g))))
+	}
+	set("gens", m)
+	set("active", active)
+	return k
+}

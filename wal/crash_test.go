@@ -29,7 +29,7 @@ func crashKeys(t *testing.T, seed string) *crypt.Keys {
 	if seed == "" {
 		return nil
 	}
-	return seededKeys(t, seed, 1, 1)
+	return seededKeys(t, seed, 1)
 }
 
 // crashChild appends with the sync policy and from the number of

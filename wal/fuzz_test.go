@@ -17,7 +17,7 @@ import (
 // and every frame a Reader returns has a matching checksum and its own
 // offset.
 func FuzzOpenSegment(f *testing.F) {
-	keys := seededKeys(f, "fuzz", 1, 1)
+	keys := seededKeys(f, "fuzz", 1)
 	seg := appendHeaderFrame(nil, 0, timeZero)
 	seg = frame.AppendFrame(seg, frame.Header{Offset: uint64(len(seg)), Kind: frame.KindRequestStart}, []byte("POST /v1/messages"), false)
 	seg = frame.AppendFrame(seg, frame.Header{Offset: uint64(len(seg)), Kind: frame.KindResponseBody, Exchange: 3}, []byte(text300), true)

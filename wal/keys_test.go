@@ -3,6 +3,7 @@ package wal
 import (
 	"crypto/cipher"
 	"crypto/sha256"
+	"fmt"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -10,13 +11,14 @@ import (
 	"github.com/bbengine/bbengine/internal/crypt"
 )
 
-// seededKeys returns a key set derived from seed alone, with generations
-// 1..gens of which active is the active one, so that two processes (the
+// seededKeys returns a key set derived from seed alone, holding
+// generations gens (1 when none are given) of which active is the active
+// one, so that two processes (the
 // crash test's parent and child) hold the same keys. crypt has no
 // constructor for that yet (a data directory's keys will come from its
 // keys.json), so it sets the fields of a crypt.Ephemeral key set by
 // reflection; it fails the test if crypt's fields change.
-func seededKeys(tb testing.TB, seed string, gens, active uint32) *crypt.Keys {
+func seededKeys(tb testing.TB, seed string, active uint32, gens ...uint32) *crypt.Keys {
 	tb.Helper()
 	k := crypt.Ephemeral()
 	v := reflect.ValueOf(k).Elem()
@@ -35,8 +37,11 @@ func seededKeys(tb testing.TB, seed string, gens, active uint32) *crypt.Keys {
 	set("root", sum("root"))
 	set("names", sum("names"))
 	m := map[uint32]cipher.AEAD{}
-	for g := uint32(1); g <= gens; g++ {
-		m[g] = crypt.NewAEAD(sum("gen" + string(rune('0'+g))))
+	if len(gens) == 0 {
+		gens = []uint32{1}
+	}
+	for _, g := range gens {
+		m[g] = crypt.NewAEAD(sum(fmt.Sprint("gen", g)))
 	}
 	set("gens", m)
 	set("active", active)

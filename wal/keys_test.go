@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -46,4 +47,20 @@ func seededKeys(tb testing.TB, seed string, active uint32, gens ...uint32) *cryp
 	set("gens", m)
 	set("active", active)
 	return k
+}
+
+// setActive makes gen, which k must hold, its active generation, as
+// rotating the directory's keys will.
+func setActive(tb testing.TB, k *crypt.Keys, gen uint32) {
+	tb.Helper()
+	v := reflect.ValueOf(k).Elem()
+	mu := v.FieldByName("mu")
+	active := v.FieldByName("active")
+	if !mu.IsValid() || !active.IsValid() {
+		tb.Fatal("crypt.Keys has no mu or active field: update setActive")
+	}
+	m := (*sync.RWMutex)(unsafe.Pointer(mu.UnsafeAddr()))
+	m.Lock()
+	*(*uint32)(unsafe.Pointer(active.UnsafeAddr())) = gen
+	m.Unlock()
 }

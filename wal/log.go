@@ -144,6 +144,11 @@ type Log struct {
 	// noKey is set when the active segment is encrypted and the log has
 	// no keys: Append returns ErrNoKey.
 	noKey bool
+	// hdrMu is held for writing while Log.Rewrap rewrites a segment's
+	// header frame, and for reading by Readers reading one, so that they
+	// never see half of it. rwMu serialises Log.Rewrap calls.
+	hdrMu *sync.RWMutex
+	rwMu  sync.Mutex
 
 	scanStop chan struct{} // closed by Close to stop the background scan
 	scanDone chan struct{} // closed when the background scan ends
@@ -166,7 +171,7 @@ type pin struct{ first, last uint64 }
 func Open(dir string, opts *Options) (*Log, error) {
 	o := opts.withDefaults()
 	l := &Log{dir: dir, opts: o, readOnly: o.ReadOnly, pins: map[string]pin{}, done: make(chan struct{}),
-		encrypt: o.Keys != nil, hdrLen: headerLen(o.Keys != nil)}
+		encrypt: o.Keys != nil, hdrLen: headerLen(o.Keys != nil), hdrMu: new(sync.RWMutex)}
 	if o.ReadOnly {
 		close(l.done)
 		if _, err := os.Stat(dir); err != nil {
@@ -262,7 +267,7 @@ func (l *Log) checkSealed(segs []segment) {
 // log, so it holds about one read chunk of memory, not a whole segment.
 func (l *Log) scanSealed(segs []segment) {
 	defer close(l.scanDone)
-	view := &Log{dir: l.dir, readOnly: true}
+	view := &Log{dir: l.dir, readOnly: true, hdrMu: l.hdrMu}
 	r := view.NewReader()
 	defer r.Close()
 	for _, s := range segs {

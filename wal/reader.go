@@ -169,7 +169,14 @@ func (r *Reader) load(pos int64, n int) ([]byte, error) {
 	if int64(cap(r.buf)) < want {
 		r.buf = make([]byte, want)
 	}
+	if pos < int64(headerFrameLenEnc) {
+		// A header frame Log.Rewrap may be rewriting.
+		r.l.hdrMu.RLock()
+	}
 	m, err := r.f.ReadAt(r.buf[:want], pos)
+	if pos < int64(headerFrameLenEnc) {
+		r.l.hdrMu.RUnlock()
+	}
 	r.buf, r.bufPos = r.buf[:m], pos
 	if m < n {
 		if err == io.EOF {
@@ -426,7 +433,9 @@ func (r *Reader) segAEAD() (cipher.AEAD, error) {
 	a := r.l.cachedAEAD(r.base)
 	if a == nil {
 		hdr := make([]byte, headerFrameLenEnc)
+		r.l.hdrMu.RLock()
 		n, err := r.f.ReadAt(hdr, 0)
+		r.l.hdrMu.RUnlock()
 		if n < len(hdr) && err != nil && err != io.EOF {
 			return nil, fmt.Errorf("wal: read segment %s: %w", r.path, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/internal/crypt"
@@ -19,8 +20,9 @@ const rewrapJournal = "rewrap.journal"
 // frames are not rewritten: only each such segment's header frame, in
 // place. `bbengine key retire` runs it before it drops generation gen.
 // It takes the writer's lock, so it fails with ErrLocked while a writer
-// has the log open, and returns how many segments it re-wrapped. It is
-// idempotent: run again, it finds nothing wrapped by gen.
+// has the log open (use Log.Rewrap then), and returns how many segments
+// it re-wrapped. It is idempotent: run again, it finds nothing wrapped
+// by gen.
 //
 // A header is rewritten through a journal, dir/rewrap.journal: the new
 // header frame is written there and synced, then written over the
@@ -32,11 +34,8 @@ const rewrapJournal = "rewrap.journal"
 // segment unreadable (its data key lost) and Repair would cut it away:
 // a single-sector write is not atomic on every device.
 func Rewrap(dir string, keys *crypt.Keys, gen uint32) (int, error) {
-	if keys == nil {
-		return 0, fmt.Errorf("wal: rewrap %s: %w", dir, ErrNoKey)
-	}
-	if gen == keys.Active() {
-		return 0, fmt.Errorf("wal: rewrap %s: generation %d is the active one; rotate to a new generation first", dir, gen)
+	if err := checkRewrap(dir, keys, gen); err != nil {
+		return 0, err
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -50,10 +49,51 @@ func Rewrap(dir string, keys *crypt.Keys, gen uint32) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("wal: rewrap: list %s: %w", dir, err)
 	}
+	return rewrapSegments(dir, segs, keys, gen, nil)
+}
+
+// Rewrap is the package's Rewrap for a log this process has open for
+// writing (the proxy's), with its keys, while appends and reads go on.
+// Readers of this Log never see half a header; a Reader of a read-only
+// Log in another process may, and then reports a checksum error at the
+// segment's first offset until it reads the header again. A segment
+// removed by retention meanwhile is skipped.
+func (l *Log) Rewrap(gen uint32) (int, error) {
+	if l.readOnly {
+		return 0, ErrReadOnly
+	}
+	if err := checkRewrap(l.dir, l.opts.Keys, gen); err != nil {
+		return 0, err
+	}
+	l.rwMu.Lock()
+	defer l.rwMu.Unlock()
+	segs, err := l.view()
+	if err != nil {
+		return 0, err
+	}
+	return rewrapSegments(l.dir, segs, l.opts.Keys, gen, l.hdrMu)
+}
+
+func checkRewrap(dir string, keys *crypt.Keys, gen uint32) error {
+	if keys == nil {
+		return fmt.Errorf("wal: rewrap %s: %w", dir, ErrNoKey)
+	}
+	if gen == keys.Active() {
+		return fmt.Errorf("wal: rewrap %s: generation %d is the active one; rotate to a new generation first", dir, gen)
+	}
+	return nil
+}
+
+// rewrapSegments re-wraps the segments of segs wrapped by gen. hdrMu,
+// if not nil, is held while a header is written.
+func rewrapSegments(dir string, segs []segment, keys *crypt.Keys, gen uint32, hdrMu *sync.RWMutex) (int, error) {
 	n := 0
 	for _, s := range segs {
 		path := filepath.Join(dir, segName(s.base))
 		hdr, err := readHeader(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed by retention
+		}
 		if err != nil {
 			return n, err
 		}
@@ -76,7 +116,10 @@ func Rewrap(dir string, keys *crypt.Keys, gen uint32) (int, error) {
 		}
 		p := keyHeaderPayload(ngen, wrapped[:])
 		nh := frame.AppendFrame(nil, f.Header, p[:], false)
-		if err := rewriteHeader(dir, path, nh); err != nil {
+		if err := rewriteHeader(dir, path, nh, hdrMu); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // removed by retention meanwhile
+			}
 			return n, err
 		}
 		n++
@@ -98,8 +141,10 @@ func readHeader(path string) ([]byte, error) {
 }
 
 // rewriteHeader writes the header frame hdr over the segment at path
-// through the journal.
-func rewriteHeader(dir, path string, hdr []byte) error {
+// through the journal, holding hdrMu (if not nil) for the write. A
+// segment removed meanwhile is an error wrapping os.ErrNotExist, and the
+// journal is removed.
+func rewriteHeader(dir, path string, hdr []byte, hdrMu *sync.RWMutex) error {
 	jpath := filepath.Join(dir, rewrapJournal)
 	if err := writeSynced(jpath, hdr); err != nil {
 		return fmt.Errorf("wal: rewrap: write journal %s: %w", jpath, err)
@@ -107,7 +152,18 @@ func rewriteHeader(dir, path string, hdr []byte) error {
 	if err := syncDir(dir); err != nil {
 		return err
 	}
-	if err := pwriteSync(path, hdr); err != nil {
+	if hdrMu != nil {
+		hdrMu.Lock()
+	}
+	err := pwriteSync(path, hdr)
+	if hdrMu != nil {
+		hdrMu.Unlock()
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		os.Remove(jpath)
+		return err
+	}
+	if err != nil {
 		return fmt.Errorf("wal: rewrap: rewrite the header of %s: %w (%s holds it; the next Open writes it again)", path, err, jpath)
 	}
 	if err := os.Remove(jpath); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bbengine/bbengine/codec/frame"
 )
 
 // rewrapLog writes an encrypted log of several segments under
@@ -163,4 +165,61 @@ func mustList(t *testing.T, dir string) []segment {
 		t.Fatal(err)
 	}
 	return segs
+}
+
+// TestLogRewrap: Log.Rewrap re-wraps the segments of a log open for
+// writing while appends and a Reader go on; every frame reads back, and
+// after a reopen a key set without the old generation reads them all.
+func TestLogRewrap(t *testing.T) {
+	dir := t.TempDir()
+	keys := seededKeys(t, "rewrap", 1, 1, 2)
+	l := mustOpen(t, dir, &Options{Keys: keys, SegmentSize: 1024})
+	appendN(t, l, 0, 30)
+	if _, err := l.Rewrap(1); err == nil {
+		t.Fatal("Log.Rewrap of the active generation succeeded")
+	}
+	setActive(t, keys, 2)
+	done := make(chan struct{})
+	var appendErr, readErr error
+	go func() {
+		defer close(done)
+		for i := 30; i < 60; i++ {
+			if _, err := l.Append(Record{Kind: frame.KindResponseBody, Exchange: uint64(i), Payload: payloadFor(i)}); err != nil {
+				appendErr = err
+				return
+			}
+			r := l.NewReader()
+			for r.Next() {
+				if _, err := r.Payload(); err != nil {
+					readErr = err
+				}
+			}
+			if r.Err() != nil {
+				readErr = r.Err()
+			}
+			r.Close()
+		}
+	}()
+	n, err := l.Rewrap(1)
+	<-done
+	if err != nil || n == 0 {
+		t.Fatalf("Log.Rewrap = %d, %v", n, err)
+	}
+	if appendErr != nil || readErr != nil {
+		t.Fatalf("during Rewrap: append %v, read %v", appendErr, readErr)
+	}
+	if got := readAll(t, l); len(got) != 60 {
+		t.Fatalf("read %d frames, want 60", len(got))
+	}
+	l.Close()
+	for i, g := range keyGens(t, dir) {
+		if g != 2 {
+			t.Fatalf("segment %d is still wrapped by generation %d", i, g)
+		}
+	}
+	l = mustOpen(t, dir, &Options{Keys: seededKeys(t, "rewrap", 2, 2)})
+	defer l.Close()
+	if got := readAll(t, l); len(got) != 60 {
+		t.Fatalf("with generation 1 retired read %d frames, want 60", len(got))
+	}
 }

@@ -131,12 +131,13 @@ func (h *Header) Encrypted() bool { return h.Flags&FlagEncrypted != 0 }
 // unencrypted: FlagEncrypted cleared and Len less Overhead. A caller that
 // decrypted a frame's payload with Decrypt decompresses it as the payload
 // of Frame{Header: h.Plain(), Payload: plain}.
-func (h Header) Plain() Header {
-	if h.Encrypted() {
-		h.Flags &^= FlagEncrypted
-		h.Len -= Overhead
+func (h *Header) Plain() Header {
+	p := *h
+	if p.Encrypted() {
+		p.Flags &^= FlagEncrypted
+		p.Len -= Overhead
 	}
-	return h
+	return p
 }
 
 // Frame is a decoded frame. Payload is the stored payload and aliases the

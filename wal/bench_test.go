@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 // benchPayload returns n bytes of LLM-stream-like JSON text that snappy
@@ -54,21 +55,30 @@ func BenchmarkAppend(b *testing.B) {
 		})
 		for _, policy := range []SyncPolicy{SyncNone, SyncInterval} {
 			for _, codec := range []string{"none", "snappy"} {
-				b.Run("size="+strconv.Itoa(size)+"/sync="+policy.String()+"/codec="+codec, func(b *testing.B) {
-					l, err := Open(b.TempDir(), &Options{Sync: policy, NoCompression: codec == "none"})
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer l.Close()
-					rec := Record{Kind: frame.KindResponseBody, Exchange: 1, Payload: p}
-					b.ReportAllocs()
-					b.SetBytes(int64(size))
-					for b.Loop() {
-						if _, err := l.Append(rec); err != nil {
+				// enc=aes256gcm: the same with Options.Keys, every frame
+				// encrypted (the clear runs keep their names, so
+				// benchstat compares them with older runs).
+				for _, enc := range []string{"", "/enc=aes256gcm"} {
+					b.Run("size="+strconv.Itoa(size)+"/sync="+policy.String()+"/codec="+codec+enc, func(b *testing.B) {
+						o := &Options{Sync: policy, NoCompression: codec == "none"}
+						if enc != "" {
+							o.Keys = crypt.Ephemeral()
+						}
+						l, err := Open(b.TempDir(), o)
+						if err != nil {
 							b.Fatal(err)
 						}
-					}
-				})
+						defer l.Close()
+						rec := Record{Kind: frame.KindResponseBody, Exchange: 1, Payload: p}
+						b.ReportAllocs()
+						b.SetBytes(int64(size))
+						for b.Loop() {
+							if _, err := l.Append(rec); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
 			}
 			// One appender handing over 64 frames at a time (the proxy's
 			// recorder does this): one handoff and one write per batch.
@@ -162,11 +172,16 @@ func writeLog(b *testing.B, dir string, opts *Options, size int, total int64) in
 // BenchmarkReplay reads 64 MiB of 4 KiB frames from the start, checking
 // every CRC and self-offset and returning every payload.
 func BenchmarkReplay(b *testing.B) {
-	for _, codec := range []string{"none", "snappy"} {
-		b.Run("size=4096/codec="+codec, func(b *testing.B) {
+	for _, run := range []struct{ codec, enc string }{{"none", ""}, {"snappy", ""}, {"none", "/enc=aes256gcm"}, {"snappy", "/enc=aes256gcm"}} {
+		codec := run.codec
+		b.Run("size=4096/codec="+codec+run.enc, func(b *testing.B) {
+			var keys *crypt.Keys
+			if run.enc != "" {
+				keys = crypt.Ephemeral()
+			}
 			dir := b.TempDir()
-			n := writeLog(b, dir, &Options{Sync: SyncNone, NoCompression: codec == "none"}, 4096, 64<<20)
-			l, err := Open(dir, &Options{ReadOnly: true})
+			n := writeLog(b, dir, &Options{Sync: SyncNone, NoCompression: codec == "none", Keys: keys}, 4096, 64<<20)
+			l, err := Open(dir, &Options{ReadOnly: true, Keys: keys})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,18 +13,29 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 const (
 	crashEnv        = "BBENGINE_WAL_CRASH_CHILD"
 	crashSyncEnv    = "BBENGINE_WAL_CRASH_SYNC"
 	crashWritersEnv = "BBENGINE_WAL_CRASH_WRITERS"
+	crashKeysEnv    = "BBENGINE_WAL_CRASH_KEYS" // a seed of seededKeys: encrypt
 )
+
+// crashKeys returns the keys the crash test's child and parent share, or
+// nil for a clear log.
+func crashKeys(t *testing.T, seed string) *crypt.Keys {
+	if seed == "" {
+		return nil
+	}
+	return seededKeys(t, seed, 1)
+}
 
 // crashChild appends with the sync policy and from the number of
 // goroutines its environment names and prints "id offset" for every
 // acknowledged frame until it is killed.
-func crashChild(dir string) {
+func crashChild(t *testing.T, dir string) {
 	policy, err := ParseSyncPolicy(os.Getenv(crashSyncEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -35,7 +46,7 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	l, err := Open(dir, &Options{Sync: policy, SegmentSize: 256 << 10})
+	l, err := Open(dir, &Options{Sync: policy, SegmentSize: 256 << 10, Keys: crashKeys(t, os.Getenv(crashKeysEnv))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -81,10 +92,11 @@ func crashPayload(i int) []byte {
 // its offset and nothing in it is damaged: under SyncAlways from four
 // goroutines (group commit), under SyncInterval from one (every frame
 // written by the appender itself, rotations sealed in the background)
-// and from four.
+// and from four; and with encryption, under SyncAlways from four and
+// under SyncInterval from one.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv(crashEnv); dir != "" {
-		crashChild(dir)
+		crashChild(t, dir)
 		return
 	}
 	if testing.Short() {
@@ -93,20 +105,25 @@ func TestCrash(t *testing.T) {
 	for _, c := range []struct {
 		policy  SyncPolicy
 		writers int
-	}{{SyncAlways, 4}, {SyncInterval, 1}, {SyncInterval, 4}} {
-		t.Run(fmt.Sprintf("sync=%v/writers=%d", c.policy, c.writers), func(t *testing.T) {
-			crashRun(t, c.policy, c.writers)
+		keys    string
+	}{{SyncAlways, 4, ""}, {SyncInterval, 1, ""}, {SyncInterval, 4, ""}, {SyncAlways, 4, "crash"}, {SyncInterval, 1, "crash"}} {
+		name := fmt.Sprintf("sync=%v/writers=%d", c.policy, c.writers)
+		if c.keys != "" {
+			name += "/enc=aes256gcm"
+		}
+		t.Run(name, func(t *testing.T) {
+			crashRun(t, c.policy, c.writers, c.keys)
 		})
 	}
 }
 
-func crashRun(t *testing.T, policy SyncPolicy, writers int) {
+func crashRun(t *testing.T, policy SyncPolicy, writers int, keys string) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
 	acked := map[int]uint64{}
 	for iter := range 5 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashSyncEnv+"="+policy.String(), crashWritersEnv+"="+strconv.Itoa(writers))
+		cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashSyncEnv+"="+policy.String(), crashWritersEnv+"="+strconv.Itoa(writers), crashKeysEnv+"="+keys)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +174,7 @@ func crashRun(t *testing.T, policy SyncPolicy, writers int) {
 			t.Fatalf("iteration %d: child acknowledged nothing; stderr: %s", iter, stderr.String())
 		}
 
-		l, err := Open(dir, nil)
+		l, err := Open(dir, &Options{Keys: crashKeys(t, keys)})
 		if err != nil {
 			t.Fatalf("iteration %d: reopen after SIGKILL: %v", iter, err)
 		}
@@ -186,6 +203,17 @@ func crashRun(t *testing.T, policy SyncPolicy, writers int) {
 		for id, off := range acked {
 			if got, ok := seen[id]; !ok || got != off {
 				t.Fatalf("iteration %d: acknowledged frame %d at %d is missing (found at %d, %v)", iter, id, off, got, ok)
+			}
+		}
+		if keys != "" {
+			infos, err := Check(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range infos {
+				if !in.Encrypted || in.Err != nil {
+					t.Fatalf("iteration %d: segment %+v, want encrypted and sound", iter, in)
+				}
 			}
 		}
 		t.Logf("iteration %d: %d acknowledged this run, %d in the log, recovery: %v", iter, n, len(seen), l.Recovery())

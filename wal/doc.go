@@ -33,7 +33,9 @@
 //	+-------+-------+---------------+---------------+---------------+---+---+---+-------+---------
 //	 crc = masked CRC-32C of bytes [4, 40+len)
 //
-//	segment header payload: "BBWAL\x00" + u16 format version (1)
+//	segment header payload: "BBWAL\x00" + u16 format version (1), or
+//	version 2 + a key block: u8 cipher, u8 0, u16 68, u32 key generation,
+//	[60] wrapped data key (116-byte header frame)
 //
 // Each segment starts where the one before it ends. Retention removes
 // whole segments from the front and, around pinned ones, from the middle;
@@ -89,6 +91,19 @@
 // it finds does not stop appending and is listed by Log.Damage.
 // Options.ScanSealed verifies every frame of them in the background,
 // adding what it finds; Check verifies every segment at once.
+//
+// # Encryption
+//
+// With Options.Keys every segment the log creates is format version 2:
+// its header frame holds a fresh data key wrapped by the data
+// directory's active key generation, and every frame in it is encrypted
+// with AES-256-GCM under that key (frame.FlagEncrypted): a random nonce,
+// the frame header as associated data, the CRC over the ciphertext.
+// Append lays the frame out in the caller's goroutine; the writer
+// encrypts it once its offset and segment are final, under the same lock
+// as the write. Readers decrypt into a buffer of their own. Check, Copy,
+// Repair, recovery and retention need no key. Rewrap re-wraps data keys
+// to a new generation through a journal (docs/format/wal.md).
 //
 // # Copying
 //

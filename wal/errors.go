@@ -3,6 +3,8 @@ package wal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bbengine/bbengine/codec/frame"
 )
 
 // Sentinel errors. Errors that concern a place in the log wrap one of these
@@ -25,6 +27,13 @@ var (
 	ErrLocked = errors.New("wal: log is locked by another writer")
 	// ErrTooLarge means a payload exceeds frame.MaxPayload.
 	ErrTooLarge = errors.New("wal: payload too large")
+	// ErrNoKey is returned by Append on a log whose active segment is
+	// encrypted and by Reader.Payload for an encrypted frame, when the
+	// log was opened without Options.Keys.
+	ErrNoKey = errors.New("wal: the log is encrypted; unlock it with BBENGINE_PASSPHRASE, --age-identity or the OS keyring")
+	// ErrAuth is the reason of a *CorruptionError for an encrypted frame
+	// that fails authentication. It is frame.ErrAuth.
+	ErrAuth = frame.ErrAuth
 )
 
 // Reasons a frame is rejected, wrapped in CorruptionError.Err.
@@ -33,6 +42,7 @@ var (
 	errNoHeader       = errors.New("segment does not start with a segment header frame")
 	errOverlap        = errors.New("segment overlaps the next segment")
 	errShrunk         = errors.New("segment shrank while it was being read")
+	errClearSegment   = errors.New("encrypted frame in a segment without a data key (format version 1)")
 )
 
 // CorruptionError reports a frame that is invalid where a valid frame must
@@ -45,6 +55,11 @@ type CorruptionError struct {
 }
 
 func (e *CorruptionError) Error() string {
+	if errors.Is(e.Err, ErrAuth) {
+		// The CRC is valid, so repair would find nothing to cut.
+		return fmt.Sprintf("wal: frame at offset %d in segment %s fails authentication: it was changed after it was written, or it belongs to another data directory; `bbengine wal verify --decrypt` lists every such frame",
+			e.Offset, e.Segment)
+	}
 	return fmt.Sprintf("wal: corrupt frame in segment %s at offset %d: %v; run `bbengine wal repair` to keep a copy of the segment and truncate it at that offset (frames after it are lost)",
 		e.Segment, e.Offset, e.Err)
 }
@@ -86,3 +101,21 @@ func (e *GapError) Error() string {
 
 // Unwrap returns ErrGap.
 func (e *GapError) Unwrap() error { return ErrGap }
+
+// KeyError reports a segment whose data key cannot be unwrapped: the key
+// block of its header was changed, the segment belongs to another data
+// directory, or the generation that wrapped its key is not held. It
+// unwraps to Err (crypt.ErrAuth, crypt.ErrUnknownGeneration).
+type KeyError struct {
+	Segment string // path of the segment file
+	Gen     uint32 // generation of the key that wrapped the data key
+	Err     error
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("wal: cannot unwrap the data key of segment %s (key generation %d): %v; the segment's header was changed, it belongs to another data directory, or its key generation was retired before the segment was re-wrapped",
+		e.Segment, e.Gen, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *KeyError) Unwrap() error { return e.Err }

@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -100,6 +102,9 @@ type Log struct {
 	dirty bool  // written since the last sync
 	buf   []byte
 	one   [1]*request // Append's own group
+	// aead encrypts the frames of the active segment, under its data
+	// key; nil when the log writes in the clear. create sets it.
+	aead cipher.AEAD
 	// smu is held across every sync: one made without wmu (the periodic
 	// one of SyncInterval, the seal of a segment) keeps rotation and
 	// Close from closing its file, and any sync waits for a seal under
@@ -128,7 +133,22 @@ type Log struct {
 	committed uint64    // end of the written log
 	notify    chan struct{}
 	pins      map[string]pin
-	damage    []error // found at Open and by the background scan
+	damage    []error                // found at Open and by the background scan
+	aeads     map[uint64]cipher.AEAD // unwrapped data keys by segment base, for Readers
+
+	// encrypt is set when the log has Options.Keys: every segment it
+	// creates is format version 2 and every frame it writes encrypted.
+	encrypt bool
+	// hdrLen is the size of the header frame of the segments it creates.
+	hdrLen int
+	// noKey is set when the active segment is encrypted and the log has
+	// no keys: Append returns ErrNoKey.
+	noKey bool
+	// hdrMu is held for writing while Log.Rewrap rewrites a segment's
+	// header frame, and for reading by Readers reading one, so that they
+	// never see half of it. rwMu serialises Log.Rewrap calls.
+	hdrMu *sync.RWMutex
+	rwMu  sync.Mutex
 
 	scanStop chan struct{} // closed by Close to stop the background scan
 	scanDone chan struct{} // closed when the background scan ends
@@ -150,7 +170,8 @@ type pin struct{ first, last uint64 }
 // Check does so at once.
 func Open(dir string, opts *Options) (*Log, error) {
 	o := opts.withDefaults()
-	l := &Log{dir: dir, opts: o, readOnly: o.ReadOnly, pins: map[string]pin{}, done: make(chan struct{})}
+	l := &Log{dir: dir, opts: o, readOnly: o.ReadOnly, pins: map[string]pin{}, done: make(chan struct{}),
+		encrypt: o.Keys != nil, hdrLen: headerLen(o.Keys != nil), hdrMu: new(sync.RWMutex)}
 	if o.ReadOnly {
 		close(l.done)
 		if _, err := os.Stat(dir); err != nil {
@@ -171,6 +192,10 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l.lock = lock
+	if err := replayRewrap(dir); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	if err := l.recover(); err != nil {
 		lock.Close()
 		return nil, err
@@ -214,18 +239,21 @@ func (l *Log) checkSealed(segs []segment) {
 	}
 	for _, s := range segs[:len(segs)-1] {
 		path := l.path(s.base)
-		hdr := make([]byte, headerFrameLen)
+		hdr := make([]byte, headerFrameLenEnc)
 		err := func() error {
 			f, err := os.Open(path)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			n, err := f.ReadAt(hdr, 0)
-			if n < len(hdr) {
+			n, _ := f.ReadAt(hdr, 0)
+			if n < headerFrameLen {
 				return fmt.Errorf("segment is %d bytes, shorter than its header frame", n)
 			}
-			_, err = decodeAt(hdr, s.base, 0)
+			_, err = decodeAt(hdr[:n], s.base, 0)
+			if errors.Is(err, frame.ErrShort) {
+				err = fmt.Errorf("segment is %d bytes, shorter than its header frame", n)
+			}
 			return err
 		}()
 		if err != nil {
@@ -239,7 +267,7 @@ func (l *Log) checkSealed(segs []segment) {
 // log, so it holds about one read chunk of memory, not a whole segment.
 func (l *Log) scanSealed(segs []segment) {
 	defer close(l.scanDone)
-	view := &Log{dir: l.dir, readOnly: true}
+	view := &Log{dir: l.dir, readOnly: true, hdrMu: l.hdrMu}
 	r := view.NewReader()
 	defer r.Close()
 	for _, s := range segs {
@@ -328,12 +356,18 @@ func (l *Log) recover() error {
 				return fmt.Errorf("wal: truncate torn tail of %s at offset %d: %w", path, l.recovery.Offset, err)
 			}
 			if info.ValidEnd == 0 {
-				hdr := appendHeaderFrame(nil, last.base, time.Now())
+				hdr, aead, err := l.newHeader(last.base)
+				if err != nil {
+					f.Close()
+					return err
+				}
 				if _, err := f.WriteAt(hdr, 0); err != nil {
 					f.Close()
 					return fmt.Errorf("wal: write header of %s: %w", path, err)
 				}
 				info.ValidEnd = int64(len(hdr))
+				data = append(data[:0], hdr...)
+				l.aead = aead
 			}
 			if err := fdatasync(f); err != nil {
 				f.Close()
@@ -353,12 +387,88 @@ func (l *Log) recover() error {
 		segs[len(segs)-1] = last
 		l.segs = segs
 		l.checkSealed(segs)
+		if err := l.activeKey(path, last.base, data[:info.ValidEnd]); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	last := l.segs[len(l.segs)-1]
 	l.segBase = last.base
 	l.next = last.base + uint64(last.size)
 	l.committed = last.base + uint64(l.pos)
 	return nil
+}
+
+// activeKey sets up encryption for the active segment at base, whose
+// valid bytes are data. A version 2 segment's data key is unwrapped (or,
+// without keys, appending is refused with ErrNoKey). A version 1 segment
+// of a log that has keys is sealed and a version 2 segment started after
+// it, so that no frame is written in the clear once keys are given.
+func (l *Log) activeKey(path string, base uint64, data []byte) error {
+	if l.aead != nil {
+		return nil // a header just written
+	}
+	f, err := decodeAt(data, base, 0)
+	if err != nil {
+		return &CorruptionError{Segment: path, Offset: base, Err: err}
+	}
+	v, k, err := parseHeaderFrame(&f)
+	if err != nil {
+		return &CorruptionError{Segment: path, Offset: base, Err: err}
+	}
+	switch {
+	case v == VersionEncrypted && l.encrypt:
+		a, err := k.unwrap(l.opts.Keys)
+		if err != nil {
+			return &KeyError{Segment: path, Gen: k.gen, Err: err}
+		}
+		l.aead = a
+		l.cacheAEAD(base, a)
+	case v == VersionEncrypted:
+		l.noKey = true
+	case l.encrypt:
+		if err := fdatasync(l.f); err != nil {
+			return fmt.Errorf("wal: sync %s: %w", path, err)
+		}
+		if err := l.f.Close(); err != nil {
+			return fmt.Errorf("wal: close %s: %w", path, err)
+		}
+		l.f = nil
+		next := base + uint64(len(data))
+		if err := l.create(next, false); err != nil {
+			return err
+		}
+		l.segs = append(l.segs, segment{base: next, size: l.pos, modTime: time.Now()})
+	}
+	return nil
+}
+
+// newHeader returns the header frame of a new segment at base and, for a
+// log that encrypts, the AEAD of the segment's fresh data key.
+func (l *Log) newHeader(base uint64) ([]byte, cipher.AEAD, error) {
+	if !l.encrypt {
+		return appendHeaderFrame(nil, base, time.Now()), nil, nil
+	}
+	return newKeyHeader(nil, base, time.Now(), l.opts.Keys)
+}
+
+// cacheAEAD remembers the unwrapped data key of the segment at base for
+// Readers. The cache is dropped when it grows large: an unwrap costs
+// about a microsecond.
+func (l *Log) cacheAEAD(base uint64, a cipher.AEAD) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.aeads == nil || len(l.aeads) >= 1024 {
+		l.aeads = map[uint64]cipher.AEAD{}
+	}
+	l.aeads[base] = a
+}
+
+// cachedAEAD returns the cached data key of the segment at base, or nil.
+func (l *Log) cachedAEAD(base uint64) cipher.AEAD {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.aeads[base]
 }
 
 // unsealed is what recoverSeal dropped.
@@ -431,7 +541,12 @@ func (l *Log) create(base uint64, deferSync bool) error {
 	if err != nil {
 		return fmt.Errorf("wal: create segment %s: %w", path, err)
 	}
-	hdr := appendHeaderFrame(nil, base, time.Now())
+	hdr, aead, err := l.newHeader(base)
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
 	if _, err := f.Write(hdr); err != nil {
 		f.Close()
 		return fmt.Errorf("wal: write header of %s: %w", path, err)
@@ -446,7 +561,10 @@ func (l *Log) create(base uint64, deferSync bool) error {
 			return err
 		}
 	}
-	l.f, l.pos = f, int64(len(hdr))
+	l.f, l.pos, l.aead = f, int64(len(hdr)), aead
+	if aead != nil {
+		l.cacheAEAD(base, aead)
+	}
 	return nil
 }
 
@@ -604,6 +722,9 @@ func (l *Log) encode(r Record, hint uint64) (*request, error) {
 	if l.readOnly {
 		return nil, ErrReadOnly
 	}
+	if l.noKey {
+		return nil, ErrNoKey
+	}
 	if len(r.Payload) > frame.MaxPayload || r.Snappy && r.RawLen > frame.MaxPayload {
 		return nil, fmt.Errorf("%w: %d bytes (the limit is %d; split bodies into chunk frames)", ErrTooLarge, max(len(r.Payload), r.RawLen), frame.MaxPayload)
 	}
@@ -629,9 +750,16 @@ func (l *Log) encode(r Record, hint uint64) (*request, error) {
 		h.Flags = frame.FlagLast
 	}
 	req := l.get()
-	if r.Snappy {
+	switch {
+	case l.encrypt && r.Snappy:
+		req.frame = frame.AppendSnappyEncrypted(req.frame[:0], h, r.RawLen, r.Payload)
+	case l.encrypt:
+		// Laid out with its payload in the clear and no CRC: write
+		// encrypts it once its offset and segment are final.
+		req.frame = frame.AppendEncrypted(req.frame[:0], h, r.Payload, !l.opts.NoCompression)
+	case r.Snappy:
 		req.frame = frame.AppendSnappy(req.frame[:0], h, r.RawLen, r.Payload)
-	} else {
+	default:
 		req.frame = frame.AppendFrame(req.frame[:0], h, r.Payload, !l.opts.NoCompression)
 	}
 	return req, nil
@@ -644,15 +772,20 @@ func (l *Log) encode(r Record, hint uint64) (*request, error) {
 func (l *Log) assign(req *request) uint64 {
 	n := uint64(len(req.frame))
 	req.rotate = false
-	if l.next-l.segBase+n > uint64(l.opts.SegmentSize) && l.next > l.segBase+uint64(headerFrameLen) {
+	hl := uint64(l.hdrLen)
+	if l.next-l.segBase+n > uint64(l.opts.SegmentSize) && l.next > l.segBase+hl {
 		req.rotate, req.segBase = true, l.next
 		l.segBase = l.next
-		l.next += uint64(headerFrameLen)
+		l.next += hl
 	}
 	off := l.next
 	l.next += n
 	l.nextHint.Store(l.next)
-	if binary.LittleEndian.Uint64(req.frame[8:]) != off {
+	switch {
+	case l.encrypt:
+		// The CRC is computed when write encrypts the frame.
+		binary.LittleEndian.PutUint64(req.frame[8:], off)
+	case binary.LittleEndian.Uint64(req.frame[8:]) != off:
 		frame.SetOffset(req.frame, off)
 	}
 	return off
@@ -971,6 +1104,20 @@ func (l *Log) write(batch []*request) error {
 		if len(req.frame) == 0 {
 			wantSync = true
 			continue
+		}
+		if l.encrypt {
+			// Here, after any rotation, the frame's offset and segment
+			// (its data key) are final. A random nonce stays safe when
+			// a torn tail is truncated and appending resumes under the
+			// same key.
+			f := req.frame
+			nonce := f[frame.HeaderLen : frame.HeaderLen+frame.NonceLen]
+			if _, err := rand.Read(nonce); err != nil {
+				err = fmt.Errorf("wal: random nonce: %w", err)
+				l.fail(err)
+				return err
+			}
+			frame.Encrypt(f, l.aead, nonce)
 		}
 		if len(batch) == 1 {
 			single = req.frame // write it from the request: no copy

@@ -3,6 +3,8 @@ package wal
 import (
 	"fmt"
 	"time"
+
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 // SyncPolicy says when the writer calls fdatasync.
@@ -81,6 +83,14 @@ type Options struct {
 	// to Damage and passed to OnDamage. Open itself reads only each sealed
 	// segment's header frame. The default is false.
 	ScanSealed bool
+	// Keys are the unlocked keys of the data directory. With keys, every
+	// segment the log creates holds a data key wrapped by them (format
+	// version 2) and every frame is encrypted; a log whose active segment
+	// is in the clear starts a new segment first. Readers decrypt with
+	// them. The default is nil: new segments are written in the clear,
+	// and an encrypted segment can be checked, copied, repaired and
+	// retained but not appended to or read (ErrNoKey).
+	Keys *crypt.Keys
 	// OnDamage, when set, is called with each problem found in the
 	// background scan of ScanSealed (a *CorruptionError), from another
 	// goroutine.

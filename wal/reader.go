@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"io"
@@ -45,10 +46,14 @@ type Reader struct {
 
 	fr      frame.Frame
 	off     uint64
-	payload []byte // the current frame's payload: fr.Payload or dbuf
+	payload []byte // the current frame's payload: fr.Payload, ebuf or dbuf
 	dbuf    []byte // decompressed payloads; never aliases buf
+	ebuf    []byte // decrypted payloads; never aliases buf or dbuf
 	decoded bool
 	perr    error
+
+	aead     cipher.AEAD // data key of the segment at aeadBase
+	aeadBase uint64
 
 	end uint64 // end of the log when Next last returned false
 	err error
@@ -164,7 +169,14 @@ func (r *Reader) load(pos int64, n int) ([]byte, error) {
 	if int64(cap(r.buf)) < want {
 		r.buf = make([]byte, want)
 	}
+	if pos < int64(headerFrameLenEnc) {
+		// A header frame Log.Rewrap may be rewriting.
+		r.l.hdrMu.RLock()
+	}
 	m, err := r.f.ReadAt(r.buf[:want], pos)
+	if pos < int64(headerFrameLenEnc) {
+		r.l.hdrMu.RUnlock()
+	}
 	r.buf, r.bufPos = r.buf[:m], pos
 	if m < n {
 		if err == io.EOF {
@@ -358,24 +370,46 @@ func (r *Reader) Offset() uint64 { return r.off }
 func (r *Reader) Header() frame.Header { return r.fr.Header }
 
 // Stored returns the current frame's stored payload (compressed if the
-// header says so). It is valid until the next call to Next, Seek or Close
-// and must not be modified.
+// header says so, encrypted if it says so: then nonce, ciphertext and
+// tag). It is valid until the next call to Next, Seek or Close and must
+// not be modified.
 func (r *Reader) Stored() []byte { return r.fr.Payload }
 
-// Payload returns the current frame's uncompressed payload. It is valid
-// until the next call to Next, Seek or Close and must not be modified.
+// Payload returns the current frame's uncompressed payload, decrypted if
+// the frame is encrypted. It is valid until the next call to Next, Seek
+// or Close and must not be modified. An encrypted frame that fails
+// authentication is a *CorruptionError whose reason is ErrAuth; one read
+// without Options.Keys returns ErrNoKey, and one whose segment's data key
+// cannot be unwrapped a *KeyError.
 func (r *Reader) Payload() ([]byte, error) {
 	if !r.decoded {
 		r.decoded = true
-		if !r.fr.Compressed() {
-			r.payload, r.perr = r.fr.Payload, nil
+		fr := r.fr
+		if fr.Encrypted() {
+			aead, err := r.segAEAD()
+			if err != nil {
+				r.payload, r.perr = nil, err
+				return nil, err
+			}
+			// Decrypt into ebuf, never in place: buf holds the segment
+			// bytes later frames are read from.
+			p, err := fr.Decrypt(r.ebuf[:0], aead)
+			if err != nil {
+				r.payload, r.perr = nil, &CorruptionError{Segment: r.path, Offset: r.off, Err: ErrAuth}
+				return nil, r.perr
+			}
+			r.ebuf = p
+			fr = frame.Frame{Header: fr.Header.Plain(), Payload: p}
+		}
+		if !fr.Compressed() {
+			r.payload, r.perr = fr.Payload, nil
 		} else {
 			// Decompress into dbuf, never into payload: for an
 			// uncompressed frame payload aliases buf, the segment bytes
 			// later frames are read from, and decompressing over them
 			// made the next frames fail their checksum.
 			var p []byte
-			p, r.perr = r.fr.AppendPayload(r.dbuf[:0])
+			p, r.perr = fr.AppendPayload(r.dbuf[:0])
 			if r.perr != nil {
 				r.perr = &CorruptionError{Segment: r.path, Offset: r.off, Err: r.perr}
 			}
@@ -383,6 +417,43 @@ func (r *Reader) Payload() ([]byte, error) {
 		}
 	}
 	return r.payload, r.perr
+}
+
+// segAEAD returns the data key of the open segment: cached, or
+// unwrapped from its header frame, read apart from buf (which the
+// current frame aliases).
+func (r *Reader) segAEAD() (cipher.AEAD, error) {
+	if r.aead != nil && r.aeadBase == r.base {
+		return r.aead, nil
+	}
+	keys := r.l.opts.Keys
+	if keys == nil {
+		return nil, fmt.Errorf("%w (frame at offset %d in segment %s)", ErrNoKey, r.off, r.path)
+	}
+	a := r.l.cachedAEAD(r.base)
+	if a == nil {
+		hdr := make([]byte, headerFrameLenEnc)
+		r.l.hdrMu.RLock()
+		n, err := r.f.ReadAt(hdr, 0)
+		r.l.hdrMu.RUnlock()
+		if n < len(hdr) && err != nil && err != io.EOF {
+			return nil, fmt.Errorf("wal: read segment %s: %w", r.path, err)
+		}
+		f, err := decodeAt(hdr[:n], r.base, 0)
+		if err != nil {
+			return nil, &CorruptionError{Segment: r.path, Offset: r.base, Err: err}
+		}
+		v, k, _ := parseHeaderFrame(&f)
+		if v != VersionEncrypted {
+			return nil, &CorruptionError{Segment: r.path, Offset: r.off, Err: errClearSegment}
+		}
+		if a, err = k.unwrap(keys); err != nil {
+			return nil, &KeyError{Segment: r.path, Gen: k.gen, Err: err}
+		}
+		r.l.cacheAEAD(r.base, a)
+	}
+	r.aead, r.aeadBase = a, r.base
+	return a, nil
 }
 
 // Err returns the error that stopped Next, if any.

@@ -40,6 +40,11 @@ func Repair(dir string) ([]Repaired, error) {
 		return nil, err
 	}
 	defer lock.Close()
+	// A header rewrite a crash interrupted is finished first: the torn
+	// header would otherwise look like a corrupt segment to cut away.
+	if err := replayRewrap(dir); err != nil {
+		return nil, err
+	}
 	infos, err := Check(dir)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,20 +14,81 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 // segExt is the file name extension of segments.
 const segExt = ".wal"
 
-// Version is the on-disk format version written in every segment header.
-const Version = 1
+// Segment header format versions. A log without Options.Keys writes
+// version 1; a log with keys writes version 2, whose header also holds
+// the segment's wrapped data key. This build reads both.
+const (
+	Version          = 1
+	VersionEncrypted = 2
+)
 
 // segMagic starts the payload of every segment header frame, followed by
 // the format version (u16, little-endian).
 const segMagic = "BBWAL\x00"
 
-// headerFrameLen is the encoded size of a segment header frame.
-const headerFrameLen = frame.HeaderLen + len(segMagic) + 2
+// The key block of a version 2 header follows the version:
+//
+//	 8 u8  cipher (cipherAESGCM)
+//	 9 u8  reserved, 0
+//	10 u16 key block length (keyBlockLen, counted from offset 8)
+//	12 u32 generation of the key that wraps the data key
+//	16 [60] wrapped data key: nonce[12] || ciphertext[32] || tag[16]
+//
+// The wrap's associated data is wrapAADPrefix || u64 segment base ||
+// payload[0:12]; crypt.Keys adds the data directory's id and the
+// generation, so the wrapped key cannot be moved to another segment,
+// directory or generation.
+const (
+	cipherAESGCM  = 1
+	keyBlockLen   = 4 + 4 + crypt.WrappedSize
+	wrapAADPrefix = "bbengine wal dek"
+)
+
+// Encoded sizes of a segment header frame: version 1 and version 2.
+const (
+	headerFrameLen    = frame.HeaderLen + len(segMagic) + 2
+	headerFrameLenEnc = headerFrameLen + keyBlockLen
+)
+
+// headerLen returns the size of the header frame a log writes: version
+// 2 when it encrypts.
+func headerLen(encrypted bool) int {
+	if encrypted {
+		return headerFrameLenEnc
+	}
+	return headerFrameLen
+}
+
+// segKey is the key block of a version 2 segment header.
+type segKey struct {
+	gen     uint32
+	wrapped [crypt.WrappedSize]byte
+	ad      [len(wrapAADPrefix) + 8 + 12]byte // the wrap's associated data
+}
+
+// unwrap returns the AEAD of the segment's data key.
+func (k *segKey) unwrap(keys *crypt.Keys) (cipher.AEAD, error) {
+	dk, err := keys.Unwrap(k.gen, k.wrapped[:], k.ad[:])
+	if err != nil {
+		return nil, err
+	}
+	return crypt.NewAEAD(dk), nil
+}
+
+// wrapAD returns the associated data of the wrapped key in the header
+// payload p of the segment at base.
+func wrapAD(base uint64, p []byte) (ad [len(wrapAADPrefix) + 8 + 12]byte) {
+	copy(ad[:], wrapAADPrefix)
+	binary.LittleEndian.PutUint64(ad[len(wrapAADPrefix):], base)
+	copy(ad[len(wrapAADPrefix)+8:], p[:12])
+	return ad
+}
 
 // segment is one segment file as the log knows it.
 type segment struct {
@@ -74,7 +136,8 @@ func listSegments(dir string) ([]segment, error) {
 	return segs, nil
 }
 
-// appendHeaderFrame appends the header frame of the segment at base.
+// appendHeaderFrame appends the version 1 header frame of the segment at
+// base.
 func appendHeaderFrame(dst []byte, base uint64, now time.Time) []byte {
 	var p [len(segMagic) + 2]byte
 	copy(p[:], segMagic)
@@ -82,16 +145,71 @@ func appendHeaderFrame(dst []byte, base uint64, now time.Time) []byte {
 	return frame.AppendFrame(dst, frame.Header{Offset: base, Time: now.UnixNano(), Kind: frame.KindSegmentHeader}, p[:], false)
 }
 
+// keyHeaderPayload returns the payload of a version 2 header whose data
+// key generation gen wrapped as wrapped.
+func keyHeaderPayload(gen uint32, wrapped []byte) [len(segMagic) + 2 + keyBlockLen]byte {
+	var p [len(segMagic) + 2 + keyBlockLen]byte
+	copy(p[:], segMagic)
+	binary.LittleEndian.PutUint16(p[6:], VersionEncrypted)
+	p[8] = cipherAESGCM
+	binary.LittleEndian.PutUint16(p[10:], keyBlockLen)
+	binary.LittleEndian.PutUint32(p[12:], gen)
+	copy(p[16:], wrapped)
+	return p
+}
+
+// newKeyHeader appends the version 2 header frame of the segment at
+// base, with a fresh data key from keys, and returns the key's AEAD.
+func newKeyHeader(dst []byte, base uint64, now time.Time, keys *crypt.Keys) ([]byte, cipher.AEAD, error) {
+	p := keyHeaderPayload(0, nil)
+	ad := wrapAD(base, p[:])
+	dk, err := keys.NewDataKey(ad[:])
+	if err != nil {
+		return dst, nil, fmt.Errorf("wal: data key of segment %016x: %w", base, err)
+	}
+	p = keyHeaderPayload(dk.Gen, dk.Wrapped[:])
+	dst = frame.AppendFrame(dst, frame.Header{Offset: base, Time: now.UnixNano(), Kind: frame.KindSegmentHeader}, p[:], false)
+	return dst, crypt.NewAEAD(dk.Key), nil
+}
+
 // checkHeaderFrame reports why f cannot be the first frame of a segment.
 func checkHeaderFrame(f *frame.Frame) error {
-	if f.Kind != frame.KindSegmentHeader || f.Compressed() || len(f.Payload) != len(segMagic)+2 ||
-		string(f.Payload[:len(segMagic)]) != segMagic {
-		return errNoHeader
+	_, _, err := parseHeaderFrame(f)
+	return err
+}
+
+// parseHeaderFrame checks that f is a segment header frame and returns
+// its format version and, for version 2, its key block.
+func parseHeaderFrame(f *frame.Frame) (int, segKey, error) {
+	var k segKey
+	p := f.Payload
+	if f.Kind != frame.KindSegmentHeader || f.Compressed() || f.Encrypted() || len(p) < len(segMagic)+2 ||
+		string(p[:len(segMagic)]) != segMagic {
+		return 0, k, errNoHeader
 	}
-	if v := binary.LittleEndian.Uint16(f.Payload[len(segMagic):]); v != Version {
-		return fmt.Errorf("segment format version %d, this build reads version %d", v, Version)
+	v := int(binary.LittleEndian.Uint16(p[len(segMagic):]))
+	switch v {
+	case Version:
+		if len(p) != len(segMagic)+2 {
+			return v, k, fmt.Errorf("segment header of format version 1 is %d bytes, want %d", len(p), len(segMagic)+2)
+		}
+	case VersionEncrypted:
+		if len(p) != len(segMagic)+2+keyBlockLen {
+			return v, k, fmt.Errorf("segment header of format version 2 is %d bytes, want %d", len(p), len(segMagic)+2+keyBlockLen)
+		}
+		if p[8] != cipherAESGCM {
+			return v, k, fmt.Errorf("segment is encrypted with cipher %d, this build knows cipher %d (AES-256-GCM)", p[8], cipherAESGCM)
+		}
+		if p[9] != 0 || binary.LittleEndian.Uint16(p[10:]) != keyBlockLen {
+			return v, k, fmt.Errorf("segment header key block is malformed (reserved %d, length %d, want 0 and %d)", p[9], binary.LittleEndian.Uint16(p[10:]), keyBlockLen)
+		}
+		k.gen = binary.LittleEndian.Uint32(p[12:])
+		copy(k.wrapped[:], p[16:])
+		k.ad = wrapAD(f.Offset, p)
+	default:
+		return v, k, fmt.Errorf("segment format version %d, this build reads versions %d and %d; upgrade bbengine", v, Version, VersionEncrypted)
 	}
-	return nil
+	return v, k, nil
 }
 
 // decodeAt decodes the frame at data[pos:] of the segment at base and
@@ -206,6 +324,14 @@ type SegmentInfo struct {
 	// Gap is a *GapError if the segment does not start where the one
 	// before it ends: bytes of the log are missing before it.
 	Gap error
+	// Version is the segment's format version (1 or 2), 0 when its
+	// header frame is invalid.
+	Version int
+	// Encrypted reports a segment whose frames are encrypted (format
+	// version 2), and KeyGen the generation of the key that wraps its
+	// data key. Both are read from the header without the key.
+	Encrypted bool
+	KeyGen    uint32
 }
 
 // Check reads every segment of the log in dir and verifies every frame's
@@ -263,6 +389,13 @@ func checkSegment(path string, base uint64, data []byte, last bool) SegmentInfo 
 		info.LastTime = f.Time
 	})
 	info.Frames, info.ValidEnd = sc.frames, sc.validEnd
+	if sc.frames > 0 {
+		if f, err := frame.Decode(data); err == nil {
+			if v, k, err := parseHeaderFrame(&f); err == nil {
+				info.Version, info.Encrypted, info.KeyGen = v, v == VersionEncrypted, k.gen
+			}
+		}
+	}
 	if sc.bad == nil {
 		return info
 	}

@@ -87,9 +87,23 @@ type Flags uint8
 const (
 	FlagSnappy Flags = 1 << 0 // the payload is one snappy block
 	FlagLast   Flags = 1 << 2 // the last chunk of a body
+	// FlagEncrypted says the stored payload is nonce || AES-256-GCM
+	// ciphertext || tag (see Encrypt). The codec applies before
+	// encryption: a snappy frame encrypts its compressed bytes.
+	FlagEncrypted Flags = 1 << 3
 
 	codecMask = Flags(3)
-	knownMask = codecMask | FlagLast
+	knownMask = codecMask | FlagLast | FlagEncrypted
+)
+
+// Sizes of an encrypted frame's additions to its stored payload: a
+// random nonce before the ciphertext and the GCM tag after it.
+const (
+	NonceLen = 12
+	TagLen   = 16
+	// Overhead is how much longer an encrypted frame's stored payload is
+	// than the plaintext stored payload (compressed or raw).
+	Overhead = NonceLen + TagLen
 )
 
 // Header is the decoded fixed header of a frame.
@@ -106,8 +120,25 @@ type Header struct {
 // Size returns the encoded length of the frame: header plus stored payload.
 func (h *Header) Size() int { return HeaderLen + int(h.Len) }
 
-// Compressed reports whether the payload is stored as a snappy block.
+// Compressed reports whether the payload is stored as a snappy block
+// (before encryption, for an encrypted frame).
 func (h *Header) Compressed() bool { return h.Flags&codecMask == FlagSnappy }
+
+// Encrypted reports whether the stored payload is encrypted.
+func (h *Header) Encrypted() bool { return h.Flags&FlagEncrypted != 0 }
+
+// Plain returns the header of the frame as it would be stored
+// unencrypted: FlagEncrypted cleared and Len less Overhead. A caller that
+// decrypted a frame's payload with Decrypt decompresses it as the payload
+// of Frame{Header: h.Plain(), Payload: plain}.
+func (h *Header) Plain() Header {
+	p := *h
+	if p.Encrypted() {
+		p.Flags &^= FlagEncrypted
+		p.Len -= Overhead
+	}
+	return p
+}
 
 // Frame is a decoded frame. Payload is the stored payload and aliases the
 // buffer passed to Decode: it is only valid as long as that buffer is, and
@@ -116,6 +147,9 @@ func (h *Header) Compressed() bool { return h.Flags&codecMask == FlagSnappy }
 type Frame struct {
 	Header
 	Payload []byte
+	// ad is the header bytes [4, 40) the frame was decoded from: the
+	// associated data of an encrypted frame (see Decrypt).
+	ad []byte
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -208,6 +242,12 @@ func grow(dst []byte, n int) []byte {
 
 // putHeader writes h into the complete frame b and checksums it.
 func putHeader(b []byte, h *Header) {
+	putFields(b, h)
+	binary.LittleEndian.PutUint32(b[0:], Checksum(b[4:HeaderLen+int(h.Len)]))
+}
+
+// putFields writes the fields of h, all but the CRC, into b.
+func putFields(b []byte, h *Header) {
 	_ = b[HeaderLen-1]
 	binary.LittleEndian.PutUint32(b[4:], h.Len)
 	binary.LittleEndian.PutUint64(b[8:], h.Offset)
@@ -217,7 +257,6 @@ func putHeader(b []byte, h *Header) {
 	b[33] = byte(h.Flags)
 	b[34], b[35] = 0, 0
 	binary.LittleEndian.PutUint32(b[36:], h.RawLen)
-	binary.LittleEndian.PutUint32(b[0:], Checksum(b[4:HeaderLen+int(h.Len)]))
 }
 
 // SetOffset rewrites the self-offset of the complete frame f (as returned
@@ -255,9 +294,18 @@ func ParseHeader(b []byte) (Header, error) {
 		return h, errReserved
 	case h.RawLen > MaxPayload:
 		return h, errTooLarge
-	case h.Flags&codecMask == 0 && h.Len != h.RawLen:
+	}
+	stored := h.Len
+	if h.Encrypted() {
+		if stored < Overhead {
+			return h, errLength
+		}
+		stored -= Overhead
+	}
+	switch {
+	case h.Flags&codecMask == 0 && stored != h.RawLen:
 		return h, errLength
-	case h.Flags&codecMask == FlagSnappy && (h.Len >= h.RawLen || h.Len == 0):
+	case h.Flags&codecMask == FlagSnappy && (stored >= h.RawLen || stored == 0):
 		return h, errLength
 	}
 	return h, nil
@@ -282,15 +330,18 @@ func Decode(b []byte) (Frame, error) {
 	if binary.LittleEndian.Uint32(b) != Checksum(b[4:end]) {
 		return Frame{Header: h}, ErrChecksum
 	}
-	return Frame{Header: h, Payload: b[HeaderLen:end:end]}, nil
+	return Frame{Header: h, Payload: b[HeaderLen:end:end], ad: b[4:HeaderLen:HeaderLen]}, nil
 }
 
 // AppendPayload appends f's uncompressed payload to dst and returns the
 // extended buffer. It checks the length snappy announces against
 // Header.RawLen before it grows dst, so a damaged frame cannot make it
 // allocate more than MaxPayload bytes. It allocates only when dst lacks
-// capacity.
+// capacity. It returns ErrEncrypted for an encrypted frame: use Decrypt.
 func (f *Frame) AppendPayload(dst []byte) ([]byte, error) {
+	if f.Encrypted() {
+		return dst, ErrEncrypted
+	}
 	if !f.Compressed() {
 		return append(dst, f.Payload...), nil
 	}

@@ -20,6 +20,16 @@ func BenchmarkAppendFrame(b *testing.B) {
 					buf = AppendFrame(buf[:0], Header{Kind: KindResponseBody}, payload, compress)
 				}
 			})
+			b.Run("size="+strconv.Itoa(size)+"/snappy="+strconv.FormatBool(compress)+"/enc=aes256gcm", func(b *testing.B) {
+				aead := testAEAD(b)
+				buf := make([]byte, 0, 2*size+HeaderLen+Overhead)
+				b.ReportAllocs()
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					buf = AppendEncrypted(buf[:0], Header{Kind: KindResponseBody}, payload, compress)
+					Encrypt(buf, aead, testNonce)
+				}
+			})
 		}
 	}
 }

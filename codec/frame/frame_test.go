@@ -169,6 +169,8 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(AppendFrame(nil, Header{Offset: 40, Kind: KindRequestStart}, []byte("GET /"), false), uint64(40), uint64(1), int64(1), uint8(2), false)
 	f.Add(AppendFrame(nil, Header{Kind: KindResponseBody}, text, true), uint64(1<<33), uint64(9), int64(-1), uint8(5), true)
 	f.Add(make([]byte, 80), uint64(0), uint64(0), int64(0), uint8(9), true)
+	f.Add(encrypt(f, nil, Header{Offset: 40, Kind: KindRequestStart}, []byte("GET /"), false), uint64(40), uint64(1), int64(1), uint8(2), false)
+	f.Add(encrypt(f, nil, Header{Kind: KindResponseBody, Flags: FlagLast}, text, true), uint64(7), uint64(2), int64(3), uint8(5), true)
 	f.Fuzz(func(t *testing.T, data []byte, off, ex uint64, ts int64, kind uint8, compress bool) {
 		// Arbitrary bytes: never panic; a frame that decodes has a good CRC.
 		check := func(b []byte) {

@@ -19,6 +19,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/private"
 )
 
@@ -47,6 +48,12 @@ type Options struct {
 	// and start empty; the caller then fills the index with Sync. The
 	// default is false.
 	Rebuild bool
+	// Keys, when set, are the unlocked keys of an encrypted data
+	// directory: Bluge's segments and snapshots and the state file are
+	// written and read encrypted under them (cryptdir.go). Open refuses
+	// an encrypted index without keys and an index in the clear with
+	// them. The default is nil: an index in the clear.
+	Keys *crypt.Keys
 }
 
 func (o *Options) withDefaults() Options {

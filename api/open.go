@@ -75,7 +75,7 @@ func OpenLocal(ctx context.Context, dir string, write bool) (*Local, func() erro
 	if err != nil {
 		return nil, nil, err
 	}
-	ix, err := index.Open(IndexDir(dir), nil)
+	ix, err := index.Open(IndexDir(dir), &index.Options{Keys: e.Keys()})
 	if err != nil {
 		closeEL()
 		return nil, nil, err

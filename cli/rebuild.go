@@ -75,7 +75,7 @@ func rebuildCommand() *ucli.Command {
 				c.Set("index", "false")
 			}
 			defer e.Close()
-			ix, err := index.Open(api.IndexDir(dir), nil)
+			ix, err := index.Open(api.IndexDir(dir), &index.Options{Keys: e.Keys()})
 			if err != nil {
 				// The index is derived from the store: set it aside too.
 				aside, aerr := setAside(api.IndexDir(dir))
@@ -85,7 +85,7 @@ func rebuildCommand() *ucli.Command {
 				out.SetAside = append(out.SetAside, aside)
 				fmt.Fprintf(c.App.ErrWriter, "bbengine: the search index in %s could not be read (%s); set it aside as %s and indexing again\n",
 					api.IndexDir(dir), headLine(err), aside)
-				ix, err = index.Open(api.IndexDir(dir), nil)
+				ix, err = index.Open(api.IndexDir(dir), &index.Options{Keys: e.Keys()})
 			}
 			if err != nil {
 				return err

@@ -257,7 +257,7 @@ func (m *Local) Backup(ctx context.Context, req BackupRequest) (*Backup, error) 
 		return nil, err
 	}
 	src := filepath.Join(m.e.Dir(), "blobs")
-	if man.Blobs, err = copyBlobs(src, filepath.Join(dest, "blobs"), false); err != nil {
+	if man.Blobs, err = copyBlobs(src, filepath.Join(dest, "blobs"), false, nil); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
 	out.Bytes += man.Blobs.Bytes
@@ -347,11 +347,12 @@ func sumFile(p, rel string) (FileSum, error) {
 	}
 }
 
-// copyBlobs copies the blob store src (<dir>/blobs) to dst, each file
+// copyBlobs copies the blob store src (<dir>/blobs: sha256/ in the
+// clear, hmac/ encrypted, both as they are) to dst, each file
 // hard-linked when both are on one file system, else copied. With
-// verify, each blob's content must match its name (its SHA-256). A
-// missing src is an empty store.
-func copyBlobs(src, dst string, verify bool) (BlobsCopy, error) {
+// verify, each blob's content must match its name (checkBlob; an
+// encrypted blob needs keys). A missing src is an empty store.
+func copyBlobs(src, dst string, verify bool, keys *crypt.Keys) (BlobsCopy, error) {
 	var n BlobsCopy
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -371,7 +372,7 @@ func copyBlobs(src, dst string, verify bool) (BlobsCopy, error) {
 			return nil
 		}
 		if verify {
-			if err := checkBlob(p); err != nil {
+			if err := checkBlob(p, keys); err != nil {
 				return err
 			}
 		}

@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/engine/schema"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/private"
@@ -30,6 +29,11 @@ type RestoreRequest struct {
 	// Dir is the data directory to restore into; it must not exist or
 	// be empty.
 	Dir string `json:"dir"`
+	// Keys are the unlocked keys of the backed-up directory when it is
+	// encrypted: its blobs are checked by their HMAC and authenticated,
+	// and the engine and the index open with them. The default is nil,
+	// a directory in the clear (an encrypted blob is then an error).
+	Keys *crypt.Keys `json:"-"`
 }
 
 // Restored reports a restore.
@@ -107,10 +111,20 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 		}
 	}()
 	out := &Restored{Dir: dir, Manifest: *man}
+	keys := req.Keys
 	if man.Keys != nil {
 		if err := copyChecked(src, tmp, *man.Keys); err != nil {
 			return nil, err
 		}
+		// The backup's keys file unlocks it, with the secrets this
+		// process unlocks directories with.
+		if keys == nil {
+			if keys, err = Keys(tmp); err != nil {
+				return nil, fmt.Errorf("restore: %w", err)
+			}
+		}
+	} else if keys != nil {
+		return nil, fmt.Errorf("%w: restore: the backup in %s is not encrypted, but keys were given", ErrBadRequest, src)
 	}
 	if err := restoreWAL(src, tmp, man); err != nil {
 		return nil, err
@@ -127,7 +141,7 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 			return nil, err
 		}
 	}
-	blobs, err := copyBlobs(filepath.Join(src, "blobs"), filepath.Join(tmp, "blobs"), true)
+	blobs, err := copyBlobs(filepath.Join(src, "blobs"), filepath.Join(tmp, "blobs"), true, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +151,7 @@ func Restore(ctx context.Context, req RestoreRequest) (*Restored, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := derive(ctx, tmp, src, out); err != nil {
+	if err := derive(ctx, tmp, src, keys, out); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -349,20 +363,16 @@ func copyChecked(src, tmp string, f FileSum) (err error) {
 	return out.Sync()
 }
 
-// checkBlob checks that the blob at p holds what its name (its SHA-256)
-// says.
-func checkBlob(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("read blob %s: %w", p, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != filepath.Base(p) {
-		return &RestoreError{File: p, Offset: -1, Err: fmt.Errorf("the blob's content has SHA-256 %s, not its name", got)}
+// checkBlob checks that the blob at p holds what its name says: its
+// SHA-256 in the clear, its HMAC under keys and authentic chunks when
+// encrypted (schema.CheckBlob).
+func checkBlob(p string, keys *crypt.Keys) error {
+	if err := schema.CheckBlob(p, keys); err != nil {
+		var ce *crypt.CorruptionError
+		if errors.As(err, &ce) {
+			return &RestoreError{File: p, Offset: -1, Err: fmt.Errorf("plaintext offset %d: %w", ce.Offset, ce.Err)}
+		}
+		return &RestoreError{File: p, Offset: -1, Err: err}
 	}
 	return nil
 }
@@ -371,11 +381,7 @@ func checkBlob(p string) error {
 // src): the engine resumes from the
 // checkpoint (or derives everything, without one), and the search
 // index is built from the artifacts.
-func derive(ctx context.Context, dir, src string, out *Restored) error {
-	keys, err := Keys(dir)
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
+func derive(ctx context.Context, dir, src string, keys *crypt.Keys, out *Restored) error {
 	e, err := engine.Open(dir, &engine.Options{Keys: keys})
 	if err != nil {
 		var de *engine.DamagedError
@@ -394,7 +400,7 @@ func derive(ctx context.Context, dir, src string, out *Restored) error {
 	if out.Derived, err = derive(ctx); err != nil {
 		return fmt.Errorf("restore: derive from the WAL: %w", err)
 	}
-	ix, err := index.Open(IndexDir(dir), &index.Options{Keys: keys})
+	ix, err := index.Open(IndexDir(dir), &index.Options{Keys: e.Keys()})
 	if err != nil {
 		return fmt.Errorf("restore: open the index: %w", err)
 	}

@@ -46,12 +46,16 @@ func exportCommand() *ucli.Command {
 			if !slices.Contains(exportFormats, to) {
 				return usagef("export --to %q: want one of %s", to, strings.Join(exportFormats, ", "))
 			}
+			blobs, err := dirBlobs(c)
+			if err != nil {
+				return err
+			}
 			r, closeR, err := openReader(c)
 			if err != nil {
 				return err
 			}
 			defer closeR()
-			ex, err := api.Export(r, exportRequest(c, c.Args().First(), to, engine.NewBlobs(c.String("dir"))))
+			ex, err := api.Export(r, exportRequest(c, c.Args().First(), to, blobs))
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"github.com/bbengine/bbengine/api"
-	"github.com/bbengine/bbengine/engine"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -31,13 +30,17 @@ func showCommand() *ucli.Command {
 			if format != "bbox" && format != "json" {
 				return usagef("--format %q: want bbox or json", format)
 			}
+			blobs, err := dirBlobs(c)
+			if err != nil {
+				return err
+			}
 			r, closeR, err := openReader(c)
 			if err != nil {
 				return err
 			}
 			defer closeR()
 			ex, err := api.Export(r, api.ExportRequest{Session: c.Args().First(), Format: format, Task: c.String("task"), Breakers: true,
-				BlobThreshold: c.Int("blob-threshold"), RepoSHA: c.String("repo-sha"), Blobs: engine.NewBlobs(c.String("dir"))})
+				BlobThreshold: c.Int("blob-threshold"), RepoSHA: c.String("repo-sha"), Blobs: blobs})
 			if err != nil {
 				return err
 			}

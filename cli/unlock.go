@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/crypt"
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -100,4 +101,15 @@ func slotOptions(c *ucli.Context, first bool) (crypt.InitOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// dirBlobs returns the blob store of the data directory: an encrypted
+// directory's is unlocked here, since show and export read blobs in this
+// process even while a proxy runs.
+func dirBlobs(c *ucli.Context) (*engine.Blobs, error) {
+	keys, err := api.Keys(c.String("dir"))
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewBlobsKeyed(c.String("dir"), keys), nil
 }

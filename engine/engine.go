@@ -225,7 +225,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		return nil, err
 	}
 	e.startCompactor()
-	e.pipe = derive.New(derive.Store{Dir: dir, DB: e.db, Tables: e.popts, Log: e.log,
+	e.pipe = derive.New(derive.Store{Dir: dir, Blobs: e.Blobs(), DB: e.db, Tables: e.popts, Log: e.log,
 		Get: e.getMeta, GetJSON: e.getJSON, Scan: e.scanRange,
 		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
 		Pin: e.pinRetention,
@@ -345,6 +345,15 @@ func (e *Engine) safeCheck() (err error) {
 
 // Dir returns the data directory.
 func (e *Engine) Dir() string { return e.dir }
+
+// Keys returns the keys the engine was opened with (Options.Keys): nil
+// for a directory in the clear. The index of the directory opens with
+// them.
+func (e *Engine) Keys() *crypt.Keys { return e.opts.Keys }
+
+// Blobs returns the directory's blob store: encrypted under Keys when
+// they are set, else in the clear.
+func (e *Engine) Blobs() *Blobs { return schema.NewBlobsKeyed(e.dir, e.opts.Keys) }
 
 // WAL returns the log the engine reads.
 func (e *Engine) WAL() *wal.Log { return e.log }
@@ -526,7 +535,3 @@ func (quietLogger) Errorf(format string, args ...any) {
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
-
-// Keys returns the keys the engine was opened with: nil for a data
-// directory in the clear.
-func (e *Engine) Keys() *crypt.Keys { return e.opts.Keys }

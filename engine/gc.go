@@ -87,8 +87,24 @@ func (e *Engine) GCBlobs(ctx context.Context, opts *BlobGCOptions) (BlobGC, erro
 		return out, err
 	}
 	out.Referenced = len(refs)
-	root := filepath.Join(e.dir, "blobs", "sha256")
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	// A directory in the clear names blobs by SHA-256, an encrypted one
+	// by HMAC (schema.Blobs); both names are 64 hex digits, and events
+	// name either alike.
+	for _, kind := range []string{"sha256", "hmac"} {
+		if err := out.walk(ctx, filepath.Join(e.dir, "blobs", kind), kind, refs, o); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// walk runs blob gc over the store root, whose blobs are named by kind.
+func (out *BlobGC) walk(ctx context.Context, root, kind string, refs map[string]bool, o BlobGCOptions) error {
+	what := "a SHA-256"
+	if kind == "hmac" {
+		what = "an HMAC-SHA256"
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == root {
 				return filepath.SkipDir
@@ -129,7 +145,7 @@ func (e *Engine) GCBlobs(ctx context.Context, opts *BlobGCOptions) (BlobGC, erro
 		case len(parts) != 2:
 			out.bad(path, "not in a fan-out directory")
 		case len(name) != 64 || !isHex([]byte(name)):
-			out.bad(path, "the name is not a SHA-256 in hex (64 digits 0-9a-f)")
+			out.bad(path, "the name is not "+what+" in hex (64 digits 0-9a-f)")
 		case name[:2] != parts[0]:
 			out.bad(path, fmt.Sprintf("in directory %s, not %s", parts[0], name[:2]))
 		case refs[name]:
@@ -143,9 +159,9 @@ func (e *Engine) GCBlobs(ctx context.Context, opts *BlobGCOptions) (BlobGC, erro
 		return nil
 	})
 	if err != nil {
-		return out, fmt.Errorf("engine: blob gc in %s: %w", root, err)
+		return fmt.Errorf("engine: blob gc in %s: %w", root, err)
 	}
-	return out, nil
+	return nil
 }
 
 // bad reports a file that is not a blob; it is kept.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 // spilledData writes a session whose prompt and answer are longer than
@@ -23,13 +25,20 @@ import (
 // returns the engine and the blobs' digests.
 func spilledData(t *testing.T) (string, *Engine, []string) {
 	t.Helper()
+	return spilledDataKeyed(t, nil)
+}
+
+// spilledDataKeyed is spilledData with the engine's Options.Keys set to
+// keys.
+func spilledDataKeyed(t *testing.T, keys *crypt.Keys) (string, *Engine, []string) {
+	t.Helper()
 	dir, log := newData(t)
 	var c clock
 	cv := &conversation{session: "s", system: "sys", model: "claude-x"}
 	cv.user("Summarize: " + strings.Repeat("log line\n", 40))
 	r1 := anthropicReply{text: "  " + strings.Repeat("The answer goes on. ", 20) + "\n", in: 10, out: 5}
 	writeWAL(t, log, &c, 0, []fx{{session: "s", req: cv.request(), resp: r1.stream(cv.model), chunks: 7}})
-	e := open(t, dir, log, &Options{TextLimit: 64})
+	e := open(t, dir, log, &Options{TextLimit: 64, Keys: keys})
 	catchUp(t, e)
 	evs, err := e.Events("s", EventFilter{})
 	if err != nil {
@@ -149,6 +158,55 @@ func TestGCBlobs(t *testing.T) {
 	}
 	if !exists(bs.Path(again)) {
 		t.Error("gc removed a blob stored again a moment ago")
+	}
+}
+
+// TestGCBlobsKeyed: with keys the engine's blobs are encrypted and
+// named by HMAC (blobs/hmac), they read back as the events' texts, and
+// blob gc keeps the named ones and removes unnamed ones of both
+// layouts.
+func TestGCBlobsKeyed(t *testing.T) {
+	keys := crypt.Ephemeral()
+	dir, e, named := spilledDataKeyed(t, keys)
+	bs := NewBlobsKeyed(dir, keys)
+	evs, err := e.Events("s", EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, ev := range evs {
+		if ev.TextBlob == "" {
+			continue
+		}
+		if exists(NewBlobs(dir).Path(ev.TextBlob)) || !exists(bs.Path(ev.TextBlob)) {
+			t.Fatalf("blob %s is not in blobs/hmac alone", ev.TextBlob)
+		}
+		data, err := e.Blobs().Get(ev.TextBlob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(data)) != ev.TextBytes || !strings.HasPrefix(string(data), ev.Text) {
+			t.Fatalf("blob %s holds %d bytes %.40q, the event %d bytes %.40q", ev.TextBlob, len(data), data, ev.TextBytes, ev.Text)
+		}
+		os.Chtimes(bs.Path(ev.TextBlob), old, old)
+	}
+	orphan, err := bs.Put([]byte("nobody names this"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(bs.Path(orphan), old, old)
+	clearOrphan := putOld(t, dir, "nobody names this either")
+	got, err := e.GCBlobs(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Removed) != 2 || exists(bs.Path(orphan)) || exists(NewBlobs(dir).Path(clearOrphan)) || len(got.Bad) != 0 {
+		t.Errorf("gc: %+v, want both orphans removed and nothing bad", got)
+	}
+	for _, sum := range named {
+		if !exists(bs.Path(sum)) {
+			t.Errorf("gc removed %s, which an event names", sum)
+		}
 	}
 }
 

@@ -5,7 +5,10 @@ package engine
 // aliases keep them engine.Event, engine.Session, engine.Artifact… for
 // every caller.
 
-import "github.com/bbengine/bbengine/engine/schema"
+import (
+	"github.com/bbengine/bbengine/engine/schema"
+	"github.com/bbengine/bbengine/internal/crypt"
+)
 
 type (
 	ArtifactType    = schema.ArtifactType
@@ -87,6 +90,9 @@ var (
 
 // NewBlobs is schema.NewBlobs.
 func NewBlobs(dir string) *Blobs { return schema.NewBlobs(dir) }
+
+// NewBlobsKeyed is schema.NewBlobsKeyed.
+func NewBlobsKeyed(dir string, keys *crypt.Keys) *Blobs { return schema.NewBlobsKeyed(dir, keys) }
 
 // NewBlobsAt is schema.NewBlobsAt.
 func NewBlobsAt(dir string) *Blobs { return schema.NewBlobsAt(dir) }

@@ -63,7 +63,13 @@
 //	{"session":"s2","digest":"60303…","tasks":1,"ids":["b2"],"sums":["77d0…"]}
 //
 // Sessions are sorted by name, ids within a session sorted; the header's
-// session count detects a truncated file. docs/format/index.md lists the
+// session count detects a truncated file.
+//
+// With Options.Keys (an encrypted data directory) every segment, snapshot
+// and the state file are internal/crypt chunked files instead, each data
+// key bound to the file's name (cryptdir.go); a segment being persisted
+// is <name>.tmp until it is renamed. Open refuses keys that do not match
+// what the directory holds (ErrEncryption). docs/format/index.md lists the
 // document fields.
 //
 // It may import engine (its types), codec/* and internal/*; it never

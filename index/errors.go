@@ -20,6 +20,10 @@ var (
 	// ErrInvalid is wrapped by errors about arguments: an artifact of
 	// another session, a duplicate id, an unknown type.
 	ErrInvalid = errors.New("index: invalid argument")
+	// ErrEncryption means the index is encrypted and Open was given no
+	// keys (Options.Keys), or it is in the clear and Open was given
+	// keys.
+	ErrEncryption = errors.New("index: encryption does not match")
 )
 
 // CorruptionError reports a state file that cannot be read. It unwraps to

@@ -19,6 +19,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/private"
 )
 
@@ -47,6 +48,12 @@ type Options struct {
 	// and start empty; the caller then fills the index with Sync. The
 	// default is false.
 	Rebuild bool
+	// Keys, when set, are the unlocked keys of an encrypted data
+	// directory: Bluge's segments and snapshots and the state file are
+	// written and read encrypted under them (cryptdir.go). Open refuses
+	// an encrypted index without keys and an index in the clear with
+	// them. The default is nil: an index in the clear.
+	Keys *crypt.Keys
 }
 
 func (o *Options) withDefaults() Options {
@@ -125,7 +132,10 @@ func Open(dir string, opts *Options) (*Index, error) {
 			return nil, err
 		}
 	}
-	states, clean, err := readState(filepath.Join(dir, stateName))
+	if err := checkEncryption(dir, o.Keys); err != nil {
+		return nil, err
+	}
+	states, clean, err := readState(filepath.Join(dir, stateName), o.Keys)
 	if errors.Is(err, errStaleDocs) {
 		// Documents of another docVersion: start empty, and the next
 		// Sync indexes every session again.
@@ -142,14 +152,14 @@ func Open(dir string, opts *Options) (*Index, error) {
 	// can change, since the next state write may come after a crash.
 	verified := map[string]bool{}
 	if clean {
-		if err := writeState(dir, states, false); err != nil {
+		if err := writeState(dir, states, false, o.Keys); err != nil {
 			return nil, err
 		}
 		for name := range states {
 			verified[name] = true
 		}
 	}
-	w, err := openWriter(dir)
+	w, err := openWriter(dir, o.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +200,11 @@ func removeFiles(dir string) error {
 }
 
 // config returns the Bluge configuration of the index at path: BM25 (the
-// correct one) for every field and the code analyzer for queries.
-func config(path string) bluge.Config {
-	cfg := defaultConfig(path)
+// correct one) for every field and the code analyzer for queries. d is
+// the directory Bluge keeps its items in; nil means Bluge's own
+// (FileSystemDirectory, in the clear).
+func config(path string, d blugeindex.Directory) bluge.Config {
+	cfg := defaultConfig(path, d)
 	sim := NewBM25()
 	cfg.DefaultSimilarity = sim
 	// PerFieldSimilarity is also the map Bluge's norm function consults
@@ -229,9 +241,10 @@ const segmentsPerTier = 5
 // options, and index.DefaultConfig copies that variable.
 var mergeOptions sync.Mutex
 
-// defaultConfig is bluge.DefaultConfig with floorSegment and
+// defaultConfig is bluge.DefaultConfig, or with d
+// bluge.DefaultConfigWithDirectory, with floorSegment and
 // segmentsPerTier.
-func defaultConfig(path string) bluge.Config {
+func defaultConfig(path string, d blugeindex.Directory) bluge.Config {
 	mergeOptions.Lock()
 	defer mergeOptions.Unlock()
 	saved := mergeplan.DefaultMergePlanOptions
@@ -239,16 +252,39 @@ func defaultConfig(path string) bluge.Config {
 	mergeplan.DefaultMergePlanOptions.MaxSegmentsPerTier = segmentsPerTier
 	mergeplan.DefaultMergePlanOptions.SegmentsPerMergeTask = segmentsPerTier
 	defer func() { mergeplan.DefaultMergePlanOptions = saved }()
+	if d != nil {
+		return bluge.DefaultConfigWithDirectory(func() blugeindex.Directory { return d })
+	}
 	return bluge.DefaultConfig(path)
 }
 
-func openWriter(dir string) (*bluge.Writer, error) {
+// openWriter opens the Bluge writer of the index in dir, encrypted under
+// keys when they are set.
+func openWriter(dir string, keys *crypt.Keys) (*bluge.Writer, error) {
+	path := filepath.Join(dir, blugeName)
+	var cd *cryptDir
+	var d blugeindex.Directory
+	if keys != nil {
+		cd = newCryptDir(path, keys)
+		d = cd
+	}
 	var w *bluge.Writer
 	err := guard("open", func() error {
 		var err error
-		w, err = bluge.OpenWriter(config(filepath.Join(dir, blugeName)))
+		w, err = bluge.OpenWriter(config(path, d))
 		return err
 	})
+	if cd != nil {
+		// Bluge skips a snapshot it cannot load and reports only that
+		// none could be (see cryptDir): the item that failed is the
+		// error.
+		if lerr := cd.failed(); lerr != nil {
+			if w != nil {
+				guard("close", w.Close)
+			}
+			w, err = nil, lerr
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w; run `bbengine rebuild --index` to rebuild the index from the store", dir, err)
 	}
@@ -273,7 +309,7 @@ func (x *Index) Close() error {
 	}
 	// Bluge persisted every batch before Batch returned, and the writer
 	// is closed: the state is exactly what Bluge holds.
-	if err := writeState(x.dir, x.states, true); err != nil {
+	if err := writeState(x.dir, x.states, true, x.opts.Keys); err != nil {
 		return err
 	}
 	x.dirty = false
@@ -303,7 +339,7 @@ func (x *Index) Reset() error {
 		x.closed = true
 		return err
 	}
-	w, err := openWriter(x.dir)
+	w, err := openWriter(x.dir, x.opts.Keys)
 	if err != nil {
 		x.closed = true
 		return err
@@ -806,7 +842,7 @@ func (b *batcher) flush() error {
 
 // writeState writes the state file. The caller holds wmu.
 func (x *Index) writeState() error {
-	if err := writeState(x.dir, x.states, false); err != nil {
+	if err := writeState(x.dir, x.states, false, x.opts.Keys); err != nil {
 		return err
 	}
 	x.dirty = false

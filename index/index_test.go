@@ -570,7 +570,7 @@ func TestSyncSkipsUnchanged(t *testing.T) {
 		t.Fatalf("reopened state %+v, want the sums of b, c, d", st)
 	}
 	statePath := filepath.Join(dir, stateName)
-	if _, clean, err := readState(statePath); err != nil || clean {
+	if _, clean, err := readState(statePath, nil); err != nil || clean {
 		t.Fatalf("state file of an open index: clean %v, %v; want not clean", clean, err)
 	}
 	older, err := os.ReadFile(statePath)
@@ -684,7 +684,7 @@ func TestSum(t *testing.T) {
 // floorSegment and segmentsPerTier and that Bluge's default is left as it was.
 func TestMergeFloor(t *testing.T) {
 	before := mergeplan.DefaultMergePlanOptions
-	cfg := config(t.TempDir())
+	cfg := config(t.TempDir(), nil)
 	opts := reflect.ValueOf(cfg).FieldByName("indexConfig").FieldByName("MergePlanOptions")
 	if got := opts.FieldByName("FloorSegmentSize").Int(); got != floorSegment {
 		t.Errorf("floor segment size %d, want %d", got, floorSegment)

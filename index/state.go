@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/safefile"
 )
 
@@ -99,8 +100,10 @@ func (s *Sum) UnmarshalText(b []byte) error {
 }
 
 // readState reads the state file at path and whether Close wrote it. A
-// missing file is an empty state.
-func readState(path string) (map[string]*sessionState, bool, error) {
+// missing file is an empty state. With keys the file is encrypted
+// (internal/crypt's chunked shape, bound to the name state.jsonl), and
+// a file that fails to authenticate is a *CorruptionError.
+func readState(path string, keys *crypt.Keys) (map[string]*sessionState, bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]*sessionState{}, false, nil
@@ -108,8 +111,23 @@ func readState(path string) (map[string]*sessionState, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("index: read state: %w", err)
 	}
+	if keys != nil {
+		plain, err := crypt.ReadAll(data, keys, stateAAD, path)
+		if err != nil {
+			var ce *crypt.CorruptionError
+			if errors.As(err, &ce) {
+				return nil, false, &CorruptionError{File: path, Offset: ce.Offset, Err: err}
+			}
+			return nil, false, &CorruptionError{File: path, Err: err}
+		}
+		data = plain
+	}
 	return parseState(path, data)
 }
+
+// stateAAD is the associated data an encrypted state file's data key is
+// bound to.
+var stateAAD = []byte("bbengine index/1 " + stateName)
 
 // parseState parses a state file's bytes; path names it in errors.
 func parseState(path string, data []byte) (_ map[string]*sessionState, clean bool, _ error) {
@@ -210,8 +228,9 @@ func appendState(dst []byte, states map[string]*sessionState, clean bool) ([]byt
 }
 
 // writeState replaces the state file in dir atomically: it writes a
-// temporary file, syncs it, renames it over the old one and syncs dir.
-func writeState(dir string, states map[string]*sessionState, clean bool) error {
+// temporary file (encrypted under keys when they are set), syncs it,
+// renames it over the old one and syncs dir.
+func writeState(dir string, states map[string]*sessionState, clean bool, keys *crypt.Keys) error {
 	data, err := appendState(nil, states, clean)
 	if err != nil {
 		return fmt.Errorf("index: encode state: %w", err)
@@ -222,7 +241,16 @@ func writeState(dir string, states map[string]*sessionState, clean bool) error {
 	if err != nil {
 		return fmt.Errorf("index: write state: %w", err)
 	}
-	_, err = f.Write(data)
+	if keys == nil {
+		_, err = f.Write(data)
+	} else {
+		var cw *crypt.Writer
+		if cw, err = crypt.NewWriter(f, keys, cryptChunkLog, stateAAD); err == nil {
+			if _, err = cw.Write(data); err == nil {
+				err = cw.Close()
+			}
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}

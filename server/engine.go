@@ -205,7 +205,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	}
 	restored()
 	var mem *api.Local
-	ix, err := index.Open(api.IndexDir(dir), &index.Options{Keys: log.Keys()})
+	ix, err := index.Open(api.IndexDir(dir), &index.Options{Keys: e.Keys()})
 	if err != nil {
 		ix = nil
 		logf("memory index off: %v (bbengine rebuild --index rebuilds it)", err)

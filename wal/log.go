@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/internal/private"
 	"github.com/golang/snappy"
 )
@@ -584,6 +585,10 @@ func (l *Log) path(base uint64) string { return filepath.Join(l.dir, segName(bas
 
 // Dir returns the directory of the log.
 func (l *Log) Dir() string { return l.dir }
+
+// Keys returns the keys the log was opened with: nil for a log that
+// writes in the clear.
+func (l *Log) Keys() *crypt.Keys { return l.opts.Keys }
 
 // Compresses reports whether the log stores payloads as snappy blocks
 // where that is shorter (the default), and so takes Snappy records.

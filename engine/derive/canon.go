@@ -69,7 +69,7 @@ func (c *canonicalizer) responseBody(x *pending, p []byte) {
 
 // spill opens a blob for a long text of a response being decoded.
 func (c *canonicalizer) spill() (llm.Spill, error) {
-	w, err := NewBlobs(c.e.dir).Create()
+	w, err := c.e.store.Blobs.Create()
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func (d *deriver) add(ev Event) {
 	if len(ev.Text) > d.c.e.opts.TextLimit && ev.TextBlob == "" {
 		// A long text the request brought (the response's were
 		// spilled as they streamed) goes to the blob store too.
-		sum, err := NewBlobs(d.c.e.dir).PutString(ev.Text)
+		sum, err := d.c.e.store.Blobs.PutString(ev.Text)
 		if err != nil {
 			d.err = errors.Join(d.err, err)
 		} else {

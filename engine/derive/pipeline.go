@@ -59,6 +59,9 @@ type Options struct {
 type Store struct {
 	// Dir is the data directory: long texts go to its blob store.
 	Dir string
+	// Blobs is the blob store long texts go to (encrypted in an
+	// encrypted directory). The default is NewBlobs(Dir).
+	Blobs *Blobs
 	// DB is the store; the pipeline writes it in batches.
 	DB *pebble.DB
 	// Tables are the options DB was opened with, defaults filled in:
@@ -129,6 +132,9 @@ func (e *Pipeline) Quiesce(fn func() error) error {
 // New returns the pipeline of the store s. It reads nothing until the
 // first Apply.
 func New(s Store, opts Options) *Pipeline {
+	if s.Blobs == nil {
+		s.Blobs = NewBlobs(s.Dir)
+	}
 	return &Pipeline{dir: s.Dir, opts: opts, db: s.DB, popts: s.Tables, log: s.Log, store: s}
 }
 

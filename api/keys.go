@@ -82,6 +82,11 @@ func Keys(dir string) (*crypt.Keys, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A key retire cut short left headers half re-wrapped: finish it
+	// before anything reads them.
+	if err := crypt.ReplayJournal(filepath.Join(dir, rewrapJournal)); err != nil {
+		return nil, fmt.Errorf("finish the key re-wrap of %s: %w", dir, err)
+	}
 	if unlocked.keys == nil {
 		unlocked.keys = map[string]*crypt.Keys{}
 	}
@@ -262,4 +267,100 @@ func ChangeKeys(r KeyRequest) (crypt.Info, error) {
 		}
 	}
 	return crypt.ReadInfo(r.Dir)
+}
+
+// rewrapJournal is the journal of a re-wrap of the encrypted files of a
+// data directory (crypt.RewrapFiles); the WAL keeps its own.
+const rewrapJournal = "rewrap.journal"
+
+// Retired reports a retired key generation.
+type Retired struct {
+	Gen uint32 `json:"generation"`
+	// New is the generation the data keys are wrapped by now; Made says
+	// Retire made it, because Gen was the active one.
+	New  uint32 `json:"new_generation"`
+	Made bool   `json:"made_new_generation,omitempty"`
+	// Segments and Files count the WAL segments and the other files
+	// (derived state, index, blobs) whose data keys were re-wrapped.
+	Segments int        `json:"segments"`
+	Files    int        `json:"files"`
+	Keys     crypt.Info `json:"keys"`
+}
+
+// RetireGeneration re-wraps, by a live generation, the data key of every
+// file of the encrypted data directory dir that generation gen wraps (a
+// WAL segment's header frame, the 128-byte header of every other file;
+// no data is rewritten), then retires gen in keys.json: its key is gone,
+// and a copy of a file taken before could be opened only with a copy of
+// the old keys.json. When gen is the active generation a new one is made
+// first. The directory must be free: stop the proxy first.
+func RetireGeneration(dir string, gen uint32) (*Retired, error) {
+	if _, held, _ := engine.ReadHolder(dir); held {
+		return nil, fmt.Errorf("key retire: %s is in use by a running bbengine: stop it first", dir)
+	}
+	k, err := Keys(dir)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, fmt.Errorf("%s is not encrypted (no %s)", dir, crypt.KeysFile)
+	}
+	// Hold the directory, as an engine does, so that no proxy starts
+	// writing files under gen meanwhile.
+	lk, err := engine.Lock(dir)
+	if err != nil {
+		return nil, fmt.Errorf("key retire: %w", err)
+	}
+	defer lk.Close()
+	out := &Retired{Gen: gen}
+	if k.Active() == gen {
+		if out.New, err = k.NewGeneration(dir); err != nil {
+			return nil, err
+		}
+		out.Made = true
+	}
+	out.New = k.Active()
+	if out.Segments, err = wal.Rewrap(filepath.Join(dir, "wal"), k, gen); err != nil {
+		return nil, fmt.Errorf("key retire: WAL: %w", err)
+	}
+	targets, err := rewrapTargets(dir)
+	if err != nil {
+		return nil, fmt.Errorf("key retire: %w", err)
+	}
+	journal := filepath.Join(dir, rewrapJournal)
+	if out.Files, err = crypt.RewrapFiles(journal, k, gen, targets); err != nil {
+		return nil, fmt.Errorf("key retire: %w", err)
+	}
+	// Nothing of gen may be left: a file it still wrapped would become
+	// unreadable once its key is gone.
+	if targets, err = rewrapTargets(dir); err != nil {
+		return nil, fmt.Errorf("key retire: %w", err)
+	}
+	if n, err := crypt.RewrapFiles(journal, k, gen, targets); err != nil || n != 0 {
+		return nil, fmt.Errorf("key retire: %d files still wrapped by generation %d after re-wrapping (%v); nothing retired", n, gen, err)
+	}
+	if n, err := wal.Rewrap(filepath.Join(dir, "wal"), k, gen); err != nil || n != 0 {
+		return nil, fmt.Errorf("key retire: %d WAL segments still wrapped by generation %d after re-wrapping (%v); nothing retired", n, gen, err)
+	}
+	if err := k.RetireGeneration(dir, gen); err != nil {
+		return nil, err
+	}
+	if out.Keys, err = crypt.ReadInfo(dir); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rewrapTargets lists every encrypted file of dir but the WAL's: the
+// derived state (and retention's snapshot of it), the index and blobs.
+func rewrapTargets(dir string) ([]crypt.RewrapTarget, error) {
+	t, err := engine.RewrapTargets(dir)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := index.RewrapTargets(IndexDir(dir))
+	if err != nil {
+		return nil, err
+	}
+	return append(t, ix...), nil
 }

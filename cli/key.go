@@ -84,6 +84,33 @@ func keyCommand() *ucli.Command {
 					return change(c, api.KeyRequest{RotateRoot: true, RemoveSlot: -1}, "root key rotated")
 				},
 			},
+			{
+				Name: "retire", Usage: "re-wrap every file's data key by a newer generation, then drop generation G", ArgsUsage: "G",
+				Description: "For a generation key that may have leaked. Every file whose data key generation G\n" +
+					"wraps gets it re-wrapped by the active generation (a new one is made when G is active):\n" +
+					"only headers are rewritten, never data, through a journal that a crash leaves to be\n" +
+					"finished by the next command. Then G's key is removed from keys.json. The directory\n" +
+					"must be free: stop the proxy first. Copies made before (backups) keep the old keys.json\n" +
+					"and headers, and open with them.",
+				Flags: []ucli.Flag{jsonFlag},
+				Action: func(c *ucli.Context) error {
+					g, err := strconv.ParseUint(c.Args().First(), 10, 32)
+					if c.NArg() != 1 || err != nil || g == 0 {
+						return usagef("key retire: need the generation G (as key status shows)")
+					}
+					res, err := api.RetireGeneration(c.String("dir"), uint32(g))
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return writeJSON(c, res)
+					}
+					if res.Made {
+						fmt.Fprintf(c.App.Writer, "made generation %d, the active one now\n", res.New)
+					}
+					return done(c, res.Keys, fmt.Sprintf("generation %d retired: data keys of %d WAL segments and %d other files re-wrapped by generation %d, no data rewritten", res.Gen, res.Segments, res.Files, res.New))
+				},
+			},
 		},
 	}
 }

@@ -141,3 +141,27 @@ func (l *dirLock) close() error {
 	l.f = nil
 	return err
 }
+
+// Held is a data directory held by Lock.
+type Held struct{ l *dirLock }
+
+// Lock holds the data directory dir as an open engine does, for
+// maintenance that must run with no proxy or engine in it (key retire).
+// It fails with a *LockedError when another process holds it.
+func Lock(dir string) (*Held, error) {
+	l, err := lock(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Held{l}, nil
+}
+
+// Close releases the directory. It is safe to call twice.
+func (h *Held) Close() error {
+	if h.l == nil {
+		return nil
+	}
+	l := h.l
+	h.l = nil
+	return l.close()
+}

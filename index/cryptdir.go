@@ -311,3 +311,27 @@ func checkEncryption(dir string, keys *crypt.Keys) error {
 	}
 	return nil
 }
+
+// RewrapTargets lists the encrypted files of the index in dir (the
+// directory Open takes) with the associated data their data keys are
+// bound to, for re-wrapping them by a new key generation
+// (crypt.RewrapFiles). Files in the clear are in the list too; RewrapFiles
+// leaves them alone. The index must not be open.
+func RewrapTargets(dir string) ([]crypt.RewrapTarget, error) {
+	var out []crypt.RewrapTarget
+	for _, sub := range []string{dir, filepath.Join(dir, blugeName)} {
+		ents, err := os.ReadDir(sub)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				out = append(out, crypt.RewrapTarget{Path: filepath.Join(sub, e.Name()), AAD: itemAAD(e.Name())})
+			}
+		}
+	}
+	return out, nil
+}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bbengine/bbengine/internal/crypt"
@@ -388,4 +391,25 @@ func MarkBlobTexts(events []Event) []Event {
 		return events
 	}
 	return out
+}
+
+// BlobRewrapTargets lists the encrypted blobs of the data directory dir
+// with the associated data their data keys are bound to (their names),
+// for re-wrapping them by a new key generation (crypt.RewrapFiles).
+// Blobs being written are left out: they are renamed or removed when
+// their writer ends.
+func BlobRewrapTargets(dir string) ([]crypt.RewrapTarget, error) {
+	var out []crypt.RewrapTarget
+	root := filepath.Join(dir, "blobs", "hmac")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return filepath.SkipAll
+		}
+		if err != nil || !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") {
+			return err
+		}
+		out = append(out, crypt.RewrapTarget{Path: p, AAD: blobAAD(d.Name())})
+		return nil
+	})
+	return out, err
 }

@@ -534,7 +534,7 @@ func (kf *keyFile) open(root [KeySize]byte) (*Keys, error) {
 	if err := kf.verify(root); err != nil {
 		return nil, err
 	}
-	return &Keys{dirID: kf.dirID, root: root, names: names, gens: aeads(gens), active: kf.active}, nil
+	return &Keys{dirID: kf.dirID, root: root, names: names, gens: aeads(kf.live(gens)), active: kf.active}, nil
 }
 
 // unwrapAll returns the generation keys and the name key under root.
@@ -552,6 +552,17 @@ func (kf *keyFile) unwrapAll(root [KeySize]byte) (map[uint32][KeySize]byte, [Key
 		return nil, names, &KeysFileError{Path: kf.path, Field: "names", Err: fmt.Errorf("does not authenticate under the root key: %w", err)}
 	}
 	return gens, names, nil
+}
+
+// live drops the retired generations from gens: a data key still wrapped
+// by one fails with ErrUnknownGeneration, not a bare ErrAuth.
+func (kf *keyFile) live(gens map[uint32][KeySize]byte) map[uint32][KeySize]byte {
+	for _, g := range kf.gens {
+		if g.retired {
+			delete(gens, g.id)
+		}
+	}
+	return gens
 }
 
 func aeads(gens map[uint32][KeySize]byte) map[uint32]cipher.AEAD {

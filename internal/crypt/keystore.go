@@ -234,7 +234,7 @@ func (k *Keys) change(dir string, fn func(kf *keyFile, root [KeySize]byte) ([Key
 		return err
 	}
 	k.mu.Lock()
-	k.root, k.gens, k.active = nroot, aeads(gens), kf.active
+	k.root, k.gens, k.active = nroot, aeads(kf.live(gens)), kf.active
 	k.mu.Unlock()
 	if k.keks == nil {
 		k.keks = map[string][KeySize]byte{}
@@ -402,4 +402,35 @@ func (k *Keys) NewGeneration(dir string) (uint32, error) {
 		return 0, err
 	}
 	return id, nil
+}
+
+// RetireGeneration retires generation id of dir/keys.json: its key is
+// replaced there by a random one, so a data key it wrapped no longer
+// unwraps, with these keys or with any later copy of keys.json. Every
+// file's data key must first be re-wrapped by a live generation
+// (wal.Rewrap, RewrapFiles): a file still wrapped by id becomes
+// unreadable. The active generation cannot be retired; retiring a
+// retired one does nothing.
+func (k *Keys) RetireGeneration(dir string, id uint32) error {
+	return k.change(dir, func(kf *keyFile, root [KeySize]byte) ([KeySize]byte, map[string][KeySize]byte, error) {
+		g := kf.gen(id)
+		switch {
+		case g == nil:
+			return root, nil, fmt.Errorf("crypt: %s has no key generation %d", kf.path, id)
+		case id == kf.active:
+			return root, nil, fmt.Errorf("crypt: generation %d is the active one: make a new one first (bbengine key rotate --generation)", id)
+		case g.retired:
+			return root, nil, nil
+		}
+		var r [KeySize]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return root, nil, fmt.Errorf("crypt: random key: %w", err)
+		}
+		w, err := wrap(root, r, genAAD(kf.dirID, id))
+		if err != nil {
+			return root, nil, err
+		}
+		g.key, g.retired = w, true
+		return root, nil, nil
+	})
 }

@@ -54,11 +54,14 @@ func prepareRewrap(journal string, k *Keys, gen uint32, targets []RewrapTarget) 
 	var entries []journalEntry
 	for _, t := range targets {
 		b, err := readHeader(t.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		if errors.Is(err, fs.ErrNotExist) || (err != nil && !IsEncrypted(b)) {
+			continue // gone, or too short to be encrypted (a lock file)
 		}
 		if err != nil {
 			return 0, err
+		}
+		if !IsEncrypted(b) {
+			continue // a file kept in the clear
 		}
 		h, err := ParseHeader(b)
 		if err != nil {
@@ -140,8 +143,8 @@ func readHeader(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	b := make([]byte, HeaderSize)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return nil, fmt.Errorf("%s: read the header: %w", path, err)
+	if n, err := f.ReadAt(b, 0); err != nil {
+		return b[:n], fmt.Errorf("%s: read the header: %w", path, err)
 	}
 	return b, nil
 }

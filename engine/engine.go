@@ -209,6 +209,11 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.ownLog = true
 	}
 	dbDir := filepath.Join(dir, "db")
+	if err := checkEncryption(dir, dbDir, o.Keys); err != nil {
+		e.closeLog()
+		lk.close()
+		return nil, err
+	}
 	derr := private.MkdirAll(dbDir)
 	if derr == nil {
 		derr = private.Tighten(dbDir)
@@ -248,8 +253,12 @@ func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err 
 	if o.FS != nil {
 		base = o.FS
 	}
+	fs := newOwnerFS(base)
+	if o.Keys != nil {
+		fs = newCryptFS(fs, o.Keys)
+	}
 	po = &pebble.Options{
-		FS:                         newOwnerFS(base),
+		FS:                         fs,
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
 		MemTableSize:               o.MemTableSize,

@@ -16,6 +16,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 // spilledData writes a session whose prompt and answer are longer than
@@ -331,6 +333,14 @@ func TestCompactImportedAgain(t *testing.T) {
 // recorded and the next round compacts them; and an engine whose
 // compactor meets a full disk in the background still closes.
 func TestCompactDiskFull(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testCompactDiskFull(t, m.keys()) })
+	}
+}
+
+// testCompactDiskFull runs TestCompactDiskFull, with errorfs below the
+// encryption when keys are set.
+func testCompactDiskFull(t *testing.T, keys *crypt.Keys) {
 	dir, log := newData(t)
 	var full atomic.Bool
 	var failed atomic.Int64
@@ -346,7 +356,7 @@ func TestCompactDiskFull(t *testing.T) {
 	}))
 	var c clock
 	writeWAL(t, log, &c, 0, toolLoop("s", 20))
-	e := open(t, dir, log, &Options{CompactDelay: time.Hour, FS: fs})
+	e := open(t, dir, log, &Options{CompactDelay: time.Hour, FS: fs, Keys: keys})
 	catchUp(t, e)
 	before := dump(t, e)
 	// The tables before and after memory is derived again overlap: the
@@ -387,7 +397,7 @@ func TestCompactDiskFull(t *testing.T) {
 	}
 	failed.Store(0)
 	failing = make(chan struct{})
-	e = open(t, dir, log, &Options{CompactDelay: time.Millisecond, FS: fs})
+	e = open(t, dir, log, &Options{CompactDelay: time.Millisecond, FS: fs, Keys: keys})
 	catchUp(t, e)
 	if err := e.db.Flush(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/bbengine/bbengine/internal/crypt"
+)
+
+// modes is the table of the encryption tests: the same test with the
+// store in the clear and encrypted.
+var modes = []struct {
+	name string
+	keys func() *crypt.Keys
+}{
+	{"clear", func() *crypt.Keys { return nil }},
+	{"encrypted", crypt.Ephemeral},
+}
+
+func TestEncryptedRebuildIdentical(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			keys := m.keys()
+			dir, log := newData(t)
+			var c clock
+			e := open(t, dir, log, &Options{BatchBytes: 2048, Keys: keys})
+			id := uint64(0)
+			for i := 0; i < 3; i++ {
+				id = interleaveWAL(t, log, &c, id, toolLoop(fmt.Sprintf("a%d", i), 4), toolLoop(fmt.Sprintf("b%d", i), 3))
+				catchUp(t, e)
+			}
+			before := dump(t, e)
+			sameAfterRebuild(t, e, before, "rebuild differs from the incremental state")
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e = open(t, dir, log, &Options{Keys: keys})
+			if got := dump(t, e); got != before {
+				t.Fatalf("reopened state differs:\n%s", diffLines(before, got))
+			}
+		})
+	}
+}
+
+// storeFiles returns the regular files under dir/db (and the snapshot
+// retention keeps, when there is one).
+func storeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	for _, sub := range []string{"db", snapshotDir} {
+		filepath.WalkDir(filepath.Join(dir, sub), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	return files
+}
+
+// TestEncryptedSecretsAtRest derives exchanges holding a marker in the
+// prompt, the reply, a tool call and the session id, with a checkpoint
+// taken and Pebble's log left unflushed, then reads every file of the
+// store: encrypted, none holds the marker, and every file but the LOCK
+// starts with crypt's header; in the clear the marker is there, so the
+// test can fail.
+func TestEncryptedSecretsAtRest(t *testing.T) {
+	const marker = "zebra-marker-7f3a9c"
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			keys := m.keys()
+			dir, log := newData(t)
+			var c clock
+			xs := toolLoop("s-"+marker, 3)
+			xs = append(xs, fx{session: "s-" + marker, req: []byte(`{"messages":[{"role":"user","content":"remember ` + marker + `"}]}`),
+				resp: anthropicReply{text: "I will remember " + marker + "."}.stream("claude-sonnet-4-5")})
+			writeWAL(t, log, &c, 0, xs)
+			e := open(t, dir, log, &Options{Keys: keys})
+			catchUp(t, e)
+			if err := e.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Checkpoint(filepath.Join(dir, "cp")); err != nil {
+				t.Fatal(err)
+			}
+			// More, left in Pebble's log and memtable.
+			writeWAL(t, log, &c, uint64(len(xs)), toolLoop("t-"+marker, 2))
+			catchUp(t, e)
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files := storeFiles(t, dir)
+			filepath.WalkDir(filepath.Join(dir, "cp"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					files = append(files, p)
+				}
+				return nil
+			})
+			var with []string
+			kinds := map[string]bool{}
+			for _, p := range files {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(b, []byte(marker)) {
+					with = append(with, p)
+				}
+				base := filepath.Base(p)
+				kinds[strings.TrimLeft(filepath.Ext(base), ".")] = true
+				if keys != nil && base != "LOCK" && !crypt.IsEncrypted(b) {
+					t.Errorf("%s (%d bytes) does not start with crypt's header", p, len(b))
+				}
+			}
+			t.Logf("%d files (%v); %d hold the marker", len(files), kinds, len(with))
+			if !kinds["sst"] || !kinds["log"] {
+				t.Fatalf("the store has no table or no log: %v", kinds)
+			}
+			if keys != nil && len(with) > 0 {
+				t.Fatalf("the marker is in the clear in %v", with)
+			}
+			if keys == nil && len(with) == 0 {
+				t.Fatal("the marker is in no file of a store in the clear: the test cannot fail")
+			}
+		})
+	}
+}
+
+// TestEncryptedNoMix: a directory with a key file, or with an encrypted
+// store, refuses to open without keys; a store in the clear refuses to
+// open with keys. Nothing is written either way.
+func TestEncryptedNoMix(t *testing.T) {
+	keys := crypt.Ephemeral()
+	dir, log := newData(t)
+	var c clock
+	writeWAL(t, log, &c, 0, toolLoop("s", 2))
+	e := open(t, dir, log, &Options{Keys: keys})
+	catchUp(t, e)
+	want := dump(t, e)
+	e.Close()
+	_, err := Open(dir, &Options{WAL: log})
+	if err == nil || !strings.Contains(err.Error(), dir+" is encrypted: unlock it with BBENGINE_PASSPHRASE") {
+		t.Fatalf("an encrypted store opened without keys: %v", err)
+	}
+	_, err = Open(dir, &Options{WAL: log, Keys: crypt.Ephemeral()})
+	if !IsDamaged(err) || !strings.Contains(err.Error(), "MANIFEST") {
+		t.Fatalf("an encrypted store opened with another directory's keys: %v, want a damaged store naming the file", err)
+	}
+	e = open(t, dir, log, &Options{Keys: keys})
+	if got := dump(t, e); got != want {
+		t.Fatal("the refused opens changed the store")
+	}
+	e.Close()
+
+	// The key file alone says the directory is encrypted.
+	dir2, log2 := newData(t)
+	if err := os.WriteFile(filepath.Join(dir2, keysFile), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir2, &Options{WAL: log2}); err == nil || !strings.Contains(err.Error(), "is encrypted") {
+		t.Fatalf("a directory with %s opened without keys: %v", keysFile, err)
+	}
+
+	// A store in the clear.
+	dir3, log3 := newData(t)
+	writeWAL(t, log3, &c, 0, toolLoop("s", 2))
+	e = open(t, dir3, log3, nil)
+	catchUp(t, e)
+	want = dump(t, e)
+	e.Close()
+	_, err = Open(dir3, &Options{WAL: log3, Keys: keys})
+	if err == nil || !strings.Contains(err.Error(), "written in the clear") {
+		t.Fatalf("a store in the clear opened with keys: %v", err)
+	}
+	e = open(t, dir3, log3, nil)
+	if got := dump(t, e); got != want {
+		t.Fatal("the refused open changed the store")
+	}
+}
+
+// TestEncryptedFlippedByte flips a byte inside every table of a closed
+// store: reading it is a *DamagedError that names a table.
+func TestEncryptedFlippedByte(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			keys := m.keys()
+			dir, log := newData(t)
+			var c clock
+			writeWAL(t, log, &c, 0, toolLoop("s", 8))
+			e := open(t, dir, log, &Options{Keys: keys})
+			catchUp(t, e)
+			if err := e.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			e.Close()
+			var tables []string
+			for _, p := range storeFiles(t, dir) {
+				if strings.HasSuffix(p, ".sst") {
+					tables = append(tables, filepath.Base(p))
+					b, err := os.ReadFile(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b[crypt.HeaderSize+100] ^= 0x10
+					if err := os.WriteFile(p, b, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if len(tables) == 0 {
+				t.Fatal("no table")
+			}
+			e, err := Open(dir, &Options{WAL: log, Keys: keys})
+			if err == nil {
+				defer e.Close()
+				err = e.Dump(func(k, v []byte) error { return nil })
+			}
+			var de *DamagedError
+			if !errors.As(err, &de) {
+				t.Fatalf("reading a flipped table: %v, want a *DamagedError", err)
+			}
+			named := false
+			for _, tb := range tables {
+				named = named || strings.Contains(err.Error(), strings.TrimSuffix(tb, ".sst"))
+			}
+			if !named {
+				t.Fatalf("%v names none of the tables %v", err, tables)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestEncryptedReadEIO: a read error of the disk below the encryption
+// reaches the caller as itself, not as damage.
+func TestEncryptedReadEIO(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			keys := m.keys()
+			var failing atomic.Bool
+			efs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if failing.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsRead && strings.HasSuffix(op.Path, ".sst") {
+					return syscall.EIO
+				}
+				return nil
+			}))
+			dir, log := newData(t)
+			var c clock
+			writeWAL(t, log, &c, 0, toolLoop("s", 8))
+			e := open(t, dir, log, &Options{Keys: keys, FS: efs, CacheSize: 1})
+			catchUp(t, e)
+			if err := e.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			e.Close()
+			e = open(t, dir, log, &Options{Keys: keys, FS: efs, CacheSize: 1})
+			failing.Store(true)
+			err := e.Dump(func(k, v []byte) error { return nil })
+			failing.Store(false)
+			if !errors.Is(err, syscall.EIO) || IsDamaged(err) {
+				t.Fatalf("reading tables on a failing disk: %v, want EIO and not damage", err)
+			}
+			if got := dump(t, e); got == "" {
+				t.Fatal("nothing read once the disk recovered")
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/cryptotest"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -53,6 +56,14 @@ func TestEncryptedRebuildIdentical(t *testing.T) {
 	}
 }
 
+// skipSuiteEncrypt skips a test that opens stores in the clear on
+// purpose when the suite runs encrypted.
+func skipSuiteEncrypt(t *testing.T) {
+	if suiteEncrypt {
+		t.Skip("BBENGINE_TEST_ENCRYPT=1: the test is explicit about encryption")
+	}
+}
+
 // storeFiles returns the regular files under dir/db (and the snapshot
 // retention keeps, when there is one).
 func storeFiles(t *testing.T, dir string) []string {
@@ -76,6 +87,7 @@ func storeFiles(t *testing.T, dir string) []string {
 // starts with crypt's header; in the clear the marker is there, so the
 // test can fail.
 func TestEncryptedSecretsAtRest(t *testing.T) {
+	skipSuiteEncrypt(t)
 	const marker = "zebra-marker-7f3a9c"
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -141,6 +153,7 @@ func TestEncryptedSecretsAtRest(t *testing.T) {
 // store, refuses to open without keys; a store in the clear refuses to
 // open with keys. Nothing is written either way.
 func TestEncryptedNoMix(t *testing.T) {
+	skipSuiteEncrypt(t)
 	keys := crypt.Ephemeral()
 	dir, log := newData(t)
 	var c clock
@@ -192,6 +205,7 @@ func TestEncryptedNoMix(t *testing.T) {
 // TestEncryptedFlippedByte flips a byte inside every table of a closed
 // store: reading it is a *DamagedError that names a table.
 func TestEncryptedFlippedByte(t *testing.T) {
+	skipSuiteEncrypt(t)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			keys := m.keys()
@@ -245,6 +259,7 @@ func TestEncryptedFlippedByte(t *testing.T) {
 // TestEncryptedReadEIO: a read error of the disk below the encryption
 // reaches the caller as itself, not as damage.
 func TestEncryptedReadEIO(t *testing.T) {
+	skipSuiteEncrypt(t)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			keys := m.keys()
@@ -275,5 +290,58 @@ func TestEncryptedReadEIO(t *testing.T) {
 				t.Fatal("nothing read once the disk recovered")
 			}
 		})
+	}
+}
+
+// sharedKeys returns the same key set in every process that calls it:
+// the crash test's children and the parent that reopens their store.
+// Only the key set is made from the seeded source; crypto/rand is
+// restored when the subtest ends.
+func sharedKeys(t *testing.T) *crypt.Keys {
+	var k *crypt.Keys
+	t.Run("keys", func(t *testing.T) {
+		cryptotest.SetGlobalRandom(t, 21)
+		k = crypt.Ephemeral()
+	})
+	return k
+}
+
+// TestEncryptedCrashResume kills processes deriving an encrypted store
+// (kill -9 mid-derivation, so Pebble's log and tables are cut wherever
+// the kill lands), reopens it and finds the state a clean rebuild gives.
+func TestEncryptedCrashResume(t *testing.T) {
+	if dir := os.Getenv("BBENGINE_CRYPT_CRASH_DIR"); dir != "" {
+		e, err := Open(dir, &Options{BatchBytes: 4096, Keys: sharedKeys(t)})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		fmt.Println("ready")
+		e.CatchUp(context.Background())
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	keys := sharedKeys(t)
+	dir, log := newData(t)
+	var c clock
+	id := uint64(0)
+	for i := 0; i < 40; i++ {
+		id = interleaveWAL(t, log, &c, id, toolLoop(fmt.Sprintf("a%d", i), 5), toolLoop(fmt.Sprintf("b%d", i), 4))
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	killRounds(t, "TestEncryptedCrashResume", "BBENGINE_CRYPT_CRASH_DIR", dir, []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 70 * time.Millisecond, 90 * time.Millisecond, 110 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond})
+	resumeAfterKillsKeys(t, dir, 80, keys)
+	for _, p := range storeFiles(t, dir) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(p) != "LOCK" && !crypt.IsEncrypted(b) {
+			t.Errorf("%s is not encrypted", p)
+		}
 	}
 }

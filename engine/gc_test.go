@@ -159,7 +159,7 @@ func TestGCBlobs(t *testing.T) {
 // and the next gc finishes the work.
 func TestGCBlobsKilled(t *testing.T) {
 	if dir := os.Getenv("BB_GC_CHILD"); dir != "" {
-		e, err := Open(dir, nil)
+		e, err := Open(dir, suite(t, nil))
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(1)
@@ -204,7 +204,7 @@ func TestGCBlobsKilled(t *testing.T) {
 	if n <= len(named) {
 		t.Fatalf("%d blobs left: the child was not killed in the middle", n)
 	}
-	e2, err := Open(dir, &Options{TextLimit: 64, WAL: e.WAL()})
+	e2, err := Open(dir, suite(t, &Options{TextLimit: 64, WAL: e.WAL()}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func retentionRigKeys(t *testing.T, dir string, sessions int, keys *crypt.Keys) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(dir, &Options{WAL: log, Keys: keys})
+	e, err := Open(dir, suite(t, &Options{WAL: log, Keys: keys}))
 	if err != nil {
 		log.Close()
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestExpireRawKeepsImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func testNewStoreStartsFromSnapshot(t *testing.T, keys *crypt.Keys) {
 		t.Fatal(err)
 	}
 	defer log2.Close()
-	e2, err := Open(dir, &Options{WAL: log2, Keys: keys})
+	e2, err := Open(dir, suite(t, &Options{WAL: log2, Keys: keys}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func testNewStoreStartsFromSnapshot(t *testing.T, keys *crypt.Keys) {
 	e2.Close()
 	log2.Close()
 	os.RemoveAll(filepath.Join(dir, "db"))
-	e3, err := Open(dir, &Options{WAL: nil, Keys: keys})
+	e3, err := Open(dir, suite(t, &Options{WAL: nil, Keys: keys}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,13 +116,20 @@ type RecordReader struct {
 	// and the unread rest of the last record decrypted.
 	pos, poff int64
 	pending   []byte
-	rbuf      []byte
+	rb        readBufs
 	rerr      error
 
 	once  sync.Once
 	index []recordPos // records in order, then the end
 	ierr  error
 	pool  sync.Pool
+}
+
+// readBufs are a reader's buffers: Read's own, ReadAt's from a pool.
+type readBufs struct {
+	plain, enc []byte
+	lb         [4]byte
+	ad         [SaltSize + 8]byte
 }
 
 // recordPos is where a record starts in the file and in the plaintext.
@@ -134,7 +141,7 @@ type recordPos struct{ pos, poff int64 }
 // (a crash cut it while it was created) reads as empty.
 func NewRecordReader(r io.ReaderAt, fileSize int64, k *Keys, aad []byte, path string) (*RecordReader, error) {
 	rd := &RecordReader{r: r, fileSize: fileSize, path: path, pos: HeaderSize}
-	rd.pool.New = func() any { return new([]byte) }
+	rd.pool.New = func() any { return new(readBufs) }
 	if fileSize < HeaderSize {
 		b := make([]byte, fileSize)
 		if _, err := r.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
@@ -169,31 +176,33 @@ func NewRecordReader(r io.ReaderAt, fileSize int64, k *Keys, aad []byte, path st
 }
 
 // open decrypts the record at file offset pos, of plaintext offset poff,
-// into dst. It returns the record's file length, or io.EOF at the end
-// of the file, or errTorn when the record is not valid.
-func (r *RecordReader) open(dst []byte, pos, poff int64) ([]byte, int64, error) {
+// into dst, reading it into sc's buffers (grown as needed). It returns the
+// record's file length, or io.EOF at the end of the file, or errTorn
+// when the record is not valid.
+func (r *RecordReader) open(dst []byte, sc *readBufs, pos, poff int64) ([]byte, int64, error) {
 	if pos >= r.fileSize {
 		return dst, 0, io.EOF
 	}
 	if r.fileSize-pos < RecordOverhead {
 		return dst, 0, errTorn
 	}
-	var lb [4]byte
-	if _, err := r.r.ReadAt(lb[:], pos); err != nil {
+	if _, err := r.r.ReadAt(sc.lb[:], pos); err != nil {
 		return dst, 0, r.ioErr(err)
 	}
-	n := int64(binary.LittleEndian.Uint32(lb[:]))
+	n := int64(binary.LittleEndian.Uint32(sc.lb[:]))
 	if n == 0 || n > MaxRecord || n > r.fileSize-pos-RecordOverhead {
 		return dst, 0, errTorn
 	}
-	enc := make([]byte, NonceSize+n+TagSize)
-	if _, err := r.r.ReadAt(enc, pos+4); err != nil {
+	if int64(cap(sc.enc)) < NonceSize+n+TagSize {
+		sc.enc = make([]byte, NonceSize+n+TagSize)
+	}
+	b := sc.enc[:NonceSize+n+TagSize]
+	if _, err := r.r.ReadAt(b, pos+4); err != nil {
 		return dst, 0, r.ioErr(err)
 	}
-	var ad [SaltSize + 8]byte
-	copy(ad[:], r.salt[:])
-	binary.LittleEndian.PutUint64(ad[SaltSize:], uint64(poff))
-	out, err := r.aead.Open(dst, enc[:NonceSize], enc[NonceSize:], ad[:])
+	copy(sc.ad[:], r.salt[:])
+	binary.LittleEndian.PutUint64(sc.ad[SaltSize:], uint64(poff))
+	out, err := r.aead.Open(dst, b[:NonceSize], b[NonceSize:], sc.ad[:])
 	if err != nil {
 		return dst, 0, errTorn
 	}
@@ -248,7 +257,7 @@ func (r *RecordReader) Read(p []byte) (int, error) {
 		if r.rerr != nil {
 			return 0, r.rerr
 		}
-		out, n, err := r.open(r.rbuf[:0], r.pos, r.poff)
+		out, n, err := r.open(r.rb.plain[:0], &r.rb, r.pos, r.poff)
 		if err == errTorn {
 			if err = r.tail(r.pos, r.poff); err == nil {
 				err = io.EOF
@@ -258,7 +267,7 @@ func (r *RecordReader) Read(p []byte) (int, error) {
 			r.rerr = err
 			return 0, err
 		}
-		r.rbuf, r.pending = out, out
+		r.rb.plain, r.pending = out, out
 		r.pos += n
 		r.poff += int64(len(out))
 	}
@@ -271,9 +280,9 @@ func (r *RecordReader) Read(p []byte) (int, error) {
 func (r *RecordReader) build() {
 	r.once.Do(func() {
 		pos, poff := int64(HeaderSize), int64(0)
-		var buf []byte
+		var sc readBufs
 		for {
-			out, n, err := r.open(buf[:0], pos, poff)
+			out, n, err := r.open(sc.plain[:0], &sc, pos, poff)
 			if err == errTorn {
 				err = r.tail(pos, poff)
 				if err == nil {
@@ -287,7 +296,7 @@ func (r *RecordReader) build() {
 				r.ierr = err
 				return
 			}
-			buf = out
+			sc.plain = out
 			r.index = append(r.index, recordPos{pos, poff})
 			pos, poff = pos+n, poff+int64(len(out))
 		}
@@ -322,18 +331,18 @@ func (r *RecordReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	recs := r.index[:len(r.index)-1]
 	i := sort.Search(len(recs), func(i int) bool { return recs[i].poff > off }) - 1
-	bp := r.pool.Get().(*[]byte)
-	defer r.pool.Put(bp)
+	b := r.pool.Get().(*readBufs)
+	defer r.pool.Put(b)
 	n := 0
 	for ; len(p) > 0 && i < len(recs); i++ {
-		out, _, err := r.open((*bp)[:0], recs[i].pos, recs[i].poff)
+		out, _, err := r.open(b.plain[:0], b, recs[i].pos, recs[i].poff)
 		if err != nil {
 			if err == errTorn {
 				err = &CorruptionError{Path: r.path, Offset: recs[i].poff, Err: fmt.Errorf("%w: the record at file offset %d changed after it was read", ErrAuth, recs[i].pos)}
 			}
 			return n, err
 		}
-		*bp = out
+		b.plain = out
 		k := copy(p, out[off-recs[i].poff:])
 		p, n, off = p[k:], n+k, off+int64(k)
 	}

@@ -201,3 +201,27 @@ func FuzzRecords(f *testing.F) {
 		r.ReadAt(p, 7)
 	})
 }
+
+// TestRecordsAllocs: appending a record and reading the next one in
+// order allocate nothing once the buffers have grown.
+func TestRecordsAllocs(t *testing.T) {
+	k := Ephemeral()
+	w, err := NewRecordWriter(io.Discard, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 4096)
+	w.Write(p)
+	if n := testing.AllocsPerRun(100, func() { w.Write(p) }); n != 0 {
+		t.Errorf("RecordWriter.Write: %v allocs", n)
+	}
+	file, _ := writeRecords(t, k, nil, make([]byte, 300*4096), 4096)
+	r, err := NewRecordReader(bytes.NewReader(file), int64(len(file)), k, nil, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Read(p)
+	if n := testing.AllocsPerRun(100, func() { r.Read(p) }); n != 0 {
+		t.Errorf("RecordReader.Read: %v allocs", n)
+	}
+}

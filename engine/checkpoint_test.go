@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -15,9 +16,15 @@ import (
 // the checkpoint's applied offset, and its state is the one a rebuild
 // of the same WAL gives, byte for byte.
 func TestCheckpointWhileFollowing(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testCheckpointWhileFollowing(t, m.keys()) })
+	}
+}
+
+func testCheckpointWhileFollowing(t *testing.T, keys *crypt.Keys) {
 	dir, log := newData(t)
 	var c clock
-	e := open(t, dir, log, &Options{BatchBytes: 2048})
+	e := open(t, dir, log, &Options{BatchBytes: 2048, Keys: keys})
 	ctx, cancel := context.WithCancel(context.Background())
 	followed := make(chan error, 1)
 	go func() { followed <- e.Follow(ctx) }()
@@ -40,7 +47,7 @@ func TestCheckpointWhileFollowing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := open(t, dst, ro, nil)
+		back := open(t, dst, ro, &Options{Keys: keys})
 		if got, err := back.Applied(); err != nil || got != applied {
 			t.Fatalf("checkpoint %d opens at applied %d (%v), want %d", i, got, err, applied)
 		}

@@ -209,6 +209,13 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.ownLog = true
 	}
 	dbDir := filepath.Join(dir, "db")
+	// An encrypted directory opened without keys, or a store in the
+	// clear with them, is refused before anything is written.
+	if err := checkEncryption(dir, dbDir, o.Keys); err != nil {
+		e.closeLog()
+		lk.close()
+		return nil, err
+	}
 	derr := private.MkdirAll(dbDir)
 	if derr == nil {
 		derr = private.Tighten(dbDir)
@@ -248,8 +255,14 @@ func openStore(dbDir string, o Options) (db *pebble.DB, po *pebble.Options, err 
 	if o.FS != nil {
 		base = o.FS
 	}
+	// Owner-only files; with keys, encrypted above that (cryptfs.go),
+	// so an errorfs in o.FS sees the real writes.
+	fs := newOwnerFS(base)
+	if o.Keys != nil {
+		fs = newCryptFS(fs, o.Keys)
+	}
 	po = &pebble.Options{
-		FS:                         newOwnerFS(base),
+		FS:                         fs,
 		FormatMajorVersion:         pebble.FormatNewest,
 		CacheSize:                  o.CacheSize,
 		MemTableSize:               o.MemTableSize,

@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -28,6 +30,43 @@ func newData(t testing.TB) (string, *wal.Log) {
 	return dir, log
 }
 
+// suiteEncrypt (BBENGINE_TEST_ENCRYPT=1) runs the suite with every
+// store encrypted: open and suite give each engine suiteKeys, the same
+// in every process (the crash tests' children too).
+var suiteEncrypt = os.Getenv("BBENGINE_TEST_ENCRYPT") == "1"
+
+var (
+	suiteOnce sync.Once
+	suiteK    *crypt.Keys
+)
+
+// suiteKeys returns the suite's keys: nil unless suiteEncrypt.
+func suiteKeys(t testing.TB) *crypt.Keys {
+	if !suiteEncrypt {
+		return nil
+	}
+	suiteOnce.Do(func() {
+		if tt, ok := t.(*testing.T); ok {
+			suiteK = sharedKeys(tt)
+		} else {
+			suiteK = crypt.Ephemeral()
+		}
+	})
+	return suiteK
+}
+
+// suite returns opts with the suite's keys when it has none.
+func suite(t testing.TB, opts *Options) *Options {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Keys == nil {
+		o.Keys = suiteKeys(t)
+	}
+	return &o
+}
+
 func open(t testing.TB, dir string, log *wal.Log, opts *Options) *Engine {
 	t.Helper()
 	o := Options{}
@@ -35,9 +74,12 @@ func open(t testing.TB, dir string, log *wal.Log, opts *Options) *Engine {
 		o = *opts
 	}
 	o.WAL = log
-	e, err := Open(dir, &o)
+	e, err := Open(dir, suite(t, &o))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, enc, _ := storeEncryption(filepath.Join(dir, "db")); suiteEncrypt && !enc {
+		t.Fatal("BBENGINE_TEST_ENCRYPT=1 and the store is not encrypted")
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
@@ -186,7 +228,7 @@ func TestResumeMidExchange(t *testing.T) {
 	if _, err := log.AppendBatch(recs[:4]); err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +251,7 @@ func TestResumeMidExchange(t *testing.T) {
 func TestLock(t *testing.T) {
 	dir, log := newData(t)
 	e := open(t, dir, log, nil)
-	_, err := Open(dir, nil)
+	_, err := Open(dir, suite(t, nil))
 	var le *LockedError
 	if !errors.As(err, &le) || le.Holder.PID != os.Getpid() || !errors.Is(err, ErrLocked) {
 		t.Fatalf("second open: %v", err)
@@ -262,7 +304,7 @@ func TestStaleExchange(t *testing.T) {
 // resumes, and compares the result with a clean rebuild.
 func TestCrashResume(t *testing.T) {
 	if dir := os.Getenv("BBENGINE_CRASH_DIR"); dir != "" {
-		e, err := Open(dir, &Options{BatchBytes: 4096})
+		e, err := Open(dir, suite(t, &Options{BatchBytes: 4096}))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
@@ -299,7 +341,7 @@ func TestPassesAfterResume(t *testing.T) {
 	if _, err := log.AppendBatch(dead[:3]); err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +393,7 @@ func TestBadFrame(t *testing.T) {
 // TestEmptyDir: a fresh data directory (no WAL segment yet, as while a
 // proxy starts) derives nothing and lists no sessions, without error.
 func TestEmptyDir(t *testing.T) {
-	e, err := Open(t.TempDir(), nil)
+	e, err := Open(t.TempDir(), suite(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,12 +436,19 @@ func killRounds(t *testing.T, test, env, dir string, delays []time.Duration) {
 // which it returns.
 func resumeAfterKills(t *testing.T, dir string, want int) []Session {
 	t.Helper()
+	return resumeAfterKillsKeys(t, dir, want, nil)
+}
+
+// resumeAfterKillsKeys is resumeAfterKills of a store encrypted under
+// keys when they are set.
+func resumeAfterKillsKeys(t *testing.T, dir string, want int, keys *crypt.Keys) []Session {
+	t.Helper()
 	ro, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	e := open(t, dir, ro, nil)
+	e := open(t, dir, ro, &Options{Keys: keys})
 	applied, _ := e.Applied()
 	t.Logf("applied offset %d before the final pass", applied)
 	catchUp(t, e)

@@ -215,7 +215,7 @@ func TestGCBlobsKeyed(t *testing.T) {
 // and the next gc finishes the work.
 func TestGCBlobsKilled(t *testing.T) {
 	if dir := os.Getenv("BB_GC_CHILD"); dir != "" {
-		e, err := Open(dir, nil)
+		e, err := Open(dir, suite(t, nil))
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(1)
@@ -260,7 +260,7 @@ func TestGCBlobsKilled(t *testing.T) {
 	if n <= len(named) {
 		t.Fatalf("%d blobs left: the child was not killed in the middle", n)
 	}
-	e2, err := Open(dir, &Options{TextLimit: 64, WAL: e.WAL()})
+	e2, err := Open(dir, suite(t, &Options{TextLimit: 64, WAL: e.WAL()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,6 +389,14 @@ func TestCompactImportedAgain(t *testing.T) {
 // recorded and the next round compacts them; and an engine whose
 // compactor meets a full disk in the background still closes.
 func TestCompactDiskFull(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testCompactDiskFull(t, m.keys()) })
+	}
+}
+
+// testCompactDiskFull runs TestCompactDiskFull, with errorfs below the
+// encryption when keys are set.
+func testCompactDiskFull(t *testing.T, keys *crypt.Keys) {
 	dir, log := newData(t)
 	var full atomic.Bool
 	var failed atomic.Int64
@@ -404,7 +412,7 @@ func TestCompactDiskFull(t *testing.T) {
 	}))
 	var c clock
 	writeWAL(t, log, &c, 0, toolLoop("s", 20))
-	e := open(t, dir, log, &Options{CompactDelay: time.Hour, FS: fs})
+	e := open(t, dir, log, &Options{CompactDelay: time.Hour, FS: fs, Keys: keys})
 	catchUp(t, e)
 	before := dump(t, e)
 	// The tables before and after memory is derived again overlap: the
@@ -445,7 +453,7 @@ func TestCompactDiskFull(t *testing.T) {
 	}
 	failed.Store(0)
 	failing = make(chan struct{})
-	e = open(t, dir, log, &Options{CompactDelay: time.Millisecond, FS: fs})
+	e = open(t, dir, log, &Options{CompactDelay: time.Millisecond, FS: fs, Keys: keys})
 	catchUp(t, e)
 	if err := e.db.Flush(); err != nil {
 		t.Fatal(err)

@@ -168,7 +168,7 @@ func TestEventSpanTables(t *testing.T) {
 // with a clean rebuild.
 func TestImportCrashResume(t *testing.T) {
 	if dir := os.Getenv("BBENGINE_IMPORT_CRASH_DIR"); dir != "" {
-		e, err := Open(dir, &Options{BatchBytes: 4096})
+		e, err := Open(dir, suite(t, &Options{BatchBytes: 4096}))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)

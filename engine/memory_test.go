@@ -162,7 +162,7 @@ func memoryEngine(t testing.TB, dir string) (*Engine, *wal.Log) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log}))
 	if err != nil {
 		log.Close()
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestPinnedSessionRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log}))
 	if err != nil {
 		t.Fatal(err)
 	}

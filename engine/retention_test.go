@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -18,11 +19,18 @@ import (
 // keeps the frames of imported files, see pinImports.)
 func retentionRig(t *testing.T, dir string, sessions int) (*Engine, *wal.Log, []string) {
 	t.Helper()
+	return retentionRigKeys(t, dir, sessions, nil)
+}
+
+// retentionRigKeys is retentionRig with the store encrypted under keys
+// when they are set.
+func retentionRigKeys(t *testing.T, dir string, sessions int, keys *crypt.Keys) (*Engine, *wal.Log, []string) {
+	t.Helper()
 	log, err := wal.Open(filepath.Join(dir, "wal"), &wal.Options{SegmentSize: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log, Keys: keys}))
 	if err != nil {
 		log.Close()
 		t.Fatal(err)
@@ -164,7 +172,7 @@ func TestExpireRawKeepsImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	e, err := Open(dir, &Options{WAL: log})
+	e, err := Open(dir, suite(t, &Options{WAL: log}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +219,14 @@ func TestExpireRawKeepsImports(t *testing.T) {
 // the directory opens again, so no session of the removed range is lost,
 // and a store lacking them never replaces the snapshot.
 func TestNewStoreStartsFromSnapshot(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testNewStoreStartsFromSnapshot(t, m.keys()) })
+	}
+}
+
+func testNewStoreStartsFromSnapshot(t *testing.T, keys *crypt.Keys) {
 	dir := t.TempDir()
-	e, log, _ := retentionRig(t, dir, 4)
+	e, log, _ := retentionRigKeys(t, dir, 4, keys)
 	ctx := context.Background()
 	want := dump(t, e)
 	if rep, err := e.ExpireRaw(ctx, Retention{RawBytes: 8 << 10}, time.Now(), false); err != nil || len(rep.Segments) == 0 {
@@ -228,7 +242,7 @@ func TestNewStoreStartsFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log2.Close()
-	e2, err := Open(dir, &Options{WAL: log2})
+	e2, err := Open(dir, suite(t, &Options{WAL: log2, Keys: keys}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +255,7 @@ func TestNewStoreStartsFromSnapshot(t *testing.T) {
 	e2.Close()
 	log2.Close()
 	os.RemoveAll(filepath.Join(dir, "db"))
-	e3, err := Open(dir, &Options{WAL: nil})
+	e3, err := Open(dir, suite(t, &Options{WAL: nil, Keys: keys}))
 	if err != nil {
 		t.Fatal(err)
 	}

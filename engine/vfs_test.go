@@ -39,7 +39,7 @@ func TestOwnerOnlyFiles(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := filepath.Join(t.TempDir(), "data")
-	e, err := Open(dir, nil)
+	e, err := Open(dir, suite(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestOwnerOnlyFiles(t *testing.T) {
 		}
 		return os.Chmod(p, 0o644)
 	})
-	e, err = Open(dir, nil)
+	e, err = Open(dir, suite(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,11 @@
 // u8 last; the last chunk (possibly empty) has last = 1, so a file cut at
 // a chunk boundary is detected.
 //
+// A records file (records.go) follows with one record per write,
+// u32 len || nonce[12] || ciphertext || tag[16], AAD = salt || u64
+// plaintext offset, appended and never rewritten: an invalid record with
+// no valid one after it is the torn tail of a crash, read as end of file.
+//
 // Of bbengine's packages it imports only internal/private and
 // internal/safefile, which write keys.json.
 package crypt

@@ -166,6 +166,9 @@ func ParseHeader(b []byte) (Header, error) {
 	if got, want := crc32.Checksum(b[0:92], castagnoli), binary.LittleEndian.Uint32(b[92:96]); got != want {
 		return h, fmt.Errorf("crypt: header checksum mismatch (%08x, want %08x): the header is damaged", got, want)
 	}
+	if !bytes.Equal(b[96:HeaderSize], make([]byte, HeaderSize-96)) {
+		return h, errors.New("crypt: header's reserved bytes are not zero: the header is damaged")
+	}
 	if b[8] != headerVersion {
 		return h, fmt.Errorf("crypt: format version %d, this build reads version %d", b[8], headerVersion)
 	}

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/crypt"
+	"github.com/bbengine/bbengine/wal"
 )
 
 // Unlock is how this process unlocks encrypted data directories

@@ -530,10 +530,6 @@ func storeEncryption(dbDir string) (clear, encrypted bool, err error) {
 	return clear, encrypted, nil
 }
 
-// keysFile is the key file of an encrypted data directory (crypt's
-// KeysFile).
-const keysFile = "keys.json"
-
 // checkEncryption refuses to mix: a directory with a key file, or a
 // store of encrypted files, opened without keys, and a store written in
 // the clear opened with keys.
@@ -543,8 +539,7 @@ func checkEncryption(dir, dbDir string, keys *crypt.Keys) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if keys == nil {
-		_, kerr := os.Stat(filepath.Join(dir, keysFile))
-		if kerr == nil || encrypted {
+		if crypt.Exists(dir) || encrypted {
 			return fmt.Errorf("engine: %s is encrypted: unlock it with BBENGINE_PASSPHRASE, BBENGINE_AGE_IDENTITY or the OS keyring", dir)
 		}
 		return nil

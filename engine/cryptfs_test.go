@@ -182,11 +182,11 @@ func TestEncryptedNoMix(t *testing.T) {
 
 	// The key file alone says the directory is encrypted.
 	dir2, log2 := newData(t)
-	if err := os.WriteFile(filepath.Join(dir2, keysFile), []byte("{}"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir2, crypt.KeysFile), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(dir2, &Options{WAL: log2}); err == nil || !strings.Contains(err.Error(), "is encrypted") {
-		t.Fatalf("a directory with %s opened without keys: %v", keysFile, err)
+		t.Fatalf("a directory with %s opened without keys: %v", crypt.KeysFile, err)
 	}
 
 	// A store in the clear.

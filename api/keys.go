@@ -1,9 +1,11 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/bbengine/bbengine/engine"
@@ -82,6 +84,9 @@ func Keys(dir string) (*crypt.Keys, error) {
 		}
 	}
 	if err != nil {
+		if errors.Is(err, crypt.ErrLocked) && !strings.Contains(err.Error(), "BBENGINE_PASSPHRASE") {
+			err = fmt.Errorf("%w (ways to unlock: BBENGINE_PASSPHRASE, --age-identity FILE or BBENGINE_AGE_IDENTITY, the OS keyring)", err)
+		}
 		return nil, err
 	}
 	// A key retire cut short left headers half re-wrapped: finish it

@@ -28,8 +28,8 @@ func initCommand() *ucli.Command {
 				return usagef("init: takes no arguments")
 			}
 			req := api.InitRequest{Dir: c.String("dir"), Encrypt: c.Bool("encrypt")}
-			if !req.Encrypt && (c.Bool("passphrase") || c.Bool("keyring") || len(c.StringSlice("age-recipient")) > 0) {
-				return usagef("init: --passphrase, --age-recipient and --keyring choose how an encrypted directory unlocks: add --encrypt")
+			if !req.Encrypt && (c.Bool("passphrase-slot") || c.Bool("keyring") || len(c.StringSlice("age-recipient")) > 0) {
+				return usagef("init: --passphrase-slot, --age-recipient and --keyring choose how an encrypted directory unlocks: add --encrypt")
 			}
 			if req.Encrypt {
 				var err error

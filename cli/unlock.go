@@ -67,7 +67,7 @@ func askPassphrase(c *ucli.Context, prompt string, confirm bool) ([]byte, error)
 // slotFlags choose the unlock slots of init --encrypt and key add-slot.
 func slotFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.BoolFlag{Name: "passphrase", Usage: "a passphrase slot: the passphrase is " + newPassEnv + ", or asked for on a terminal (the default when no other slot is given)"},
+		&ucli.BoolFlag{Name: "passphrase-slot", Usage: "a passphrase slot: the passphrase is " + newPassEnv + ", or asked for on a terminal (the default when no other slot is given)"},
 		&ucli.StringSliceFlag{Name: "age-recipient", Usage: "an age slot for this public key (age1…): only its identity unlocks it (repeatable)"},
 		&ucli.BoolFlag{Name: "keyring", Usage: "an OS keyring slot (Secret Service, Keychain, Credential Manager; not on headless Linux)"},
 	}
@@ -82,7 +82,7 @@ const newPassEnv = "BBENGINE_NEW_PASSPHRASE"
 // give the new passphrase (init, where nothing is unlocked yet).
 func slotOptions(c *ucli.Context, first bool) (crypt.InitOptions, error) {
 	o := crypt.InitOptions{AgeRecipients: c.StringSlice("age-recipient"), Keyring: c.Bool("keyring")}
-	if c.Bool("passphrase") || (len(o.AgeRecipients) == 0 && !o.Keyring) {
+	if c.Bool("passphrase-slot") || (len(o.AgeRecipients) == 0 && !o.Keyring) {
 		p := os.Getenv(newPassEnv)
 		if p == "" && first {
 			p = os.Getenv("BBENGINE_PASSPHRASE")

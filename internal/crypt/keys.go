@@ -216,3 +216,38 @@ func (k *Keys) addGeneration() error {
 	k.active = id
 	return nil
 }
+
+// Derive returns a key set derived from seed alone (SHA-256 of the seed
+// and each key's name): generations gens (1 when none are given), of
+// which active is the active one. Anyone who knows seed holds these
+// keys, so it is for tests: processes of one test that must share keys
+// (a crash test's parent and child) and inputs that must be the same
+// bytes on every run (fuzz corpora). A data directory's keys come from
+// its keys.json (Init, Unlock).
+func Derive(seed string, active uint32, gens ...uint32) *Keys {
+	sum := func(s string) [KeySize]byte { return sha256.Sum256([]byte(seed + "/" + s)) }
+	k := &Keys{gens: map[uint32]cipher.AEAD{}, active: active}
+	d := sum("dir")
+	copy(k.dirID[:], d[:])
+	k.root, k.names = sum("root"), sum("names")
+	if len(gens) == 0 {
+		gens = []uint32{1}
+	}
+	for _, g := range gens {
+		k.gens[g] = NewAEAD(sum(fmt.Sprint("gen", g)))
+	}
+	return k
+}
+
+// UseGeneration makes gen, which k must hold, the generation new data
+// keys are wrapped by, in this key set only. Tests use it to rotate a
+// live key set; bbengine rotates through keys.json (NewGeneration).
+func (k *Keys) UseGeneration(gen uint32) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gens[gen] == nil {
+		return fmt.Errorf("%w %d", ErrUnknownGeneration, gen)
+	}
+	k.active = gen
+	return nil
+}

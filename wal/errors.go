@@ -43,6 +43,10 @@ var (
 	errOverlap        = errors.New("segment overlaps the next segment")
 	errShrunk         = errors.New("segment shrank while it was being read")
 	errClearSegment   = errors.New("encrypted frame in a segment without a data key (format version 1)")
+	// errClearFrame is a frame in the clear read from a log opened with
+	// keys: anyone can write one with a valid CRC, so it is not genuine
+	// (it is ErrAuth).
+	errClearFrame = fmt.Errorf("%w: a frame in the clear in an encrypted log", ErrAuth)
 )
 
 // CorruptionError reports a frame that is invalid where a valid frame must

@@ -87,7 +87,9 @@ type Options struct {
 	// segment the log creates holds a data key wrapped by them (format
 	// version 2) and every frame is encrypted; a log whose active segment
 	// is in the clear starts a new segment first. Readers decrypt with
-	// them. The default is nil: new segments are written in the clear,
+	// them, and refuse a frame in the clear (but each segment's header
+	// frame) as not authentic: anyone can write one with a valid CRC.
+	// The default is nil: new segments are written in the clear,
 	// and an encrypted segment can be checked, copied, repaired and
 	// retained but not appended to or read (ErrNoKey).
 	Keys *crypt.Keys

@@ -385,6 +385,14 @@ func (r *Reader) Payload() ([]byte, error) {
 	if !r.decoded {
 		r.decoded = true
 		fr := r.fr
+		if !fr.Encrypted() && r.l.opts.Keys != nil && (fr.Kind != frame.KindSegmentHeader || r.off != r.base) {
+			// Anyone can write a clear frame with a valid CRC: in an
+			// encrypted log only an authenticated frame is genuine, but
+			// for each segment's header frame, which holds the wrapped
+			// data key in the clear (the wrap authenticates it).
+			r.payload, r.perr = nil, &CorruptionError{Segment: r.path, Offset: r.off, Err: errClearFrame}
+			return nil, r.perr
+		}
 		if fr.Encrypted() {
 			aead, err := r.segAEAD()
 			if err != nil {

@@ -175,7 +175,7 @@ func (r *run) exec(proxyAddr string, stdin io.Reader, stdout, stderr io.Writer) 
 	if h := os.Getenv("ANTHROPIC_CUSTOM_HEADERS"); h != "" {
 		headers = h + "\n" + headers
 	}
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(agentEnv(os.Environ()),
 		"ANTHROPIC_BASE_URL="+base,
 		"ANTHROPIC_CUSTOM_HEADERS="+headers,
 		"OPENAI_BASE_URL="+base+"/v1",
@@ -276,4 +276,24 @@ func withoutDir(changes []exchange.FileStat, st *repoState, dir string) []exchan
 	}
 	rel = filepath.ToSlash(rel) + "/"
 	return slices.DeleteFunc(changes, func(c exchange.FileStat) bool { return strings.HasPrefix(c.Path+"/", rel) })
+}
+
+// unlockEnv are the variables that unlock an encrypted data directory.
+// The agent never gets them: a tool call that prints its environment
+// would send the passphrase upstream and into the agent's own logs.
+var unlockEnv = []string{"BBENGINE_PASSPHRASE", "BBENGINE_NEW_PASSPHRASE", "BBENGINE_AGE_IDENTITY"}
+
+// agentEnv returns env without unlockEnv.
+func agentEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+outer:
+	for _, kv := range env {
+		for _, name := range unlockEnv {
+			if strings.HasPrefix(kv, name+"=") {
+				continue outer
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
 }

@@ -207,11 +207,14 @@ type KeyRequest struct {
 	Dir string
 	// AddSlots adds a slot per option set.
 	AddSlots *crypt.InitOptions
-	// RemoveSlot removes the slot at that index (from KeyStatus), when
-	// not negative.
+	// RemoveSlot removes slot number RemoveSlot, counted from 1 in the
+	// order KeyStatus lists them; 0 removes none.
 	RemoveSlot int
 	// RotateRoot makes a new root key and re-wraps every slot,
-	// generation and the blob name key under it.
+	// generation and the blob name key under it, and makes a new active
+	// generation: a copy of the old keys.json opened with an old secret
+	// then opens none of the files written after. Like NewGeneration it
+	// needs the directory free.
 	RotateRoot bool
 	// NewGeneration makes a new active generation key: files made from
 	// now on have their data keys wrapped by it.
@@ -243,8 +246,14 @@ func ChangeKeys(r KeyRequest) (crypt.Info, error) {
 			return crypt.Info{}, err
 		}
 	}
-	if r.RemoveSlot >= 0 {
-		if err := k.RemoveSlot(r.Dir, r.RemoveSlot); err != nil {
+	if r.RemoveSlot < 0 {
+		return crypt.Info{}, fmt.Errorf("%w: key remove-slot: slot numbers start at 1", ErrBadRequest)
+	}
+	if (r.RotateRoot || r.NewGeneration) && held(r.Dir) {
+		return crypt.Info{}, fmt.Errorf("key rotate: %s is in use by a running bbengine (stop it first: it keeps wrapping new files by the generation it started with)", r.Dir)
+	}
+	if r.RemoveSlot > 0 {
+		if err := k.RemoveSlot(r.Dir, r.RemoveSlot-1); err != nil {
 			return crypt.Info{}, err
 		}
 	}
@@ -264,11 +273,9 @@ func ChangeKeys(r KeyRequest) (crypt.Info, error) {
 		if err := k.RotateRootWith(r.Dir, opts); err != nil {
 			return crypt.Info{}, err
 		}
+		r.NewGeneration = true
 	}
 	if r.NewGeneration {
-		if _, held, _ := engine.ReadHolder(r.Dir); held {
-			return crypt.Info{}, fmt.Errorf("key rotate --generation: %s is in use by a running bbengine (stop it first: it keeps wrapping new files by the generation it started with)", r.Dir)
-		}
 		if _, err := k.NewGeneration(r.Dir); err != nil {
 			return crypt.Info{}, err
 		}
@@ -343,11 +350,15 @@ func RetireGeneration(dir string, gen uint32) (*Retired, error) {
 	if targets, err = rewrapTargets(dir); err != nil {
 		return nil, fmt.Errorf("key retire: %w", err)
 	}
-	if n, err := crypt.RewrapFiles(journal, k, gen, targets); err != nil || n != 0 {
-		return nil, fmt.Errorf("key retire: %d files still wrapped by generation %d after re-wrapping (%v); nothing retired", n, gen, err)
+	if n, err := crypt.RewrapFiles(journal, k, gen, targets); err != nil {
+		return nil, fmt.Errorf("key retire: checking that no file is left: %w; generation %d is not retired (run key retire again)", err, gen)
+	} else if n != 0 {
+		return nil, fmt.Errorf("key retire: %d files appeared wrapped by generation %d while re-wrapping (re-wrapped now); generation %d is not retired: run key retire again", n, gen, gen)
 	}
-	if n, err := wal.Rewrap(filepath.Join(dir, "wal"), k, gen); err != nil || n != 0 {
-		return nil, fmt.Errorf("key retire: %d WAL segments still wrapped by generation %d after re-wrapping (%v); nothing retired", n, gen, err)
+	if n, err := wal.Rewrap(filepath.Join(dir, "wal"), k, gen); err != nil {
+		return nil, fmt.Errorf("key retire: checking that no WAL segment is left: %w; generation %d is not retired (run key retire again)", err, gen)
+	} else if n != 0 {
+		return nil, fmt.Errorf("key retire: %d WAL segments appeared wrapped by generation %d while re-wrapping (re-wrapped now); generation %d is not retired: run key retire again", n, gen, gen)
 	}
 	if err := k.RetireGeneration(dir, gen); err != nil {
 		return nil, err
@@ -370,4 +381,10 @@ func rewrapTargets(dir string) ([]crypt.RewrapTarget, error) {
 		return nil, err
 	}
 	return append(t, ix...), nil
+}
+
+// held reports whether a process holds the data directory dir.
+func held(dir string) bool {
+	_, h, _ := engine.ReadHolder(dir)
+	return h
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,6 +102,9 @@ func TestEncryptedAtRest(t *testing.T) {
 	if found := filesWith(t, bak, markPrompt, markReply, markBlob, markCwd, markSession); len(found) > 0 {
 		t.Fatalf("backup: markers in the clear: %v", found)
 	}
+	if sharedFiles(t, bak) == 0 {
+		t.Fatal("the backup shares no file with the directory: the retire check below would mean nothing")
+	}
 	restored := filepath.Join(t.TempDir(), "restored")
 	if _, errs, code := run(t, "--dir", restored, "restore", bak); code != 0 {
 		t.Fatalf("restore: %d %s", code, errs)
@@ -112,9 +116,10 @@ func TestEncryptedAtRest(t *testing.T) {
 		t.Fatalf("show after restore differs: %s\n%s", errs, got)
 	}
 
-	// Keys change without rewriting data: an age slot, a new root key,
-	// a new generation, and generation 1 retired once every file's data
-	// key is re-wrapped. The content reads the same after each.
+	// Keys change without rewriting data: an age slot, a new root key
+	// (and generation 2), generation 3, and generation 1 retired once
+	// every file's data key is re-wrapped by 3. The content reads the
+	// same after each.
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -139,12 +144,24 @@ func TestEncryptedAtRest(t *testing.T) {
 	if !strings.Contains(status, "slot 2: age "+id.Recipient().String()) || !strings.Contains(status, "generation 1, made") || !strings.Contains(status, "(retired)") || !strings.Contains(status, "(active)") {
 		t.Fatalf("key status:\n%s", status)
 	}
-	if out, _, _ := run(t, "--dir", dir, "wal", "stat"); strings.Contains(out, "key generation 1)") || !strings.Contains(out, "key generation 2)") {
+	if out, _, _ := run(t, "--dir", dir, "wal", "stat"); strings.Contains(out, "key generation 1)") || !strings.Contains(out, "key generation 3)") {
 		t.Fatalf("wal stat after retiring generation 1:\n%s", out)
 	}
 	if found := filesWith(t, dir, markPrompt, markReply, markBlob, markCwd, markSession); len(found) > 0 {
 		t.Fatalf("after key changes: markers in the clear: %v", found)
 	}
+	// The backup made before the key changes shares files with the
+	// directory (hard links to blobs and tables); retire re-wrapped
+	// copies of those, so the backup still restores with its own
+	// keys.json.
+	restored2 := filepath.Join(t.TempDir(), "restored2")
+	if _, errs, code := run(t, "--dir", restored2, "restore", bak); code != 0 {
+		t.Fatalf("restore of the backup made before key retire: %d %s", code, errs)
+	}
+	if got, errs, _ := run(t, "--dir", restored2, "show", markSession); got != show {
+		t.Fatalf("show after restoring the older backup differs: %s\n%s", errs, got)
+	}
+
 	// The age identity alone unlocks it.
 	t.Setenv("BBENGINE_PASSPHRASE", "")
 	if got, errs, code := run(t, "--dir", dir, "--no-keyring", "--age-identity", idFile, "show", markSession); code != 0 || got != show {
@@ -258,4 +275,20 @@ func filesWith(t *testing.T, dir string, markers ...string) []string {
 		t.Fatal(err)
 	}
 	return found
+}
+
+// sharedFiles counts the files under dir that have other names (hard
+// links).
+func sharedFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
 }

@@ -53,7 +53,7 @@ func keyCommand() *ucli.Command {
 					if err != nil {
 						return fmt.Errorf("key add-slot: %w", err)
 					}
-					return change(c, api.KeyRequest{AddSlots: &o, RemoveSlot: -1}, "slot added")
+					return change(c, api.KeyRequest{AddSlots: &o}, "slot added")
 				},
 			},
 			{
@@ -64,24 +64,25 @@ func keyCommand() *ucli.Command {
 					if c.NArg() != 1 || err != nil || n < 1 {
 						return usagef("key remove-slot: need the slot's number N (1, 2, … as key status shows)")
 					}
-					return change(c, api.KeyRequest{RemoveSlot: n - 1}, fmt.Sprintf("slot %d removed", n))
+					return change(c, api.KeyRequest{RemoveSlot: n}, fmt.Sprintf("slot %d removed", n))
 				},
 			},
 			{
-				Name: "rotate", Usage: "new root key, with every slot re-wrapped; --generation: a new key generation for new files", ArgsUsage: " ",
-				Description: "Without --generation, a new root key wraps the generation keys and every slot is\n" +
-					"re-wrapped: do it when a slot's secret may have leaked, after removing that slot.\n" +
-					"With --generation, files made from now on have their data keys wrapped by a new\n" +
-					"generation key (needs the directory free: stop the proxy first).",
+				Name: "rotate", Usage: "new root key and a new key generation; --generation: only a new generation", ArgsUsage: " ",
+				Description: "Do it when a slot's secret may have leaked, after removing that slot: a new root key\n" +
+					"wraps the generation keys, every slot is re-wrapped, and files made from now on have\n" +
+					"their data keys wrapped by a new generation, which a copy of the old keys.json does\n" +
+					"not hold. Files made before keep their generation: key retire re-wraps them. With\n" +
+					"--generation, only a new generation (routine, e.g. yearly). Stop the proxy first.",
 				Flags: []ucli.Flag{jsonFlag, &ucli.BoolFlag{Name: "generation", Usage: "make a new active key generation"}},
 				Action: func(c *ucli.Context) error {
 					if c.NArg() > 0 {
 						return usagef("key rotate: takes no arguments")
 					}
 					if c.Bool("generation") {
-						return change(c, api.KeyRequest{NewGeneration: true, RemoveSlot: -1}, "new key generation active")
+						return change(c, api.KeyRequest{NewGeneration: true}, "new key generation active")
 					}
-					return change(c, api.KeyRequest{RotateRoot: true, RemoveSlot: -1}, "root key rotated")
+					return change(c, api.KeyRequest{RotateRoot: true}, "root key rotated, new key generation active")
 				},
 			},
 			{
@@ -90,8 +91,8 @@ func keyCommand() *ucli.Command {
 					"wraps gets it re-wrapped by the active generation (a new one is made when G is active):\n" +
 					"only headers are rewritten, never data, through a journal that a crash leaves to be\n" +
 					"finished by the next command. Then G's key is removed from keys.json. The directory\n" +
-					"must be free: stop the proxy first. Copies made before (backups) keep the old keys.json\n" +
-					"and headers, and open with them.",
+					"must be free: stop the proxy first. A backup made before keeps its own keys.json and\n" +
+					"headers (a file it shares by a hard link is re-wrapped as a copy) and restores with them.",
 				Flags: []ucli.Flag{jsonFlag},
 				Action: func(c *ucli.Context) error {
 					g, err := strconv.ParseUint(c.Args().First(), 10, 32)

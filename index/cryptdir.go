@@ -328,7 +328,10 @@ func RewrapTargets(dir string) ([]crypt.RewrapTarget, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			if e.Type().IsRegular() {
+			// A temporary file (an item or state file a crash cut
+			// short) is bound to its final name and never read: Open
+			// removes it.
+			if e.Type().IsRegular() && !strings.HasSuffix(e.Name(), tmpSuffix) {
 				out = append(out, crypt.RewrapTarget{Path: filepath.Join(sub, e.Name()), AAD: itemAAD(e.Name())})
 			}
 		}

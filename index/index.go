@@ -132,6 +132,10 @@ func Open(dir string, opts *Options) (*Index, error) {
 			return nil, err
 		}
 	}
+	// A state file a crash cut short before its rename is never read.
+	if err := os.Remove(filepath.Join(dir, stateName+".tmp")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("index: %w", err)
+	}
 	if err := checkEncryption(dir, o.Keys); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,6 +25,10 @@ type RewrapTarget struct {
 type journalEntry struct {
 	Path   string `json:"path"`
 	Header string `json:"header"` // base64 of HeaderSize bytes
+	// Salt is the file's salt (base64), which re-wrapping keeps: replay
+	// writes the header only over the file it was made for, not over
+	// another that took its name since.
+	Salt string `json:"salt"`
 }
 
 // RewrapFiles re-wraps, by k's active generation, the data key of every
@@ -54,7 +59,8 @@ func prepareRewrap(journal string, k *Keys, gen uint32, targets []RewrapTarget) 
 	var entries []journalEntry
 	for _, t := range targets {
 		b, err := readHeader(t.Path)
-		if errors.Is(err, fs.ErrNotExist) || (err != nil && !IsEncrypted(b)) {
+		short := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if errors.Is(err, fs.ErrNotExist) || (short && !IsEncrypted(b)) {
 			continue // gone, or too short to be encrypted (a lock file)
 		}
 		if err != nil {
@@ -73,7 +79,7 @@ func prepareRewrap(journal string, k *Keys, gen uint32, targets []RewrapTarget) 
 		if err := h.Rewrap(k, t.AAD); err != nil {
 			return 0, fmt.Errorf("%s: re-wrap the data key: %w", t.Path, err)
 		}
-		entries = append(entries, journalEntry{Path: t.Path, Header: base64.StdEncoding.EncodeToString(h.Append(nil))})
+		entries = append(entries, journalEntry{Path: t.Path, Header: base64.StdEncoding.EncodeToString(h.Append(nil)), Salt: base64.StdEncoding.EncodeToString(h.Salt[:])})
 	}
 	if len(entries) == 0 {
 		return 0, nil
@@ -128,6 +134,15 @@ func ReplayJournal(journal string) error {
 		if _, err := ParseHeader(h); err != nil {
 			return fmt.Errorf("%s:%d: %w", journal, i+1, err)
 		}
+		// The salt (bytes 16-31) is the same in the old header and the
+		// new, so even a header torn by a crash shows it.
+		cur, err := readHeader(e.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if len(cur) < 32 || base64.StdEncoding.EncodeToString(cur[16:32]) != e.Salt {
+			continue // another file has the name now
+		}
 		if err := writeHeader(e.Path, h); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s:%d: %w", journal, i+1, err)
 		}
@@ -149,7 +164,19 @@ func readHeader(path string) ([]byte, error) {
 	return b, nil
 }
 
+// writeHeader writes header h over path's. A file with other names (a
+// backup's hard link to a blob, a checkpoint's to a table) is copied
+// under the new header and renamed over path instead: writing in place
+// would re-wrap the backup's copy too, by a generation its own keys.json
+// does not hold.
 func writeHeader(path string, h []byte) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if links(fi) > 1 {
+		return copyWithHeader(path, h, fi.Mode().Perm())
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -206,4 +233,44 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// copyWithHeader replaces path by a copy of it whose first HeaderSize
+// bytes are h: written to a temporary file beside it, synced, renamed
+// over path, and the directory synced. Other names of the old file keep
+// the old content.
+func copyWithHeader(path string, h []byte, perm os.FileMode) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rewrap-*")
+	if err != nil {
+		return fmt.Errorf("%s: re-wrap: %w", path, err)
+	}
+	_, err = tmp.Write(h)
+	if err == nil {
+		_, err = in.Seek(HeaderSize, io.SeekStart)
+	}
+	if err == nil {
+		_, err = io.Copy(tmp, in)
+	}
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: re-wrap a copy: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
 }

@@ -56,6 +56,7 @@ func main() {
 	bare := flag.String("bare", "", "internal: serve a bare reverse proxy to this upstream URL and print its address")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
 	metricsOut := flag.String("metrics", "", "write the proxy's /_bb/metrics after the session to this file")
+	encrypt := flag.Bool("encrypt", false, "make the data directory with `bbengine init --encrypt` (a passphrase slot; BBENGINE_PASSPHRASE, or a fixed one) and record into it")
 	extra := flag.String("proxy-args", "", "more arguments for bbengine proxy, space-separated (e.g. \"--mode degrade\")")
 	flag.Parse()
 	if *bare != "" {
@@ -64,7 +65,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cfg := config{extra: strings.Fields(*extra), turns: *turns, historyKB: *historyKB, bucket: max(*bucket, 1), bin: *bin, dir: *dir, cpuprofile: *cpuprofile, metrics: *metricsOut}
+	cfg := config{extra: strings.Fields(*extra), turns: *turns, historyKB: *historyKB, bucket: max(*bucket, 1), bin: *bin, dir: *dir, cpuprofile: *cpuprofile, metrics: *metricsOut, encrypt: *encrypt}
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "longsession:", err)
 		os.Exit(1)
@@ -76,6 +77,7 @@ type config struct {
 	turns, historyKB, bucket int
 	bin, dir, cpuprofile     string
 	metrics                  string
+	encrypt                  bool
 }
 
 // serveBare runs the baseline: httputil.ReverseProxy, flushing every
@@ -131,6 +133,16 @@ func run(ctx context.Context, cfg config) error {
 		b.Stdout, b.Stderr = os.Stderr, os.Stderr
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("go build: %w", err)
+		}
+	}
+	if cfg.encrypt {
+		if os.Getenv("BBENGINE_PASSPHRASE") == "" {
+			os.Setenv("BBENGINE_PASSPHRASE", "longsession passphrase")
+		}
+		init := exec.CommandContext(ctx, bin, "--dir", dir, "init", "--encrypt")
+		init.Stdout, init.Stderr = os.Stderr, os.Stderr
+		if err := init.Run(); err != nil {
+			return fmt.Errorf("bbengine init --encrypt: %w", err)
 		}
 	}
 	up, err := net.Listen("tcp", "127.0.0.1:0")

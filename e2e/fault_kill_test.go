@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/internal/crypt"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -130,17 +131,42 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *killedProxy {
 // frame. Acknowledged means recorded. -short does 4 kills; the full run
 // at least 20 kills and 5,000 acknowledged exchanges.
 func TestKillNineAcknowledgedRecorded(t *testing.T) {
-	bin := os.Getenv("BBENGINE_FAULT_BIN") // to run the suite against another build
-	if bin == "" {
-		bin = buildBBEngine(t, t.TempDir())
-	}
 	kills, perKill, clients := 20, 260, 6
 	if testing.Short() {
 		kills, perKill, clients = 4, 100, 4
 	}
+	killNine(t, kills, perKill, clients, false)
+}
+
+// TestKillNineEncrypted is TestKillNineAcknowledgedRecorded in a data
+// directory made by init --encrypt, with fewer kills: every exchange a
+// client received whole is in the WAL and decrypts, wal verify --decrypt
+// authenticates every frame, and the engine's encrypted store, killed
+// mid-derivation each time, opens and answers.
+func TestKillNineEncrypted(t *testing.T) {
+	killNine(t, 6, 100, 4, true)
+}
+
+func killNine(t *testing.T, kills, perKill, clients int, encrypt bool) {
+	bin := os.Getenv("BBENGINE_FAULT_BIN") // to run the suite against another build
+	if bin == "" {
+		bin = buildBBEngine(t, t.TempDir())
+	}
 	up := killUpstream(t)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 11))
+	var keys *crypt.Keys
+	if encrypt {
+		const pass = "kill nine passphrase"
+		t.Setenv("BBENGINE_PASSPHRASE", pass)
+		if out, err := exec.Command(bin, "--dir", dir, "init", "--encrypt").CombinedOutput(); err != nil {
+			t.Fatalf("init --encrypt: %v\n%s", err, out)
+		}
+		var err error
+		if keys, err = crypt.Unlock(dir, crypt.UnlockOptions{Passphrase: []byte(pass)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	type acked struct {
 		id   string
@@ -210,7 +236,7 @@ func TestKillNineAcknowledgedRecorded(t *testing.T) {
 
 	// Open the log as the next start would (a torn tail is cut) and put
 	// the exchanges back together.
-	l, err := wal.Open(dir+"/wal", nil)
+	l, err := wal.Open(dir+"/wal", &wal.Options{Keys: keys})
 	if err != nil {
 		t.Fatalf("open the WAL after the kills: %v", err)
 	}
@@ -245,5 +271,16 @@ func TestKillNineAcknowledgedRecorded(t *testing.T) {
 	}
 	if missing+noTail+noEnd > 0 {
 		t.Fatalf("of %d acknowledged exchanges: %d not recorded, %d without their response tail, %d without an end frame", len(acks), missing, noTail, noEnd)
+	}
+	if !encrypt {
+		return
+	}
+	l.Close()
+	for _, args := range [][]string{{"wal", "verify", "--decrypt"}, {"sessions"}} {
+		cmd := exec.Command(bin, append([]string{"--dir", dir, "--no-keyring"}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v after the kills: %v\n%s", args, err, out)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/crypt"
 )
 
 // Storage is what a data directory weighs and the removal of what nothing
@@ -40,7 +41,9 @@ type DU struct {
 	// Parts are the top-level entries: "wal" (the segments), "db" (the
 	// derived state in Pebble), "index" (the search index), "blobs",
 	// "snapshot" and "expired.json" (what retention kept of the WAL it
-	// removed), and any other entry by its name, marked Other.
+	// removed), the files bbengine keeps beside them (keys.json of an
+	// encrypted directory, engine.lock, the tokens, run.log, hooks/),
+	// and any other entry by its name, marked Other.
 	Parts []DUPart `json:"parts"`
 	// Store splits db by what it holds, and StoreMethod says how: db's
 	// size is the files' (compressed tables, Pebble's own log and
@@ -89,7 +92,11 @@ type DUShare struct {
 const StoreMethod = "a scan of the live keys and values (bytes before compression)"
 
 // knownParts are the top-level entries of a data directory bbengine owns.
-var knownParts = map[string]bool{"wal": true, "db": true, "index": true, "blobs": true, "snapshot": true, "expired.json": true}
+var knownParts = map[string]bool{"wal": true, "db": true, "index": true, "blobs": true, "snapshot": true, "expired.json": true,
+	crypt.KeysFile: true, lockFile: true, "api.token": true, "mcp.token": true, "run.log": true, "hooks": true}
+
+// lockFile is the engine's lock file (engine.lock).
+const lockFile = "engine.lock"
 
 // GCRequest asks to remove what nothing needs. At least one kind must be
 // asked for.

@@ -116,7 +116,7 @@ func TestDUAndGC(t *testing.T) {
 	checkDU(t, remote, "wal", "db", "index", "blobs", "snapshot", "notes")
 	var derived int64
 	for _, p := range remote.Parts {
-		if p.Other != (p.Name == "notes" || p.Name == "engine.lock") {
+		if p.Other != (p.Name == "notes") {
 			t.Errorf("du: part %s: other %v", p.Name, p.Other)
 		}
 		switch p.Name {

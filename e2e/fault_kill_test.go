@@ -135,7 +135,11 @@ func TestKillNineAcknowledgedRecorded(t *testing.T) {
 	if testing.Short() {
 		kills, perKill, clients = 4, 100, 4
 	}
-	killNine(t, kills, perKill, clients, false)
+	minTotal := 5000
+	if testing.Short() {
+		minTotal = 0
+	}
+	killNine(t, kills, perKill, clients, minTotal, false)
 }
 
 // TestKillNineEncrypted is TestKillNineAcknowledgedRecorded in a data
@@ -144,10 +148,14 @@ func TestKillNineAcknowledgedRecorded(t *testing.T) {
 // authenticates every frame, and the engine's encrypted store, killed
 // mid-derivation each time, opens and answers.
 func TestKillNineEncrypted(t *testing.T) {
-	killNine(t, 6, 100, 4, true)
+	killNine(t, 6, 100, 4, 300, true)
 }
 
-func killNine(t *testing.T, kills, perKill, clients int, encrypt bool) {
+// killNine kills the proxy kills times, each after about perKill
+// exchanges acknowledged to clients streaming at once, and checks that
+// every acknowledged exchange is recorded; it wants at least minTotal of
+// them in all.
+func killNine(t *testing.T, kills, perKill, clients, minTotal int, encrypt bool) {
 	bin := os.Getenv("BBENGINE_FAULT_BIN") // to run the suite against another build
 	if bin == "" {
 		bin = buildBBEngine(t, t.TempDir())
@@ -230,8 +238,8 @@ func killNine(t *testing.T, kills, perKill, clients int, encrypt bool) {
 		total += int(got.Load())
 	}
 	t.Logf("%d kills, %d exchanges acknowledged to clients", kills, total)
-	if !testing.Short() && total < 5000 {
-		t.Errorf("only %d acknowledged exchanges; the full run wants 5,000", total)
+	if total < minTotal {
+		t.Errorf("only %d acknowledged exchanges; want %d", total, minTotal)
 	}
 
 	// Open the log as the next start would (a torn tail is cut) and put

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +15,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/bbengine/bbengine/proxy"
-	"github.com/bbengine/bbengine/server"
-	"github.com/bbengine/bbengine/wal"
 )
 
 // Markers of TestEncryptedAtRest: each is text an agent sends or gets,
@@ -198,21 +195,7 @@ func recordMarkers(t *testing.T, encrypt bool) string {
 	}
 	up := encUpstream()
 	defer up.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, &stdout, &stderr, server.Config{Dir: dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval,
-			Proxy: proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, Shutdown: 5 * time.Second}, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("proxy stopped: %v", err)
-	}
+	addr, _, stop := startProxy(t, dir, proxy.Options{Upstreams: map[string]string{"anthropic": up.URL}}, false)
 	for _, prompt := range []string{"Remember " + markPrompt + " in /home/dev/" + markCwd + "/app", "long please"} {
 		body := `{"model":"claude-sonnet-4","stream":true,"max_tokens":1024,"system":"Primary working directory: /home/dev/` + markCwd + `/app","messages":[{"role":"user","content":` + jsonString(prompt) + `}]}`
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(body))
@@ -236,17 +219,11 @@ func recordMarkers(t *testing.T, encrypt bool) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not indexed within 30 s: %s\n%s", out, stderr.String())
+			t.Fatalf("not indexed within 30 s: %s", out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("proxy: %v\n%s", err, stderr.String())
-	}
-	if strings.Contains(stderr.String(), "off:") {
-		t.Fatalf("proxy log: %s", stderr.String())
-	}
+	stop()
 	return dir
 }
 

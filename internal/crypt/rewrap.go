@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/bbengine/bbengine/internal/safefile"
 )
 
 // RewrapTarget is an encrypted file whose data key RewrapFiles re-wraps:
@@ -91,7 +93,7 @@ func prepareRewrap(journal string, k *Keys, gen uint32, targets []RewrapTarget) 
 			return 0, err
 		}
 	}
-	if err := writeSynced(journal, buf.Bytes()); err != nil {
+	if err := safefile.WriteFileSynced(journal, buf.Bytes(), 0o600); err != nil {
 		return 0, fmt.Errorf("rewrap journal: %w", err)
 	}
 	return len(entries), nil
@@ -194,45 +196,11 @@ func writeHeader(path string, h []byte) error {
 	return nil
 }
 
-// writeSynced writes b to a new path (0600) through a temporary file,
-// synced and renamed, and syncs the directory.
-func writeSynced(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
 func removeSynced(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return safefile.SyncDir(filepath.Dir(path))
 }
 
 // copyWithHeader replaces path by a copy of it whose first HeaderSize
@@ -272,5 +240,5 @@ func copyWithHeader(path string, h []byte, perm os.FileMode) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("%s: re-wrap a copy: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return safefile.SyncDir(filepath.Dir(path))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -201,6 +202,10 @@ func ParsePrices(name string, b []byte) (*Prices, error) {
 		}
 	}) {
 		at := keyOffset(b, model, models)
+		val := at // where the model's object starts, for errors inside it
+		if i := bytes.Index(b[at:], raw.Models[model]); i >= 0 {
+			val = at + int64(i)
+		}
 		var e struct {
 			Input        *float64 `json:"input"`
 			Output       *float64 `json:"output"`
@@ -212,7 +217,7 @@ func ParsePrices(name string, b []byte) (*Prices, error) {
 		d.DisallowUnknownFields()
 		if err := d.Decode(&e); err != nil {
 			return nil, jsonError(func(off int64, format string, args ...any) error {
-				return fail(at+off, "model %q: %s", model, fmt.Sprintf(format, args...))
+				return fail(val+off, "model %q: %s", model, fmt.Sprintf(format, args...))
 			}, raw.Models[model], err)
 		}
 		for _, f := range []struct {
@@ -244,7 +249,14 @@ func jsonError(fail func(int64, string, ...any) error, b []byte, err error) erro
 	case errors.As(err, &se):
 		return fail(se.Offset, "not JSON: %v", se)
 	case errors.As(err, &te):
-		return fail(te.Offset, "field %q is a JSON %s, want a %s", te.Field, te.Value, te.Type)
+		want := "number"
+		switch te.Type.Kind() {
+		case reflect.String:
+			want = "string"
+		case reflect.Map, reflect.Struct, reflect.Pointer:
+			want = "JSON object"
+		}
+		return fail(te.Offset, "field %q is a JSON %s, want a %s", te.Field, te.Value, want)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fail(int64(len(b)), "the JSON ends early")
 	}

@@ -119,6 +119,7 @@ func TestParsePricesBad(t *testing.T) {
 		{"not JSON", "{\n  \"date\": \"2026-01-01\",\n  \"models\": {\n    \"m\": {\"input\": 1,, \"output\": 2}\n  }\n}", []string{"bad.json:4:", "not JSON"}},
 		{"wrong type", "{\n  \"date\": \"2026-01-01\",\n  \"models\": {\n    \"m\": {\"input\": \"cheap\", \"output\": 2}\n  }\n}", []string{"bad.json:4:", `model "m"`, `field "input"`}},
 		{"unknown field", "{\n  \"date\": \"2026-01-01\",\n  \"models\": {\n    \"m\": {\"input\": 1, \"output\": 2,\n      \"cache_wirte\": 3}\n  }\n}", []string{"bad.json:5:", `"cache_wirte"`}},
+		{"unknown field at a line's start", "{\n  \"date\": \"2026-01-01\",\n  \"models\": {\n    \"m\":\n{\"input\": 1, \"output\": 2,\n\"cache_wirte\": 3}\n  }\n}", []string{"bad.json:6:", `"cache_wirte"`}},
 		{"unknown top field", "{\n  \"date\": \"2026-01-01\",\n  \"modles\": {}\n}", []string{"bad.json:3:", `"modles"`}},
 		{"no date", `{"models": {"m": {"input": 1, "output": 2}}}`, []string{"bad.json:1:", `no "date"`}},
 		{"bad date", "{\n\"date\": \"last week\",\n\"models\": {\"m\": {\"input\": 1, \"output\": 2}}}", []string{"bad.json:2:", "not a day"}},

@@ -6,8 +6,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/codec/llm"
@@ -108,29 +108,33 @@ func sinceIn(s string, now time.Time, loc *time.Location) (time.Time, error) {
 }
 
 // printUsage writes rep as a table, one line per row and its models
-// indented under it.
+// indented under it: names left-aligned, figures right-aligned.
 func printUsage(out io.Writer, rep *api.UsageReport) {
 	fmt.Fprintf(out, "usage %s, %s; prices of %s (%s)\n\n", rep.Period, rep.TZ, rep.Prices.Date, rep.Prices.File)
 	if len(rep.Rows) == 0 {
 		fmt.Fprintln(out, "no model calls with usage recorded (bbengine import, or point an agent at bbengine proxy)")
 		return
 	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "PERIOD"
-	if rep.Period == api.PeriodSession {
+	switch rep.Period {
+	case api.PeriodSession:
 		head = "SESSION"
-	} else if rep.Period == api.PeriodBlocks {
+	case api.PeriodBlocks:
 		head = "BLOCK (UTC)"
 	}
-	fmt.Fprintf(w, "%s\tCALLS\tINPUT\tOUTPUT\tCACHE WRITE\tCACHE READ\tTOTAL\tCOST\t\n", head)
-	line := func(name string, r *api.UsageRow) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, r.Calls, r.Input, r.Output, r.CacheCreation, r.CacheRead, r.Total, costText(r.CostUSD, len(r.Unpriced) > 0))
+	table := [][]string{{head, "CALLS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "TOTAL", "COST"}}
+	line := func(name string, calls int, t api.UsageTokens, cost string) {
+		table = append(table, []string{name, fmt.Sprint(calls), fmt.Sprint(t.Input), fmt.Sprint(t.Output),
+			fmt.Sprint(t.CacheCreation), fmt.Sprint(t.CacheRead), fmt.Sprint(t.Total), cost})
+	}
+	row := func(name string, r *api.UsageRow) {
+		line(name, r.Calls, r.UsageTokens, costText(r.CostUSD, len(r.Unpriced) > 0))
 		for _, m := range r.Models {
 			cost := "unpriced"
 			if m.CostUSD != nil {
 				cost = costText(*m.CostUSD, false)
 			}
-			fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", m.Model, m.Calls, m.Input, m.Output, m.CacheCreation, m.CacheRead, m.Total, cost)
+			line("  "+m.Model, m.Calls, m.UsageTokens, cost)
 		}
 	}
 	for i := range rep.Rows {
@@ -142,10 +146,27 @@ func printUsage(out io.Writer, rep *api.UsageReport) {
 		case r.Active:
 			name += " (active)"
 		}
-		line(name, r)
+		row(name, r)
 	}
-	line("total", &rep.Total)
-	w.Flush()
+	row("total", &rep.Total)
+	width := make([]int, len(table[0]))
+	for _, cells := range table {
+		for i, c := range cells {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, cells := range table {
+		var b strings.Builder
+		for i, c := range cells {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("  " + pad + c)
+			}
+		}
+		fmt.Fprintln(out, b.String())
+	}
 	if u := rep.Total.Unpriced; len(u) > 0 {
 		fmt.Fprintf(out, "\n+? : the cost leaves out models the price table does not know: %s (add them with --prices FILE)\n", strings.Join(u, ", "))
 	}

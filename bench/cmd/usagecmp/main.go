@@ -22,7 +22,8 @@
 // bbengine keeps the last (ccusage issues #797, #901, #938). Cost
 // differences are split into what the output tokens explain, what 1-hour
 // cache writes explain (bbengine prices them at 2x input, ccusage at the
-// 5-minute rate), and the rest (the two price tables).
+// 5-minute rate), and the rest (the two price tables). It then compares
+// `usage blocks` with ccusage's `blocks --json` block by block.
 //
 // The corpus missing, it says so and exits 0. ccusage is installed with
 // `npm install --prefix CACHE ccusage@18.0.11` the first time (as
@@ -297,6 +298,88 @@ func run(ctx context.Context, bin, cache, golden string) error {
 		}
 	}
 	fmt.Printf("\nprices: ours %s (%s); ccusage %s --offline (its bundled LiteLLM table). 1-hour cache writes in all: %d.\n", prices.Date, prices.File, ccusageVersion, ours1h)
+	return compareBlocks(ctx, bin, data, entry, cfg)
+}
+
+// compareBlocks compares `usage blocks` with ccusage's `blocks --json`:
+// the same blocks (start, calls, input and cache tokens), output apart.
+func compareBlocks(ctx context.Context, bin, data, entry, cfg string) error {
+	out, err := command(ctx, []string{"TZ=UTC"}, bin, "--dir", data, "usage", "blocks", "--json", "--agent", "claude-code", "--tz", "UTC")
+	if err != nil {
+		return fmt.Errorf("bbengine usage blocks: %w\n%s", err, out)
+	}
+	var ours api.UsageReport
+	if err := json.Unmarshal(out, &ours); err != nil {
+		return fmt.Errorf("bbengine usage blocks --json: %w", err)
+	}
+	out, err = command(ctx, []string{"CLAUDE_CONFIG_DIR=" + cfg, "TZ=UTC"}, "node", entry, "blocks", "--json", "--offline")
+	if err != nil {
+		return fmt.Errorf("ccusage blocks: %w\n%s", err, out)
+	}
+	var cc struct {
+		Blocks []struct {
+			StartTime string `json:"startTime"`
+			IsGap     bool   `json:"isGap"`
+			Entries   int    `json:"entries"`
+			Tokens    struct {
+				In     int64 `json:"inputTokens"`
+				Out    int64 `json:"outputTokens"`
+				Create int64 `json:"cacheCreationInputTokens"`
+				Read   int64 `json:"cacheReadInputTokens"`
+			} `json:"tokenCounts"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(out, &cc); err != nil {
+		return fmt.Errorf("ccusage blocks --json: %w", err)
+	}
+	type block struct {
+		calls                 int
+		in, out, create, read int64
+	}
+	sides := map[string]*[2]block{}
+	var starts []string
+	side := func(start string) *[2]block {
+		b := sides[start]
+		if b == nil {
+			b = &[2]block{}
+			sides[start] = b
+			starts = append(starts, start)
+		}
+		return b
+	}
+	for _, r := range ours.Rows {
+		side(r.Key)[0] = block{r.Calls, r.Input, r.Output, r.CacheCreation, r.CacheRead}
+	}
+	gaps := 0
+	for _, b := range cc.Blocks {
+		if b.IsGap {
+			gaps++
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, b.StartTime)
+		if err != nil {
+			return fmt.Errorf("ccusage block start %q: %w", b.StartTime, err)
+		}
+		side(t.UTC().Format(time.RFC3339))[1] = block{b.Entries, b.Tokens.In, b.Tokens.Out, b.Tokens.Create, b.Tokens.Read}
+	}
+	slices.Sort(starts)
+	fmt.Printf("\n5-hour blocks: bbengine usage blocks vs ccusage blocks (%d gap blocks of ccusage, which hold no calls, left out)\n\n", gaps)
+	fmt.Println("| block start (UTC) | calls | input | output (ours / ccusage) | cache create | cache read |")
+	fmt.Println("|---|---|---|---|---|---|")
+	same := true
+	for _, st := range starts {
+		b := sides[st]
+		o, c := b[0], b[1]
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", st, both(int64(o.calls), int64(c.calls)), both(o.in, c.in), both(o.out, c.out), both(o.create, c.create), both(o.read, c.read))
+		if o.calls != c.calls || o.in != c.in || o.create != c.create || o.read != c.read {
+			same = false
+		}
+	}
+	if same {
+		fmt.Println("\n- The same blocks, with the same calls, input and cache tokens; output differs as above (first vs last line of each response).")
+	} else {
+		fmt.Println("\n- Blocks DIFFER beyond output: a response's time is its last line's for bbengine and its first line's for ccusage, which can move a call across a block's edge.")
+	}
 	return nil
 }
 

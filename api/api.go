@@ -53,6 +53,10 @@ type Service interface {
 	// the next pack and search see it. The session id is taken exactly
 	// as given: it may name a session no request has reached yet.
 	Note(n Note) (*Noted, error)
+
+	// Usage adds up the tokens and cost of the model calls the engine
+	// derived, by day, week, month, session or 5-hour block.
+	Usage(req UsageRequest) (*UsageReport, error)
 }
 
 // SessionsRequest selects sessions. Zero fields select every one.

@@ -3,7 +3,8 @@
 //
 // Service holds the session queries (Sessions, Session, Events,
 // Exchange, Breakers) and the memory operations (Search, Find, Get,
-// Related, List, Context, Correct for forget and pin, Note). Two
+// Related, List, Context, Correct for forget and pin, Note), and Usage
+// (tokens and cost by period, priced from codec/llm's dated table). Two
 // implementations answer it: Local works in this process over an open
 // engine and, for memory, its index; Remote asks the proxy that owns the
 // directory over loopback HTTP (the query endpoint package httpapi

@@ -5,6 +5,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine/schema"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // StoreGroup is one part of the Pebble store: the key families it holds
@@ -202,4 +205,75 @@ func isHex(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// CallUsage is the token usage of one model call, as derivation left it
+// in a session's usage event: bbengine usage adds these up.
+type CallUsage struct {
+	// Time is the usage event's time (unix ns): the end of the response
+	// for a recorded call, the time of the log line that closed it for an
+	// imported one.
+	Time int64 `json:"time_ns"`
+	// Model is the model that served the call (the response's, else the
+	// requested one); empty when neither is known.
+	Model  string `json:"model,omitempty"`
+	Thread int    `json:"thread"`
+	Seq    uint64 `json:"seq"`
+	Usage  Usage  `json:"usage"`
+}
+
+// CallUsages calls fn with every session f selects (oldest first) and the
+// usage of each of its model calls, in event order. The model of a usage
+// event is that of the last model call event of its thread before it.
+// It decodes only the fields it needs of each event; no log is read.
+func (e *Engine) CallUsages(ctx context.Context, f SessionFilter, fn func(s *Session, calls []CallUsage) error) error {
+	sessions, err := e.Sessions(f)
+	if err != nil {
+		return err
+	}
+	var calls []CallUsage
+	for i := range sessions {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s := &sessions[i]
+		calls = calls[:0]
+		model := map[int]string{}
+		lo := schema.EventKey(nil, s.Ordinal, 1)
+		hi := schema.AppendU64Key(nil, schema.PrefixEvent, s.Ordinal+1)
+		err := e.scanRange(lo, hi, func(k, v []byte) error {
+			var ev struct {
+				Kind   Kind   `json:"kind"`
+				Time   int64  `json:"time_ns"`
+				Thread int    `json:"thread"`
+				Usage  *Usage `json:"usage"`
+				Call   *struct {
+					Model  string `json:"model"`
+					Served string `json:"served"`
+				} `json:"call"`
+			}
+			switch {
+			case bytes.Contains(v, []byte(`"kind":"model_call"`)), bytes.Contains(v, []byte(`"kind":"usage"`)):
+			default:
+				return nil // not a call nor its usage: skip the decode
+			}
+			if err := jsonv1.Unmarshal(v, &ev); err != nil {
+				return fmt.Errorf("engine: decode event %d of session %s: %w", schema.U64(k[9:]), s.ID, err)
+			}
+			switch {
+			case ev.Kind == KindModelCall && ev.Call != nil:
+				model[ev.Thread] = cmp.Or(ev.Call.Served, ev.Call.Model)
+			case ev.Kind == KindUsage && ev.Usage != nil:
+				calls = append(calls, CallUsage{Time: ev.Time, Model: model[ev.Thread], Thread: ev.Thread, Seq: schema.U64(k[9:]), Usage: *ev.Usage})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := fn(s, calls); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,7 +1,8 @@
 // Package httpapi serves api.Local over loopback HTTP: the query endpoint
 // that api.Remote asks (Server, started by the proxy, its address and
 // bearer token in the data directory's lock file; /v1/storage/du and
-// /v1/storage/gc answer api.Storage) and the harness API
+// /v1/storage/gc answer api.Storage; POST /v1/usage answers
+// api.Service.Usage) and the harness API
 // (Harness: packs, outcomes, checkpoints, goals, search, artifacts) on an
 // address and token of its own.
 //

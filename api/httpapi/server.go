@@ -168,6 +168,10 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.serveStorage(w, r, path, reply)
 		return
 	}
+	if path == "usage" {
+		q.serveUsage(w, r, reply)
+		return
+	}
 	if path == "breaker" || strings.HasPrefix(path, "breaker/") {
 		q.serveBreaker(w, r, path, reply)
 		return
@@ -194,6 +198,26 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		reply(nil, noRoute(r))
 	}
+}
+
+// serveUsage answers bbengine usage (api.Service.Usage): POST /v1/usage
+// with an api.UsageRequest.
+func (q *Server) serveUsage(w http.ResponseWriter, r *http.Request, reply func(any, error)) {
+	if r.Method != http.MethodPost {
+		reply(nil, &methodError{r.Method, r.URL.Path, http.MethodPost})
+		return
+	}
+	var req api.UsageRequest
+	// A price table can be long: 8 MiB is far more than every model.
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+		reply(nil, fmt.Errorf("%w: usage: %v", errBadRequest, err))
+		return
+	}
+	st := q.mem
+	if st == nil {
+		st = api.NewLocal(q.e, nil)
+	}
+	reply(st.Usage(req))
 }
 
 // serveStorage answers bbengine du and gc (api.Storage) for the data

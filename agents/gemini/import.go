@@ -1,0 +1,370 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
+)
+
+// The Gemini CLI importer derives one session from one session log, by
+// the census rules of census.go, so that engine.Census over its events
+// equals countFiles over the file. The conversation is what the CLI
+// itself would load (see log.go): the messages that stand once every
+// $rewindTo, $set and repeated id is applied, in order. For each:
+//
+//   - A user message is a user prompt, or injected context (Meta
+//     "context") when it is the <session_context> the CLI puts first.
+//     Its functionResponse parts are tool results, unless the call's
+//     own entry already carried the result: then the line only widens
+//     that result's provenance (the CLI writes each result twice).
+//   - A gemini message is one model response: a model_call (API gemini,
+//     Provider google, Model the message's model), a thinking event per
+//     thought (Text the description, Extra {"subject"}), a message with
+//     its text, a tool_call per toolCalls entry (ID the CLI's call id,
+//     Args its args) followed by its tool_result when the entry has one
+//     (IsError when its status is error or cancelled; Extra its status
+//     and resultDisplay), and a usage event from its tokens: Input
+//     input+tool (the prompt, cached tokens included, and the tool-use
+//     prompt), CacheRead cached, Output output+thoughts, Reasoning
+//     thoughts.
+//   - An error message is an error event (Stage agent); info and
+//     warning messages are records kept verbatim.
+//
+// Every line that is no message (the metadata, $set, $rewindTo) is a
+// record kept verbatim, in file order; so is each message a $rewindTo or
+// a checkpoint dropped (type "dropped/<type>", its last line). Earlier
+// versions of a message that stands are in its events' provenance
+// (First the line that first wrote it, Last the one that stands). A
+// subagent's log (chats/<parent id>/<id>.jsonl) is a session of its own
+// whose metadata record's Extra names the parent ({"parent":
+// "gemini:<parent id>"}). A line that does not parse is counted in
+// Import.Errors and skipped.
+func init() { engine.RegisterImporter(Source, importGemini) }
+
+// Source is the import source of Gemini CLI's logs.
+const Source = "gemini"
+
+func importGemini(session string, files []engine.ImportFile) (*engine.Imported, error) {
+	im := &engine.Imported{}
+	s := &im.Session
+	s.Agent = Family
+	s.Client = "gemini-cli"
+	s.Threads = 1
+	s.Import = &engine.ImportInfo{Source: Source}
+	for _, f := range files {
+		s.Import.Files = append(s.Import.Files, f.Path)
+		gi := &geminiImport{im: im, file: f.Path}
+		gi.run(f.Records)
+	}
+	if len(im.Events) > 0 {
+		s.First, s.Last = im.Events[0].Time, im.Events[0].Time
+		for i := range im.Events {
+			s.First = min(s.First, im.Events[i].Time)
+			s.Last = max(s.Last, im.Events[i].Time)
+		}
+	}
+	return im, nil
+}
+
+// geminiImport is the state of importing one log file.
+type geminiImport struct {
+	im    *engine.Imported
+	file  string
+	recs  []engine.ImportRecord // the records that parsed, parallel to lines
+	lines []line
+	time  int64 // of the last event
+	// results maps a call id to the index in im.Events of its result.
+	results map[string]int
+}
+
+func (gi *geminiImport) run(records []engine.ImportRecord) {
+	s := &gi.im.Session
+	for _, r := range records {
+		s.Import.Records++
+		l, err := parseLine(r.Data)
+		if err != nil {
+			s.Import.Errors++
+			continue
+		}
+		gi.recs = append(gi.recs, r)
+		gi.lines = append(gi.lines, l)
+	}
+	c := resolve(gi.lines)
+	if c.meta.SessionID != "" && s.ID == "" {
+		s.ID = c.meta.SessionID
+	}
+	if c.meta.Summary != "" {
+		s.Title = c.meta.Summary
+	}
+	if s.CWD == "" {
+		s.CWD = projectDir(c.meta.ProjectHash, candidates(c))
+	}
+	gi.results = map[string]int{}
+	// Every line that is no message is a record, in file order; after
+	// it come the messages it dropped, then the ones that stand from it
+	// (a message, or a checkpoint's), in conversation order.
+	standing := map[int][]*entry{}
+	for _, e := range c.msgs {
+		standing[e.pos] = append(standing[e.pos], e)
+	}
+	dropped := map[int][]*entry{}
+	for _, e := range c.dropped {
+		dropped[e.gone] = append(dropped[e.gone], e)
+	}
+	for i, l := range gi.lines {
+		if l.kind != lineMessage {
+			gi.record(i, l, c)
+		}
+		for _, e := range dropped[i] {
+			gi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: "dropped/" + e.msg.Type, Known: true, Raw: gi.recs[e.at].Data},
+				Prov: gi.prov(e.all...)}, stamp(e.msg.Timestamp))
+		}
+		for _, e := range standing[i] {
+			gi.message(e)
+		}
+	}
+}
+
+// candidates returns the directories the log names: the metadata's
+// (a subagent's), then the workspace directories of its session
+// contexts (dropped ones too).
+func candidates(c *conversation) []string {
+	out := slices.Clone(c.meta.Directories)
+	for _, e := range slices.Concat(c.msgs, c.dropped) {
+		if e.msg.Type == "user" {
+			if t := text(parts(e.msg.Content)); sessionContext(t) {
+				out = append(out, workspaceDirs(t)...)
+			}
+		}
+	}
+	return out
+}
+
+// prov returns the provenance of an event made of records idx (indexes
+// into gi.recs, any order).
+func (gi *geminiImport) prov(idx ...int) engine.Provenance {
+	lo, hi := slices.Min(idx), slices.Max(idx)
+	return engine.Provenance{Side: "import", First: gi.recs[lo].WAL, Last: gi.recs[hi].WAL, File: gi.file, Line: gi.recs[lo].Line}
+}
+
+// add appends ev at time t (the time of the event before when 0).
+func (gi *geminiImport) add(ev engine.Event, t int64) int {
+	if t != 0 {
+		gi.time = t
+	}
+	ev.Time = gi.time
+	ev.Thread = 1
+	gi.im.Events = append(gi.im.Events, ev)
+	return len(gi.im.Events) - 1
+}
+
+// stamp parses a timestamp of the log, 0 when there is none.
+func stamp(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// record keeps line i, no message, verbatim.
+func (gi *geminiImport) record(i int, l line, c *conversation) {
+	known := l.kind != lineUnknown
+	if !known {
+		gi.im.Session.Import.Unknown++
+	}
+	var extra json.RawMessage
+	t := stamp(l.meta.LastUpdated)
+	if l.kind == lineMeta {
+		t = stamp(l.meta.StartTime)
+		if l.meta.Kind == "subagent" {
+			if parent := filepath.Base(filepath.Dir(gi.file)); parent != "chats" {
+				extra, _ = json.Marshal(map[string]string{"parent": Source + ":" + parent})
+			}
+		}
+	}
+	gi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: l.kind, Known: known, Raw: gi.recs[i].Data}, Extra: extra, Prov: gi.prov(i)}, t)
+}
+
+// message emits the events of a message that stands.
+func (gi *geminiImport) message(e *entry) {
+	m := e.msg
+	prov := gi.prov(e.all...)
+	t := stamp(m.Timestamp)
+	ps := parts(m.Content)
+	switch m.Type {
+	case "user":
+		var responses []part
+		for _, p := range ps {
+			if p.FunctionResponse != nil {
+				responses = append(responses, p)
+			}
+		}
+		if len(responses) == 0 || text(ps) != "" {
+			ev := engine.Event{Kind: engine.KindMessage, Role: "user", Text: text(ps), Parts: otherParts(ps), Prov: prov}
+			if sessionContext(ev.Text) {
+				ev.Meta = "context"
+			}
+			gi.add(ev, t)
+		}
+		for _, p := range responses {
+			fr := p.FunctionResponse
+			if k, ok := gi.results[fr.ID]; ok {
+				// The call's entry carried this result already.
+				ev := &gi.im.Events[k]
+				ev.Prov.First, ev.Prov.Last = min(ev.Prov.First, prov.First), max(ev.Prov.Last, prov.Last)
+				continue
+			}
+			out, isErr := responseText(fr.Response)
+			gi.results[fr.ID] = gi.add(engine.Event{Kind: engine.KindToolResult, Role: "tool", Text: out,
+				Tool: &engine.Tool{ID: fr.ID, Name: fr.Name, IsError: isErr}, Prov: prov}, t)
+		}
+	case "gemini":
+		gi.response(m, ps, prov, t)
+	case "error":
+		gi.im.Session.Errors++
+		gi.add(engine.Event{Kind: engine.KindError, Error: &engine.Error{Stage: "agent", Message: text(ps)}, Prov: prov}, t)
+	case "info", "warning":
+		gi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: "message/" + m.Type, Known: true, Raw: gi.recs[e.at].Data}, Prov: prov}, t)
+	default:
+		gi.im.Session.Import.Unknown++
+		gi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: "message/" + m.Type, Raw: gi.recs[e.at].Data}, Prov: prov}, t)
+	}
+}
+
+// response emits the events of a gemini message.
+func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, t int64) {
+	s := &gi.im.Session
+	gi.add(engine.Event{Kind: engine.KindModelCall, Call: &engine.Call{API: llm.Gemini, Provider: "google", Model: m.Model, Complete: true, Status: 200}, Prov: prov}, t)
+	s.Requests++
+	k := slices.IndexFunc(s.Models, func(u engine.ModelUsage) bool { return u.Model == m.Model })
+	if k < 0 {
+		s.Models = append(s.Models, engine.ModelUsage{Model: m.Model})
+		k = len(s.Models) - 1
+	}
+	s.Models[k].Requests++
+	for _, th := range m.Thoughts {
+		ev := engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: th.Description, Prov: prov}
+		if th.Subject != "" {
+			ev.Extra, _ = json.Marshal(map[string]string{"subject": th.Subject})
+		}
+		gi.add(ev, stamp(th.Timestamp))
+	}
+	for _, p := range ps {
+		if p.Thought && p.Text != nil {
+			gi.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: *p.Text, Prov: prov}, t)
+		}
+	}
+	if txt := text(ps); txt != "" {
+		gi.add(engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: txt, Parts: otherParts(ps), Prov: prov}, t)
+	}
+	for j, tc := range m.ToolCalls {
+		tool := &engine.Tool{ID: tc.ID, Name: tc.Name, Args: tc.Args}
+		if tool.ID == "" {
+			tool.ID, tool.SyntheticID = syntheticID(m.ID, j), true
+		}
+		gi.add(engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: prov}, stamp(tc.Timestamp))
+		if !hasResult(tc.Result) {
+			continue
+		}
+		out := resultText(tc.Result)
+		res := &engine.Tool{ID: tool.ID, Name: tc.Name, SyntheticID: tool.SyntheticID, IsError: tc.Status == "error" || tc.Status == "cancelled"}
+		extra := map[string]json.RawMessage{}
+		if tc.Status != "" {
+			extra["status"], _ = json.Marshal(tc.Status)
+		}
+		if hasResult(tc.ResultDisplay) {
+			extra["resultDisplay"] = tc.ResultDisplay
+		}
+		ev := engine.Event{Kind: engine.KindToolResult, Role: "tool", Text: out, Tool: res, Prov: prov}
+		if len(extra) > 0 {
+			ev.Extra, _ = json.Marshal(extra)
+		}
+		gi.results[tool.ID] = gi.add(ev, stamp(tc.Timestamp))
+	}
+	if tk := m.Tokens; tk != nil {
+		u := usage(tk)
+		gi.add(engine.Event{Kind: engine.KindUsage, Usage: &u, Prov: prov}, t)
+		s.Usage.Add(u)
+		s.Models[k].Usage.Add(u)
+	}
+}
+
+// usage converts a message's tokens to the engine's usage (Input with
+// the cached tokens in it, as CacheRead says).
+func usage(tk *tokens) engine.Usage {
+	return engine.Usage{Input: tk.Input + tk.Tool, Output: tk.Output + tk.Thoughts, CacheRead: tk.Cached, Reasoning: tk.Thoughts}
+}
+
+// syntheticID names the j-th call of message id when the log gives it
+// no id.
+func syntheticID(id string, j int) string { return fmt.Sprintf("gemini#%s#%d", id, j) }
+
+// hasResult reports whether raw holds a value.
+func hasResult(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s != "" && s != "null" && s != `""` && s != "[]"
+}
+
+// resultText returns the text of a tool call's result: a string, or the
+// responses of its functionResponse parts.
+func resultText(raw json.RawMessage) string {
+	ps := parts(raw)
+	var out []string
+	for _, p := range ps {
+		switch {
+		case p.FunctionResponse != nil:
+			t, _ := responseText(p.FunctionResponse.Response)
+			out = append(out, t)
+		case p.Text != nil:
+			out = append(out, *p.Text)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// responseText returns a functionResponse's text: its "output", else its
+// "error" (isErr), else the response as JSON.
+func responseText(raw json.RawMessage) (text string, isErr bool) {
+	var v struct {
+		Output *string `json:"output"`
+		Error  *string `json:"error"`
+	}
+	if json.Unmarshal(raw, &v) == nil {
+		switch {
+		case v.Output != nil:
+			return *v.Output, false
+		case v.Error != nil:
+			return *v.Error, true
+		}
+	}
+	return string(raw), false
+}
+
+// otherParts returns the parts that are neither text nor function calls
+// or responses (images, files), described by llm.Part.
+func otherParts(ps []part) []llm.Part {
+	var out []llm.Part
+	for _, p := range ps {
+		switch {
+		case p.Text != nil, p.FunctionCall != nil, p.FunctionResponse != nil:
+		case p.InlineData != nil:
+			var d struct {
+				MimeType string `json:"mimeType"`
+				Data     string `json:"data"`
+			}
+			json.Unmarshal(p.InlineData, &d)
+			out = append(out, llm.Part{Type: llm.PartImage, MediaType: d.MimeType, Size: int64(len(d.Data)) * 3 / 4})
+		default:
+			raw, _ := json.Marshal(p)
+			out = append(out, llm.Part{Type: llm.PartOther, Raw: raw})
+		}
+	}
+	return out
+}

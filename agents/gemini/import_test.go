@@ -1,0 +1,236 @@
+package gemini
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bbengine/bbengine/codec/llm"
+	"github.com/bbengine/bbengine/engine"
+)
+
+// fixture is a log the real Gemini CLI 0.61.0 wrote (e2e's
+// TestGeminiCLIImport, its machine paths replaced by /home/user and the
+// projectHash recomputed): one prompt, run_shell_command, read_file,
+// and a final answer.
+const fixture = "testdata/gemini-cli-0.61.0-tools.jsonl"
+
+// readLog reads path as bbengine import does and derives its session.
+func readLog(t *testing.T, path string) (*engine.FileImport, *engine.Imported, engine.ImportFile) {
+	t.Helper()
+	fi, err := engine.ReadImport(Source, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := engine.ImportFile{Path: fi.Path}
+	for _, r := range fi.Records {
+		file.Records = append(file.Records, engine.ImportRecord{Import: r, WAL: uint64(r.Line)})
+	}
+	im, err := engine.DeriveImport(Source, Source+":"+fi.Session, []engine.ImportFile{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := engine.Census(&im.Session, im.Events), engine.SourceCensus(Source, []engine.ImportFile{file}); got != want {
+		t.Errorf("%s: census of the events %+v, of the source %+v", path, got, want)
+	}
+	return fi, im, file
+}
+
+// kinds lists the events as "kind" or "kind:detail".
+func kinds(evs []engine.Event) string {
+	var out []string
+	for _, ev := range evs {
+		k := string(ev.Kind)
+		switch {
+		case ev.Tool != nil:
+			k += ":" + ev.Tool.ID
+		case ev.Record != nil:
+			k += ":" + ev.Record.Type
+		case ev.Kind == engine.KindMessage:
+			k += ":" + ev.Role + ev.Meta
+		}
+		out = append(out, k)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestImportGeminiFixture(t *testing.T) {
+	fi, im, _ := readLog(t, fixture)
+	if fi.Session != "gemini:3f849cf4-c2a2-4b67-a9c5-29d3a4ec5e1d" || len(fi.Problems) != 0 {
+		t.Errorf("session %q, problems %v", fi.Session, fi.Problems)
+	}
+	s := im.Session
+	if s.Agent != "gemini-cli" || s.CWD != "/home/user/project" || s.Requests != 3 || s.Import.Records != 16 || s.Import.Errors != 0 {
+		t.Errorf("session %+v", s)
+	}
+	shell, read := "run_shell_command__call-e2e-shell-0001", "read_file__call-e2e-read-0002"
+	want := "record:metadata record:$set message:usercontext message:user record:$set " +
+		"model_call thinking message:assistant tool_call:" + shell + " tool_result:" + shell + " usage record:$set record:$set " +
+		"model_call tool_call:" + read + " tool_result:" + read + " usage record:$set record:$set " +
+		"model_call message:assistant usage record:$set"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	c := engine.Census(&s, im.Events)
+	if c.UserPrompts != 1 || c.MetaUser != 1 || c.Responses != 3 || c.Assistant != 2 || c.Thinking != 1 || c.ToolCalls != 2 || c.ToolResults != 2 ||
+		c.TokensIn != 11578+11688-1024+11781 || c.CacheRead != 1024 || c.TokensOut != 31+12+23+17 || c.Kept != 8 {
+		t.Errorf("census %+v", c)
+	}
+	for _, ev := range im.Events {
+		switch {
+		case ev.Kind == engine.KindToolResult && ev.Tool.ID == shell:
+			if !strings.Contains(ev.Text, "Output: hello") || ev.Tool.IsError || ev.Tool.Name != "run_shell_command" || string(ev.Extra) != `{"resultDisplay":"hello","status":"success"}` {
+				t.Errorf("shell result %+v %s", ev.Tool, ev.Extra)
+			}
+			// The result is written twice: in the call's entry (line 7)
+			// and in the user message after it (line 8).
+			if ev.Prov.First != 5 || ev.Prov.Last != 8 || ev.Prov.Line != 5 {
+				t.Errorf("shell result provenance %+v", ev.Prov)
+			}
+		case ev.Kind == engine.KindToolCall && ev.Tool.ID == read:
+			if string(ev.Tool.Args) != `{"file_path":"/home/user/project/note.txt"}` {
+				t.Errorf("read args %s", ev.Tool.Args)
+			}
+		case ev.Kind == engine.KindModelCall:
+			if ev.Call.API != llm.Gemini || ev.Call.Model != "gemini-3.8-flash" || ev.Call.Provider != "google" {
+				t.Errorf("call %+v", ev.Call)
+			}
+		case ev.Kind == engine.KindThinking:
+			if ev.Text != "Let me think about the command." {
+				t.Errorf("thinking %q", ev.Text)
+			}
+		}
+	}
+	if s.First == 0 || s.Last <= s.First {
+		t.Errorf("first %d last %d", s.First, s.Last)
+	}
+}
+
+// writeLog writes lines as a log under dir/chats and returns its path.
+func writeLog(t *testing.T, rel string, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tmp", "proj", "chats", rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const metaLine = `{"sessionId":"s-1","projectHash":"x","startTime":"2026-01-01T00:00:00.000Z","lastUpdated":"2026-01-01T00:00:00.000Z","kind":"main"}`
+
+// TestImportGeminiRewrites checks the lines that change what stands:
+// a repeated id (the last wins, where the first stood), $rewindTo (drops
+// the message and every one after it), and a $set.messages checkpoint.
+func TestImportGeminiRewrites(t *testing.T) {
+	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl",
+		metaLine,
+		`{"id":"u1","timestamp":"2026-01-01T00:00:01.000Z","type":"user","content":"first"}`,
+		`{"id":"g1","timestamp":"2026-01-01T00:00:02.000Z","type":"gemini","content":"draft","model":"m"}`,
+		`{"id":"u2","timestamp":"2026-01-01T00:00:03.000Z","type":"user","content":[{"text":"second"}]}`,
+		`{"id":"g1","timestamp":"2026-01-01T00:00:02.000Z","type":"gemini","content":"final","model":"m","tokens":{"input":10,"output":2,"cached":4,"thoughts":1,"tool":3,"total":16}}`,
+		`{"id":"u3","timestamp":"2026-01-01T00:00:04.000Z","type":"user","content":"third"}`,
+		`{"id":"g3","timestamp":"2026-01-01T00:00:05.000Z","type":"gemini","content":"gone","model":"m"}`,
+		`{"$rewindTo":"u3"}`,
+		`{"$set":{"summary":"A title"}}`,
+		`{"id":"e1","timestamp":"2026-01-01T00:00:06.000Z","type":"error","content":"quota exceeded"}`,
+		`{"id":"i1","timestamp":"2026-01-01T00:00:07.000Z","type":"info","content":"Request cancelled."}`,
+		"")
+	_, im, _ := readLog(t, p)
+	want := "record:metadata message:user model_call message:assistant usage message:user " +
+		"record:$rewindTo record:dropped/user record:dropped/gemini record:$set error record:message/info"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	if im.Session.Title != "A title" || im.Session.Errors != 1 {
+		t.Errorf("session %+v", im.Session)
+	}
+	for _, ev := range im.Events {
+		if ev.Kind == engine.KindMessage && ev.Role == "assistant" && (ev.Text != "final" || ev.Prov.First != 3 || ev.Prov.Last != 5) {
+			t.Errorf("g1: %q %+v", ev.Text, ev.Prov)
+		}
+		if ev.Kind == engine.KindUsage && *ev.Usage != (engine.Usage{Input: 13, Output: 3, CacheRead: 4, Reasoning: 1}) {
+			t.Errorf("usage %+v", *ev.Usage)
+		}
+	}
+
+	// A checkpoint replaces the list: u1 goes, c1 comes, u2 keeps its
+	// history. A rewind to an id that is not there clears the list; the
+	// dropped session context still names the project.
+	p = writeLog(t, "session-2026-01-01T00-00-s-1.jsonl",
+		metaLine,
+		`{"id":"u1","type":"user","content":"first"}`,
+		`{"id":"u2","type":"user","content":"second"}`,
+		`{"$set":{"messages":[{"id":"c1","type":"user","content":"<session_context>\n- **Workspace Directories:**\n  - /w\n</session_context>"},{"id":"u2","type":"user","content":"second"}]}}`,
+		`{"$rewindTo":"nowhere"}`,
+		`{"id":"u4","type":"user","content":"after a rewind to an unknown id, which clears the list"}`)
+	_, im, _ = readLog(t, p)
+	want = "record:metadata record:$set record:dropped/user " +
+		"record:$rewindTo record:dropped/user record:dropped/user message:user"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("checkpoint events\n got %s\nwant %s", got, want)
+	}
+	if im.Session.CWD != "/w" {
+		t.Errorf("cwd %q", im.Session.CWD)
+	}
+}
+
+// TestImportGeminiBadLines checks that a line that is not JSON is a
+// problem naming the file and line, one of an unknown kind is kept, one
+// that does not decode is a parse error, and a truncated last line (the
+// CLI writing it) waits for the next import.
+func TestImportGeminiBadLines(t *testing.T) {
+	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl",
+		metaLine,
+		`{not json`,
+		`{"future":"record"}`,
+		`{"id":"g1","type":"gemini","thoughts":"not a list"}`,
+		`{"id":"g2","type":"gemini","content":[{"text":"ok"}],"toolCalls":[{"name":"ls","args":{},"status":"error","result":[{"functionResponse":{"name":"ls","response":{"error":"denied"}}}]}]}`,
+		`{"id":"u9","type":"user","content":[{"text":"half`)
+	fi, im, _ := readLog(t, p)
+	if len(fi.Problems) != 1 || !strings.HasPrefix(fi.Problems[0].String(), p+":2:3: not JSON") || fi.Tail == 0 {
+		t.Errorf("problems %v, tail %d", fi.Problems, fi.Tail)
+	}
+	imp := im.Session.Import
+	if imp.Records != 4 || imp.Errors != 1 || imp.Unknown != 1 {
+		t.Errorf("import %+v", imp)
+	}
+	want := "record:metadata record:unknown model_call message:assistant tool_call:gemini#g2#0 tool_result:gemini#g2#0"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	last := im.Events[len(im.Events)-1]
+	if !last.Tool.IsError || !last.Tool.SyntheticID || last.Text != "denied" {
+		t.Errorf("result %+v %q", last.Tool, last.Text)
+	}
+}
+
+// TestImportGeminiSubagent checks that a subagent's log is a session of
+// its own that names its parent.
+func TestImportGeminiSubagent(t *testing.T) {
+	p := writeLog(t, "parent-1/sub-1.jsonl",
+		`{"sessionId":"sub-1","projectHash":"h","startTime":"2026-01-01T00:00:00.000Z","kind":"subagent","directories":["/repo"]}`,
+		`{"id":"u1","type":"user","content":"look around"}`)
+	if !(Agent{}).IsLog(p) {
+		t.Errorf("IsLog(%s) = false", p)
+	}
+	fi, im, _ := readLog(t, p)
+	if fi.Session != "gemini:sub-1" || im.Session.CWD != "/repo" || string(im.Events[0].Extra) != `{"parent":"gemini:parent-1"}` {
+		t.Errorf("session %q cwd %q extra %s", fi.Session, im.Session.CWD, im.Events[0].Extra)
+	}
+}
+
+// TestImportGeminiDeterministic derives the fixture twice.
+func TestImportGeminiDeterministic(t *testing.T) {
+	_, a, _ := readLog(t, fixture)
+	_, b, _ := readLog(t, fixture)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Error("two derivations differ")
+	}
+}

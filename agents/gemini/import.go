@@ -27,12 +27,12 @@ import (
 //     Provider google, Model the message's model), a thinking event per
 //     thought (Text the description, Extra {"subject"}), a message with
 //     its text, a tool_call per toolCalls entry (ID the CLI's call id,
-//     Args its args) followed by its tool_result when the entry has one
+//     Args its args), a usage event from its tokens (Input input+tool:
+//     the prompt, cached tokens included, and the tool-use prompt;
+//     CacheRead cached; Output output+thoughts; Reasoning thoughts), then
+//     the tool_result of each entry that has one, at the entry's time
 //     (IsError when its status is error or cancelled; Extra its status
-//     and resultDisplay), and a usage event from its tokens: Input
-//     input+tool (the prompt, cached tokens included, and the tool-use
-//     prompt), CacheRead cached, Output output+thoughts, Reasoning
-//     thoughts.
+//     and resultDisplay).
 //   - An error message is an error event (Stage agent); info and
 //     warning messages are records kept verbatim.
 //
@@ -264,17 +264,28 @@ func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, 
 	if txt := text(ps); txt != "" {
 		gi.add(engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: txt, Parts: otherParts(ps), Prov: prov}, t)
 	}
+	// The calls came with the response, and its usage; their results
+	// later, when the CLI had run them (at the entry's timestamp).
+	ids := make([]string, len(m.ToolCalls))
 	for j, tc := range m.ToolCalls {
 		tool := &engine.Tool{ID: tc.ID, Name: tc.Name, Args: tc.Args}
 		if tool.ID == "" {
 			tool.ID, tool.SyntheticID = syntheticID(m.ID, j), true
 		}
-		gi.add(engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: prov}, stamp(tc.Timestamp))
+		ids[j] = tool.ID
+		gi.add(engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: prov}, t)
+	}
+	if tk := m.Tokens; tk != nil {
+		u := usage(tk)
+		gi.add(engine.Event{Kind: engine.KindUsage, Usage: &u, Prov: prov}, t)
+		s.Usage.Add(u)
+		s.Models[k].Usage.Add(u)
+	}
+	for j, tc := range m.ToolCalls {
 		if !hasResult(tc.Result) {
 			continue
 		}
-		out := resultText(tc.Result)
-		res := &engine.Tool{ID: tool.ID, Name: tc.Name, SyntheticID: tool.SyntheticID, IsError: tc.Status == "error" || tc.Status == "cancelled"}
+		res := &engine.Tool{ID: ids[j], Name: tc.Name, SyntheticID: tc.ID == "", IsError: tc.Status == "error" || tc.Status == "cancelled"}
 		extra := map[string]json.RawMessage{}
 		if tc.Status != "" {
 			extra["status"], _ = json.Marshal(tc.Status)
@@ -282,17 +293,11 @@ func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, 
 		if hasResult(tc.ResultDisplay) {
 			extra["resultDisplay"] = tc.ResultDisplay
 		}
-		ev := engine.Event{Kind: engine.KindToolResult, Role: "tool", Text: out, Tool: res, Prov: prov}
+		ev := engine.Event{Kind: engine.KindToolResult, Role: "tool", Text: resultText(tc.Result), Tool: res, Prov: prov}
 		if len(extra) > 0 {
 			ev.Extra, _ = json.Marshal(extra)
 		}
-		gi.results[tool.ID] = gi.add(ev, stamp(tc.Timestamp))
-	}
-	if tk := m.Tokens; tk != nil {
-		u := usage(tk)
-		gi.add(engine.Event{Kind: engine.KindUsage, Usage: &u, Prov: prov}, t)
-		s.Usage.Add(u)
-		s.Models[k].Usage.Add(u)
+		gi.results[res.ID] = gi.add(ev, stamp(tc.Timestamp))
 	}
 }
 

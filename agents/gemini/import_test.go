@@ -67,8 +67,8 @@ func TestImportGeminiFixture(t *testing.T) {
 	}
 	shell, read := "run_shell_command__call-e2e-shell-0001", "read_file__call-e2e-read-0002"
 	want := "record:metadata record:$set message:usercontext message:user record:$set " +
-		"model_call thinking message:assistant tool_call:" + shell + " tool_result:" + shell + " usage record:$set record:$set " +
-		"model_call tool_call:" + read + " tool_result:" + read + " usage record:$set record:$set " +
+		"model_call thinking message:assistant tool_call:" + shell + " usage tool_result:" + shell + " record:$set record:$set " +
+		"model_call tool_call:" + read + " usage tool_result:" + read + " record:$set record:$set " +
 		"model_call message:assistant usage record:$set"
 	if got := kinds(im.Events); got != want {
 		t.Errorf("events\n got %s\nwant %s", got, want)

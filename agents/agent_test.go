@@ -108,9 +108,10 @@ func TestLogs(t *testing.T) {
 			not:  []string{"/s/history.jsonl", "/s/rollout-x.json"}},
 		{agent: "codex", env: "/ch", dirs: []string{"/ch/sessions", "/ch/archived_sessions"}},
 		{agent: "gemini", dirs: []string{"/h/.gemini/tmp"},
-			logs: []string{"/h/.gemini/tmp/repo/chats/session-2026-11-27T06-31-5831d373.jsonl", "/h/.gemini/tmp/repo/chats/5831d373-d41d/agent-1.jsonl"},
-			not: []string{"/h/.gemini/tmp/repo/chats/session-2025-01-01T10-00-abc.json", "/h/.gemini/tmp/repo/logs.json",
-				"/h/.gemini/tmp/repo/chats/session-x.jsonl.tmp-41", "/h/.gemini/tmp/repo/x.jsonl"}},
+			logs: []string{"/h/.gemini/tmp/repo/chats/session-2026-11-27T06-31-5831d373.jsonl", "/h/.gemini/tmp/repo/chats/5831d373-d41d/agent-1.jsonl",
+				"/h/.gemini/tmp/repo/chats/session-2025-01-01T10-00-abc.json", "/h/.gemini/tmp/repo/logs.json"},
+			not: []string{"/h/.gemini/tmp/repo/chats/session-x.jsonl.tmp-41", "/h/.gemini/tmp/repo/x.jsonl", "/h/.gemini/tmp/repo/chats/sub/logs.json",
+				"/h/.gemini/tmp/repo/chats/session-x.jsonl.unreadable-1700000000000", "/h/.gemini/tmp/repo/chats/x/y.json"}},
 		{agent: "gemini", env: "/gh", dirs: []string{"/gh/.gemini/tmp"}},
 	} {
 		a, _ := agents.Lookup(c.agent)

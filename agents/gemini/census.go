@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/census"
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 )
 
@@ -13,13 +14,18 @@ import (
 // (CheckLine), the session of a file is named as fileSession says, and
 // the data-loss check counts each file by count.
 func init() {
-	engine.RegisterLogFormat(Source, engine.LogFormat{CheckLine: CheckLine, Session: fileSession, Census: countFiles})
+	engine.RegisterLogFormat(Source, engine.LogFormat{CheckLine: CheckLine, Session: fileSession, Census: countFiles,
+		Document: isDocument, CheckDoc: CheckDoc})
 }
 
-// fileSession returns the session id of a log: the sessionId of its
-// first record when that is the metadata, else the name of a subagent's
-// log (<id>.jsonl), else "" (the file's name).
+// fileSession returns the session id of a log: "logs-<project>" for a
+// project's logs.json, the sessionId of its first record when that is
+// the metadata (or of the document, for a .json), else the name of a
+// subagent's log (<id>.jsonl), else "" (the file's name).
 func fileSession(path string, first []byte) string {
+	if filepath.Base(path) == "logs.json" {
+		return "logs-" + filepath.Base(filepath.Dir(path))
+	}
 	var v struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -32,15 +38,29 @@ func fileSession(path string, first []byte) string {
 	return ""
 }
 
-// countFiles sums count over the records of each file.
+// countFiles sums count over the records of each file, a document's
+// records being the lines it stands for (expand; one that does not
+// decode is a parse error), less the session-X.json files whose X.jsonl
+// is there (sessionFiles).
 func countFiles(files []engine.ImportFile) census.Counts {
 	var total census.Counts
-	for _, f := range files {
+	for _, f := range sessionFiles(files) {
 		lines := make([][]byte, 0, len(f.Records))
+		var bad int64
 		for _, r := range f.Records {
-			lines = append(lines, r.Data)
+			if r.Kind != exchange.ImportDoc {
+				lines = append(lines, r.Data)
+				continue
+			}
+			more, err := expand(r.Data)
+			if err != nil {
+				bad++
+			}
+			lines = append(lines, more...)
 		}
-		total.Add(count(lines))
+		c := count(lines)
+		c.Records, c.ParseErrors = int64(len(f.Records)), c.ParseErrors+bad
+		total.Add(c)
 	}
 	return total
 }
@@ -48,8 +68,9 @@ func countFiles(files []engine.ImportFile) census.Counts {
 // count is the source census of one session log. It applies the lines
 // as the CLI's reader does (resolve) and counts what stands:
 //
-//   - Records are the lines; ParseErrors the JSON objects that do not
-//     decode as the kind their keys say.
+//   - Records are the lines (a document is one; see countFiles);
+//     ParseErrors the JSON objects that do not decode as the kind their
+//     keys say.
 //   - Kept are the lines that are no message (metadata, $set,
 //     $rewindTo), the messages a rewind or a checkpoint dropped, and the
 //     info and warning messages; Unknown the lines of no known kind and

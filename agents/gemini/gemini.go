@@ -52,18 +52,19 @@ func (Agent) LogDirs(home string) []string {
 }
 
 // IsLog reports whether path is a session log: chats/session-*.jsonl,
-// or a subagent's chats/<parent id>/<id>.jsonl.
+// a subagent's chats/<parent id>/<id>.jsonl, an older version's
+// chats/session-*.json, or a project's logs.json (the prompts typed in
+// it) beside chats/.
 func (Agent) IsLog(path string) bool {
 	name := filepath.Base(path)
-	if !strings.HasSuffix(name, ".jsonl") {
-		return false
-	}
 	dir := filepath.Dir(path)
 	switch {
+	case name == "logs.json":
+		return filepath.Base(filepath.Dir(dir)) == "tmp"
 	case filepath.Base(dir) == "chats":
-		return strings.HasPrefix(name, "session-")
+		return strings.HasPrefix(name, "session-") && (strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json"))
 	case filepath.Base(filepath.Dir(dir)) == "chats":
-		return true
+		return strings.HasSuffix(name, ".jsonl")
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/engine"
 )
@@ -44,7 +45,15 @@ import (
 // subagent's log (chats/<parent id>/<id>.jsonl) is a session of its own
 // whose metadata record's Extra names the parent ({"parent":
 // "gemini:<parent id>"}). A line that does not parse is counted in
-// Import.Errors and skipped.
+// Import.Errors and skipped, and so is a line of a document that does
+// not decode.
+//
+// A session document of an older version (session-*.json) is read as
+// the lines it stands for (see expand), each with the document's
+// provenance, unless the session's X.jsonl is there too (it holds the
+// same messages again). logs.json is a session of its own,
+// "gemini:logs-<project>", whose events are the prompts typed in the
+// project, each a user message.
 func init() { engine.RegisterImporter(Source, importGemini) }
 
 // Source is the import source of Gemini CLI's logs.
@@ -57,7 +66,7 @@ func importGemini(session string, files []engine.ImportFile) (*engine.Imported, 
 	s.Client = "gemini-cli"
 	s.Threads = 1
 	s.Import = &engine.ImportInfo{Source: Source}
-	for _, f := range files {
+	for _, f := range sessionFiles(files) {
 		s.Import.Files = append(s.Import.Files, f.Path)
 		gi := &geminiImport{im: im, file: f.Path}
 		gi.run(f.Records)
@@ -70,6 +79,24 @@ func importGemini(session string, files []engine.ImportFile) (*engine.Imported, 
 		}
 	}
 	return im, nil
+}
+
+// sessionFiles returns files less each session-X.json whose
+// session-X.jsonl is there too: resuming an old session, the CLI wrote
+// its messages again into X.jsonl and appends there.
+func sessionFiles(files []engine.ImportFile) []engine.ImportFile {
+	has := map[string]bool{}
+	for _, f := range files {
+		has[f.Path] = true
+	}
+	var out []engine.ImportFile
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, ".json") && has[f.Path+"l"] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // geminiImport is the state of importing one log file.
@@ -87,13 +114,25 @@ func (gi *geminiImport) run(records []engine.ImportRecord) {
 	s := &gi.im.Session
 	for _, r := range records {
 		s.Import.Records++
-		l, err := parseLine(r.Data)
-		if err != nil {
-			s.Import.Errors++
-			continue
+		datas := [][]byte{r.Data}
+		if r.Kind == exchange.ImportDoc {
+			var err error
+			if datas, err = expand(r.Data); err != nil {
+				s.Import.Errors++
+				continue
+			}
 		}
-		gi.recs = append(gi.recs, r)
-		gi.lines = append(gi.lines, l)
+		for _, d := range datas {
+			l, err := parseLine(d)
+			if err != nil {
+				s.Import.Errors++
+				continue
+			}
+			rr := r
+			rr.Data = d
+			gi.recs = append(gi.recs, rr)
+			gi.lines = append(gi.lines, l)
+		}
 	}
 	c := resolve(gi.lines)
 	if c.meta.SessionID != "" && s.ID == "" {

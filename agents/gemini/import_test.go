@@ -234,3 +234,107 @@ func TestImportGeminiDeterministic(t *testing.T) {
 		t.Error("two derivations differ")
 	}
 }
+
+// legacyDoc is a session as versions before 0.43 wrote it: one
+// pretty-printed document, tool results only in the calls' entries.
+const legacyDoc = `{
+  "sessionId": "old-1",
+  "projectHash": "h",
+  "startTime": "2025-12-01T21:45:00.000Z",
+  "lastUpdated": "2025-12-01T21:46:00.000Z",
+  "messages": [
+    {
+      "id": "u1",
+      "timestamp": "2025-12-01T21:45:01.000Z",
+      "type": "user",
+      "content": "show tools"
+    },
+    {
+      "id": "g1",
+      "timestamp": "2025-12-01T21:45:30.000Z",
+      "type": "gemini",
+      "content": "",
+      "toolCalls": [
+        {
+          "id": "write_todos-1768561360195-92b321077029e8",
+          "name": "write_todos",
+          "args": {"todos": []},
+          "result": [{"functionResponse": {"id": "write_todos-1768561360195-92b321077029e8", "name": "write_todos", "response": {"output": "Successfully updated the todo list."}}}],
+          "status": "success",
+          "timestamp": "2025-12-01T21:45:29.000Z"
+        }
+      ],
+      "thoughts": [{"subject": "Planning", "description": "List the todos.", "timestamp": "2025-12-01T21:45:20.000Z"}],
+      "tokens": {"input": 4749, "output": 292, "cached": 100, "thoughts": 240, "tool": 0, "total": 5281},
+      "model": "gemini-3-pro"
+    }
+  ]
+}
+`
+
+// TestImportGeminiLegacy reads an older version's session document,
+// drops it when the session's .jsonl (written on resume) is there, and
+// reads a project's logs.json as a session of its own.
+func TestImportGeminiLegacy(t *testing.T) {
+	p := writeLog(t, "session-2025-12-01T21-45-old1.json", legacyDoc)
+	if !(Agent{}).IsLog(p) {
+		t.Errorf("IsLog(%s) = false", p)
+	}
+	fi, im, file := readLog(t, p)
+	if fi.Session != "gemini:old-1" || len(fi.Records) != 1 || len(fi.Problems) != 0 {
+		t.Fatalf("session %q, %d records, problems %v", fi.Session, len(fi.Records), fi.Problems)
+	}
+	want := "record:metadata message:user model_call thinking tool_call:write_todos-1768561360195-92b321077029e8 usage tool_result:write_todos-1768561360195-92b321077029e8"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	c := engine.SourceCensus(Source, []engine.ImportFile{file})
+	if c.Records != 1 || c.UserPrompts != 1 || c.ToolResults != 1 || c.TokensIn != 4649 || c.TokensOut != 532 || c.Thinking != 1 {
+		t.Errorf("census %+v", c)
+	}
+
+	// Resumed by 0.43 or later: X.jsonl holds the same messages again.
+	lines := []string{`{"sessionId":"old-1","projectHash":"h","startTime":"2025-12-01T21:45:00.000Z"}`}
+	lines = append(lines, `{"id":"u1","timestamp":"2025-12-01T21:45:01.000Z","type":"user","content":"show tools"}`)
+	q := filepath.Join(filepath.Dir(p), "session-2025-12-01T21-45-old1.jsonl")
+	if err := os.WriteFile(q, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jf, _, jfile := readLog(t, q)
+	both := []engine.ImportFile{file, jfile}
+	im, err := engine.DeriveImport(Source, jf.Session, both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := engine.Census(&im.Session, im.Events), engine.SourceCensus(Source, both); got != want || got.UserPrompts != 1 || len(im.Session.Import.Files) != 1 {
+		t.Errorf("with the .jsonl: census %+v, source %+v, files %q", got, want, im.Session.Import.Files)
+	}
+
+	logs := filepath.Join(filepath.Dir(filepath.Dir(p)), "logs.json")
+	if err := os.WriteFile(logs, []byte(`[
+  {"sessionId": "old-1", "messageId": 0, "type": "user", "message": "show tools", "timestamp": "2025-12-01T21:45:01.000Z"},
+  {"sessionId": "old-2", "messageId": 0, "type": "user", "message": "/quit", "timestamp": "2025-12-02T08:00:00.000Z"}
+]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !(Agent{}).IsLog(logs) {
+		t.Errorf("IsLog(%s) = false", logs)
+	}
+	fi, im, _ = readLog(t, logs)
+	if fi.Session != "gemini:logs-proj" || kinds(im.Events) != "message:user message:user" || im.Events[1].Text != "/quit" {
+		t.Errorf("logs.json: session %q, events %s", fi.Session, kinds(im.Events))
+	}
+
+	// A document that is not JSON is a problem naming its line and
+	// column; one cut short too.
+	for _, c := range []struct{ doc, want string }{
+		{"{\n  \"sessionId\": x\n}", ":2:16: not JSON"},
+		{legacyDoc[:200], ":9:24: not JSON: unexpected end of JSON input"},
+	} {
+		bad := writeLog(t, "session-2025-12-01T21-45-bad1.json", c.doc)
+		fi, err := engine.ReadImport(Source, bad, nil)
+		if err != nil || len(fi.Records) != 0 || len(fi.Problems) != 1 || !strings.HasPrefix(fi.Problems[0].String(), bad+c.want) {
+			t.Errorf("bad document: %v, %d records, problems %v", err, len(fi.Records), fi.Problems)
+		}
+	}
+}

@@ -29,6 +29,15 @@ import (
 // Anything else is a line of an unknown kind. The messages left at the
 // end, in order, are the conversation.
 
+// Older versions (before 0.43) wrote a session as one JSON document,
+// chats/session-<time>-<id8>.json: the metadata with the messages in
+// "messages". Each project directory also holds logs.json, an array of
+// the prompts typed in it ({sessionId, messageId, type, message,
+// timestamp}), which 0.61 still writes. expand turns both into the lines
+// the JSONL log would hold: a session document into its metadata line
+// and a line per message; logs.json into a message line per entry (id
+// "<sessionId>#<messageId>", content its message).
+
 // Kinds of line.
 const (
 	lineRewind  = "$rewindTo"
@@ -360,4 +369,86 @@ func projectDir(hash string, candidates []string) string {
 		return candidates[0]
 	}
 	return ""
+}
+
+// ErrNotDocument reports a document that is neither a session (a JSON
+// object) nor logs.json (a JSON array).
+var ErrNotDocument = errors.New("not a Gemini CLI session or logs.json: neither a JSON object nor an array")
+
+// CheckDoc reports whether b, a whole .json file, is a document of the
+// CLI's: a JSON object (a session) or array (logs.json). A syntax error
+// is an *agentlog.SyntaxError with its offset in b.
+func CheckDoc(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return &agentlog.SyntaxError{Offset: max(se.Offset-1, 0), Msg: se.Error(), Truncated: se.Offset >= int64(len(b))}
+		}
+		return err
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return nil
+	}
+	return ErrNotDocument
+}
+
+// isDocument reports whether path is a whole-document file: a .json.
+func isDocument(path string) bool { return strings.HasSuffix(path, ".json") }
+
+// expand returns the lines a document stands for (see above); the error
+// is for a document that does not decode.
+func expand(doc []byte) ([][]byte, error) {
+	doc = bytes.TrimSpace(doc)
+	if len(doc) > 0 && doc[0] == '[' {
+		var entries []struct {
+			SessionID string          `json:"sessionId"`
+			MessageID json.RawMessage `json:"messageId"`
+			Type      string          `json:"type"`
+			Message   json.RawMessage `json:"message"`
+			Timestamp string          `json:"timestamp"`
+		}
+		if err := json.Unmarshal(doc, &entries); err != nil {
+			return nil, err
+		}
+		out := make([][]byte, 0, len(entries))
+		for _, e := range entries {
+			content := e.Message
+			if len(content) == 0 {
+				content = json.RawMessage(`""`)
+			}
+			b, err := json.Marshal(struct {
+				ID        string          `json:"id"`
+				Timestamp string          `json:"timestamp,omitempty"`
+				Type      string          `json:"type"`
+				Content   json.RawMessage `json:"content"`
+			}{e.SessionID + "#" + string(e.MessageID), e.Timestamp, e.Type, content})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		}
+		return out, nil
+	}
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, err
+	}
+	var msgs []json.RawMessage
+	if raw, ok := v["messages"]; ok {
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			return nil, err
+		}
+		delete(v, "messages")
+	}
+	head, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := [][]byte{head}
+	for _, m := range msgs {
+		out = append(out, m)
+	}
+	return out, nil
 }

@@ -7,7 +7,7 @@
 // the package registers the agent as "gemini" (see package agents).
 //
 // It also registers the importer of source "gemini" with the engine
-// (import.go: a session log to events) and its log format (census.go:
+// (import.go: a session log to events) and its log format (logformat.go:
 // the line check, the session of a log, the source census); log.go
 // reads the lines and applies them as the CLI's own reader does.
 //

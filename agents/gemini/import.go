@@ -14,7 +14,7 @@ import (
 )
 
 // The Gemini CLI importer derives one session from one session log, by
-// the census rules of census.go, so that engine.Census over its events
+// the census rules of logformat.go, so that engine.Census over its events
 // equals countFiles over the file. The conversation is what the CLI
 // itself would load (see log.go): the messages that stand once every
 // $rewindTo, $set and repeated id is applied, in order. For each:

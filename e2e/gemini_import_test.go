@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/agents/gemini"
 	"github.com/bbengine/bbengine/cli"
 	"github.com/bbengine/bbengine/engine"
 )
@@ -39,6 +41,7 @@ type gemImpFake struct {
 	mu          sync.Mutex
 	calls       []string // method, path and query of every request
 	side        []string
+	tools       map[string]bool // the function declarations the main requests offered
 }
 
 type gemImpPart struct {
@@ -57,7 +60,11 @@ type gemImpRequest struct {
 		Role  string       `json:"role"`
 		Parts []gemImpPart `json:"parts"`
 	} `json:"contents"`
-	Tools []json.RawMessage `json:"tools"`
+	Tools []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
 }
 
 func (r *gemImpRequest) text() string {
@@ -120,6 +127,16 @@ func (f *gemImpFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Side requests (routing, next speaker) want JSON.
 		parts = []string{`{"text":` + jsonString(`{"reasoning":"e2e","next_speaker":"user","model_choice":"pro","complexity_reasoning":"e2e","complexity_score":80}`) + `}`}
 	case !haveShell:
+		f.mu.Lock()
+		if f.tools == nil {
+			f.tools = map[string]bool{}
+		}
+		for _, tl := range req.Tools {
+			for _, d := range tl.FunctionDeclarations {
+				f.tools[d.Name] = true
+			}
+		}
+		f.mu.Unlock()
 		parts = []string{
 			`{"text":"Let me think about the command.","thought":true}`,
 			`{"text":"I will run the command."}`,
@@ -204,8 +221,10 @@ const gemImpSettings = `{
 `
 
 // gemImpRun runs `gemini -p` on a task with two tool calls in a fresh home
-// and returns the session log it wrote and the fake.
-func gemImpRun(t *testing.T) (log string, fake *gemImpFake) {
+// and returns the session log it wrote and the fake. setup, when not
+// nil, may edit the home (its settings.json turns off updates and
+// telemetry) before the run.
+func gemImpRun(t *testing.T, setup func(home string)) (log string, fake *gemImpFake) {
 	bin := gemImpCommand(t)
 	home, tmp, work := t.TempDir(), t.TempDir(), t.TempDir()
 	fake = &gemImpFake{note: filepath.Join(work, "note.txt"), nonce: "nonce-" + randomHex(6)}
@@ -217,6 +236,9 @@ func gemImpRun(t *testing.T) (log string, fake *gemImpFake) {
 	}
 	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(gemImpSettings), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(home)
 	}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
@@ -251,7 +273,7 @@ func gemImpRun(t *testing.T) (log string, fake *gemImpFake) {
 // clean. BBENGINE_GEMINI_FIXTURE=FILE keeps a copy of the log (for
 // agents/gemini/testdata).
 func TestGeminiCLIImport(t *testing.T) {
-	log, fake := gemImpRun(t)
+	log, fake := gemImpRun(t, nil)
 	b, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +333,58 @@ func TestGeminiCLIImport(t *testing.T) {
 		t.Errorf("sessions --agent gemini-cli lists %d imported sessions:\n%s", n, sessions)
 	}
 	run("export", id, "--to", "atif", "--check")
+}
+
+// TestGeminiCLIInstall installs bbengine's hooks and MCP server for the
+// user, as `bbengine install gemini --user` does, and runs the real
+// Gemini CLI: it must start the MCP server (its tools reach the model)
+// and run the hook at SessionStart and BeforeAgent with the events our
+// parser reads. A wrapper named bbengine-e2e logs the hook's stdin and
+// its --verbose line, then runs the built bbengine.
+func TestGeminiCLIInstall(t *testing.T) {
+	gemImpCommand(t)
+	bin := buildBBEngine(t, t.TempDir())
+	dir := t.TempDir()
+	wrapDir := t.TempDir()
+	wrapper := filepath.Join(wrapDir, "bbengine-e2e")
+	hookLog := wrapper + ".log"
+	script := "#!/bin/sh\ncase \" $* \" in\n" +
+		"*\" hook \"*) tee -a '" + hookLog + "' | '" + bin + "' \"$@\" --verbose 2>>'" + hookLog + "'; echo >>'" + hookLog + "' ;;\n" +
+		"*) exec '" + bin + "' \"$@\" ;;\nesac\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, fake := gemImpRun(t, func(home string) {
+		changes, err := gemini.Agent{}.Install(&agents.Setup{Exe: wrapper, Dir: dir, MCP: true, Hooks: true, User: true, Home: home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range changes {
+			t.Logf("%s %s\n%s", ch.Action, ch.File, ch.Diff())
+			if err := ch.Apply("20260101T000000Z"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	b, err := os.ReadFile(hookLog)
+	if err != nil {
+		t.Fatalf("the hook never ran: %v", err)
+	}
+	t.Logf("hook log:\n%s", b)
+	for _, w := range []string{`"hook_event_name":"SessionStart"`, `"hook_event_name":"BeforeAgent"`, `"session_id":"`, gemImpMarker} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("the hook's input lacks %s", w)
+		}
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	var mcp []string
+	for name := range fake.tools {
+		if strings.Contains(name, "memory_search") {
+			mcp = append(mcp, name)
+		}
+	}
+	if len(mcp) == 0 {
+		t.Errorf("the model was offered no bbengine MCP tool; tools: %v", fake.tools)
+	}
 }

@@ -307,7 +307,9 @@ func TestGeminiCLIImport(t *testing.T) {
 	json.Unmarshal(b[:bytes.IndexByte(b, '\n')], &first)
 	id := "gemini:" + first.SessionID
 	text := run("show", id)
-	shell, read := "run_shell_command__"+gemImpShellID, "read_file__"+gemImpReadID
+	// The CLI logs "<tool>__<id>"; the import keeps the model's id, which
+	// the requests carry.
+	shell, read := "t:run_shell_command id="+gemImpShellID, "t:read_file id="+gemImpReadID
 	for _, w := range []string{shell, "Output: hello", read, fake.nonce, "E2E done: the shell said hello"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("the imported session lacks %q", w)
@@ -386,5 +388,50 @@ func TestGeminiCLIInstall(t *testing.T) {
 	}
 	if len(mcp) == 0 {
 		t.Errorf("the model was offered no bbengine MCP tool; tools: %v", fake.tools)
+	}
+}
+
+// TestGeminiImportGrowing imports the Gemini CLI 0.61.0 fixture as the
+// CLI writes it: first up to the middle of a line (a write in progress,
+// left for later), then the rest. The session must come out as from one
+// import of the whole file, with import --check clean.
+func TestGeminiImportGrowing(t *testing.T) {
+	whole, err := os.ReadFile(filepath.Join("..", "agents", "gemini", "testdata", "gemini-cli-0.61.0-tools.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(dir string, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := cli.Main(append([]string{"bbengine", "--dir", dir}, args...), &out, &errb); code != 0 {
+			t.Fatalf("bbengine %v: exit %d:\n%s%s", args, code, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	chats := filepath.Join(t.TempDir(), "tmp", "003", "chats")
+	if err := os.MkdirAll(chats, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(chats, "session-2026-11-27T06-36-3f849cf4.jsonl")
+	cut := bytes.Index(whole, []byte(`"toolCalls"`)) // inside line 7
+	if err := os.WriteFile(log, whole[:cut], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	grown := t.TempDir()
+	if out := run(grown, "import", "gemini", chats); !strings.Contains(out, "imported 6 records") {
+		t.Errorf("first import:\n%s", out)
+	}
+	if err := os.WriteFile(log, whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(grown, "import", "gemini", chats, "--check"); !strings.Contains(out, "imported 10 records") || !strings.Contains(out, "nothing lost") {
+		t.Errorf("second import:\n%s", out)
+	}
+	once := t.TempDir()
+	run(once, "import", "gemini", chats)
+	id := "gemini:3f849cf4-c2a2-4b67-a9c5-29d3a4ec5e1d"
+	a, b := run(grown, "show", id, "--format", "json"), run(once, "show", id, "--format", "json")
+	if a != b {
+		t.Errorf("imported in two pieces:\n%s\nin one:\n%s", a, b)
 	}
 }

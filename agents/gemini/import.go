@@ -27,8 +27,9 @@ import (
 //   - A gemini message is one model response: a model_call (API gemini,
 //     Provider google, Model the message's model), a thinking event per
 //     thought (Text the description, Extra {"subject"}), a message with
-//     its text, a tool_call per toolCalls entry (ID the CLI's call id,
-//     Args its args), a usage event from its tokens (Input input+tool:
+//     its text, a tool_call per toolCalls entry (ID the call's id on the
+//     wire: the CLI's id less its "<tool name>__" prefix, Extra
+//     {"cli_id"} the CLI's; Args its args), a usage event from its tokens (Input input+tool:
 //     the prompt, cached tokens included, and the tool-use prompt;
 //     CacheRead cached; Output output+thoughts; Reasoning thoughts), then
 //     the tool_result of each entry that has one, at the entry's time
@@ -254,15 +255,16 @@ func (gi *geminiImport) message(e *entry) {
 		}
 		for _, p := range responses {
 			fr := p.FunctionResponse
-			if k, ok := gi.results[fr.ID]; ok {
+			id := wireID(fr.Name, fr.ID)
+			if k, ok := gi.results[id]; ok {
 				// The call's entry carried this result already.
 				ev := &gi.im.Events[k]
 				ev.Prov.First, ev.Prov.Last = min(ev.Prov.First, prov.First), max(ev.Prov.Last, prov.Last)
 				continue
 			}
 			out, isErr := responseText(fr.Response)
-			gi.results[fr.ID] = gi.add(engine.Event{Kind: engine.KindToolResult, Role: "tool", Text: out,
-				Tool: &engine.Tool{ID: fr.ID, Name: fr.Name, IsError: isErr}, Prov: prov}, t)
+			gi.results[id] = gi.add(engine.Event{Kind: engine.KindToolResult, Role: "tool", Text: out,
+				Tool: &engine.Tool{ID: id, Name: fr.Name, IsError: isErr}, Prov: prov}, t)
 		}
 	case "gemini":
 		gi.response(m, ps, prov, t)
@@ -307,12 +309,16 @@ func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, 
 	// later, when the CLI had run them (at the entry's timestamp).
 	ids := make([]string, len(m.ToolCalls))
 	for j, tc := range m.ToolCalls {
-		tool := &engine.Tool{ID: tc.ID, Name: tc.Name, Args: tc.Args}
-		if tool.ID == "" {
+		tool := &engine.Tool{ID: wireID(tc.Name, tc.ID), Name: tc.Name, Args: tc.Args}
+		ev := engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: prov}
+		switch {
+		case tc.ID == "":
 			tool.ID, tool.SyntheticID = syntheticID(m.ID, j), true
+		case tool.ID != tc.ID:
+			ev.Extra, _ = json.Marshal(map[string]string{"cli_id": tc.ID})
 		}
 		ids[j] = tool.ID
-		gi.add(engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: prov}, t)
+		gi.add(ev, t)
 	}
 	if tk := m.Tokens; tk != nil {
 		u := usage(tk)
@@ -344,6 +350,21 @@ func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, 
 // the cached tokens in it, as CacheRead says).
 func usage(tk *tokens) engine.Usage {
 	return engine.Usage{Input: tk.Input + tk.Tool, Output: tk.Output + tk.Thoughts, CacheRead: tk.Cached, Reasoning: tk.Thoughts}
+}
+
+// wireID returns the id of a call as the model gave it and the requests
+// carry it: the CLI writes "<tool name>__<id>" in its log (and its own
+// "synth_…" id when the model gave none) and strips the prefix before it
+// sends the history (stripToolCallIdPrefixes).
+func wireID(name, id string) string {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = "generic_tool"
+	}
+	if rest, ok := strings.CutPrefix(id, name+"__"); ok && rest != "" {
+		return rest
+	}
+	return id
 }
 
 // syntheticID names the j-th call of message id when the log gives it

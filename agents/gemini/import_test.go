@@ -65,7 +65,7 @@ func TestImportGeminiFixture(t *testing.T) {
 	if s.Agent != "gemini-cli" || s.CWD != "/home/user/project" || s.Requests != 3 || s.Import.Records != 16 || s.Import.Errors != 0 {
 		t.Errorf("session %+v", s)
 	}
-	shell, read := "run_shell_command__call-e2e-shell-0001", "read_file__call-e2e-read-0002"
+	shell, read := "call-e2e-shell-0001", "call-e2e-read-0002"
 	want := "record:metadata record:$set message:usercontext message:user record:$set " +
 		"model_call thinking message:assistant tool_call:" + shell + " usage tool_result:" + shell + " record:$set record:$set " +
 		"model_call tool_call:" + read + " usage tool_result:" + read + " record:$set record:$set " +
@@ -90,8 +90,8 @@ func TestImportGeminiFixture(t *testing.T) {
 				t.Errorf("shell result provenance %+v", ev.Prov)
 			}
 		case ev.Kind == engine.KindToolCall && ev.Tool.ID == read:
-			if string(ev.Tool.Args) != `{"file_path":"/home/user/project/note.txt"}` {
-				t.Errorf("read args %s", ev.Tool.Args)
+			if string(ev.Tool.Args) != `{"file_path":"/home/user/project/note.txt"}` || string(ev.Extra) != `{"cli_id":"read_file__call-e2e-read-0002"}` {
+				t.Errorf("read args %s, extra %s", ev.Tool.Args, ev.Extra)
 			}
 		case ev.Kind == engine.KindModelCall:
 			if ev.Call.API != llm.Gemini || ev.Call.Model != "gemini-3.8-flash" || ev.Call.Provider != "google" {
@@ -335,6 +335,21 @@ func TestImportGeminiLegacy(t *testing.T) {
 		fi, err := engine.ReadImport(Source, bad, nil)
 		if err != nil || len(fi.Records) != 0 || len(fi.Problems) != 1 || !strings.HasPrefix(fi.Problems[0].String(), bad+c.want) {
 			t.Errorf("bad document: %v, %d records, problems %v", err, len(fi.Records), fi.Problems)
+		}
+	}
+}
+
+func TestWireID(t *testing.T) {
+	for _, c := range []struct{ name, id, want string }{
+		{"run_shell_command", "run_shell_command__call-1", "call-1"},
+		{"read_file", "read_file__synth_p1_1700000000000_0", "synth_p1_1700000000000_0"},
+		{"", "generic_tool__x", "x"},
+		{"read_file", "write_file__x", "write_file__x"},
+		{"read_file", "read_file__", "read_file__"},
+		{"ls", "call-2", "call-2"},
+	} {
+		if got := wireID(c.name, c.id); got != c.want {
+			t.Errorf("wireID(%q, %q) = %q, want %q", c.name, c.id, got, c.want)
 		}
 	}
 }

@@ -81,7 +81,8 @@ func countFiles(files []engine.ImportFile) census.Counts {
 //   - Responses are the gemini messages; Assistant those with text;
 //     Thinking their thoughts plus their thought parts.
 //   - ToolCalls are the distinct ids of the gemini messages' toolCalls
-//     (a call without an id is one of its own); ToolResults the distinct
+//     (less the CLI's "<tool name>__" prefix; a call without an id is
+//     one of its own); ToolResults the distinct
 //     ids of the calls that carry a result and of the user messages'
 //     functionResponse parts.
 //   - Errors are the error messages.
@@ -120,7 +121,7 @@ func count(raw [][]byte) census.Counts {
 			for _, p := range ps {
 				if p.FunctionResponse != nil {
 					responses++
-					results[p.FunctionResponse.ID] = true
+					results[wireID(p.FunctionResponse.Name, p.FunctionResponse.ID)] = true
 				}
 			}
 			t := text(ps)
@@ -142,7 +143,7 @@ func count(raw [][]byte) census.Counts {
 				c.Assistant++
 			}
 			for j, tc := range m.ToolCalls {
-				id := tc.ID
+				id := wireID(tc.Name, tc.ID)
 				if id == "" {
 					id = syntheticID(m.ID, j)
 				}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -223,8 +224,10 @@ const gemImpSettings = `{
 // gemImpRun runs `gemini -p` on a task with two tool calls in a fresh home
 // and returns the session log it wrote and the fake. setup, when not
 // nil, may edit the home (its settings.json turns off updates and
-// telemetry) before the run.
-func gemImpRun(t *testing.T, setup func(home string)) (log string, fake *gemImpFake) {
+// telemetry) before the run, given the fake's URL; when it returns true
+// the CLI must find GOOGLE_GEMINI_BASE_URL in its files, not in its
+// environment.
+func gemImpRun(t *testing.T, setup func(home, baseURL string) (fromFiles bool)) (log string, fake *gemImpFake) {
 	bin := gemImpCommand(t)
 	home, tmp, work := t.TempDir(), t.TempDir(), t.TempDir()
 	fake = &gemImpFake{note: filepath.Join(work, "note.txt"), nonce: "nonce-" + randomHex(6)}
@@ -237,16 +240,17 @@ func gemImpRun(t *testing.T, setup func(home string)) (log string, fake *gemImpF
 	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(gemImpSettings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if setup != nil {
-		setup(home)
-	}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
+	env := gemImpEnv(home, tmp, srv.URL)
+	if setup != nil && setup(home, srv.URL) {
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOOGLE_GEMINI_BASE_URL=") })
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-p", "Run echo hello, then read note.txt and tell me what it says. "+gemImpMarker, "--approval-mode", "yolo", "--output-format", "text")
 	cmd.Dir = work
-	cmd.Env = gemImpEnv(home, tmp, srv.URL)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -337,10 +341,11 @@ func TestGeminiCLIImport(t *testing.T) {
 	run("export", id, "--to", "atif", "--check")
 }
 
-// TestGeminiCLIInstall installs bbengine's hooks and MCP server for the
-// user, as `bbengine install gemini --user` does, and runs the real
-// Gemini CLI: it must start the MCP server (its tools reach the model)
-// and run the hook at SessionStart and BeforeAgent with the events our
+// TestGeminiCLIInstall installs bbengine's hooks, MCP server and base
+// URL for the user, as `bbengine install gemini --user` does, and runs
+// the real Gemini CLI with no GOOGLE_GEMINI_BASE_URL in its environment:
+// it must reach the fake through ~/.gemini/.env, start the MCP server
+// (its tools reach the model) and run the hook at SessionStart and BeforeAgent with the events our
 // parser reads. A wrapper named bbengine-e2e logs the hook's stdin and
 // its --verbose line, then runs the built bbengine.
 func TestGeminiCLIInstall(t *testing.T) {
@@ -356,8 +361,8 @@ func TestGeminiCLIInstall(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, fake := gemImpRun(t, func(home string) {
-		changes, err := gemini.Agent{}.Install(&agents.Setup{Exe: wrapper, Dir: dir, MCP: true, Hooks: true, User: true, Home: home})
+	_, fake := gemImpRun(t, func(home, baseURL string) bool {
+		changes, err := gemini.Agent{}.Install(&agents.Setup{Exe: wrapper, Dir: dir, BaseURL: baseURL, MCP: true, Hooks: true, User: true, Home: home})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,6 +372,7 @@ func TestGeminiCLIInstall(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		return true // the base URL comes from ~/.gemini/.env
 	})
 	b, err := os.ReadFile(hookLog)
 	if err != nil {

@@ -14,40 +14,47 @@ import (
 )
 
 // The Gemini CLI importer derives one session from one session log, by
-// the census rules of logformat.go, so that engine.Census over its events
-// equals countFiles over the file. The conversation is what the CLI
-// itself would load (see log.go): the messages that stand once every
-// $rewindTo, $set and repeated id is applied, in order. For each:
+// the census rules of logformat.go, so that engine.Census over its
+// events equals countFiles over the file. The lines are applied as the
+// CLI's own reader applies them (see log.go), and every message that
+// entered the conversation becomes events at the line that brought it
+// in, in its last version (the last line of its id), whether it still
+// stands or a $rewindTo or a checkpoint dropped it later: it happened,
+// and a dropped response was billed. For each:
 //
 //   - A user message is a user prompt, or injected context (Meta
-//     "context") when it is the <session_context> the CLI puts first.
+//     "context") when it is the <session_context> the CLI puts first,
+//     or a summary (Meta "summary") when a checkpoint brought it in (a
+//     compression rewrites the history so).
 //     Its functionResponse parts are tool results, unless the call's
 //     own entry already carried the result: then the line only widens
 //     that result's provenance (the CLI writes each result twice).
 //   - A gemini message is one model response: a model_call (API gemini,
 //     Provider google, Model the message's model), a thinking event per
-//     thought (Text the description, Extra {"subject"}), a message with
-//     its text, a tool_call per toolCalls entry (ID the call's id on the
-//     wire: the CLI's id less its "<tool name>__" prefix, Extra
-//     {"cli_id"} the CLI's; Args its args), a usage event from its tokens (Input input+tool:
-//     the prompt, cached tokens included, and the tool-use prompt;
-//     CacheRead cached; Output output+thoughts; Reasoning thoughts), then
-//     the tool_result of each entry that has one, at the entry's time
-//     (IsError when its status is error or cancelled; Extra its status
-//     and resultDisplay).
+//     thought (Text the description, Extra {"subject"}; else per thought
+//     part of its content), a message with its text, a tool_call per
+//     toolCalls entry (ID the call's id on the wire: the CLI's id less
+//     its "<tool name>__" prefix, Extra {"cli_id"} the CLI's; Args its
+//     args), a usage event from its tokens (Input input+tool: the
+//     prompt, cached tokens included, and the tool-use prompt;
+//     CacheRead cached; Output output+thoughts; Reasoning thoughts),
+//     then the tool_result of each entry that has one, at the entry's
+//     time (IsError when its status is error or cancelled; Extra its
+//     status and resultDisplay). One a checkpoint brought in has the
+//     same events but no model_call: it is history the CLI rewrote.
 //   - An error message is an error event (Stage agent); info and
 //     warning messages are records kept verbatim.
 //
 // Every line that is no message (the metadata, $set, $rewindTo) is a
-// record kept verbatim, in file order; so is each message a $rewindTo or
-// a checkpoint dropped (type "dropped/<type>", its last line). Earlier
-// versions of a message that stands are in its events' provenance
-// (First the line that first wrote it, Last the one that stands). A
-// subagent's log (chats/<parent id>/<id>.jsonl) is a session of its own
-// whose metadata record's Extra names the parent ({"parent":
-// "gemini:<parent id>"}). A line that does not parse is counted in
-// Import.Errors and skipped, and so is a line of a document that does
-// not decode.
+// record kept verbatim, in file order. A $rewindTo that drops messages
+// is followed by a rewrite event (Kind drop), a checkpoint that drops
+// some by one of Kind compaction (Kept and Dropped count the messages).
+// Earlier versions of a message are in its events' provenance (First
+// the line that first wrote it, Last the one that stands). A subagent's
+// log (chats/<parent id>/<id>.jsonl) is a session of its own whose
+// metadata record's Extra names the parent ({"parent": "gemini:<parent
+// id>"}). A line that does not parse is counted in Import.Errors and
+// skipped, and so is a line of a document that does not decode.
 //
 // A session document of an older version (session-*.json) is read as
 // the lines it stands for (see expand), each with the document's
@@ -147,25 +154,24 @@ func (gi *geminiImport) run(records []engine.ImportRecord) {
 	}
 	gi.results = map[string]int{}
 	// Every line that is no message is a record, in file order; after
-	// it come the messages it dropped, then the ones that stand from it
-	// (a message, or a checkpoint's), in conversation order.
-	standing := map[int][]*entry{}
-	for _, e := range c.msgs {
-		standing[e.pos] = append(standing[e.pos], e)
-	}
-	dropped := map[int][]*entry{}
-	for _, e := range c.dropped {
-		dropped[e.gone] = append(dropped[e.gone], e)
+	// it, the rewrite it made, then the messages it brought in (a
+	// message, or a checkpoint's), in order.
+	brought := map[int][]*entry{}
+	for _, e := range c.entries {
+		brought[e.pos] = append(brought[e.pos], e)
 	}
 	for i, l := range gi.lines {
 		if l.kind != lineMessage {
 			gi.record(i, l, c)
 		}
-		for _, e := range dropped[i] {
-			gi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: "dropped/" + e.msg.Type, Known: true, Raw: gi.recs[e.at].Data},
-				Prov: gi.prov(e.all...)}, stamp(e.msg.Timestamp))
+		if rw, ok := c.rewrites[i]; ok {
+			kind := "drop"
+			if l.kind == lineSet {
+				kind = "compaction"
+			}
+			gi.add(engine.Event{Kind: engine.KindRewrite, Rewrite: &engine.Rewrite{Kind: kind, From: 1, Kept: rw.kept, Dropped: rw.dropped}, Prov: gi.prov(i)}, 0)
 		}
-		for _, e := range standing[i] {
+		for _, e := range brought[i] {
 			gi.message(e)
 		}
 	}
@@ -176,7 +182,7 @@ func (gi *geminiImport) run(records []engine.ImportRecord) {
 // contexts (dropped ones too).
 func candidates(c *conversation) []string {
 	out := slices.Clone(c.meta.Directories)
-	for _, e := range slices.Concat(c.msgs, c.dropped) {
+	for _, e := range c.entries {
 		if e.msg.Type == "user" {
 			if t := text(parts(e.msg.Content)); sessionContext(t) {
 				out = append(out, workspaceDirs(t)...)
@@ -248,8 +254,11 @@ func (gi *geminiImport) message(e *entry) {
 		}
 		if len(responses) == 0 || text(ps) != "" {
 			ev := engine.Event{Kind: engine.KindMessage, Role: "user", Text: text(ps), Parts: otherParts(ps), Prov: prov}
-			if sessionContext(ev.Text) {
+			switch {
+			case sessionContext(ev.Text):
 				ev.Meta = "context"
+			case e.checkpointed:
+				ev.Meta = "summary"
 			}
 			gi.add(ev, t)
 		}
@@ -267,7 +276,7 @@ func (gi *geminiImport) message(e *entry) {
 				Tool: &engine.Tool{ID: id, Name: fr.Name, IsError: isErr}, Prov: prov}, t)
 		}
 	case "gemini":
-		gi.response(m, ps, prov, t)
+		gi.response(e, ps, prov, t)
 	case "error":
 		gi.im.Session.Errors++
 		gi.add(engine.Event{Kind: engine.KindError, Error: &engine.Error{Stage: "agent", Message: text(ps)}, Prov: prov}, t)
@@ -279,17 +288,21 @@ func (gi *geminiImport) message(e *entry) {
 	}
 }
 
-// response emits the events of a gemini message.
-func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, t int64) {
+// response emits the events of a gemini message. One a checkpoint
+// brought in is history the CLI rewrote, no model call of its own.
+func (gi *geminiImport) response(e *entry, ps []part, prov engine.Provenance, t int64) {
+	m := e.msg
 	s := &gi.im.Session
-	gi.add(engine.Event{Kind: engine.KindModelCall, Call: &engine.Call{API: llm.Gemini, Provider: "google", Model: m.Model, Complete: true, Status: 200}, Prov: prov}, t)
-	s.Requests++
 	k := slices.IndexFunc(s.Models, func(u engine.ModelUsage) bool { return u.Model == m.Model })
-	if k < 0 {
-		s.Models = append(s.Models, engine.ModelUsage{Model: m.Model})
-		k = len(s.Models) - 1
+	if !e.checkpointed {
+		gi.add(engine.Event{Kind: engine.KindModelCall, Call: &engine.Call{API: llm.Gemini, Provider: "google", Model: m.Model, Complete: true, Status: 200}, Prov: prov}, t)
+		s.Requests++
+		if k < 0 {
+			s.Models = append(s.Models, engine.ModelUsage{Model: m.Model})
+			k = len(s.Models) - 1
+		}
+		s.Models[k].Requests++
 	}
-	s.Models[k].Requests++
 	for _, th := range m.Thoughts {
 		ev := engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: th.Description, Prov: prov}
 		if th.Subject != "" {
@@ -298,7 +311,7 @@ func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, 
 		gi.add(ev, stamp(th.Timestamp))
 	}
 	for _, p := range ps {
-		if p.Thought && p.Text != nil {
+		if len(m.Thoughts) == 0 && p.Thought && p.Text != nil {
 			gi.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: *p.Text, Prov: prov}, t)
 		}
 	}
@@ -324,6 +337,10 @@ func (gi *geminiImport) response(m *message, ps []part, prov engine.Provenance, 
 		u := usage(tk)
 		gi.add(engine.Event{Kind: engine.KindUsage, Usage: &u, Prov: prov}, t)
 		s.Usage.Add(u)
+		if k < 0 {
+			s.Models = append(s.Models, engine.ModelUsage{Model: m.Model})
+			k = len(s.Models) - 1
+		}
 		s.Models[k].Usage.Add(u)
 	}
 	for j, tc := range m.ToolCalls {

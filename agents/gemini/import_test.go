@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,8 @@ func kinds(evs []engine.Event) string {
 			k += ":" + ev.Tool.ID
 		case ev.Record != nil:
 			k += ":" + ev.Record.Type
+		case ev.Rewrite != nil:
+			k += fmt.Sprintf(":%s/%d/%d", ev.Rewrite.Kind, ev.Rewrite.Kept, ev.Rewrite.Dropped)
 		case ev.Kind == engine.KindMessage:
 			k += ":" + ev.Role + ev.Meta
 		}
@@ -126,6 +129,8 @@ const metaLine = `{"sessionId":"s-1","projectHash":"x","startTime":"2026-01-01T0
 // TestImportGeminiRewrites checks the lines that change what stands:
 // a repeated id (the last wins, where the first stood), $rewindTo (drops
 // the message and every one after it), and a $set.messages checkpoint.
+// What they drop happened: its events stay, and a rewrite event says
+// what was dropped.
 func TestImportGeminiRewrites(t *testing.T) {
 	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl",
 		metaLine,
@@ -142,7 +147,7 @@ func TestImportGeminiRewrites(t *testing.T) {
 		"")
 	_, im, _ := readLog(t, p)
 	want := "record:metadata message:user model_call message:assistant usage message:user " +
-		"record:$rewindTo record:dropped/user record:dropped/gemini record:$set error record:message/info"
+		"message:user model_call message:assistant record:$rewindTo rewrite:drop/3/2 record:$set error record:message/info"
 	if got := kinds(im.Events); got != want {
 		t.Errorf("events\n got %s\nwant %s", got, want)
 	}
@@ -150,7 +155,7 @@ func TestImportGeminiRewrites(t *testing.T) {
 		t.Errorf("session %+v", im.Session)
 	}
 	for _, ev := range im.Events {
-		if ev.Kind == engine.KindMessage && ev.Role == "assistant" && (ev.Text != "final" || ev.Prov.First != 3 || ev.Prov.Last != 5) {
+		if ev.Kind == engine.KindMessage && ev.Role == "assistant" && ev.Prov.Line == 3 && (ev.Text != "final" || ev.Prov.First != 3 || ev.Prov.Last != 5) {
 			t.Errorf("g1: %q %+v", ev.Text, ev.Prov)
 		}
 		if ev.Kind == engine.KindUsage && *ev.Usage != (engine.Usage{Input: 13, Output: 3, CacheRead: 4, Reasoning: 1}) {
@@ -169,13 +174,35 @@ func TestImportGeminiRewrites(t *testing.T) {
 		`{"$rewindTo":"nowhere"}`,
 		`{"id":"u4","type":"user","content":"after a rewind to an unknown id, which clears the list"}`)
 	_, im, _ = readLog(t, p)
-	want = "record:metadata record:$set record:dropped/user " +
-		"record:$rewindTo record:dropped/user record:dropped/user message:user"
+	want = "record:metadata message:user message:user record:$set rewrite:compaction/1/1 message:usercontext " +
+		"record:$rewindTo rewrite:drop/0/2 message:user"
 	if got := kinds(im.Events); got != want {
 		t.Errorf("checkpoint events\n got %s\nwant %s", got, want)
 	}
 	if im.Session.CWD != "/w" {
 		t.Errorf("cwd %q", im.Session.CWD)
+	}
+}
+
+// TestImportGeminiCompression checks a checkpoint as a compression
+// writes it: the summary and the model's acknowledgement it brings in
+// are history, not a prompt and a response, and the response it drops
+// keeps its usage.
+func TestImportGeminiCompression(t *testing.T) {
+	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl",
+		metaLine,
+		`{"id":"u1","type":"user","content":"build it"}`,
+		`{"id":"g1","type":"gemini","content":"built","model":"m","tokens":{"input":10,"output":2}}`,
+		`{"$set":{"messages":[{"id":"h1","type":"user","content":[{"text":"<state_snapshot>built it</state_snapshot>"}]},{"id":"h2","type":"gemini","content":[{"text":"Got it."},{"text":"noted","thought":true}]}]}}`,
+		`{"id":"u2","type":"user","content":"now test it"}`)
+	_, im, _ := readLog(t, p)
+	want := "record:metadata message:user model_call message:assistant usage " +
+		"record:$set rewrite:compaction/0/2 message:usersummary thinking message:assistant message:user"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	if c := engine.Census(&im.Session, im.Events); c.UserPrompts != 2 || c.MetaUser != 1 || c.Responses != 1 || c.Assistant != 2 || c.TokensOut != 2 || im.Session.Requests != 1 {
+		t.Errorf("census %+v", c)
 	}
 }
 

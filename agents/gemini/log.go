@@ -186,16 +186,18 @@ func parseLine(b []byte) (line, error) {
 	return line{kind: lineUnknown}, nil
 }
 
-// entry is a message of the conversation and the lines that wrote it
-// (indexes into the parsed lines): at, the line whose version stands;
-// all, every line that wrote the id since it last entered the list; pos,
-// the line that put it where it stands (its first, or the checkpoint
-// that listed it); gone, the line that dropped it (-1 while it stands).
-// The conversation is in the order of pos.
+// entry is a message and the lines that wrote it (indexes into the
+// parsed lines): at, the line whose version stands; all, every line that
+// wrote the id since it entered the list; pos, the line that brought it
+// in (its first, or the checkpoint that listed it first).
 type entry struct {
-	msg           *message
-	at, pos, gone int
-	all           []int
+	msg     *message
+	at, pos int
+	all     []int
+	// checkpointed is set when a checkpoint brought the message in:
+	// history the CLI rewrote (a compression's summary and the model's
+	// acknowledgement, the session context), not a turn of its own.
+	checkpointed bool
 }
 
 // conversation is what a log says once every line is applied.
@@ -203,30 +205,35 @@ type conversation struct {
 	meta meta
 	// msgs is the conversation, in order.
 	msgs []*entry
-	// dropped are the messages a $rewindTo or a $set.messages checkpoint
-	// took out, in the order they went.
-	dropped []*entry
+	// entries are every message that entered the list, standing or
+	// dropped, in the order of pos: what happened.
+	entries []*entry
+	// rewrites are the lines that dropped messages: how many stood
+	// before them that they kept, and how many they dropped.
+	rewrites map[int]rewrite
+}
+
+// rewrite is what a $rewindTo or a checkpoint did to the list.
+type rewrite struct {
+	kept, dropped int
 }
 
 // resolve applies lines (the records that parsed) as the CLI's reader
 // does.
 func resolve(lines []line) *conversation {
-	c := &conversation{}
+	c := &conversation{rewrites: map[int]rewrite{}}
 	byID := map[string]*entry{}
-	drop := func(e *entry, i int) {
-		delete(byID, e.msg.ID)
-		e.gone = i
-		c.dropped = append(c.dropped, e)
-	}
+	drop := func(e *entry) { delete(byID, e.msg.ID) }
 	put := func(m *message, i int) {
 		if e, ok := byID[m.ID]; ok {
 			e.msg, e.at = m, i
 			e.all = append(e.all, i)
 			return
 		}
-		e := &entry{msg: m, at: i, pos: i, gone: -1, all: []int{i}}
+		e := &entry{msg: m, at: i, pos: i, all: []int{i}}
 		byID[m.ID] = e
 		c.msgs = append(c.msgs, e)
+		c.entries = append(c.entries, e)
 	}
 	for i, l := range lines {
 		switch l.kind {
@@ -239,7 +246,10 @@ func resolve(lines []line) *conversation {
 				k = 0 // not found: the CLI clears the list
 			}
 			for _, e := range c.msgs[k:] {
-				drop(e, i)
+				drop(e)
+			}
+			if len(c.msgs) > k {
+				c.rewrites[i] = rewrite{kept: k, dropped: len(c.msgs) - k}
 			}
 			c.msgs = c.msgs[:k]
 		case lineMessage:
@@ -254,21 +264,29 @@ func resolve(lines []line) *conversation {
 				}
 				old := c.msgs
 				c.msgs = nil
+				var rw rewrite
 				for _, e := range old {
 					if !keep[e.msg.ID] {
-						drop(e, i)
+						drop(e)
+						rw.dropped++
+					} else {
+						rw.kept++
 					}
+				}
+				if rw.dropped > 0 {
+					c.rewrites[i] = rw
 				}
 				for _, m := range l.set {
 					if e, ok := byID[m.ID]; ok {
-						e.msg, e.at, e.pos = m, i, i
+						e.msg, e.at = m, i
 						e.all = append(e.all, i)
 						c.msgs = append(c.msgs, e)
 						continue
 					}
-					e := &entry{msg: m, at: i, pos: i, gone: -1, all: []int{i}}
+					e := &entry{msg: m, at: i, pos: i, all: []int{i}, checkpointed: true}
 					byID[m.ID] = e
 					c.msgs = append(c.msgs, e)
+					c.entries = append(c.entries, e)
 				}
 			}
 			c.meta.patch(l.meta)
@@ -315,6 +333,22 @@ func parts(raw json.RawMessage) []part {
 	var ps []part
 	json.Unmarshal(raw, &ps)
 	return ps
+}
+
+// thoughts returns the number of thoughts of a gemini message: its
+// thoughts, else the thought parts of its content (a checkpoint writes
+// the history's parts as the content and keeps the thoughts).
+func thoughts(m *message, ps []part) int {
+	if len(m.Thoughts) > 0 {
+		return len(m.Thoughts)
+	}
+	n := 0
+	for _, p := range ps {
+		if p.Thought && p.Text != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // text joins the text of the parts that are no thought.

@@ -66,25 +66,28 @@ func countFiles(files []engine.ImportFile) census.Counts {
 }
 
 // count is the source census of one session log. It applies the lines
-// as the CLI's reader does (resolve) and counts what stands:
+// as the CLI's reader does (resolve) and counts every message that
+// entered the conversation, in its last version, whether it still
+// stands or a rewind or a checkpoint dropped it later (it happened: a
+// dropped response was billed):
 //
 //   - Records are the lines (a document is one; see countFiles);
 //     ParseErrors the JSON objects that do not decode as the kind their
 //     keys say.
 //   - Kept are the lines that are no message (metadata, $set,
-//     $rewindTo), the messages a rewind or a checkpoint dropped, and the
-//     info and warning messages; Unknown the lines of no known kind and
-//     the messages of an unknown type.
-//   - User prompts are the user messages that are no session context
-//     and have text or no functionResponse part; MetaUser the session
-//     contexts.
-//   - Responses are the gemini messages; Assistant those with text;
-//     Thinking their thoughts plus their thought parts.
+//     $rewindTo) and the info and warning messages; Unknown the lines
+//     of no known kind and the messages of an unknown type.
+//   - User prompts are the user messages that have text or no
+//     functionResponse part, less the session contexts and the ones a
+//     checkpoint brought in (a compression's summary): those are
+//     MetaUser.
+//   - Responses are the gemini messages no checkpoint brought in;
+//     Assistant the gemini messages with text; Thinking their thoughts,
+//     else the thought parts of their content.
 //   - ToolCalls are the distinct ids of the gemini messages' toolCalls
 //     (less the CLI's "<tool name>__" prefix; a call without an id is
-//     one of its own); ToolResults the distinct
-//     ids of the calls that carry a result and of the user messages'
-//     functionResponse parts.
+//     one of its own); ToolResults the distinct ids of the calls that
+//     carry a result and of the user messages' functionResponse parts.
 //   - Errors are the error messages.
 //   - Tokens are the sum of the gemini messages' tokens: TokensIn is
 //     input plus tool less cached, CacheRead cached, TokensOut output
@@ -110,9 +113,8 @@ func count(raw [][]byte) census.Counts {
 		}
 	}
 	conv := resolve(lines)
-	c.Kept += int64(len(conv.dropped))
 	calls, results := map[string]bool{}, map[string]bool{}
-	for _, e := range conv.msgs {
+	for _, e := range conv.entries {
 		m := e.msg
 		ps := parts(m.Content)
 		switch m.Type {
@@ -126,19 +128,17 @@ func count(raw [][]byte) census.Counts {
 			}
 			t := text(ps)
 			switch {
-			case sessionContext(t):
+			case responses > 0 && t == "":
+			case sessionContext(t) || e.checkpointed:
 				c.MetaUser++
-			case responses == 0 || t != "":
+			default:
 				c.UserPrompts++
 			}
 		case "gemini":
-			c.Responses++
-			c.Thinking += int64(len(m.Thoughts))
-			for _, p := range ps {
-				if p.Thought && p.Text != nil {
-					c.Thinking++
-				}
+			if !e.checkpointed {
+				c.Responses++
 			}
+			c.Thinking += int64(thoughts(m, ps))
 			if text(ps) != "" {
 				c.Assistant++
 			}

@@ -1,6 +1,9 @@
 package gemini
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -430,7 +433,9 @@ func responseText(raw json.RawMessage) (text string, isErr bool) {
 }
 
 // otherParts returns the parts that are neither text nor function calls
-// or responses (images, files), described by llm.Part.
+// or responses (images, files), described by llm.Part: inline data by
+// its media type and the size and SHA-256 of its bytes (the WAL keeps
+// the bytes).
 func otherParts(ps []part) []llm.Part {
 	var out []llm.Part
 	for _, p := range ps {
@@ -442,7 +447,15 @@ func otherParts(ps []part) []llm.Part {
 				Data     string `json:"data"`
 			}
 			json.Unmarshal(p.InlineData, &d)
-			out = append(out, llm.Part{Type: llm.PartImage, MediaType: d.MimeType, Size: int64(len(d.Data)) * 3 / 4})
+			lp := llm.Part{Type: llm.PartOther, MediaType: d.MimeType}
+			if strings.HasPrefix(d.MimeType, "image/") {
+				lp.Type = llm.PartImage
+			}
+			if b, err := base64.StdEncoding.DecodeString(d.Data); err == nil {
+				sum := sha256.Sum256(b)
+				lp.Size, lp.SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
+			}
+			out = append(out, lp)
 		default:
 			raw, _ := json.Marshal(p)
 			out = append(out, llm.Part{Type: llm.PartOther, Raw: raw})

@@ -206,6 +206,19 @@ func TestImportGeminiCompression(t *testing.T) {
 	}
 }
 
+// TestImportGeminiImage checks that an image the user attached is
+// described by its media type, size and SHA-256.
+func TestImportGeminiImage(t *testing.T) {
+	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl", metaLine,
+		`{"id":"u1","type":"user","content":[{"text":"what is this"},{"inlineData":{"mimeType":"image/png","data":"aGVsbG8="}}]}`)
+	_, im, _ := readLog(t, p)
+	ev := im.Events[1]
+	if len(ev.Parts) != 1 || ev.Parts[0].Type != llm.PartImage || ev.Parts[0].Size != 5 ||
+		ev.Parts[0].SHA256 != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" || ev.Text != "what is this" {
+		t.Errorf("event %+v", ev)
+	}
+}
+
 // TestImportGeminiBadLines checks that a line that is not JSON is a
 // problem naming the file and line, one of an unknown kind is kept, one
 // that does not decode is a parse error, and a truncated last line (the

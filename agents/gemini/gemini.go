@@ -98,7 +98,8 @@ func (Agent) ParseHook(b []byte) (agents.HookEvent, error) {
 
 // HookAnswer returns {"hookSpecificOutput": {"hookEventName": …,
 // "additionalContext": text}}, which Gemini CLI takes from SessionStart
-// and BeforeAgent hooks.
+// and BeforeAgent hooks. Gemini CLI 0.61 ignores hookEventName, escapes
+// < and > of the text as &lt; and &gt; and wraps it in <hook_context>.
 func (Agent) HookAnswer(ev agents.HookEvent, text string) ([]byte, error) {
 	if ev.Event == "UserPromptSubmit" {
 		ev.Event = "BeforeAgent"

@@ -16,7 +16,7 @@ import (
 // name, in name order, and that each describes itself for the command
 // line.
 func TestRegistry(t *testing.T) {
-	if got, want := agents.Names(), []string{"claude", "codex"}; !slices.Equal(got, want) {
+	if got, want := agents.Names(), []string{"claude", "codex", "gemini"}; !slices.Equal(got, want) {
 		t.Fatalf("Names() = %q, want %q", got, want)
 	}
 	for _, a := range agents.All() {
@@ -28,11 +28,12 @@ func TestRegistry(t *testing.T) {
 		if d.Title == "" || d.InstallUsage == "" || d.InstallDescription == "" || d.HookUsage == "" {
 			t.Errorf("%s: Doc %+v lacks a title or a usage", a.Name(), d)
 		}
-		if a.HookMaxChars() <= 0 || len(a.SessionHeaders()) == 0 || len(a.LogDirs("/home/u")) == 0 {
+		// Gemini CLI alone sends no session id.
+		if a.HookMaxChars() <= 0 || (len(a.SessionHeaders()) == 0) != (a.Name() == "gemini") || len(a.LogDirs("/home/u")) == 0 {
 			t.Errorf("%s: HookMaxChars %d, SessionHeaders %q, LogDirs %q", a.Name(), a.HookMaxChars(), a.SessionHeaders(), a.LogDirs("/home/u"))
 		}
 	}
-	if _, ok := agents.Lookup("gemini"); ok {
+	if _, ok := agents.Lookup("opencode"); ok {
 		t.Error("Lookup of an agent nobody registered")
 	}
 }
@@ -61,17 +62,22 @@ func TestSessionHeaders(t *testing.T) {
 }
 
 // TestHookProtocol decodes a hook event as the agents write it and
-// checks the answer each gives.
+// checks the answer each gives. Gemini CLI calls the prompt's event
+// BeforeAgent.
 func TestHookProtocol(t *testing.T) {
-	in := `{"session_id":"s-1","transcript_path":"/t.jsonl","cwd":"/repo","hook_event_name":"UserPromptSubmit","prompt":"fix <b> & go","model":"x"}`
 	for _, a := range agents.All() {
+		event := "UserPromptSubmit"
+		if a.Name() == "gemini" {
+			event = "BeforeAgent"
+		}
+		in := `{"session_id":"s-1","transcript_path":"/t.jsonl","cwd":"/repo","hook_event_name":"` + event + `","prompt":"fix <b> & go","model":"x"}`
 		ev, err := a.ParseHook([]byte(in))
 		want := agents.HookEvent{SessionID: "s-1", TranscriptPath: "/t.jsonl", Cwd: "/repo", Event: "UserPromptSubmit", Prompt: "fix <b> & go"}
 		if err != nil || ev != want {
 			t.Errorf("%s: ParseHook = %+v, %v; want %+v", a.Name(), ev, err, want)
 		}
 		out, err := a.HookAnswer(ev, "<pack>a & b</pack>")
-		if want := `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"<pack>a & b</pack>"}}` + "\n"; err != nil || string(out) != want {
+		if want := `{"hookSpecificOutput":{"hookEventName":"` + event + `","additionalContext":"<pack>a & b</pack>"}}` + "\n"; err != nil || string(out) != want {
 			t.Errorf("%s: HookAnswer = %q, %v; want %q", a.Name(), out, err, want)
 		}
 		if _, err := a.ParseHook([]byte(`[1]`)); err == nil {
@@ -85,6 +91,7 @@ func TestHookProtocol(t *testing.T) {
 func TestLogs(t *testing.T) {
 	t.Setenv("CLAUDE_CONFIG_DIR", "")
 	t.Setenv("CODEX_HOME", "")
+	t.Setenv("GEMINI_CLI_HOME", "")
 	for _, c := range []struct {
 		agent string
 		env   string // CLAUDE_CONFIG_DIR or CODEX_HOME
@@ -100,10 +107,16 @@ func TestLogs(t *testing.T) {
 			logs: []string{"/s/2026/01/02/rollout-2026-01-02T10-00-00-abc.jsonl", "/a/rollout-x.jsonl.zst"},
 			not:  []string{"/s/history.jsonl", "/s/rollout-x.json"}},
 		{agent: "codex", env: "/ch", dirs: []string{"/ch/sessions", "/ch/archived_sessions"}},
+		{agent: "gemini", dirs: []string{"/h/.gemini/tmp"},
+			logs: []string{"/h/.gemini/tmp/repo/chats/session-2026-11-27T06-31-5831d373.jsonl", "/h/.gemini/tmp/repo/chats/5831d373-d41d/agent-1.jsonl",
+				"/h/.gemini/tmp/repo/chats/session-2025-01-01T10-00-abc.json", "/h/.gemini/tmp/repo/logs.json"},
+			not: []string{"/h/.gemini/tmp/repo/chats/session-x.jsonl.tmp-41", "/h/.gemini/tmp/repo/x.jsonl", "/h/.gemini/tmp/repo/chats/sub/logs.json",
+				"/h/.gemini/tmp/repo/chats/session-x.jsonl.unreadable-1700000000000", "/h/.gemini/tmp/repo/chats/x/y.json"}},
+		{agent: "gemini", env: "/gh", dirs: []string{"/gh/.gemini/tmp"}},
 	} {
 		a, _ := agents.Lookup(c.agent)
 		if c.env != "" {
-			t.Setenv(map[string]string{"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}[c.agent], c.env)
+			t.Setenv(map[string]string{"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME"}[c.agent], c.env)
 		}
 		if got := a.LogDirs("/h"); !slices.Equal(got, c.dirs) {
 			t.Errorf("%s (env %q): LogDirs = %q, want %q", c.agent, c.env, got, c.dirs)
@@ -185,6 +198,7 @@ func TestSessionFiles(t *testing.T) {
 		{"claude", main, []string{main, sub, meta, spill, flat}},
 		{"claude", flat, []string{flat}},
 		{"codex", main, []string{main}},
+		{"gemini", main, []string{main}},
 	} {
 		a, _ := agents.Lookup(c.agent)
 		got, err := a.SessionFiles(c.path)

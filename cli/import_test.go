@@ -71,7 +71,7 @@ func TestImportProblems(t *testing.T) {
 	if _, errs, code = run(t, "--dir", dir, "import", "codex", filepath.Join(logs, "missing.jsonl")); code != 1 || !strings.Contains(errs, "missing.jsonl") {
 		t.Fatalf("missing file: %d %s", code, errs)
 	}
-	if _, errs, code = run(t, "--dir", dir, "import", "gemini", logs); code != 2 || !strings.Contains(errs, `unknown source "gemini"`) {
+	if _, errs, code = run(t, "--dir", dir, "import", "nosuchagent", logs); code != 2 || !strings.Contains(errs, `unknown source "nosuchagent"`) {
 		t.Fatalf("unknown source: %d %s", code, errs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/bbengine/bbengine/agents"
 	_ "github.com/bbengine/bbengine/agents/claude"
 	_ "github.com/bbengine/bbengine/agents/codex"
+	_ "github.com/bbengine/bbengine/agents/gemini"
 	"github.com/bbengine/bbengine/engine"
 )
 

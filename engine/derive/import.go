@@ -190,6 +190,15 @@ type LogFormat struct {
 	// rules (see codec/census), independently of the importer. Nil:
 	// every count is NA.
 	Census func(files []ImportFile) census.Counts
+	// Document reports whether a source file is one JSON document, read
+	// whole into one record (kind exchange.ImportDoc) rather than line by
+	// line: an older version's log (Gemini CLI's session-*.json). Nil:
+	// every file is read by line.
+	Document func(path string) bool
+	// CheckDoc returns why a Document is not one of the source's, or nil;
+	// a *agentlog.SyntaxError's offset is in the document. Nil: any JSON
+	// object is one.
+	CheckDoc func(doc []byte) error
 }
 
 // formats maps a source to its log format.

@@ -115,11 +115,12 @@ func (fi *FileImport) lineProblem(path string, l agentlog.Line, err error) {
 
 // ImportKind returns the kind of record a source file holds: a subagent's
 // .meta.json is ImportMeta, a spilled tool output (tool-results/…) is
-// ImportSpill, an ATIF or bbox document is ImportDoc, and anything else
-// is read line by line.
+// ImportSpill, an ATIF or bbox document, or a file its source's
+// LogFormat.Document says is one, is ImportDoc, and anything else is
+// read line by line.
 func ImportKind(source, path string) string {
 	switch {
-	case source == "atif" || source == "bbox":
+	case source == "atif" || source == "bbox", formats[source].Document != nil && formats[source].Document(path):
 		return exchange.ImportDoc
 	case strings.HasSuffix(path, ".meta.json"):
 		return exchange.ImportMeta
@@ -140,12 +141,18 @@ var errNotATIF = errors.New(`not an ATIF document: no "schema_version": "ATIF-v1
 //	                  "type"), else a JSON object
 //	.meta.json        a JSON object
 //	atif document     a JSON object with "schema_version": "ATIF-…"
+//	other document    what the source's LogFormat.CheckDoc accepts, else
+//	                  a JSON object
 //	spill, bbox       anything (text)
 //
 // A record of a type the source's importer does not know passes: it is
 // kept, and counted as unknown.
 func CheckRecord(source, kind string, data []byte) error {
 	switch {
+	case kind == exchange.ImportDoc && formats[source].Document != nil:
+		if formats[source].CheckDoc != nil {
+			return formats[source].CheckDoc(data)
+		}
 	case kind == exchange.ImportSpill, kind == exchange.ImportDoc && source != "atif":
 		return nil
 	case kind == exchange.ImportDoc:

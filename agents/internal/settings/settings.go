@@ -45,11 +45,23 @@ func HookCommandLine(exe, dir, agent string) string {
 // ...}]}]}}, the same for Claude Code's settings.json and Codex's
 // hooks.json.
 func HooksDoc(exe, dir, agent string) *jsonedit.Object {
+	return HooksDocFor(exe, dir, agent, HookTimeout, "SessionStart", "UserPromptSubmit")
+}
+
+// HooksDocFor is HooksDoc for an agent whose events have other names or
+// whose timeout counts in another unit (Gemini CLI: BeforeAgent for
+// UserPromptSubmit, milliseconds): a group calling the hook with timeout
+// on each of events.
+func HooksDocFor(exe, dir, agent string, timeout int, events ...string) *jsonedit.Object {
 	group := func() []any {
 		return []any{jsonedit.NewObject("hooks", []any{jsonedit.NewObject(
-			"type", "command", "command", HookCommandLine(exe, dir, agent), "timeout", json.Number(strconv.Itoa(HookTimeout)))})}
+			"type", "command", "command", HookCommandLine(exe, dir, agent), "timeout", json.Number(strconv.Itoa(timeout)))})}
 	}
-	return jsonedit.NewObject("hooks", jsonedit.NewObject("SessionStart", group(), "UserPromptSubmit", group()))
+	hooks := jsonedit.NewObject()
+	for _, ev := range events {
+		hooks.Set(ev, group())
+	}
+	return jsonedit.NewObject("hooks", hooks)
 }
 
 // IsOurHook reports whether a hook command runs `bbengine hook AGENT`,
@@ -166,12 +178,18 @@ func Object(root *jsonedit.Object, path, key string, create bool) (*jsonedit.Obj
 // removes copies, and adds a group of its own where it is not. Hooks of
 // others stay where they are.
 func EditHooks(root *jsonedit.Object, path string, s *agents.Setup, agent string) error {
+	return EditHooksDoc(root, path, s, agent, HooksDoc(s.Exe, s.Dir, agent))
+}
+
+// EditHooksDoc is EditHooks with the hooks of doc, a fragment made by
+// HooksDocFor.
+func EditHooksDoc(root *jsonedit.Object, path string, s *agents.Setup, agent string, doc *jsonedit.Object) error {
 	want := s.Hooks && !s.Uninstall
 	hooks, err := Object(root, path, "hooks", want)
 	if err != nil || hooks == nil {
 		return err
 	}
-	oursV, _ := HooksDoc(s.Exe, s.Dir, agent).Get("hooks")
+	oursV, _ := doc.Get("hooks")
 	ours := oursV.(*jsonedit.Object)
 	removed := false
 	for _, event := range ours.Keys() {

@@ -1,0 +1,159 @@
+package gemini
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/agents/internal/settings"
+	"github.com/bbengine/bbengine/internal/jsonedit"
+)
+
+// HookTimeout is the installed hooks' time limit in milliseconds, the
+// unit of Gemini CLI's hook timeout: settings.HookTimeout seconds.
+const HookTimeout = settings.HookTimeout * 1000
+
+// EnvVar is the variable that points Gemini CLI at the proxy.
+const EnvVar = "GOOGLE_GEMINI_BASE_URL"
+
+// envMark starts the comment line install writes above EnvVar in a .env
+// file; the URL after it is the value install set, so that uninstall
+// removes the variable only while it is still that value.
+const envMark = "# bbengine install gemini: "
+
+// HooksSettings is the fragment of Gemini CLI's settings that runs the
+// hook: SessionStart and BeforeAgent hooks calling `exe [--dir dir] hook
+// gemini`, with a timeout in milliseconds.
+func HooksSettings(exe, dir string) *jsonedit.Object {
+	return settings.HooksDocFor(exe, dir, "gemini", HookTimeout, "SessionStart", "BeforeAgent")
+}
+
+// Install computes the edits of Gemini CLI's files: hooks and
+// mcpServers in .gemini/settings.json, and the base URL in the .env
+// file Gemini CLI reads.
+func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
+	dir := s.ProjectDir
+	if s.User {
+		dir = geminiHome(s.Home)
+	}
+	settingsFile := filepath.Join(dir, ".gemini", "settings.json")
+	sc, err := settings.EditJSON(settingsFile, 0o644, func(root *jsonedit.Object) error {
+		if err := settings.EditHooksDoc(root, settingsFile, s, "gemini", HooksSettings(s.Exe, s.Dir)); err != nil {
+			return err
+		}
+		return settings.EditMCP(root, settingsFile, s)
+	})
+	if err != nil {
+		return nil, err
+	}
+	changes := []*agents.Change{sc}
+	if s.BaseURL == "" && !s.Uninstall {
+		return changes, nil
+	}
+	envFile, err := envPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	ec, err := editEnv(envFile, s)
+	if err != nil {
+		return nil, err
+	}
+	return append(changes, ec), nil
+}
+
+// envPath returns the .env file of dir that Gemini CLI reads first:
+// .gemini/.env, else dir's own .env when that exists (Gemini CLI stops at
+// the first it finds, so creating .gemini/.env would hide it), else
+// .gemini/.env.
+func envPath(dir string) (string, error) {
+	gem := filepath.Join(dir, ".gemini", ".env")
+	for _, p := range []string{gem, filepath.Join(dir, ".env")} {
+		_, err := os.Stat(p)
+		switch {
+		case err == nil:
+			return p, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", err
+		}
+	}
+	return gem, nil
+}
+
+// editEnv sets EnvVar in the .env file path to s.BaseURL under a marked
+// comment line, or for uninstall removes the two lines (the variable
+// only while it is still what the mark says). Every other line stays
+// byte for byte.
+func editEnv(path string, s *agents.Setup) (*agents.Change, error) {
+	prev, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		prev = nil
+	}
+	lines := strings.SplitAfter(string(prev), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	mark, varAt := -1, -1
+	var cur, marked string
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if v, ok := strings.CutPrefix(t, envMark); ok && mark < 0 {
+			mark, marked = i, v
+			continue
+		}
+		name, val, ok := strings.Cut(strings.TrimPrefix(t, "export "), "=")
+		if ok && strings.TrimSpace(name) == EnvVar {
+			varAt, cur = i, unquote(strings.TrimSpace(val))
+		}
+	}
+	ours := mark >= 0 && varAt >= 0 && cur == marked
+	var out []string
+	switch {
+	case s.Uninstall:
+		for i, l := range lines {
+			if i == mark || (i == varAt && ours) {
+				continue
+			}
+			out = append(out, l)
+		}
+	case varAt >= 0 && cur == s.BaseURL && mark < 0:
+		return agents.NewChange(path, 0o600, prev, prev), nil // the user's own, and already the proxy
+	case varAt >= 0 && !ours && !s.Force:
+		return nil, fmt.Errorf("%s:%d: %s is %q, not bbengine's; to record that endpoint run `bbengine proxy --upstream gemini=%s` and install with --force, or keep it with --no-base-url",
+			path, varAt+1, EnvVar, cur, cur)
+	default:
+		for i, l := range lines {
+			if i == mark || i == varAt {
+				continue
+			}
+			out = append(out, l)
+		}
+		if len(out) > 0 && !strings.HasSuffix(out[len(out)-1], "\n") {
+			out[len(out)-1] += "\n"
+		}
+		out = append(out, envMark+s.BaseURL+"\n", EnvVar+"="+s.BaseURL+"\n")
+	}
+	after := []byte(strings.Join(out, ""))
+	switch {
+	case prev == nil && len(after) == 0:
+		after = nil
+	case prev != nil && len(bytes.TrimSpace(after)) == 0 && len(bytes.TrimSpace(prev)) > 0:
+		after = nil // only ours was in it
+	}
+	return agents.NewChange(path, 0o600, prev, after), nil
+}
+
+// unquote strips the quotes of a .env value.
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
+}

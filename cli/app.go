@@ -206,6 +206,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			runCommand(),
 			breakerCommand(),
 			duCommand(),
+			doctorCommand(),
 			gcCommand(),
 			initCommand(),
 			keyCommand(),

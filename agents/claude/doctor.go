@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bbengine/bbengine/agents"
@@ -45,7 +46,7 @@ func (a Agent) Doctor(env *agents.DoctorEnv) []agents.Finding {
 	// The settings files, in Claude Code's order of precedence: the
 	// project's local file, the project's, the user's.
 	var docs []doc
-	for _, p := range []string{localSettings, projSettings, userSettings} {
+	for _, p := range slices.Compact([]string{localSettings, projSettings, userSettings}) {
 		d, err := inspect(p)
 		if err != nil {
 			out = append(out, agents.Finding{Agent: a.Name(), Check: "settings", Severity: agents.Fail,
@@ -135,7 +136,7 @@ func (a Agent) hooks(env *agents.DoctorEnv, docs []doc, userSettings, projSettin
 			partial = append(partial, fmt.Sprintf("%s lacks the %s hook", d.path, strings.Join(missing, ", ")))
 		}
 	}
-	msg := fmt.Sprintf("bbengine's hooks are not registered (not in %s nor %s): sessions start without their context pack", userSettings, projSettings)
+	msg := fmt.Sprintf("bbengine's hooks are not registered (not in %s): sessions start without their context pack", strings.Join(slices.Compact([]string{userSettings, projSettings}), " nor "))
 	if len(partial) > 0 {
 		msg = strings.Join(partial, "; ")
 	}
@@ -145,7 +146,7 @@ func (a Agent) hooks(env *agents.DoctorEnv, docs []doc, userSettings, projSettin
 
 func (a Agent) mcp(env *agents.DoctorEnv, userMCP, projMCP string, docs []doc) agents.Finding {
 	f := agents.Finding{Agent: a.Name(), Check: "mcp"}
-	for _, p := range []string{userMCP, projMCP} {
+	for _, p := range slices.Compact([]string{userMCP, projMCP}) {
 		d, err := inspect(p)
 		if err != nil {
 			f.Severity, f.Message, f.Fix = agents.Fail, err.Error(), "fix the file: Claude Code does not read it either"

@@ -120,7 +120,7 @@ func (d *doctor) finding(check string, sev agents.Severity, fix, format string, 
 func (d *doctor) dataDir(ctx context.Context) {
 	dir := d.req.Dir
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		d.finding("data-dir", agents.Warn, "start `bbengine proxy` to record live, or run `bbengine import AGENT`",
+		d.finding("data-dir", agents.Warn, "start `bbengine proxy` to record live, or run `bbengine import AGENT --all`",
 			"no data directory at %s: nothing recorded yet", dir)
 		return
 	} else if err != nil {
@@ -381,11 +381,11 @@ func (d *doctor) agent(a agents.Agent) {
 	case !known:
 		f.Severity = agents.Warn
 		f.Message = fmt.Sprintf("%d logs in %s, the oldest last changed %d days ago; none is known to be imported (no derived state of %s to compare with)", len(files), dirs, age(), d.req.Dir)
-		f.Fix = fmt.Sprintf("run `bbengine import %s`", a.Name())
+		f.Fix = fmt.Sprintf("run `bbengine import %s --all`", a.Name())
 	case env.Unimported > 0:
 		f.Severity = agents.Warn
 		f.Message = fmt.Sprintf("%d of %d logs in %s are not imported (or only in part), the oldest last changed %d days ago", env.Unimported, len(files), dirs, age())
-		f.Fix = fmt.Sprintf("run `bbengine import %s` (or keep `bbengine import %s --follow` running)", a.Name(), a.Name())
+		f.Fix = fmt.Sprintf("run `bbengine import %s --all` (or keep `bbengine import %s --all --follow` running)", a.Name(), a.Name())
 	default:
 		f.Severity, f.Message = agents.OK, fmt.Sprintf("all %d logs in %s are imported", len(files), dirs)
 	}

@@ -105,7 +105,7 @@ func TestDoctorCleanupUnimported(t *testing.T) {
 		t.Errorf("exit %d, want 1:\n%s", code, out)
 	}
 	want := "fail claude   cleanup    cleanupPeriodDays is 30 in " + filepath.Join(home, ".claude", "settings.json") +
-		"; 1 of 1 logs are not imported yet, the oldest last changed 25 days ago (Claude Code deletes logs after 30 days); fix: run `bbengine import claude` now, and set \"cleanupPeriodDays\": 100000 in "
+		"; 1 of 1 logs are not imported yet, the oldest last changed 25 days ago (Claude Code deletes logs after 30 days); fix: run `bbengine import claude --all` now, and set \"cleanupPeriodDays\": 100000 in "
 	if !strings.Contains(out, want) {
 		t.Errorf("doctor says:\n%s\nwant a line with:\n%s", out, want)
 	}
@@ -289,5 +289,43 @@ func TestDoctorProxy(t *testing.T) {
 	rep, code = doctor(t, dir, project, "claude")
 	if f := find(t, rep, "claude", "base-url"); f.Severity != agents.Fail || code != 1 {
 		t.Errorf("base-url at nothing = %s %q, exit %d", f.Severity, f.Message, code)
+	}
+}
+
+// TestDoctorImported reads what was imported from the derived state,
+// opened here without a proxy and then asked of a running one: a log
+// imported whole is ok, one that grew since is not imported in full.
+func TestDoctorImported(t *testing.T) {
+	home, project := doctorHome(t, `{"cleanupPeriodDays": 100000}`)
+	dir := filepath.Join(home, "data")
+	logs := filepath.Join(home, ".claude", "projects", "-p")
+	os.MkdirAll(logs, 0o755)
+	p := writeFile(t, logs, "33333333-2222-4333-8444-555555555555.jsonl", memoryTranscript())
+	if out, errs, code := run(t, "--dir", dir, "import", "claude", "--all", "--quiet"); code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errs)
+	}
+	rep, code := doctor(t, dir, project, "claude")
+	if f := find(t, rep, "claude", "logs"); f.Severity != agents.OK || !strings.Contains(f.Message, "all 1 logs") {
+		t.Errorf("logs after import = %s %q", f.Severity, f.Message)
+	}
+	if f := find(t, rep, "bbengine", "lag"); f.Severity != agents.OK || !strings.Contains(f.Message, "caught up") {
+		t.Errorf("lag = %s %q", f.Severity, f.Message)
+	}
+	if f := find(t, rep, "bbengine", "wal"); f.Severity != agents.OK {
+		t.Errorf("wal = %s %q", f.Severity, f.Message)
+	}
+	if code != 0 {
+		t.Errorf("exit %d: %+v", code, rep.Findings)
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"user","sessionId":"33333333-2222-4333-8444-555555555555","message":{"role":"user","content":"more"}}` + "\n")
+	f.Close()
+	startTestProxy(t, dir)
+	rep, _ = doctor(t, dir, project, "claude")
+	if f := find(t, rep, "claude", "logs"); f.Severity != agents.Warn || !strings.Contains(f.Message, "1 of 1 logs") {
+		t.Errorf("logs after the log grew = %s %q", f.Severity, f.Message)
 	}
 }

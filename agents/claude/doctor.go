@@ -237,14 +237,14 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 	case risk:
 		f.Severity = agents.Fail
 		f.Message = setting + pending
-		f.Fix = "run `bbengine import claude` now, and " + f.Fix
+		f.Fix = "run `bbengine import claude --all` now, and " + f.Fix
 	case !set:
 		f.Severity = agents.Warn
 		f.Message = setting + pending
 	case days < 365 && env.Unimported > 0:
 		f.Severity = agents.Warn
 		f.Message = setting + pending + "; import them before Claude Code deletes them"
-		f.Fix = "run `bbengine import claude` (or keep `bbengine import claude --follow` running), or " + f.Fix
+		f.Fix = "run `bbengine import claude --all` (or keep `bbengine import claude --all --follow` running), or " + f.Fix
 	default:
 		f.Severity, f.Message, f.Fix = agents.OK, setting+pending, ""
 	}

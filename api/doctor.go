@@ -100,7 +100,7 @@ type doctor struct {
 	// at most one is set, and neither when the derived state cannot be
 	// read (no data directory yet, a locked directory).
 	remote *Remote
-	e      *engine.Engine
+	e      *engine.Peek
 }
 
 func (d *doctor) close() {
@@ -278,7 +278,7 @@ func (d *doctor) lag(ctx context.Context, held bool, end uint64, walOK bool) {
 	if err != nil {
 		return // said under encryption
 	}
-	e, err := engine.Open(dir, &engine.Options{Keys: keys})
+	e, err := engine.OpenPeek(dir, keys)
 	if err != nil {
 		d.finding("lag", agents.Warn, "", "open the derived state of %s: %v", dir, err)
 		return

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -328,4 +330,54 @@ func TestDoctorImported(t *testing.T) {
 	if f := find(t, rep, "claude", "logs"); f.Severity != agents.Warn || !strings.Contains(f.Message, "1 of 1 logs") {
 		t.Errorf("logs after the log grew = %s %q", f.Severity, f.Message)
 	}
+}
+
+// TestDoctorWritesNothing runs doctor without a proxy on a data
+// directory with derived state, and on the agents' files: every file
+// stays as it was, and no file is added.
+func TestDoctorWritesNothing(t *testing.T) {
+	home, project := doctorHome(t, `{"cleanupPeriodDays": 100000}`)
+	dir := filepath.Join(home, "data")
+	importMemory(t, dir)
+	if _, stderr, code := run(t, "--dir", dir, "install", "claude", "--user", "--no-base-url"); code != 0 {
+		t.Fatalf("install: %s", stderr)
+	}
+	before := treeState(t, home)
+	if _, code := doctor(t, dir, project); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	after := treeState(t, home)
+	for p, s := range before {
+		if after[p] != s {
+			t.Errorf("doctor changed %s: %s → %s", p, s, after[p])
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("doctor added %s", p)
+		}
+	}
+}
+
+// treeState maps every file under root to its size, time and content's
+// hash.
+func treeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		out[p] = fmt.Sprintf("%d bytes %v %x", len(b), info.ModTime().UnixNano(), sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

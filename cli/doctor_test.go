@@ -381,3 +381,60 @@ func treeState(t *testing.T, root string) map[string]string {
 	}
 	return out
 }
+
+// TestDoctorEncrypted checks an encrypted data directory: locked
+// without a secret (and no secret printed), read here with the
+// passphrase, and held unlocked by a running proxy.
+func TestDoctorEncrypted(t *testing.T) {
+	home, project := doctorHome(t, `{"cleanupPeriodDays": 100000}`)
+	dir := filepath.Join(home, "data")
+	const secret = "correct horse battery staple"
+	t.Setenv("BBENGINE_PASSPHRASE", secret)
+	if out, errs, code := run(t, "--dir", dir, "init", "--encrypt"); code != 0 {
+		t.Fatalf("init --encrypt: %d %s %s", code, out, errs)
+	}
+	logs := filepath.Join(home, ".claude", "projects", "-p")
+	os.MkdirAll(logs, 0o755)
+	writeFile(t, logs, "33333333-2222-4333-8444-555555555555.jsonl", memoryTranscript())
+	if out, errs, code := run(t, "--dir", dir, "import", "claude", "--all", "--quiet"); code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errs)
+	}
+
+	t.Setenv("BBENGINE_PASSPHRASE", "")
+	out, errs, code := run(t, "--dir", dir, "--no-keyring", "doctor", "--json", "--project-dir", project, "claude")
+	if strings.Contains(out+errs, secret) {
+		t.Fatalf("doctor printed the secret:\n%s%s", out, errs)
+	}
+	var rep api.DoctorReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("doctor: %d %v\n%s%s", code, err, out, errs)
+	}
+	if f := find(t, rep, "bbengine", "encryption"); f.Severity != agents.Warn || !strings.Contains(f.Message, "locked") ||
+		!strings.Contains(f.Fix, "BBENGINE_PASSPHRASE") {
+		t.Errorf("locked: %s %q (fix %q)", f.Severity, f.Message, f.Fix)
+	}
+	if f := find(t, rep, "bbengine", "wal"); f.Severity != agents.OK {
+		t.Errorf("wal without the key: %s %q", f.Severity, f.Message)
+	}
+
+	t.Setenv("BBENGINE_PASSPHRASE", secret)
+	rep, code = doctor(t, dir, project, "claude")
+	if f := find(t, rep, "bbengine", "encryption"); f.Severity != agents.OK || !strings.Contains(f.Message, "unlocked here") {
+		t.Errorf("with the passphrase: %s %q", f.Severity, f.Message)
+	}
+	if f := find(t, rep, "claude", "logs"); f.Severity != agents.OK || !strings.Contains(f.Message, "all 1 logs") {
+		t.Errorf("logs of the encrypted directory: %s %q", f.Severity, f.Message)
+	}
+	if f := find(t, rep, "bbengine", "lag"); f.Severity != agents.OK {
+		t.Errorf("lag: %s %q", f.Severity, f.Message)
+	}
+	if code != 0 {
+		t.Errorf("exit %d: %+v", code, rep.Findings)
+	}
+
+	startTestProxy(t, dir)
+	rep, _ = doctor(t, dir, project, "claude")
+	if f := find(t, rep, "bbengine", "encryption"); f.Severity != agents.OK || !strings.Contains(f.Message, "holds it unlocked") {
+		t.Errorf("with a proxy: %s %q", f.Severity, f.Message)
+	}
+}

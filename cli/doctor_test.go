@@ -70,8 +70,8 @@ func TestDoctorCleanup(t *testing.T) {
 		{"unset", `{"theme": "dark"}`, agents.Warn, "cleanupPeriodDays is not set", 0},
 		{"no file", "", agents.Warn, "30 days after their last change, its default", 0},
 		{"high", `{"cleanupPeriodDays": 100000}`, agents.OK, "cleanupPeriodDays is 100000 in", 0},
-		{"zero", `{"cleanupPeriodDays": 0}`, agents.Fail, "keeps no session logs", 1},
-		{"not a number", `{"cleanupPeriodDays": "30"}`, agents.Fail, "not a whole number", 1},
+		{"zero", `{"cleanupPeriodDays": 0}`, agents.Fail, "takes 1 or more", 1},
+		{"not a number", `{"cleanupPeriodDays": "30"}`, agents.Fail, `is "30", not a whole number`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, project := doctorHome(t, tc.settings)
@@ -174,6 +174,16 @@ func TestDoctorVersion(t *testing.T) {
 	rep, _ := doctor(t, filepath.Join(home, "data"), project, "claude")
 	if f := find(t, rep, "claude", "version"); f.Severity != agents.OK || !strings.Contains(f.Message, "Claude Code 2.1.90 (Claude Code)") {
 		t.Errorf("version = %s %q", f.Severity, f.Message)
+	}
+	// The real Claude Code, when the e2e install is there.
+	if real, err := filepath.Abs("../e2e/node/node_modules/.bin/claude"); err == nil {
+		if _, err := os.Stat(real); err == nil {
+			t.Setenv("PATH", filepath.Dir(real)+string(os.PathListSeparator)+"/usr/bin:/bin")
+			rep, _ := doctor(t, filepath.Join(home, "data"), project, "claude")
+			if f := find(t, rep, "claude", "version"); f.Severity != agents.OK || !strings.Contains(f.Message, "(Claude Code)") {
+				t.Errorf("the real claude: version = %s %q", f.Severity, f.Message)
+			}
+		}
 	}
 	t.Setenv("PATH", t.TempDir())
 	rep, code := doctor(t, filepath.Join(home, "data"), project, "codex")

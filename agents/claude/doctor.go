@@ -208,7 +208,7 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 		i, err := n.Int64()
 		if !isNum || err != nil {
 			f.Severity = agents.Fail
-			f.Message = fmt.Sprintf("cleanupPeriodDays in %s is %v, not a whole number of days", d.path, v)
+			f.Message = fmt.Sprintf("cleanupPeriodDays in %s is %s, not a whole number of days: Claude Code rejects the setting", d.path, jsonText(v))
 			f.Fix = fmt.Sprintf(`set "cleanupPeriodDays": %d in %s`, KeepDays, d.path)
 			return f
 		}
@@ -233,7 +233,7 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 	switch {
 	case set && days <= 0:
 		f.Severity = agents.Fail
-		f.Message = setting + ": Claude Code keeps no session logs, and bbengine cannot import them"
+		f.Message = setting + ": Claude Code takes 1 or more (it rejects the setting and pauses its cleanup; versions before that deleted every session log at startup)"
 	case risk:
 		f.Severity = agents.Fail
 		f.Message = setting + pending
@@ -249,6 +249,14 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 		f.Severity, f.Message, f.Fix = agents.OK, setting+pending, ""
 	}
 	return f
+}
+
+// jsonText writes a settings value as it would be written in the file.
+func jsonText(v any) string {
+	if b, err := json.Marshal(jsonedit.ToGo(v)); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(v)
 }
 
 var _ agents.Doctor = Agent{}

@@ -130,3 +130,30 @@ func isLoopback(u string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }
+
+// HookDirFinding is the hooks check of an agent whose hooks, registered
+// in file, pass the data directories dirs ("" for the default): ok when
+// they are the data directory doctor checks (env.Dir), else a warn, for
+// then the context packs come from another directory.
+func HookDirFinding(env *DoctorEnv, agent, file string, dirs []string) Finding {
+	f := Finding{Agent: agent, Check: "hooks", Severity: OK,
+		Message: fmt.Sprintf("bbengine's SessionStart and UserPromptSubmit hooks are registered in %s", file)}
+	name := func(d string) string {
+		if d == "" {
+			return "the default data directory"
+		}
+		return d
+	}
+	for _, d := range dirs {
+		if d != env.Dir {
+			f.Severity = Warn
+			f.Message = fmt.Sprintf("bbengine's hooks in %s read %s, not %s, the data directory checked here", file, name(d), name(env.Dir))
+			f.Fix = fmt.Sprintf("run `bbengine install %s` again with the --dir the proxy records into, or run doctor with --dir %s", agent, ShellQuote(d))
+			if d == "" {
+				f.Fix = fmt.Sprintf("run `bbengine install %s` again with the --dir the proxy records into, or run doctor without --dir", agent)
+			}
+			break
+		}
+	}
+	return f
+}

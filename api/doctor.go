@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -163,7 +164,7 @@ func (d *doctor) dataDir(ctx context.Context) {
 	}
 	d.encryption(held, h)
 	end, walOK := d.wal(health)
-	d.lag(ctx, held, end, walOK)
+	d.lag(health, held, end, walOK)
 }
 
 // health asks the proxy at base for /_bb/health.
@@ -249,7 +250,7 @@ func (d *doctor) wal(health *proxy.Health) (end uint64, ok bool) {
 
 // lag reports the WAL bytes not derived yet: the running proxy's
 // metrics, or the applied offset of the derived state opened here.
-func (d *doctor) lag(ctx context.Context, held bool, end uint64, walOK bool) {
+func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
 	dir := d.req.Dir
 	switch {
 	case d.rep.Proxy != "":
@@ -259,6 +260,15 @@ func (d *doctor) lag(ctx context.Context, held bool, end uint64, walOK bool) {
 			return
 		}
 		b, s := m["bbengine_derive_lag_bytes"], m["bbengine_derive_lag_seconds"]
+		if (math.IsNaN(b) || math.IsNaN(s)) && health != nil && health.Derivation == "ok" {
+			d.finding("lag", agents.OK, "", "derivation runs; the proxy has not measured its lag yet (it does every second)")
+			return
+		}
+		if math.IsNaN(b) || math.IsNaN(s) {
+			d.finding("lag", agents.Warn, "wait, or see the proxy's log if it stays so",
+				"the proxy's engine is not open yet (starting, or rebuilding the derived state)")
+			return
+		}
 		if s > 60 {
 			d.finding("lag", agents.Warn, "it catches up by itself; if it grows, see the proxy's log and /_bb/metrics",
 				"derivation is %s (%.0f s) behind the WAL", bytesize.Format(int64(b)), s)

@@ -130,6 +130,12 @@ func TestDoctorInstall(t *testing.T) {
 			t.Errorf("after install, %s = %s %q", check, f.Severity, f.Message)
 		}
 	}
+	// Hooks of another data directory are a warn.
+	other := t.TempDir()
+	rep, _ = doctor(t, other, project, "claude")
+	if f := find(t, rep, "claude", "hooks"); f.Severity != agents.Warn || !strings.Contains(f.Message, "read "+dir+", not "+other) {
+		t.Errorf("hooks of another data directory: %s %q", f.Severity, f.Message)
+	}
 	if _, stderr, code := run(t, "--dir", dir, "uninstall", "claude", "--user"); code != 0 {
 		t.Fatalf("uninstall: %s", stderr)
 	}
@@ -282,7 +288,7 @@ func TestDoctorProxy(t *testing.T) {
 	if f := find(t, rep, "bbengine", "proxy"); f.Severity != agents.OK {
 		t.Errorf("proxy = %s %q", f.Severity, f.Message)
 	}
-	if f := find(t, rep, "bbengine", "lag"); f.Severity != agents.OK || !strings.Contains(f.Message, "behind the WAL") {
+	if f := find(t, rep, "bbengine", "lag"); f.Severity != agents.OK || !strings.Contains(f.Message, "derivation") {
 		t.Errorf("lag = %s %q", f.Severity, f.Message)
 	}
 	t.Setenv("ANTHROPIC_BASE_URL", "https://api.anthropic.com")

@@ -129,8 +129,7 @@ func (a Agent) hooks(env *agents.DoctorEnv, docs []doc, userSettings, projSettin
 		}
 		missing := settings.MissingHooks(d.root, a.Name(), env.Exe)
 		if len(missing) == 0 {
-			return []agents.Finding{{Agent: a.Name(), Check: "hooks", Severity: agents.OK,
-				Message: fmt.Sprintf("bbengine's SessionStart and UserPromptSubmit hooks are registered in %s", d.path)}}
+			return []agents.Finding{agents.HookDirFinding(env, a.Name(), d.path, settings.HookDirs(d.root, a.Name(), env.Exe))}
 		}
 		if len(missing) < 2 {
 			partial = append(partial, fmt.Sprintf("%s lacks the %s hook", d.path, strings.Join(missing, ", ")))

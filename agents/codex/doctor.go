@@ -119,8 +119,10 @@ func (a Agent) hooks(env *agents.DoctorEnv, scopes []scope, userDir, projDir str
 			f.Fix = fmt.Sprintf("add codex_hooks = true to the [features] table of %s, or run `bbengine install codex` again", s.configFile())
 			return f
 		}
-		f.Severity, f.Fix = agents.OK, ""
-		f.Message = fmt.Sprintf("bbengine's SessionStart and UserPromptSubmit hooks are registered in %s, with codex_hooks on", s.hooksFile())
+		f = agents.HookDirFinding(env, a.Name(), s.hooksFile(), settings.HookDirs(s.hooks, a.Name(), env.Exe))
+		if f.Severity == agents.OK {
+			f.Message += ", with codex_hooks on"
+		}
 		return f
 	}
 	f.Severity = agents.Warn

@@ -1,6 +1,10 @@
 package settings
 
 import (
+	"slices"
+	"strings"
+
+	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/internal/jsonedit"
 )
 
@@ -71,4 +75,52 @@ func OurMCP(root *jsonedit.Object, exe string) string {
 		return cmd
 	}
 	return ""
+}
+
+// HookDirs returns the data directory each of bbengine's hook handlers
+// for agent in root["hooks"] passes with --dir, "" for one that passes
+// none (the default data directory), without repeats.
+func HookDirs(root *jsonedit.Object, agent, exe string) []string {
+	var out []string
+	hooks, _ := root.Get("hooks")
+	hobj, _ := hooks.(*jsonedit.Object)
+	if hobj == nil {
+		return nil
+	}
+	for _, event := range hobj.Keys() {
+		groupsV, _ := hobj.Get(event)
+		groups, _ := groupsV.([]any)
+		for _, g := range groups {
+			gobj, _ := g.(*jsonedit.Object)
+			if gobj == nil {
+				continue
+			}
+			hsV, _ := gobj.Get("hooks")
+			hs, _ := hsV.([]any)
+			for _, h := range hs {
+				o, _ := h.(*jsonedit.Object)
+				if o == nil {
+					continue
+				}
+				cv, _ := o.Get("command")
+				cmd, _ := cv.(string)
+				if !IsOurHook(cmd, agent, exe) {
+					continue
+				}
+				dir := ""
+				args := agents.ShellFields(cmd)
+				for i := 1; i+1 < len(args) && args[i] != "hook"; i++ {
+					if args[i] == "--dir" {
+						dir = args[i+1]
+					} else if v, ok := strings.CutPrefix(args[i], "--dir="); ok {
+						dir = v
+					}
+				}
+				if !slices.Contains(out, dir) {
+					out = append(out, dir)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -454,3 +454,37 @@ func TestDoctorEncrypted(t *testing.T) {
 		t.Errorf("with a proxy: %s %q", f.Severity, f.Message)
 	}
 }
+
+// TestDoctorCorruptWAL flips a byte inside a WAL frame: the wal check
+// fails naming the segment and doctor exits 1.
+func TestDoctorCorruptWAL(t *testing.T) {
+	home, project := doctorHome(t, `{"cleanupPeriodDays": 100000}`)
+	dir := filepath.Join(home, "data")
+	importMemory(t, dir)
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "*"))
+	var seg string
+	for _, s := range segs {
+		if info, err := os.Stat(s); err == nil && info.Mode().IsRegular() && info.Size() > 4096 {
+			seg = s
+		}
+	}
+	if seg == "" {
+		t.Fatalf("no WAL segment of more than 4 KiB in %v", segs)
+	}
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := doctor(t, dir, project, "claude")
+	f := find(t, rep, "bbengine", "wal")
+	if f.Severity != agents.Fail || !strings.Contains(f.Message, filepath.Base(seg)) || !strings.Contains(f.Fix, "bbengine wal repair") {
+		t.Errorf("wal = %s %q (fix %q)", f.Severity, f.Message, f.Fix)
+	}
+	if code != 1 || !rep.Failed {
+		t.Errorf("exit %d, failed %v; want 1", code, rep.Failed)
+	}
+}

@@ -77,6 +77,10 @@ func BaseURLFinding(env *DoctorEnv, agent, where, base, suffix, fix string) Find
 		f.Fix = fix
 	case env.Proxy != "" && sameBase(base, env.Proxy+suffix):
 		f.Severity, f.Message = OK, fmt.Sprintf("%s is %s, the running proxy of the data directory", where, base)
+	case env.Proxy != "" && sameAddr(base, env.Proxy):
+		f.Severity = Warn
+		f.Message = fmt.Sprintf("%s is %s: the running proxy's address, but the agent's requests need the path %s", where, base, env.Proxy+suffix)
+		f.Fix = fmt.Sprintf("set %s to %s", where, want)
 	case isLoopback(base) && env.IsProxy != nil && env.IsProxy(strings.TrimSuffix(strings.TrimRight(base, "/"), suffix)):
 		f.Severity = Warn
 		f.Message = fmt.Sprintf("%s is %s, a bbengine proxy of another data directory", where, base)
@@ -115,6 +119,20 @@ func sameBase(a, b string) bool {
 		return h + ":" + u.Port()
 	}
 	return ua.Scheme == ub.Scheme && host(ua) == host(ub) && ua.Path == ub.Path
+}
+
+// sameAddr reports whether two URLs name the same scheme, host and
+// port, whatever their paths.
+func sameAddr(a, b string) bool {
+	strip := func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil {
+			return s
+		}
+		u.Path, u.RawPath = "", ""
+		return u.String()
+	}
+	return sameBase(strip(a), strip(b))
 }
 
 // isLoopback reports whether the URL u names a loopback host.

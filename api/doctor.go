@@ -356,8 +356,8 @@ func (d *doctor) agent(a agents.Agent) {
 		if err != nil {
 			continue
 		}
-		done := false
-		if known && stateErr == nil {
+		done := info.Size() == 0 // nothing to import, and no state is kept of it
+		if !done && known && stateErr == nil {
 			var st *engine.ImportFileState
 			st, stateErr = d.importState(strings.TrimSuffix(p, ".zst"))
 			done = st != nil && (strings.HasSuffix(p, ".zst") || st.End >= info.Size())

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,9 +69,9 @@ func Doctor(ctx context.Context, req DoctorRequest) (*DoctorReport, error) {
 	if req.Timeout <= 0 {
 		req.Timeout = 3 * time.Second
 	}
-	d := &doctor{req: req, rep: &DoctorReport{Dir: req.Dir, Findings: []agents.Finding{}}}
+	d := &doctor{ctx: ctx, req: req, rep: &DoctorReport{Dir: req.Dir, Findings: []agents.Finding{}}}
 	defer d.close()
-	d.dataDir(ctx)
+	d.dataDir()
 	var sel []agents.Agent
 	for _, name := range req.Agents {
 		a, ok := agents.Lookup(name)
@@ -95,11 +96,13 @@ func Doctor(ctx context.Context, req DoctorRequest) (*DoctorReport, error) {
 
 // doctor is one run of Doctor.
 type doctor struct {
+	ctx context.Context
 	req DoctorRequest
 	rep *DoctorReport
-	// remote is the proxy's query endpoint, e the engine opened here;
-	// at most one is set, and neither when the derived state cannot be
-	// read (no data directory yet, a locked directory).
+	// remote is the proxy's query endpoint, e the derived state opened
+	// read-only here; at most one is set, and neither when the derived
+	// state cannot be read (none yet, a locked directory, a process that
+	// holds the directory and serves no queries).
 	remote *Remote
 	e      *engine.Peek
 }
@@ -118,7 +121,7 @@ func (d *doctor) finding(check string, sev agents.Severity, fix, format string, 
 
 // dataDir checks the data directory: size, encryption, the WAL, the
 // proxy that owns it and the derivation lag.
-func (d *doctor) dataDir(ctx context.Context) {
+func (d *doctor) dataDir() {
 	dir := d.req.Dir
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		d.finding("data-dir", agents.Warn, "start `bbengine proxy` to record live, or run `bbengine import AGENT --all`",
@@ -152,7 +155,7 @@ func (d *doctor) dataDir(ctx context.Context) {
 				"the proxy (pid %d) at %s is %s (derivation: %s)%s", h.PID, d.rep.Proxy, health.Status, health.Derivation, prefixed("; WAL: ", health.WALError))
 		default:
 			d.finding("proxy", agents.OK, "", "the proxy (pid %d) at %s records into %s (recording %s, derivation %s)",
-				h.PID, d.rep.Proxy, dir, health.Status, health.Derivation)
+				h.PID, d.rep.Proxy, dir, health.Status, cmp.Or(health.Derivation, "not reported"))
 		}
 	case held:
 		d.finding("proxy", agents.OK, "", "process %d holds %s, with no recording proxy", h.PID, dir)
@@ -169,8 +172,7 @@ func (d *doctor) dataDir(ctx context.Context) {
 
 // health asks the proxy at base for /_bb/health.
 func (d *doctor) health(base string) (*proxy.Health, error) {
-	client := &http.Client{Timeout: d.req.Timeout}
-	resp, err := client.Get(base + "/_bb/health")
+	resp, err := d.get(base + "/_bb/health")
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +182,15 @@ func (d *doctor) health(base string) (*proxy.Health, error) {
 		return nil, fmt.Errorf("%s/_bb/health answered %s, not a bbengine proxy's health", base, resp.Status)
 	}
 	return &h, nil
+}
+
+// get asks for u within the request's timeout.
+func (d *doctor) get(u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(d.ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	return (&http.Client{Timeout: d.req.Timeout}).Do(req)
 }
 
 // isProxy reports whether a bbengine proxy answers at base.
@@ -309,8 +320,7 @@ func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
 
 // metrics scrapes the proxy's /_bb/metrics for the gauges named.
 func (d *doctor) metrics(base string, names ...string) (map[string]float64, error) {
-	client := &http.Client{Timeout: d.req.Timeout}
-	resp, err := client.Get(base + "/_bb/metrics")
+	resp, err := d.get(base + "/_bb/metrics")
 	if err != nil {
 		return nil, err
 	}

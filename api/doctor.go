@@ -290,9 +290,12 @@ func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
 	case held || !walOK:
 		return
 	}
-	if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
+	notYet := func() {
 		d.finding("lag", agents.Warn, "run `bbengine sessions` (or start `bbengine proxy`) to derive it",
 			"nothing is derived yet: %s of WAL waits", bytesize.Format(int64(end)))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
+		notYet()
 		return
 	}
 	keys, err := Keys(dir)
@@ -300,6 +303,10 @@ func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
 		return // said under encryption
 	}
 	e, err := engine.OpenPeek(dir, keys)
+	if errors.Is(err, fs.ErrNotExist) {
+		notYet()
+		return
+	}
 	if err != nil {
 		d.finding("lag", agents.Warn, "", "open the derived state of %s: %v", dir, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/bbengine/bbengine/engine/schema"
@@ -29,6 +30,9 @@ type Peek struct {
 // wrapping fs.ErrNotExist.
 func OpenPeek(dir string, keys *crypt.Keys) (*Peek, error) {
 	dbDir := filepath.Join(dir, "db")
+	if !hasManifest(dbDir) {
+		return nil, fmt.Errorf("engine: no derived state in %s: %w", dbDir, fs.ErrNotExist)
+	}
 	if err := checkEncryption(dir, dbDir, keys); err != nil {
 		return nil, err
 	}
@@ -44,6 +48,12 @@ func OpenPeek(dir string, keys *crypt.Keys) (*Peek, error) {
 		return nil, fmt.Errorf("engine: open %s read-only: %w", dbDir, err)
 	}
 	return &Peek{db: db}, nil
+}
+
+// hasManifest reports whether dbDir holds a Pebble manifest.
+func hasManifest(dbDir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dbDir, "MANIFEST-*"))
+	return len(m) > 0
 }
 
 // Applied returns the WAL offset up to which the derived state is built.

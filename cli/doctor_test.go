@@ -181,6 +181,20 @@ func TestDoctorVersion(t *testing.T) {
 	if f := find(t, rep, "claude", "version"); f.Severity != agents.OK || !strings.Contains(f.Message, "Claude Code 2.1.90 (Claude Code)") {
 		t.Errorf("version = %s %q", f.Severity, f.Message)
 	}
+	// A claude that does not answer is given up after --timeout.
+	sleep := "/bin/sleep"
+	if _, err := os.Stat(sleep); err != nil {
+		sleep = "/usr/bin/sleep"
+	}
+	writeFile(t, bin, "claude", "#!/bin/sh\nexec "+sleep+" 30\n")
+	out, _, _ := run(t, "--dir", filepath.Join(home, "data"), "doctor", "--json", "--timeout", "300ms", "--project-dir", project, "claude")
+	var hung api.DoctorReport
+	if err := json.Unmarshal([]byte(out), &hung); err != nil {
+		t.Fatal(err)
+	}
+	if f := find(t, hung, "claude", "version"); f.Severity != agents.Warn || !strings.Contains(f.Message, "did not answer within 300ms") {
+		t.Errorf("a claude that hangs: version = %s %q", f.Severity, f.Message)
+	}
 	// The real Claude Code, when the e2e install is there.
 	if real, err := filepath.Abs("../e2e/node/node_modules/.bin/claude"); err == nil {
 		if _, err := os.Stat(real); err == nil {

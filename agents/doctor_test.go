@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestBaseURLFinding(t *testing.T) {
+func TestDoctorBaseURL(t *testing.T) {
 	const proxy = "http://127.0.0.1:8787"
 	other := func(u string) bool { return u == "http://127.0.0.1:9999" }
 	for _, tc := range []struct {

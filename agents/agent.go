@@ -221,8 +221,8 @@ type Doctor interface {
 	Agent
 
 	// Doctor returns one finding per check of the agent's setup on the
-	// machine env describes, or a single one saying the agent was not
-	// found there. It writes nothing and gives up on the agent's
+	// machine env describes, or a single one of Check "found" saying
+	// the agent was not found there. It writes nothing and gives up on the agent's
 	// program after env.Timeout.
 	Doctor(env *DoctorEnv) []Finding
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Agent is what bbengine knows about one coding agent. An
@@ -208,4 +209,74 @@ type Launcher interface {
 	// them, which the caller removes when the run ends (also after an
 	// error).
 	LaunchArgs(exe, dir string) (args, files []string, err error)
+}
+
+// A Doctor is an Agent that checks its own setup for `bbengine doctor`:
+// the version installed, whether its base URL goes through the running
+// proxy, whether bbengine's hooks and MCP server are registered, and
+// whether its own cleanup deletes logs before they are imported. An
+// agent that is no Doctor gets only the checks every agent shares (its
+// logs found and how many are not imported yet).
+type Doctor interface {
+	Agent
+
+	// Doctor returns one finding per check of the agent's setup on the
+	// machine env describes, or a single one of Check "found" saying
+	// the agent was not found there. It writes nothing and gives up on the agent's
+	// program after env.Timeout.
+	Doctor(env *DoctorEnv) []Finding
+}
+
+// DoctorEnv is the machine a Doctor checks, as `bbengine doctor` found
+// it. Paths come from the user's home directory and the environment, so
+// that tests can use a home of their own.
+type DoctorEnv struct {
+	// Home is the user's home directory, ProjectDir the project's (the
+	// directory doctor runs in).
+	Home, ProjectDir string
+	// Exe is the bbengine executable and Dir the data directory as the
+	// installed hooks pass it ("" for the default), as in Setup.
+	Exe, Dir string
+	// Proxy is the base URL (http://HOST:PORT) of the proxy that owns
+	// the data directory, "" when none runs.
+	Proxy string
+	// IsProxy reports whether the base URL u answers as a bbengine proxy
+	// (its /_bb/health); it is only asked of loopback addresses.
+	IsProxy func(u string) bool
+	// Logs is how many of the agent's logs were found in its default
+	// locations; Unimported how many of them are not imported, or only
+	// in part, and Oldest the modification time of the oldest of those.
+	Logs, Unimported int
+	Oldest           time.Time
+	// Now is the time the checks are made at.
+	Now time.Time
+	// Timeout bounds running the agent's program (its --version).
+	Timeout time.Duration
+}
+
+// Severity is how bad a finding is: ok, warn or fail. A fail makes
+// `bbengine doctor` exit 1.
+type Severity string
+
+// The severities, from good to bad.
+const (
+	OK   Severity = "ok"
+	Warn Severity = "warn"
+	Fail Severity = "fail"
+)
+
+// Finding is one check's result: one line, and what to do about it.
+type Finding struct {
+	// Agent is the agent's Name, or "bbengine" for the data directory
+	// and the proxy.
+	Agent string `json:"agent"`
+	// Check names what was checked: version, base-url, hooks, mcp,
+	// cleanup, logs, data-dir, encryption, wal, proxy, lag.
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	// Message says what was found, naming the file or setting.
+	Message string `json:"message"`
+	// Fix says what to do, exactly (the setting and the file, or the
+	// command); "" when there is nothing to do.
+	Fix string `json:"fix,omitempty"`
 }

@@ -207,6 +207,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			breakerCommand(),
 			duCommand(),
 			usageCommand(),
+			doctorCommand(),
 			gcCommand(),
 			initCommand(),
 			keyCommand(),

@@ -27,16 +27,7 @@ func HooksSettings(exe, dir string) map[string]any {
 
 // Install computes the edits of Claude Code's files.
 func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
-	config := os.Getenv("CLAUDE_CONFIG_DIR")
-	var settingsFile, mcpFile string
-	switch {
-	case s.User && config != "":
-		settingsFile, mcpFile = filepath.Join(config, "settings.json"), filepath.Join(config, ".claude.json")
-	case s.User:
-		settingsFile, mcpFile = filepath.Join(s.Home, ".claude", "settings.json"), filepath.Join(s.Home, ".claude.json")
-	default:
-		settingsFile, mcpFile = filepath.Join(s.ProjectDir, ".claude", "settings.json"), filepath.Join(s.ProjectDir, ".mcp.json")
-	}
+	settingsFile, mcpFile := files(s.User, s.Home, s.ProjectDir)
 	sc, err := settings.EditJSON(settingsFile, 0o644, func(root *jsonedit.Object) error {
 		if err := settings.EditHooks(root, settingsFile, s, "claude"); err != nil {
 			return err
@@ -65,6 +56,20 @@ func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
 		return nil, err
 	}
 	return []*agents.Change{sc, mc}, nil
+}
+
+// files returns the settings file install edits (hooks, env) and the
+// file of its MCP server: the user's (in $CLAUDE_CONFIG_DIR, else in
+// home) or the project's.
+func files(user bool, home, projectDir string) (settingsFile, mcpFile string) {
+	config := os.Getenv("CLAUDE_CONFIG_DIR")
+	switch {
+	case user && config != "":
+		return filepath.Join(config, "settings.json"), filepath.Join(config, ".claude.json")
+	case user:
+		return filepath.Join(home, ".claude", "settings.json"), filepath.Join(home, ".claude.json")
+	}
+	return filepath.Join(projectDir, ".claude", "settings.json"), filepath.Join(projectDir, ".mcp.json")
 }
 
 // editBaseURL sets env.ANTHROPIC_BASE_URL to the proxy, recording that

@@ -29,17 +29,7 @@ const (
 
 // Install computes the edits of Codex's files.
 func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
-	var dir, agentsFile string
-	if s.User {
-		dir = os.Getenv("CODEX_HOME")
-		if dir == "" {
-			dir = filepath.Join(s.Home, ".codex")
-		}
-		agentsFile = filepath.Join(dir, "AGENTS.md")
-	} else {
-		dir = filepath.Join(s.ProjectDir, ".codex")
-		agentsFile = filepath.Join(s.ProjectDir, "AGENTS.md")
-	}
+	dir, agentsFile := dirs(s.User, s.Home, s.ProjectDir)
 	config := filepath.Join(dir, "config.toml")
 	cc, err := editText(config, func(text string) (string, error) { return codexConfig(config, text, s) })
 	if err != nil {
@@ -57,6 +47,20 @@ func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
 		return nil, err
 	}
 	return []*agents.Change{cc, hc, ac}, nil
+}
+
+// dirs returns the directory of the config.toml and hooks.json install
+// edits, and its AGENTS.md: the user's ($CODEX_HOME, else ~/.codex) or
+// the project's.
+func dirs(user bool, home, projectDir string) (dir, agentsFile string) {
+	if user {
+		dir = os.Getenv("CODEX_HOME")
+		if dir == "" {
+			dir = filepath.Join(home, ".codex")
+		}
+		return dir, filepath.Join(dir, "AGENTS.md")
+	}
+	return filepath.Join(projectDir, ".codex"), filepath.Join(projectDir, "AGENTS.md")
 }
 
 // editText reads a text file ("" when it does not exist), lets edit

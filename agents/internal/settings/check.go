@@ -1,0 +1,126 @@
+package settings
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/internal/jsonedit"
+)
+
+// Inspect reads the JSON file at path as EditJSON does (an empty object
+// when it does not exist; an error naming the line when it does not
+// parse) and hands its root to look. It writes nothing.
+func Inspect(path string, look func(root *jsonedit.Object) error) error {
+	_, err := EditJSON(path, 0o644, look)
+	return err
+}
+
+// MissingHooks returns the events install hooks (SessionStart,
+// UserPromptSubmit) on which root["hooks"] has no handler running
+// `bbengine hook agent` (this executable, exe, or one named bbengine);
+// none when every one has it.
+func MissingHooks(root *jsonedit.Object, agent, exe string) []string {
+	oursV, _ := HooksDoc(exe, "", agent).Get("hooks")
+	var missing []string
+	hooks, _ := root.Get("hooks")
+	hobj, _ := hooks.(*jsonedit.Object)
+	for _, event := range oursV.(*jsonedit.Object).Keys() {
+		if hobj == nil || !hasOurHook(hobj, event, agent, exe) {
+			missing = append(missing, event)
+		}
+	}
+	return missing
+}
+
+func hasOurHook(hooks *jsonedit.Object, event, agent, exe string) bool {
+	groupsV, _ := hooks.Get(event)
+	groups, _ := groupsV.([]any)
+	for _, g := range groups {
+		gobj, _ := g.(*jsonedit.Object)
+		if gobj == nil {
+			continue
+		}
+		hsV, _ := gobj.Get("hooks")
+		hs, _ := hsV.([]any)
+		for _, h := range hs {
+			hobj, _ := h.(*jsonedit.Object)
+			if hobj == nil {
+				continue
+			}
+			cv, _ := hobj.Get("command")
+			if cmd, _ := cv.(string); IsOurHook(cmd, agent, exe) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// OurMCP returns the command of bbengine's server in root["mcpServers"]
+// when it runs this executable (exe) or one named bbengine, else "".
+func OurMCP(root *jsonedit.Object, exe string) string {
+	sv, _ := root.Get("mcpServers")
+	servers, _ := sv.(*jsonedit.Object)
+	if servers == nil {
+		return ""
+	}
+	v, _ := servers.Get(MCPName)
+	o, _ := v.(*jsonedit.Object)
+	if o == nil {
+		return ""
+	}
+	cv, _ := o.Get("command")
+	if cmd, _ := cv.(string); IsOurExe(cmd, exe) {
+		return cmd
+	}
+	return ""
+}
+
+// HookDirs returns the data directory each of bbengine's hook handlers
+// for agent in root["hooks"] passes with --dir, "" for one that passes
+// none (the default data directory), without repeats.
+func HookDirs(root *jsonedit.Object, agent, exe string) []string {
+	var out []string
+	hooks, _ := root.Get("hooks")
+	hobj, _ := hooks.(*jsonedit.Object)
+	if hobj == nil {
+		return nil
+	}
+	for _, event := range hobj.Keys() {
+		groupsV, _ := hobj.Get(event)
+		groups, _ := groupsV.([]any)
+		for _, g := range groups {
+			gobj, _ := g.(*jsonedit.Object)
+			if gobj == nil {
+				continue
+			}
+			hsV, _ := gobj.Get("hooks")
+			hs, _ := hsV.([]any)
+			for _, h := range hs {
+				o, _ := h.(*jsonedit.Object)
+				if o == nil {
+					continue
+				}
+				cv, _ := o.Get("command")
+				cmd, _ := cv.(string)
+				if !IsOurHook(cmd, agent, exe) {
+					continue
+				}
+				dir := ""
+				args := agents.ShellFields(cmd)
+				for i := 1; i+1 < len(args) && args[i] != "hook"; i++ {
+					if args[i] == "--dir" {
+						dir = args[i+1]
+					} else if v, ok := strings.CutPrefix(args[i], "--dir="); ok {
+						dir = v
+					}
+				}
+				if !slices.Contains(out, dir) {
+					out = append(out, dir)
+				}
+			}
+		}
+	}
+	return out
+}

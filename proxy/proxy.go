@@ -379,7 +379,11 @@ type ctxKey struct{}
 // path are read by the recorder only after the item that carries them is
 // queued (the channel orders them).
 type exch struct {
-	id        uint64
+	id uint64
+	// tip is the conversation the request sent, remembered when its
+	// session was found by it (recorder.join); tipped says it is set.
+	tip       tipKey
+	tipped    bool
 	requestID string
 	route     Route
 	arrived   time.Time

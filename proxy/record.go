@@ -61,6 +61,9 @@ type recorder struct {
 	// resent remembers the clean segments of each session's last
 	// request body.
 	resent *resent
+	// tips remembers the conversations of sessions whose requests
+	// carry no id, to join each request to the one it continues.
+	tips *tips
 }
 
 type itemKind uint8
@@ -123,7 +126,7 @@ func putChunk(b *[]byte) {
 }
 
 func newRecorder(p *Proxy, n int) *recorder {
-	r := &recorder{p: p, log: p.log, resent: newResent(p.log.Compresses()), q: make(chan item, n), done: make(chan struct{}),
+	r := &recorder{p: p, log: p.log, resent: newResent(p.log.Compresses()), tips: newTips(), q: make(chan item, n), done: make(chan struct{}),
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	go r.run()
 	go r.resumeLoop()
@@ -646,7 +649,7 @@ func (r *recorder) r(it item) {
 	switch it.kind {
 	case itRequest:
 		defer x.dropBody()
-		model, streaming, bodySession := r.p.bodies.read(x.body)
+		model, streaming, bodySession, conv := r.p.bodies.readConversation(x.body)
 		if m, st, ok := pathModel(x.start.Path); ok {
 			if model == "" {
 				model = m
@@ -659,7 +662,7 @@ func (r *recorder) r(it item) {
 			if bodySession != "" {
 				x.start.SessionID, x.start.SessionSource = bodySession, "body"
 			} else {
-				x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+				r.join(x, model, conv)
 			}
 		}
 		x.session = x.start.SessionID
@@ -729,8 +732,29 @@ func (r *recorder) r(it item) {
 			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "output").Add(float64(u.OutputTokens))
 		}
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
+		if x.tipped {
+			r.tips.answered(x.tip, x.session, !it.ok || x.status >= 400 || x.status == 0)
+		}
 		r.encode(frame.KindResponseEnd, x, it.t, end)
 	}
+}
+
+// join names the session of x, a request that carries no session id:
+// the session whose conversation it continues (tips), else a new one.
+func (r *recorder) join(x *exch, model string, conv bodyConversation) {
+	if conv.layout == nil || len(conv.layout.Hashes) == 0 {
+		x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+		return
+	}
+	fp := r.tips.fingerprint(model, conv.sys)
+	s, key := r.tips.find(conv.layout.Hashes, fp)
+	if s != "" {
+		x.start.SessionID, x.start.SessionSource = s, "continued"
+	} else {
+		x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+	}
+	r.tips.add(key, x.start.SessionID, fp)
+	x.tip, x.tipped = key, true
 }
 
 // decodeRequest scans a compressed request body for secrets. When it

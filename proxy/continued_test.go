@@ -1,0 +1,366 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// convUpstream answers every model call with a small JSON reply, or with
+// the next status of fail when one is queued.
+type convUpstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	fail []int
+}
+
+func newConvUpstream(t *testing.T) *convUpstream {
+	u := &convUpstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		status := 200
+		if len(u.fail) > 0 {
+			status, u.fail = u.fail[0], u.fail[1:]
+		}
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if status != 200 {
+			io.WriteString(w, `{"error":{"code":`+fmt.Sprint(status)+`,"message":"try again"}}`)
+			return
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *convUpstream) failNext(status ...int) {
+	u.mu.Lock()
+	u.fail = append(u.fail, status...)
+	u.mu.Unlock()
+}
+
+// convShape writes request bodies of one protocol: path, and a body
+// holding the conversation turns (user and assistant alternating, user
+// first) with the given model and system prompt.
+type convShape struct {
+	name string
+	path func(model string) string
+	body func(model, system string, turns []string) string
+}
+
+var convShapes = []convShape{
+	{
+		name: "gemini",
+		path: func(model string) string { return "/v1beta/models/" + model + ":streamGenerateContent?alt=sse" },
+		body: func(model, system string, turns []string) string {
+			var b strings.Builder
+			b.WriteString(`{"contents":[`)
+			for i, t := range turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "model"
+				}
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"role":%q,"parts":[{"text":%q}]}`, role, t)
+			}
+			fmt.Fprintf(&b, `],"systemInstruction":{"parts":[{"text":%q}]},"generationConfig":{"temperature":0}}`, system)
+			return b.String()
+		},
+	},
+	{
+		name: "openai",
+		path: func(string) string { return "/v1/chat/completions" },
+		body: func(model, system string, turns []string) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"model":%q,"stream":true,"messages":[{"role":"system","content":%q}`, model, system)
+			for i, t := range turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				fmt.Fprintf(&b, `,{"role":%q,"content":%q}`, role, t)
+			}
+			b.WriteString(`]}`)
+			return b.String()
+		},
+	},
+	{
+		name: "anthropic",
+		path: func(string) string { return "/v1/messages" },
+		body: func(model, system string, turns []string) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"model":%q,"max_tokens":1024,"system":%q,"messages":[`, model, system)
+			for i, t := range turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"role":%q,"content":[{"type":"text","text":%q}]}`, role, t)
+			}
+			b.WriteString(`],"stream":true}`)
+			return b.String()
+		},
+	},
+}
+
+// convRig is a proxy whose every provider is a convUpstream.
+func convRig(t *testing.T) (*rig, *convUpstream) {
+	u := newConvUpstream(t)
+	rg := newRigWith(t, newUpstream(t), &Options{Upstreams: map[string]string{"anthropic": u.URL, "openai": u.URL, "gemini": u.URL}})
+	return rg, u
+}
+
+// convStep is one request of a conversation test: the turns it sends,
+// the model, extra headers, and the status the upstream answers.
+type convStep struct {
+	turns  []string
+	model  string
+	system string
+	hdr    map[string]string
+	status int
+}
+
+// sessionsOf sends steps in order and returns the session id and source
+// each was recorded with.
+func sessionsOf(t *testing.T, sh convShape, steps []convStep) (ids, sources []string) {
+	t.Helper()
+	rg, u := convRig(t)
+	for _, s := range steps {
+		if s.model == "" {
+			s.model = "gemini-2.5-pro"
+		}
+		if s.system == "" {
+			s.system = "You are a coding agent."
+		}
+		if s.status != 0 {
+			u.failNext(s.status)
+		}
+		resp, _ := rg.post(t, sh.path(s.model), sh.body(s.model, s.system, s.turns), s.hdr)
+		want := 200
+		if s.status != 0 {
+			want = s.status
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("status %d, want %d", resp.StatusCode, want)
+		}
+	}
+	xs := rg.readWAL(t)
+	keys := make([]uint64, 0, len(xs))
+	for k := range xs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ids = append(ids, xs[k].Start.SessionID)
+		sources = append(sources, xs[k].Start.SessionSource)
+	}
+	if len(ids) != len(steps) {
+		t.Fatalf("%d exchanges recorded, want %d", len(ids), len(steps))
+	}
+	return ids, sources
+}
+
+// groups names each session by the index of the first request in it:
+// [0 0 2] says requests 0 and 1 share a session, request 2 has its own.
+func groups(ids []string) []int {
+	first := map[string]int{}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		if _, ok := first[id]; !ok {
+			first[id] = i
+		}
+		out[i] = first[id]
+	}
+	return out
+}
+
+func turns(s ...string) []string { return s }
+
+// TestContinuedSessions: a request with no session id joins the session
+// whose conversation it continues, by exact hashes of the resent
+// elements, in each protocol's shape.
+func TestContinuedSessions(t *testing.T) {
+	cases := []struct {
+		name        string
+		steps       []convStep
+		wantGroups  []int
+		wantSources []string
+	}{
+		{
+			name: "continuation",
+			steps: []convStep{
+				{turns: turns("list the files")},
+				{turns: turns("list the files", "call ls", "a.go b.go")},
+				{turns: turns("list the files", "call ls", "a.go b.go", "call read a.go", "package a")},
+			},
+			wantGroups:  []int{0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued"},
+		},
+		{
+			name: "interleaved",
+			steps: []convStep{
+				{turns: turns("task one")},
+				{turns: turns("task two")},
+				{turns: turns("task one", "call ls", "x")},
+				{turns: turns("task two", "call ls", "x")},
+				{turns: turns("task two", "call ls", "x", "call cat", "y")},
+				{turns: turns("task one", "call ls", "x", "call cat", "y")},
+			},
+			wantGroups:  []int{0, 1, 0, 1, 1, 0},
+			wantSources: []string{"minted", "minted", "continued", "continued", "continued", "continued"},
+		},
+		{
+			name: "retry after 503 and 429",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "read a.go"), status: 503},
+				{turns: turns("hello", "hi", "read a.go"), status: 429},
+				{turns: turns("hello", "hi", "read a.go")},
+				{turns: turns("hello", "hi", "read a.go", "call read", "package a")},
+			},
+			wantGroups:  []int{0, 0, 0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued", "continued", "continued"},
+		},
+		{
+			name: "first request retried",
+			steps: []convStep{
+				{turns: turns("hello"), status: 500},
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "bye")},
+			},
+			wantGroups:  []int{0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued"},
+		},
+		{
+			// Two requests going on from the same prefix join its
+			// session: the engine records the second as a fork.
+			name: "fork",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "read a.go")},
+				{turns: turns("hello", "hi", "read b.go")},
+				{turns: turns("hello", "hi", "read b.go", "call read", "package b")},
+			},
+			wantGroups:  []int{0, 0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued", "continued"},
+		},
+		{
+			// The same request answered, sent again: another terminal
+			// that began the same way, not a retry.
+			name: "same start answered",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello")},
+			},
+			wantGroups:  []int{0, 1},
+			wantSources: []string{"minted", "minted"},
+		},
+		{
+			// Both sessions sent the prefix, with the same model and
+			// system prompt: which one goes on is not known, so a new
+			// session starts rather than a guess.
+			name: "ambiguous",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "bye")},
+			},
+			wantGroups:  []int{0, 1, 2},
+			wantSources: []string{"minted", "minted", "minted"},
+		},
+		{
+			// The model and the system prompt break the tie.
+			name: "ambiguous, system prompt differs",
+			steps: []convStep{
+				{turns: turns("hello"), system: "agent A"},
+				{turns: turns("hello"), system: "agent B"},
+				{turns: turns("hello", "hi", "bye"), system: "agent B"},
+				{turns: turns("hello", "hi", "bye"), system: "agent A"},
+			},
+			wantGroups:  []int{0, 1, 1, 0},
+			wantSources: []string{"minted", "minted", "continued", "continued"},
+		},
+		{
+			name: "model breaks the tie",
+			steps: []convStep{
+				{turns: turns("hello"), model: "gemini-2.5-flash"},
+				{turns: turns("hello"), model: "gemini-2.5-pro"},
+				{turns: turns("hello", "hi", "bye"), model: "gemini-2.5-flash"},
+			},
+			wantGroups:  []int{0, 1, 0},
+			wantSources: []string{"minted", "minted", "continued"},
+		},
+		{
+			name: "explicit session untouched",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "bye"), hdr: map[string]string{"X-Bb-Session-Id": "ses-explicit"}},
+				{turns: turns("hello", "hi", "bye", "ok", "go")},
+			},
+			wantGroups:  []int{0, 1, 0},
+			wantSources: []string{"minted", "x-bb-session-id", "continued"},
+		},
+		{
+			// A shorter conversation is not a continuation.
+			name: "not a prefix",
+			steps: []convStep{
+				{turns: turns("hello", "hi", "bye")},
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "other")},
+			},
+			wantGroups:  []int{0, 1, 1},
+			wantSources: []string{"minted", "minted", "continued"},
+		},
+	}
+	for _, sh := range convShapes {
+		for _, c := range cases {
+			t.Run(sh.name+"/"+c.name, func(t *testing.T) {
+				ids, sources := sessionsOf(t, sh, c.steps)
+				if got := groups(ids); !slices.Equal(got, c.wantGroups) {
+					t.Errorf("sessions %v, want %v (%v)", got, c.wantGroups, ids)
+				}
+				if !slices.Equal(sources, c.wantSources) {
+					t.Errorf("sources %v, want %v", sources, c.wantSources)
+				}
+				if slices.Contains(ids, "ses-explicit") && ids[1] != "ses-explicit" {
+					t.Errorf("explicit session id changed: %v", ids)
+				}
+			})
+		}
+	}
+}
+
+// TestTipsBounded: tips forgets the least recently used conversation
+// past its bound.
+func TestTipsBounded(t *testing.T) {
+	ts := newTips()
+	ts.max = 8
+	for i := range 100 {
+		h := []uint64{uint64(i) + 1}
+		_, key := ts.find(h, 0)
+		ts.add(key, fmt.Sprint("s", i), 0)
+		ts.answered(key, fmt.Sprint("s", i), false)
+	}
+	if ts.lru.Len() != 8 || len(ts.byKey) != 8 {
+		t.Fatalf("%d tips (%d keys), want 8", ts.lru.Len(), len(ts.byKey))
+	}
+	if s, _ := ts.find([]uint64{100, 7}, 0); s != "s99" {
+		t.Errorf("recent conversation continued by %q, want s99", s)
+	}
+	if s, _ := ts.find([]uint64{1, 7}, 0); s != "" {
+		t.Errorf("forgotten conversation continued by %q, want none", s)
+	}
+}

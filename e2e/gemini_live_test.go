@@ -40,10 +40,19 @@ type gemLiveFake struct {
 	started map[string]bool
 	wait    int
 	cond    *sync.Cond
+	// failAt, when not 0, is the turn (counted from 1) whose first
+	// attempt is answered 503, once a run.
+	failAt int
+	failed map[string]bool
+	// seqs lists each run's requests, by their index among all.
+	seqs map[string][]int
+	// turns keeps the bodies of each run's requests, by turn.
+	turns map[string]map[int][][]byte
 }
 
 func newGemLiveFake() *gemLiveFake {
-	f := &gemLiveFake{work: map[string]string{}, started: map[string]bool{}}
+	f := &gemLiveFake{work: map[string]string{}, started: map[string]bool{}, failed: map[string]bool{},
+		seqs: map[string][]int{}, turns: map[string]map[int][][]byte{}}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
@@ -96,6 +105,17 @@ func (f *gemLiveFake) answer(s *seen, w http.ResponseWriter) {
 	}
 	f.mu.Lock()
 	work := f.work[mark]
+	f.seqs[mark] = append(f.seqs[mark], s.Seq)
+	if f.turns[mark] == nil {
+		f.turns[mark] = map[int][][]byte{}
+	}
+	f.turns[mark][results+1] = append(f.turns[mark][results+1], s.Body)
+	if f.failAt == results+1 && !f.failed[mark] {
+		f.failed[mark] = true
+		f.mu.Unlock()
+		writeJSON(w, 503, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`)
+		return
+	}
 	if results == 0 && !f.started[mark] {
 		f.started[mark] = true
 		f.cond.Broadcast()
@@ -364,14 +384,19 @@ func gemLiveSessions(t *testing.T, bin, dir string) []struct {
 }
 
 // TestGeminiLiveSessions: one Gemini CLI run with three tool calls is one
-// session; two runs at once are two.
+// session; two runs at once are two; a run whose request the upstream
+// answers 503 once, and the CLI retries, is still one.
 func TestGeminiLiveSessions(t *testing.T) {
 	gemini := gemLiveCommand(t)
 	bin := buildBBEngine(t, t.TempDir())
-	for _, n := range []int{1, 2} {
-		t.Run(fmt.Sprintf("runs=%d", n), func(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		n, failAt int
+	}{{"runs=1", 1, 0}, {"runs=2", 2, 0}, {"retry", 1, 2}} {
+		n := c.n
+		t.Run(c.name, func(t *testing.T) {
 			f := newGemLiveFake()
-			f.wait = n
+			f.wait, f.failAt = n, c.failAt
 			up := newFake(t, f.answer)
 			loopbackOnly(t, up.URL)
 			tw := newTripwire(t)
@@ -398,6 +423,24 @@ func TestGeminiLiveSessions(t *testing.T) {
 			if a := tw.attempts(); len(a) > 0 {
 				t.Errorf("the Gemini CLI tried to reach the outside: %v", a)
 			}
+			f.mu.Lock()
+			if n == 2 {
+				// The barrier in the fake held each first turn until
+				// both runs had sent theirs: the runs interleave.
+				a, b := f.seqs[runs[0].mark], f.seqs[runs[1].mark]
+				if len(a) == 0 || len(b) == 0 || a[0] > b[len(b)-1] || b[0] > a[len(a)-1] {
+					t.Errorf("the runs did not interleave: requests %v and %v", a, b)
+				}
+			}
+			if c.failAt != 0 {
+				tries := f.turns[runs[0].mark][c.failAt]
+				if len(tries) < 2 {
+					t.Fatalf("turn %d was sent %d times, want a retry after the 503", c.failAt, len(tries))
+				}
+				t.Logf("turn %d sent %d times; the retry resent the same body: %v", c.failAt, len(tries), bytes.Equal(tries[0], tries[1]))
+			}
+			total := len(calls)
+			f.mu.Unlock()
 			px.stop(t)
 
 			list := gemLiveSessions(t, bin, dir)
@@ -421,11 +464,110 @@ func TestGeminiLiveSessions(t *testing.T) {
 				}
 				gemLiveCheckSession(t, bin, dir, in[0], r)
 			}
+			sum := 0
 			for _, s := range list {
+				sum += s.Requests
 				if s.Requests < 4 {
 					t.Errorf("session %s holds %d requests, want every model call of its run (4 or more)", s.ID, s.Requests)
 				}
 			}
+			if sum != total {
+				t.Errorf("the sessions hold %d requests, the upstream got %d", sum, total)
+			}
 		})
+	}
+}
+
+// TestGeminiLiveFork: two requests without a session id that go on from
+// the same conversation in two ways join its session, where the engine
+// records the second as a fork (a new thread), not a merge; a
+// conversation that shares nothing is a session of its own.
+func TestGeminiLiveFork(t *testing.T) {
+	bin := buildBBEngine(t, t.TempDir())
+	up := newFake(t, func(s *seen, w http.ResponseWriter) {
+		writeSSE(w, []string{`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],` +
+			`"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1,"totalTokenCount":6},"modelVersion":"gemini-2.5-pro"}` + "\r\n\r\n"})
+	})
+	loopbackOnly(t, up.URL)
+	dir := filepath.Join(t.TempDir(), "data")
+	px := gemLiveStartProxy(t, bin, dir, up.URL)
+	body := func(turns ...string) string {
+		var b strings.Builder
+		b.WriteString(`{"contents":[`)
+		for i, s := range turns {
+			role := "user"
+			if i%2 == 1 {
+				role = "model"
+			}
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"role":%q,"parts":[{"text":%q}]}`, role, s)
+		}
+		b.WriteString(`],"systemInstruction":{"parts":[{"text":"You are a test."}]}}`)
+		return b.String()
+	}
+	for _, b := range []string{
+		body("gemlive fork: pick a colour"),
+		body("gemlive fork: pick a colour", "ok", "why blue?"),
+		body("gemlive fork: pick a colour", "ok", "pick another one"),
+		body("gemlive other: unrelated"),
+	} {
+		resp, err := http.Post("http://"+px.addr+"/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "application/json", strings.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	px.stop(t)
+	list := gemLiveSessions(t, bin, dir)
+	if len(list) != 2 {
+		t.Fatalf("%d sessions, want 2 (the forked conversation and the unrelated one)", len(list))
+	}
+	var forked string
+	for _, s := range list {
+		if s.Requests == 3 {
+			forked = s.ID
+		} else if s.Requests != 1 {
+			t.Errorf("session %s holds %d requests, want 3 or 1", s.ID, s.Requests)
+		}
+	}
+	if forked == "" {
+		t.Fatalf("no session holds the 3 requests of the forked conversation")
+	}
+	out, err := exec.Command(bin, "--dir", dir, "show", forked, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("bbengine show: %v", err)
+	}
+	var tl struct {
+		Session struct {
+			Threads int `json:"threads"`
+		} `json:"session"`
+		Events []struct {
+			Kind    string `json:"kind"`
+			Thread  int    `json:"thread"`
+			Rewrite *struct {
+				Kind string `json:"kind"`
+				Kept int    `json:"kept"`
+			} `json:"rewrite"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(out, &tl); err != nil {
+		t.Fatalf("show --format json: %v\n%s", err, out)
+	}
+	forks := 0
+	for _, e := range tl.Events {
+		if e.Kind == "rewrite" && e.Rewrite != nil {
+			if e.Rewrite.Kind != "fork" || e.Rewrite.Kept != 2 || e.Thread != 2 {
+				t.Errorf("rewrite %+v on thread %d, want a fork keeping 2 messages, on thread 2", *e.Rewrite, e.Thread)
+			}
+			forks++
+		}
+	}
+	if forks != 1 || tl.Session.Threads != 2 {
+		t.Errorf("%d fork rewrites, %d threads, want 1 and 2\n%s", forks, tl.Session.Threads, out)
 	}
 }

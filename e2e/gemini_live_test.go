@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,10 @@ import (
 // gemLiveMark names a run in its prompt; the fake reads it back from
 // every request of the run.
 var gemLiveMark = regexp.MustCompile(`gemlive-run-[0-9]+`)
+
+// gemLiveTwin finds, in twins mode, which twin a request is of by the
+// ids of the calls the fake gave it.
+var gemLiveTwin = regexp.MustCompile(`call-(twin[ab])-`)
 
 // gemLiveFake is the scripted Gemini API. Each run lists its work
 // directory and reads two files, one tool call a turn, then answers.
@@ -48,6 +53,13 @@ type gemLiveFake struct {
 	seqs map[string][]int
 	// turns keeps the bodies of each run's requests, by turn.
 	turns map[string]map[int][][]byte
+	// twins: the runs send the same prompt from the same directory,
+	// so their first requests may be the same bytes. The first that
+	// arrives is twina, the second twinb, and each is told by the call
+	// ids in its later requests; twinb makes its calls in the reverse
+	// order, so the two conversations differ from the first reply on.
+	twins bool
+	twinN int
 }
 
 func newGemLiveFake() *gemLiveFake {
@@ -104,6 +116,14 @@ func (f *gemLiveFake) answer(s *seen, w http.ResponseWriter) {
 		}
 	}
 	f.mu.Lock()
+	if f.twins {
+		if m := gemLiveTwin.FindStringSubmatch(string(s.Body)); m != nil {
+			mark = m[1]
+		} else {
+			mark = fmt.Sprintf("twin%c", 'a'+f.twinN)
+			f.twinN++
+		}
+	}
 	work := f.work[mark]
 	f.seqs[mark] = append(f.seqs[mark], s.Seq)
 	if f.turns[mark] == nil {
@@ -129,14 +149,18 @@ func (f *gemLiveFake) answer(s *seen, w http.ResponseWriter) {
 	// Calls carry ids, as the Gemini API's do; the CLI sends them back
 	// with each functionResponse.
 	id := jsonString(fmt.Sprintf("call-%s-%d", mark, results+1))
+	script := []string{
+		`{"functionCall":{"id":` + id + `,"name":"list_directory","args":{"dir_path":` + jsonString(work) + `}}}`,
+		`{"functionCall":{"id":` + id + `,"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "notes.txt")) + `}}}`,
+		`{"functionCall":{"id":` + id + `,"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "plan.txt")) + `}}}`,
+	}
+	if mark == "twinb" {
+		slices.Reverse(script)
+	}
 	var part string
-	switch results {
-	case 0:
-		part = `{"functionCall":{"id":` + id + `,"name":"list_directory","args":{"dir_path":` + jsonString(work) + `}}}`
-	case 1:
-		part = `{"functionCall":{"id":` + id + `,"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "notes.txt")) + `}}}`
-	case 2:
-		part = `{"functionCall":{"id":` + id + `,"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "plan.txt")) + `}}}`
+	switch {
+	case results < len(script):
+		part = script[results]
 	default:
 		part = `{"text":` + jsonString("GEMLIVE done: "+mark+" read both files.") + `}`
 	}
@@ -229,15 +253,22 @@ func (p *gemLiveProxy) stop(t *testing.T) {
 
 // gemLiveRun is one `gemini -p` run in its own home and work directory.
 type gemLiveRun struct {
+	// mark names the run in its prompt and its files; a twin learns
+	// its own from its answer (wait).
 	mark, home, work string
+	files            string // the mark in its files' contents
+	twin             bool
 	cmd              *exec.Cmd
 	stdout, stderr   bytes.Buffer
 }
+
+var gemLiveDone = regexp.MustCompile(`GEMLIVE done: (\S+) read both files`)
 
 func gemLiveNewRun(t *testing.T, f *gemLiveFake, n int) *gemLiveRun {
 	t.Helper()
 	tmp := t.TempDir()
 	r := &gemLiveRun{mark: fmt.Sprintf("gemlive-run-%d", n), home: filepath.Join(tmp, "home"), work: filepath.Join(tmp, "work")}
+	r.files = r.mark
 	for _, d := range []string{filepath.Join(r.home, ".gemini"), r.work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -292,6 +323,14 @@ func (r *gemLiveRun) wait(t *testing.T) {
 	logOutput(t, r.mark+" stderr", r.stderr.Bytes())
 	if err != nil {
 		t.Fatalf("gemini %s: %v", r.mark, err)
+	}
+	if r.twin {
+		m := gemLiveDone.FindStringSubmatch(r.stdout.String())
+		if m == nil {
+			t.Fatalf("gemini %s printed %q, want GEMLIVE done", r.mark, r.stdout.String())
+		}
+		r.mark = m[1]
+		return
 	}
 	if want := "GEMLIVE done: " + r.mark; !strings.Contains(r.stdout.String(), want) {
 		t.Fatalf("gemini %s printed %q, want it to contain %q", r.mark, r.stdout.String(), want)
@@ -353,7 +392,7 @@ func gemLiveCheckSession(t *testing.T, bin, dir, session string, r *gemLiveRun) 
 	if names["list_directory"] != 1 || names["read_file"] != 2 {
 		t.Errorf("%s: tool calls in session %s: %v, want list_directory once and read_file twice\n%s", r.mark, session, names, out)
 	}
-	if !bytes.Contains(out, []byte("notes of "+r.mark)) || !bytes.Contains(out, []byte("plan of "+r.mark)) {
+	if !bytes.Contains(out, []byte("notes of "+r.files)) || !bytes.Contains(out, []byte("plan of "+r.files)) {
 		t.Errorf("%s: session %s lacks the files' contents read by the tools", r.mark, session)
 	}
 }
@@ -392,11 +431,12 @@ func TestGeminiLiveSessions(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		n, failAt int
-	}{{"runs=1", 1, 0}, {"runs=2", 2, 0}, {"retry", 1, 2}} {
+		twins     bool
+	}{{"runs=1", 1, 0, false}, {"runs=2", 2, 0, false}, {"retry", 1, 2, false}, {"twins", 2, 0, true}} {
 		n := c.n
 		t.Run(c.name, func(t *testing.T) {
 			f := newGemLiveFake()
-			f.wait, f.failAt = n, c.failAt
+			f.wait, f.failAt, f.twins = n, c.failAt, c.twins
 			up := newFake(t, f.answer)
 			loopbackOnly(t, up.URL)
 			tw := newTripwire(t)
@@ -405,6 +445,14 @@ func TestGeminiLiveSessions(t *testing.T) {
 			runs := make([]*gemLiveRun, n)
 			for i := range runs {
 				runs[i] = gemLiveNewRun(t, f, i+1)
+				if c.twins {
+					// The same prompt, home and work directory.
+					if i > 0 {
+						runs[i] = &gemLiveRun{mark: runs[0].mark, home: runs[0].home, work: runs[0].work}
+					}
+					runs[i].twin, runs[i].files = true, runs[0].mark
+					f.work["twina"], f.work["twinb"] = runs[0].work, runs[0].work
+				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
@@ -424,10 +472,20 @@ func TestGeminiLiveSessions(t *testing.T) {
 				t.Errorf("the Gemini CLI tried to reach the outside: %v", a)
 			}
 			f.mu.Lock()
+			if c.twins {
+				a, b := f.turns["twina"][1], f.turns["twinb"][1]
+				if len(a) != 1 || len(b) != 1 {
+					t.Fatalf("first turns: %d of twina, %d of twinb, want one each", len(a), len(b))
+				}
+				t.Logf("the twins' first requests are the same bytes: %v", bytes.Equal(a[0], b[0]))
+			}
 			if n == 2 {
 				// The barrier in the fake held each first turn until
 				// both runs had sent theirs: the runs interleave.
 				a, b := f.seqs[runs[0].mark], f.seqs[runs[1].mark]
+				if c.twins {
+					a, b = f.seqs["twina"], f.seqs["twinb"]
+				}
 				if len(a) == 0 || len(b) == 0 || a[0] > b[len(b)-1] || b[0] > a[len(a)-1] {
 					t.Errorf("the runs did not interleave: requests %v and %v", a, b)
 				}

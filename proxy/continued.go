@@ -1,8 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"container/list"
+	"encoding/json"
 	"hash/maphash"
+	"strings"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
+	"github.com/bbengine/bbengine/codec/llm"
 )
 
 // Some agents (Gemini CLI, plain SDK scripts) send no session id. Their
@@ -24,9 +30,14 @@ import (
 // same prefix in different ways both join its session, where the
 // engine records the second as a fork (engine/derive: Rewrite "fork").
 // When a prefix was sent whole by requests of several sessions (two
-// terminals that began the same way), the one with the same model and
-// system prompt is taken; when that leaves more than one, or none, the
-// request starts a new session rather than guess.
+// terminals that began the same way), the previous response settles it:
+// the element that follows the prefix is the client's copy of the reply
+// it was given, and the session whose reply it is (the same parts: text
+// without surrounding white space, tool calls by name and canonical
+// arguments; not ids, signatures or thinking, which clients rewrite or
+// drop) is taken. Failing that, the one with the same model and system
+// prompt; when that leaves more than one, or none, the request starts a
+// new session rather than guess.
 //
 // tips is owned by the recorder: it is used only while rmu is held.
 
@@ -51,9 +62,12 @@ type tipSession struct {
 	session string
 	// fp is the hash of the request's model and system prompt.
 	fp uint64
-	// failed is set while the last request of this session that sent
-	// the prefix has had no answer, or an error answer (see answered).
+	// failed is set when the last request of this session that sent
+	// the prefix had an error answer (see answered).
 	failed bool
+	// out is the fingerprint of the reply that request was given
+	// (outFingerprint), 0 when not known.
+	out uint64
 }
 
 type tip struct {
@@ -79,8 +93,10 @@ func (ts *tips) fingerprint(model string, sys uint64) uint64 {
 
 // find returns the session the conversation whose element hashes are
 // hashes continues, and the key of the conversation itself; session is
-// "" when it continues none (or it is not clear which).
-func (ts *tips) find(hashes []uint64, fp uint64) (session string, key tipKey) {
+// "" when it continues none (or it is not clear which). elem, called
+// only when several sessions sent the prefix, returns the fingerprint
+// of element i as outFingerprint makes it (0 when not known).
+func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (session string, key tipKey) {
 	var (
 		chain uint64
 		best  *tip
@@ -117,10 +133,25 @@ func (ts *tips) find(hashes []uint64, fp uint64) (session string, key tipKey) {
 			sames++
 		}
 	}
-	switch {
-	case matches == 1:
+	if matches == 1 {
 		return match, key
-	case sames == 1:
+	}
+	if !whole && elem != nil {
+		if out := elem(best.key.n); out != 0 {
+			var replied string
+			n := 0
+			for _, s := range best.sessions {
+				if s.out == out && s.session != replied {
+					replied = s.session
+					n++
+				}
+			}
+			if n == 1 {
+				return replied, key
+			}
+		}
+	}
+	if sames == 1 {
 		return same, key
 	}
 	return "", key
@@ -171,8 +202,9 @@ func (ts *tips) add(key tipKey, session string, fp uint64) {
 }
 
 // answered notes how the request of session that sent key whole was
-// answered: failed for an error status or a broken exchange.
-func (ts *tips) answered(key tipKey, session string, failed bool) {
+// answered: failed for an error status or a broken exchange, and the
+// fingerprint of its reply (0: not known).
+func (ts *tips) answered(key tipKey, session string, failed bool, out uint64) {
 	e, ok := ts.byKey[key]
 	if !ok {
 		return
@@ -180,7 +212,89 @@ func (ts *tips) answered(key tipKey, session string, failed bool) {
 	t := e.Value.(*tip)
 	for i := range t.sessions {
 		if t.sessions[i].session == session {
-			t.sessions[i].failed = failed
+			t.sessions[i].failed, t.sessions[i].out = failed, out
 		}
 	}
+}
+
+// outFingerprint hashes the assistant output parts as a client sends
+// them back in its next request: consecutive texts joined, white space
+// around a text ignored, tool calls by name and canonical arguments.
+// Thinking, signatures and ids are left out: clients drop or rewrite
+// them. It returns 0 for an output with nothing to compare.
+func (ts *tips) outFingerprint(parts []llm.Part) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ts.seed)
+	var text strings.Builder
+	n := 0
+	flush := func() {
+		if t := strings.TrimSpace(text.String()); t != "" {
+			h.WriteString("text\x00")
+			h.WriteString(t)
+			h.WriteByte(0)
+			n++
+		}
+		text.Reset()
+	}
+	for _, p := range parts {
+		switch p.Type {
+		case llm.PartThinking, llm.PartRedactedThinking:
+		case llm.PartText:
+			text.WriteString(p.Text)
+		case llm.PartToolCall, llm.PartServerToolCall:
+			flush()
+			h.WriteString(string(p.Type) + "\x00" + p.Name + "\x00")
+			h.Write(canonicalJSON(p.Input))
+			h.WriteByte(0)
+			n++
+		default:
+			flush()
+			h.WriteString(string(p.Type) + "\x00" + p.Name + "\x00")
+			n++
+		}
+	}
+	flush()
+	if n == 0 {
+		return 0
+	}
+	return h.Sum64() | 1
+}
+
+// elementFingerprint returns outFingerprint of element i of body's
+// conversation (an assistant turn), or 0 when it is not one or does not
+// decode.
+func (ts *tips) elementFingerprint(api llm.API, body []byte, l *jsonscan.Layout, i int) uint64 {
+	field := llm.ConversationField(api)
+	if field == "" || i >= len(l.Starts) {
+		return 0
+	}
+	raw := body[l.Starts[i] : l.Starts[i]+l.Lens[i]]
+	doc := make([]byte, 0, len(raw)+len(field)+8)
+	doc = append(append(append(append(doc, `{"`...), field...), `":[`...), raw...)
+	doc = append(doc, "]}"...)
+	req, err := llm.DecodeRequest(api, doc)
+	if err != nil || len(req.Messages) != 1 || req.Messages[0].Role != "assistant" {
+		return 0
+	}
+	return ts.outFingerprint(req.Messages[0].Parts)
+}
+
+// canonicalJSON re-encodes a JSON value with sorted object keys, so that
+// key order and white space do not change a fingerprint; invalid JSON is
+// returned as it is.
+func canonicalJSON(b json.RawMessage) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
 }

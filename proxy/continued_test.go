@@ -6,17 +6,50 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// convUpstream answers every model call with a small JSON reply, or with
-// the next status of fail when one is queued.
+// convUpstream answers every model call with a streamed text reply in
+// the protocol of its path (the next of replies, else "ok", in two
+// chunks), or with the next status of fail when one is queued.
 type convUpstream struct {
 	*httptest.Server
-	mu   sync.Mutex
-	fail []int
+	mu      sync.Mutex
+	fail    []int
+	replies []string
+}
+
+// convReply writes text as a stream of path's protocol, cut in two.
+func convReply(w http.ResponseWriter, path, text string) {
+	a, b := text[:len(text)/2], text[len(text)/2:]
+	var events []string
+	switch {
+	case strings.Contains(path, ":streamGenerateContent"):
+		events = []string{
+			`data: {"candidates":[{"content":{"role":"model","parts":[{"text":` + strconv.Quote(a) + `}]}}]}` + "\r\n\r\n",
+			`data: {"candidates":[{"content":{"role":"model","parts":[{"text":` + strconv.Quote(b) + `}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5}}` + "\r\n\r\n",
+		}
+	case strings.HasSuffix(path, "/chat/completions"):
+		events = []string{
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":` + strconv.Quote(a) + `}}]}` + "\n\n",
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":` + strconv.Quote(b) + `},"finish_reason":"stop"}]}` + "\n\n",
+			"data: [DONE]\n\n",
+		}
+	default:
+		events = []string{
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + strconv.Quote(a) + "}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + strconv.Quote(b) + "}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+		}
+	}
+	sendEvents(w, strings.Join(events, ""), "\n\n")
 }
 
 func newConvUpstream(t *testing.T) *convUpstream {
@@ -28,14 +61,18 @@ func newConvUpstream(t *testing.T) *convUpstream {
 		if len(u.fail) > 0 {
 			status, u.fail = u.fail[0], u.fail[1:]
 		}
+		reply := "ok"
+		if status == 200 && len(u.replies) > 0 {
+			reply, u.replies = u.replies[0], u.replies[1:]
+		}
 		u.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
 		if status != 200 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
 			io.WriteString(w, `{"error":{"code":`+fmt.Sprint(status)+`,"message":"try again"}}`)
 			return
 		}
-		io.WriteString(w, `{"ok":true}`)
+		convReply(w, r.URL.Path, reply)
 	}))
 	t.Cleanup(u.Close)
 	return u
@@ -131,6 +168,7 @@ type convStep struct {
 	system string
 	hdr    map[string]string
 	status int
+	reply  string // the upstream's answer ("ok" when empty)
 }
 
 // sessionsOf sends steps in order and returns the session id and source
@@ -147,6 +185,11 @@ func sessionsOf(t *testing.T, sh convShape, steps []convStep) (ids, sources []st
 		}
 		if s.status != 0 {
 			u.failNext(s.status)
+		}
+		if s.reply != "" {
+			u.mu.Lock()
+			u.replies = append(u.replies, s.reply)
+			u.mu.Unlock()
 		}
 		resp, _ := rg.post(t, sh.path(s.model), sh.body(s.model, s.system, s.turns), s.hdr)
 		want := 200
@@ -282,6 +325,32 @@ func TestContinuedSessions(t *testing.T) {
 			wantSources: []string{"minted", "minted", "minted"},
 		},
 		{
+			// Two terminals began the same way and were given different
+			// replies: each goes on with its own, and the reply it
+			// resends says which session it is.
+			name: "same start, replies differ",
+			steps: []convStep{
+				{turns: turns("hello"), reply: "hi from A"},
+				{turns: turns("hello"), reply: "  hi from B"},
+				{turns: turns("hello", "hi from B", "go on")},
+				{turns: turns("hello", "hi from A", "go on")},
+				{turns: turns("hello", "hi from A", "go on", "ok", "and?")},
+			},
+			wantGroups:  []int{0, 1, 1, 0, 0},
+			wantSources: []string{"minted", "minted", "continued", "continued", "continued"},
+		},
+		{
+			// The same replies: nothing tells them apart.
+			name: "same start, same replies",
+			steps: []convStep{
+				{turns: turns("hello"), reply: "hi"},
+				{turns: turns("hello"), reply: "hi"},
+				{turns: turns("hello", "hi", "go on")},
+			},
+			wantGroups:  []int{0, 1, 2},
+			wantSources: []string{"minted", "minted", "minted"},
+		},
+		{
 			// The model and the system prompt break the tie.
 			name: "ambiguous, system prompt differs",
 			steps: []convStep{
@@ -350,17 +419,17 @@ func TestTipsBounded(t *testing.T) {
 	ts.max = 8
 	for i := range 100 {
 		h := []uint64{uint64(i) + 1}
-		_, key := ts.find(h, 0)
+		_, key := ts.find(h, 0, nil)
 		ts.add(key, fmt.Sprint("s", i), 0)
-		ts.answered(key, fmt.Sprint("s", i), false)
+		ts.answered(key, fmt.Sprint("s", i), false, 0)
 	}
 	if ts.lru.Len() != 8 || len(ts.byKey) != 8 {
 		t.Fatalf("%d tips (%d keys), want 8", ts.lru.Len(), len(ts.byKey))
 	}
-	if s, _ := ts.find([]uint64{100, 7}, 0); s != "s99" {
+	if s, _ := ts.find([]uint64{100, 7}, 0, nil); s != "s99" {
 		t.Errorf("recent conversation continued by %q, want s99", s)
 	}
-	if s, _ := ts.find([]uint64{1, 7}, 0); s != "" {
+	if s, _ := ts.find([]uint64{1, 7}, 0, nil); s != "" {
 		t.Errorf("forgotten conversation continued by %q, want none", s)
 	}
 }

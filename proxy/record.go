@@ -13,6 +13,7 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/httpbody"
+	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -699,6 +700,16 @@ func (r *recorder) r(it item) {
 		case x.encoding != "":
 			r.hold(x, it.t, b)
 		default:
+			if x.tipped && x.status < 300 {
+				// The reply, for the fingerprint the next request of
+				// its session is told apart by (tips).
+				if x.reply == nil {
+					x.reply = llm.DecoderFor(x.start.Path, "", nil)
+				}
+				if x.reply != nil {
+					x.reply.Write(b)
+				}
+			}
 			x.sniff.feed(b)
 			if it.whole && mode != Passthrough {
 				x.redact.keep(b)
@@ -733,7 +744,14 @@ func (r *recorder) r(it item) {
 		}
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
 		if x.tipped {
-			r.tips.answered(x.tip, x.session, !it.ok || x.status >= 400 || x.status == 0)
+			var out uint64
+			if x.reply != nil {
+				if resp, err := x.reply.Close(); err == nil && resp.Error == nil {
+					out = r.tips.outFingerprint(resp.Parts)
+				}
+				x.reply = nil
+			}
+			r.tips.answered(x.tip, x.session, !it.ok || x.status >= 400 || x.status == 0, out)
 		}
 		r.encode(frame.KindResponseEnd, x, it.t, end)
 	}
@@ -747,7 +765,10 @@ func (r *recorder) join(x *exch, model string, conv bodyConversation) {
 		return
 	}
 	fp := r.tips.fingerprint(model, conv.sys)
-	s, key := r.tips.find(conv.layout.Hashes, fp)
+	api := llm.Detect(x.start.Path)
+	s, key := r.tips.find(conv.layout.Hashes, fp, func(i int) uint64 {
+		return r.tips.elementFingerprint(api, x.body, conv.layout, i)
+	})
 	if s != "" {
 		x.start.SessionID, x.start.SessionSource = s, "continued"
 	} else {

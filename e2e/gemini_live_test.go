@@ -605,8 +605,11 @@ func TestGeminiLiveFork(t *testing.T) {
 			Threads int `json:"threads"`
 		} `json:"session"`
 		Events []struct {
-			Kind    string `json:"kind"`
-			Thread  int    `json:"thread"`
+			Kind   string `json:"kind"`
+			Thread int    `json:"thread"`
+			Prov   struct {
+				Exchange uint64 `json:"exchange"`
+			} `json:"prov"`
 			Rewrite *struct {
 				Kind string `json:"kind"`
 				Kept int    `json:"kept"`
@@ -627,5 +630,25 @@ func TestGeminiLiveFork(t *testing.T) {
 	}
 	if forks != 1 || tl.Session.Threads != 2 {
 		t.Errorf("%d fork rewrites, %d threads, want 1 and 2\n%s", forks, tl.Session.Threads, out)
+	}
+	// trace tells how each request's session was found.
+	sources := map[string]int{}
+	seen := map[uint64]bool{}
+	for _, e := range tl.Events {
+		if x := e.Prov.Exchange; x != 0 && !seen[x] {
+			seen[x] = true
+			tr, err := exec.Command(bin, "--dir", dir, "trace", fmt.Sprint(x), "--bodies=false").Output()
+			if err != nil {
+				t.Fatalf("bbengine trace %d: %v", x, err)
+			}
+			m := regexp.MustCompile(`session=(\S+) \((\S+)\)`).FindSubmatch(tr)
+			if m == nil || string(m[1]) != forked {
+				t.Fatalf("bbengine trace %d: no session %s in\n%s", x, forked, tr)
+			}
+			sources[string(m[2])]++
+		}
+	}
+	if sources["minted"] != 1 || sources["continued"] != 2 || len(sources) != 2 {
+		t.Errorf("session sources of the 3 requests: %v, want minted once and continued twice", sources)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
+	"github.com/bbengine/bbengine/codec/llm"
 )
 
 // convUpstream answers every model call with a streamed text reply in
@@ -431,5 +434,65 @@ func TestTipsBounded(t *testing.T) {
 	}
 	if s, _ := ts.find([]uint64{1, 7}, 0, nil); s != "" {
 		t.Errorf("forgotten conversation continued by %q, want none", s)
+	}
+}
+
+// TestOutFingerprint: a reply and the client's copy of it in its next
+// request fingerprint the same, whatever the client rewrites (ids,
+// signatures, thinking, key order, how the text was cut); a different
+// reply does not.
+func TestOutFingerprint(t *testing.T) {
+	ts := newTips()
+	reply := func(api llm.API, body string) uint64 {
+		t.Helper()
+		resp, err := llm.DecodeResponse(api, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.outFingerprint(resp.Parts)
+	}
+	elem := func(api llm.API, body string) uint64 {
+		t.Helper()
+		field := llm.ConversationField(api)
+		open, spans, ok := jsonscan.Split([]byte(body), field, nil)
+		if !ok {
+			t.Fatalf("no %s in %s", field, body)
+		}
+		l := jsonscan.NewLayout(ts.seed, []byte(body), open, spans)
+		return ts.elementFingerprint(api, []byte(body), l, len(spans)-1)
+	}
+	gemReply := "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"I will \",\"thought\":false},{\"text\":\"plan\",\"thought\":true}]}}]}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"look.\"},{\"functionCall\":{\"name\":\"ls\",\"args\":{\"dir\":\"/w\",\"all\":true}},\"thoughtSignature\":\"c2ln\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n"
+	for _, c := range []struct {
+		name     string
+		api      llm.API
+		reply    string
+		elem     string
+		wantSame bool
+	}{
+		{"gemini copy", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"I will look. "},{"functionCall":{"id":"ls_1","args":{"all":true,"dir":"/w"},"name":"ls"}}]}]}`, true},
+		{"gemini other args", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"I will look."},{"functionCall":{"name":"ls","args":{"dir":"/x","all":true}}}]}]}`, false},
+		{"gemini other text", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"I will not look."},{"functionCall":{"name":"ls","args":{"dir":"/w","all":true}}}]}]}`, false},
+		{"gemini user turn", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"I will look."}]}]}`, false},
+		{"openai copy", llm.OpenAIChat,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"Listing.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{\"dir\": \"/w\"}"}}]},"finish_reason":"tool_calls"}]}`,
+			`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"Listing.","tool_calls":[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{\"dir\":\"/w\"}"}}]}]}`, true},
+		{"anthropic copy", llm.AnthropicMessages,
+			`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Listing."},{"type":"tool_use","id":"toolu_1","name":"ls","input":{"dir":"/w"}}],"stop_reason":"tool_use"}`,
+			`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"Listing."},{"type":"tool_use","id":"toolu_1","name":"ls","input":{"dir":"/w"}}]}]}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, e := reply(c.api, c.reply), elem(c.api, c.elem)
+			if r == 0 {
+				t.Fatalf("reply fingerprint 0")
+			}
+			if (r == e) != c.wantSame {
+				t.Errorf("reply %x, element %x: same %v, want %v", r, e, r == e, c.wantSame)
+			}
+		})
 	}
 }

@@ -496,3 +496,57 @@ func TestOutFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// conversationHashes returns the element hashes of a conversation of n
+// elements, the first k of which are those of conversation seed 0.
+func conversationHashes(n, k int, seed uint64) []uint64 {
+	h := make([]uint64, n)
+	for i := range h {
+		if i < k {
+			h[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+		} else {
+			h[i] = uint64(i)*0x9e3779b97f4a7c15 + seed<<32 + 1
+		}
+	}
+	return h
+}
+
+// TestTipsFindAllocs: finding the session a request continues allocates
+// nothing (a pass over its element hashes with map lookups).
+func TestTipsFindAllocs(t *testing.T) {
+	ts := newTips()
+	prev := conversationHashes(300, 300, 0)
+	_, key := ts.find(prev, 1, nil)
+	ts.add(key, "ses_a", 1)
+	ts.answered(key, "ses_a", false, 0)
+	next := conversationHashes(302, 300, 1)
+	if s, _ := ts.find(next, 1, nil); s != "ses_a" {
+		t.Fatalf("found %q, want ses_a", s)
+	}
+	if n := testing.AllocsPerRun(100, func() { ts.find(next, 1, nil) }); n != 0 {
+		t.Errorf("find allocates %v times, want 0", n)
+	}
+}
+
+// BenchmarkTipsFind measures the lookup of a request that continues one
+// of the remembered conversations, by its number of elements.
+func BenchmarkTipsFind(b *testing.B) {
+	for _, n := range []int{10, 300, 3000} {
+		b.Run(fmt.Sprintf("elements=%d", n), func(b *testing.B) {
+			ts := newTips()
+			for s := range 1000 {
+				h := conversationHashes(n, 0, uint64(s+2))
+				_, key := ts.find(h, 1, nil)
+				ts.add(key, fmt.Sprint("ses_", s), 1)
+			}
+			prev := conversationHashes(n, n, 0)
+			_, key := ts.find(prev, 1, nil)
+			ts.add(key, "ses_a", 1)
+			next := conversationHashes(n+2, n, 1)
+			b.ReportAllocs()
+			for b.Loop() {
+				ts.find(next, 1, nil)
+			}
+		})
+	}
+}

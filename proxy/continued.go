@@ -25,8 +25,10 @@ import (
 // the hashes of whole elements as raw bytes.
 //
 // A request that resends exactly an earlier one (the same elements, no
-// more) joins it only when that one was answered with an error or not
-// at all: it is the client's retry. Two requests that go on from the
+// more) joins it only when that one was answered with an error (an
+// error status, or an exchange cut short): it is the client's retry. One
+// still unanswered, or answered well, was sent by another terminal that
+// began the same way. Two requests that go on from the
 // same prefix in different ways both join its session, where the
 // engine records the second as a fork (engine/derive: Rewrite "fork").
 // When a prefix was sent whole by requests of several sessions (two

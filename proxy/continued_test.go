@@ -25,6 +25,10 @@ type convUpstream struct {
 	replies []string
 }
 
+// convEmpty, as a step's reply, makes the upstream answer 200 with an
+// empty text: a reply that holds nothing.
+const convEmpty = "\x00empty"
+
 // convReply writes text as a stream of path's protocol, cut in two.
 func convReply(w http.ResponseWriter, path, text string) {
 	a, b := text[:len(text)/2], text[len(text)/2:]
@@ -67,6 +71,9 @@ func newConvUpstream(t *testing.T) *convUpstream {
 		reply := "ok"
 		if status == 200 && len(u.replies) > 0 {
 			reply, u.replies = u.replies[0], u.replies[1:]
+		}
+		if reply == convEmpty {
+			reply = ""
 		}
 		u.mu.Unlock()
 		if status != 200 {
@@ -279,6 +286,18 @@ func TestContinuedSessions(t *testing.T) {
 			},
 			wantGroups:  []int{0, 0, 0, 0, 0},
 			wantSources: []string{"minted", "continued", "continued", "continued", "continued"},
+		},
+		{
+			// A 200 whose reply holds nothing: the client resends the
+			// same body (Gemini CLI's retry on an invalid stream).
+			name: "retry after an empty reply",
+			steps: []convStep{
+				{turns: turns("hello"), reply: convEmpty},
+				{turns: turns("hello")},
+				{turns: turns("hello", "ok", "read a.go")},
+			},
+			wantGroups:  []int{0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued"},
 		},
 		{
 			name: "first request retried",

@@ -744,14 +744,7 @@ func (r *recorder) r(it item) {
 		}
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
 		if x.tipped {
-			var out uint64
-			if x.reply != nil {
-				if resp, err := x.reply.Close(); err == nil && resp.Error == nil {
-					out = r.tips.outFingerprint(resp.Parts)
-				}
-				x.reply = nil
-			}
-			r.tips.answered(x.tip, x.session, !it.ok || x.status >= 400 || x.status == 0, out)
+			r.answered(x, it.ok)
 		}
 		r.encode(frame.KindResponseEnd, x, it.t, end)
 	}
@@ -776,6 +769,30 @@ func (r *recorder) join(x *exch, model string, conv bodyConversation) {
 	}
 	r.tips.add(key, x.start.SessionID, fp)
 	x.tip, x.tipped = key, true
+}
+
+// answered tells tips how the request of x, whose session was found by
+// its conversation, was answered. Besides an error status or a cut
+// exchange, a reply that is an error event, stops before its end or
+// holds nothing counts as failed: clients resend the same body after it
+// (Gemini CLI's retries on an invalid stream), and that retry belongs
+// to the session. A compressed reply is judged by its status alone.
+func (r *recorder) answered(x *exch, ok bool) {
+	failed := !ok || x.status >= 400 || x.status == 0
+	var out uint64
+	switch {
+	case x.reply != nil:
+		resp, err := x.reply.Close()
+		x.reply = nil
+		if err != nil || resp.Error != nil || !resp.Complete {
+			failed = true
+		} else if out = r.tips.outFingerprint(resp.Parts); out == 0 {
+			failed = true
+		}
+	case x.encoding == "" && x.respBytes == 0:
+		failed = true // no reply at all
+	}
+	r.tips.answered(x.tip, x.session, failed, out)
 }
 
 // decodeRequest scans a compressed request body for secrets. When it

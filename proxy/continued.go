@@ -41,6 +41,11 @@ import (
 // prompt; when that leaves more than one, or none, the request starts a
 // new session rather than guess.
 //
+// An OpenAI Responses request may carry only its new input and name the
+// stored reply it goes on from (previous_response_id): that id, exact,
+// names the session whose reply it was. tips remembers the ids of the
+// Responses replies of such sessions for that, as many as prefixes.
+//
 // tips is owned by the recorder: it is used only while rmu is held.
 
 // maxTips is the number of conversation prefixes tips remembers (one a
@@ -82,10 +87,61 @@ type tips struct {
 	byKey map[tipKey]*list.Element // of *tip
 	lru   *list.List               // most recent at the front
 	max   int
+	// byReply maps a Responses reply id to its session (replyLRU: of
+	// *replyTip, most recent at the front), at most max of them.
+	byReply  map[string]*list.Element
+	replyLRU *list.List
 }
 
+type replyTip struct{ id, session string }
+
 func newTips() *tips {
-	return &tips{seed: maphash.MakeSeed(), byKey: map[tipKey]*list.Element{}, lru: list.New(), max: maxTips}
+	return &tips{seed: maphash.MakeSeed(), byKey: map[tipKey]*list.Element{}, lru: list.New(), max: maxTips,
+		byReply: map[string]*list.Element{}, replyLRU: list.New()}
+}
+
+// replied remembers that the reply named id was given to session.
+func (ts *tips) replied(id, session string) {
+	if e, ok := ts.byReply[id]; ok {
+		e.Value.(*replyTip).session = session
+		ts.replyLRU.MoveToFront(e)
+		return
+	}
+	ts.byReply[id] = ts.replyLRU.PushFront(&replyTip{id: id, session: session})
+	for ts.replyLRU.Len() > ts.max {
+		old := ts.replyLRU.Back()
+		ts.replyLRU.Remove(old)
+		delete(ts.byReply, old.Value.(*replyTip).id)
+	}
+}
+
+// replySession returns the session the reply named id was given to, or
+// "".
+func (ts *tips) replySession(id string) string {
+	if e, ok := ts.byReply[id]; ok {
+		ts.replyLRU.MoveToFront(e)
+		return e.Value.(*replyTip).session
+	}
+	return ""
+}
+
+// previousResponse returns the previous_response_id of a Responses
+// request body, or "".
+func previousResponse(body []byte) string {
+	if !bytes.Contains(body, []byte(`"previous_response_id"`)) {
+		return ""
+	}
+	var id string
+	jsonscan.Fields(body, func(k, v []byte) bool {
+		if string(k) == "previous_response_id" {
+			if json.Unmarshal(v, &id) != nil {
+				id = ""
+			}
+			return false
+		}
+		return true
+	})
+	return id
 }
 
 // fingerprint hashes a request's model and system prompt hash.

@@ -34,6 +34,15 @@ func convReply(w http.ResponseWriter, path, text string) {
 	a, b := text[:len(text)/2], text[len(text)/2:]
 	var events []string
 	switch {
+	case strings.HasSuffix(path, "/responses"):
+		// The reply's id is its text: tests name the reply they go on
+		// from.
+		id := strconv.Quote("resp_" + text)
+		events = []string{
+			`event: response.created` + "\n" + `data: {"type":"response.created","response":{"id":` + id + `,"status":"in_progress"}}` + "\n\n",
+			`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":` + strconv.Quote(text) + `}` + "\n\n",
+			`event: response.completed` + "\n" + `data: {"type":"response.completed","response":{"id":` + id + `,"status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":` + strconv.Quote(text) + `}]}],"usage":{"input_tokens":3,"output_tokens":1}}}` + "\n\n",
+		}
 	case strings.Contains(path, ":streamGenerateContent"):
 		events = []string{
 			`data: {"candidates":[{"content":{"role":"model","parts":[{"text":` + strconv.Quote(a) + `}]}}]}` + "\r\n\r\n",
@@ -567,5 +576,53 @@ func BenchmarkTipsFind(b *testing.B) {
 				ts.find(next, 1, nil)
 			}
 		})
+	}
+}
+
+// TestContinuedResponses: an OpenAI Responses request that carries only
+// its new input joins the session whose stored reply it names
+// (previous_response_id), exactly; an unknown or failed reply names
+// none.
+func TestContinuedResponses(t *testing.T) {
+	rg, u := convRig(t)
+	send := func(input, prev, reply string, status int) {
+		t.Helper()
+		body := `{"model":"gpt-5","stream":true,"input":` + strconv.Quote(input)
+		if prev != "" {
+			body += `,"previous_response_id":` + strconv.Quote(prev)
+		}
+		body += "}"
+		if status != 0 {
+			u.failNext(status)
+		} else {
+			u.mu.Lock()
+			u.replies = append(u.replies, reply)
+			u.mu.Unlock()
+		}
+		rg.post(t, "/v1/responses", body, nil)
+	}
+	send("task one", "", "a1", 0)
+	send("task two", "", "b1", 0)
+	send("go on", "resp_a1", "a2", 0)
+	send("go on", "resp_b1", "b2", 0)
+	send("and then", "resp_a2", "", 503)
+	send("and then", "resp_a2", "a3", 0)
+	send("other", "resp_unknown", "c1", 0)
+	xs := rg.readWAL(t)
+	keys := make([]uint64, 0, len(xs))
+	for k := range xs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var ids, sources []string
+	for _, k := range keys {
+		ids = append(ids, xs[k].Start.SessionID)
+		sources = append(sources, xs[k].Start.SessionSource)
+	}
+	if got, want := groups(ids), []int{0, 1, 0, 1, 0, 0, 6}; !slices.Equal(got, want) {
+		t.Errorf("sessions %v, want %v", got, want)
+	}
+	if want := []string{"minted", "minted", "continued", "continued", "continued", "continued", "minted"}; !slices.Equal(sources, want) {
+		t.Errorf("sources %v, want %v", sources, want)
 	}
 }

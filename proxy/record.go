@@ -753,15 +753,29 @@ func (r *recorder) r(it item) {
 // join names the session of x, a request that carries no session id:
 // the session whose conversation it continues (tips), else a new one.
 func (r *recorder) join(x *exch, model string, conv bodyConversation) {
+	api := llm.Detect(x.start.Path)
+	var s string
+	if api == llm.OpenAIResponses {
+		// A stored reply it goes on from names the session exactly.
+		if prev := previousResponse(x.body); prev != "" {
+			s = r.tips.replySession(prev)
+		}
+	}
 	if conv.layout == nil || len(conv.layout.Hashes) == 0 {
 		x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+		if s != "" {
+			x.start.SessionID, x.start.SessionSource = s, "continued"
+		}
+		x.tipped = api == llm.OpenAIResponses // for its reply's id
 		return
 	}
 	fp := r.tips.fingerprint(model, conv.sys)
-	api := llm.Detect(x.start.Path)
-	s, key := r.tips.find(conv.layout.Hashes, fp, func(i int) uint64 {
+	found, key := r.tips.find(conv.layout.Hashes, fp, func(i int) uint64 {
 		return r.tips.elementFingerprint(api, x.body, conv.layout, i)
 	})
+	if s == "" {
+		s = found
+	}
 	if s != "" {
 		x.start.SessionID, x.start.SessionSource = s, "continued"
 	} else {
@@ -788,6 +802,8 @@ func (r *recorder) answered(x *exch, ok bool) {
 			failed = true
 		} else if out = r.tips.outFingerprint(resp.Parts); out == 0 {
 			failed = true
+		} else if resp.API == llm.OpenAIResponses && resp.ID != "" {
+			r.tips.replied(resp.ID, x.session)
 		}
 	case x.encoding == "" && x.respBytes == 0:
 		failed = true // no reply at all

@@ -11,6 +11,12 @@
 // exchange, with the head and chunks of a small sized reply it held back:
 // a write, not a handoff to another goroutine and back.
 //
+// Each request is filed under a session: the id its headers or body
+// name (identity.go), else, for a client that sends none (Gemini CLI),
+// the session whose conversation it continues, found by the recorder
+// from exact hashes of the resent conversation and the previous reply
+// (continued.go), else a new one.
+//
 // Before a model call is forwarded, the circuit breaker (package
 // proxy/breaker) judges it: a session stuck in a loop that makes no
 // progress, or past a cap, is refused with the provider's own 429

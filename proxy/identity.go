@@ -191,6 +191,27 @@ type bodyLayout struct {
 	// set when one of them did not decode.
 	head bodyInfo
 	bad  bool
+	// sys is the hash of the system prompt members (system,
+	// systemInstruction) before the conversation, 0 for none.
+	sys uint64
+}
+
+// systemMember reports whether k names a member holding a system prompt
+// (Anthropic's system, Gemini's systemInstruction).
+func systemMember(k []byte) bool {
+	return bytes.EqualFold(k, []byte("system")) || bytes.EqualFold(k, []byte("systemInstruction")) ||
+		bytes.EqualFold(k, []byte("system_instruction"))
+}
+
+// mixHash folds h into the running hash c (a splitmix64 round), for
+// chains of hashes kept in memory only.
+func mixHash(c, h uint64) uint64 {
+	c ^= h + 0x9e3779b97f4a7c15 + c<<6 + c>>2
+	c ^= c >> 30
+	c *= 0xbf58476d1ce4e5b9
+	c ^= c >> 27
+	c *= 0x94d049bb133111eb
+	return c ^ c>>31
 }
 
 // conversationFields are the names of the member that holds the
@@ -226,8 +247,24 @@ func readsMember(k []byte) bool {
 // read is readBody, with the memory of earlier bodies: the result is the
 // same.
 func (m *bodyMemo) read(body []byte) (model string, stream bool, session string) {
+	model, stream, session, _ = m.readConversation(body)
+	return model, stream, session
+}
+
+// bodyConversation is what readConversation found of a body's
+// conversation: the layout of its array (the hash of each element, as
+// raw bytes) and the hash of its system prompt members, 0 for none. It
+// is not changed once made.
+type bodyConversation struct {
+	layout *jsonscan.Layout
+	sys    uint64
+}
+
+// readConversation is read, also returning the conversation it found,
+// or a zero one when the body has none.
+func (m *bodyMemo) readConversation(body []byte) (model string, stream bool, session string, conv bodyConversation) {
 	if len(body) == 0 || body[0] != '{' && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
-		return "", false, ""
+		return "", false, "", conv
 	}
 	m.mu.Lock()
 	if m.last == nil {
@@ -236,7 +273,11 @@ func (m *bodyMemo) read(body []byte) (model string, stream bool, session string)
 	seed, last := m.seed, m.last
 	m.mu.Unlock()
 	var after []bodyMember
+	var sys uint64 // the system members after the conversation
 	collect := func(k, v []byte) {
+		if systemMember(k) {
+			sys = mixHash(sys, maphash.Bytes(seed, v))
+		}
 		if readsMember(k) {
 			after = append(after, bodyMember{at: cap(body) - cap(v), name: k, value: v})
 		}
@@ -257,12 +298,12 @@ func (m *bodyMemo) read(body []byte) (model string, stream bool, session string)
 				layouts[j] = b.layout
 			}
 		}
-		after = after[:0]
+		after, sys = after[:0], 0
 		if l, from, ok := jsonscan.ResplitLayout(seed, body, field, collect, layouts...); ok {
 			before = last[from]
 			bi, bad = before.head, before.bad
 			m.resent.Add(1)
-			next = &bodyLayout{field: field, layout: l, head: before.head, bad: before.bad}
+			next = &bodyLayout{field: field, layout: l, head: before.head, bad: before.bad, sys: before.sys}
 		}
 	}
 	if next == nil {
@@ -274,17 +315,25 @@ func (m *bodyMemo) read(body []byte) (model string, stream bool, session string)
 			}
 		}
 		if field == "" {
-			return readBody(body)
+			model, stream, session = readBody(body)
+			return model, stream, session, conv
 		}
-		after = after[:0]
+		after, sys = after[:0], 0
+		// The system members, told apart by offset once the array's
+		// is known.
+		var systems []bodyMember
 		open, spans, ok := jsonscan.Split(body, field, func(k, v []byte) {
+			if systemMember(k) {
+				systems = append(systems, bodyMember{at: cap(body) - cap(v), value: v})
+			}
 			if readsMember(k) {
 				// Keep the name: Split may have unescaped it.
 				after = append(after, bodyMember{at: cap(body) - cap(v), name: append([]byte(nil), k...), value: v})
 			}
 		})
 		if !ok {
-			return readBody(body)
+			model, stream, session = readBody(body)
+			return model, stream, session, conv
 		}
 		for len(after) > 0 && after[0].at < open {
 			if !bad && !applyMember(&bi, after[0].name, after[0].value) {
@@ -292,7 +341,15 @@ func (m *bodyMemo) read(body []byte) (model string, stream bool, session string)
 			}
 			after = after[1:]
 		}
-		next = &bodyLayout{field: field, layout: jsonscan.NewLayout(seed, body, open, spans), head: bi, bad: bad}
+		var headSys uint64
+		for _, m := range systems {
+			if m.at < open {
+				headSys = mixHash(headSys, maphash.Bytes(seed, m.value))
+			} else {
+				sys = mixHash(sys, maphash.Bytes(seed, m.value))
+			}
+		}
+		next = &bodyLayout{field: field, layout: jsonscan.NewLayout(seed, body, open, spans), head: bi, bad: bad, sys: headSys}
 	}
 	for _, a := range after {
 		if !bad && !applyMember(&bi, a.name, a.value) {
@@ -300,10 +357,11 @@ func (m *bodyMemo) read(body []byte) (model string, stream bool, session string)
 		}
 	}
 	m.remember(next, before)
+	conv = bodyConversation{layout: next.layout, sys: mixHash(next.sys, sys)}
 	if bad {
-		return "", false, ""
+		return "", false, "", conv
 	}
-	return bi.Model, bi.Stream, userSession(bi.Metadata.UserID)
+	return bi.Model, bi.Stream, userSession(bi.Metadata.UserID), conv
 }
 
 // remember keeps next, in place of the body it resends (before, or nil).

@@ -23,6 +23,7 @@ import (
 	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
+	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/internal/bodybuf"
 	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/proxy/breaker"
@@ -399,8 +400,14 @@ type exch struct {
 	dropped   int64
 	dropBytes int64
 	encoding  string // the response's Content-Encoding, "" for none
-	ended     atomic.Bool
-	complete  bool // ended whole: the client had every byte
+	// tip is the conversation the request sent, remembered when its
+	// session was found by it (recorder.join); tipped says it is set.
+	// reply decodes the response of a tipped exchange, in the recorder.
+	tip      tipKey
+	tipped   bool
+	reply    *llm.Decoder
+	ended    atomic.Bool
+	complete bool // ended whole: the client had every byte
 	// The times of the added-latency metric, since arrived (0: not
 	// reached), all taken on the handler's goroutine: the request handed
 	// to the upstream transport, its response headers, first body byte

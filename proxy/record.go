@@ -13,6 +13,7 @@ import (
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/codec/httpbody"
+	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/wal"
 )
 
@@ -61,6 +62,9 @@ type recorder struct {
 	// resent remembers the clean segments of each session's last
 	// request body.
 	resent *resent
+	// tips remembers the conversations of sessions whose requests
+	// carry no id, to join each request to the one it continues.
+	tips *tips
 }
 
 type itemKind uint8
@@ -123,7 +127,7 @@ func putChunk(b *[]byte) {
 }
 
 func newRecorder(p *Proxy, n int) *recorder {
-	r := &recorder{p: p, log: p.log, resent: newResent(p.log.Compresses()), q: make(chan item, n), done: make(chan struct{}),
+	r := &recorder{p: p, log: p.log, resent: newResent(p.log.Compresses()), tips: newTips(), q: make(chan item, n), done: make(chan struct{}),
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	go r.run()
 	go r.resumeLoop()
@@ -646,7 +650,7 @@ func (r *recorder) r(it item) {
 	switch it.kind {
 	case itRequest:
 		defer x.dropBody()
-		model, streaming, bodySession := r.p.bodies.read(x.body)
+		model, streaming, bodySession, conv := r.p.bodies.readConversation(x.body)
 		if m, st, ok := pathModel(x.start.Path); ok {
 			if model == "" {
 				model = m
@@ -659,7 +663,7 @@ func (r *recorder) r(it item) {
 			if bodySession != "" {
 				x.start.SessionID, x.start.SessionSource = bodySession, "body"
 			} else {
-				x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+				r.join(x, model, conv)
 			}
 		}
 		x.session = x.start.SessionID
@@ -696,6 +700,16 @@ func (r *recorder) r(it item) {
 		case x.encoding != "":
 			r.hold(x, it.t, b)
 		default:
+			if x.tipped && x.status < 300 {
+				// The reply, for the fingerprint the next request of
+				// its session is told apart by (tips).
+				if x.reply == nil {
+					x.reply = llm.DecoderFor(x.start.Path, "", nil)
+				}
+				if x.reply != nil {
+					x.reply.Write(b)
+				}
+			}
 			x.sniff.feed(b)
 			if it.whole && mode != Passthrough {
 				x.redact.keep(b)
@@ -729,8 +743,72 @@ func (r *recorder) r(it item) {
 			r.p.metrics.tokens.WithLabelValues(x.route.Provider, "output").Add(float64(u.OutputTokens))
 		}
 		r.p.metrics.models.WithLabelValues(x.route.Provider, x.model).Inc()
+		if x.tipped {
+			r.answered(x, it.ok)
+		}
 		r.encode(frame.KindResponseEnd, x, it.t, end)
 	}
+}
+
+// join names the session of x, a request that carries no session id:
+// the session whose conversation it continues (tips), else a new one.
+func (r *recorder) join(x *exch, model string, conv bodyConversation) {
+	api := llm.Detect(x.start.Path)
+	var s string
+	if api == llm.OpenAIResponses {
+		// A stored reply it goes on from names the session exactly.
+		if prev := previousResponse(x.body); prev != "" {
+			s = r.tips.replySession(prev)
+		}
+	}
+	if conv.layout == nil || len(conv.layout.Hashes) == 0 {
+		x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+		if s != "" {
+			x.start.SessionID, x.start.SessionSource = s, "continued"
+		}
+		x.tipped = api == llm.OpenAIResponses // for its reply's id
+		return
+	}
+	fp := r.tips.fingerprint(model, conv.sys)
+	found, key := r.tips.find(conv.layout.Hashes, fp, func(i int) uint64 {
+		return r.tips.elementFingerprint(api, x.body, conv.layout, i)
+	})
+	if s == "" {
+		s = found
+	}
+	if s != "" {
+		x.start.SessionID, x.start.SessionSource = s, "continued"
+	} else {
+		x.start.SessionID, x.start.SessionSource = newID("ses_"), "minted"
+	}
+	r.tips.add(key, x.start.SessionID, fp)
+	x.tip, x.tipped = key, true
+}
+
+// answered tells tips how the request of x, whose session was found by
+// its conversation, was answered. Besides an error status or a cut
+// exchange, a reply that is an error event, stops before its end or
+// holds nothing counts as failed: clients resend the same body after it
+// (Gemini CLI's retries on an invalid stream), and that retry belongs
+// to the session. A compressed reply is judged by its status alone.
+func (r *recorder) answered(x *exch, ok bool) {
+	failed := !ok || x.status >= 400 || x.status == 0
+	var out uint64
+	switch {
+	case x.reply != nil:
+		resp, err := x.reply.Close()
+		x.reply = nil
+		if err != nil || resp.Error != nil || !resp.Complete {
+			failed = true
+		} else if out = r.tips.outFingerprint(resp.Parts); out == 0 {
+			failed = true
+		} else if resp.API == llm.OpenAIResponses && resp.ID != "" {
+			r.tips.replied(resp.ID, x.session)
+		}
+	case x.encoding == "" && x.respBytes == 0:
+		failed = true // no reply at all
+	}
+	r.tips.answered(x.tip, x.session, failed, out)
 }
 
 // decodeRequest scans a compressed request body for secrets. When it

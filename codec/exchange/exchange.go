@@ -31,7 +31,8 @@ type RequestStart struct {
 	// SessionID and SessionSource say which session the exchange belongs
 	// to and where that came from: "x-bb-session-id", a header name, "body"
 	// (metadata.user_id), "run" (a proxy started by bbengine run for one
-	// task) or "minted".
+	// task), "continued" (the conversation of an earlier request without
+	// an id, which this one continues) or "minted".
 	SessionID     string `json:"session_id"`
 	SessionSource string `json:"session_source"`
 	TaskID        string `json:"task_id,omitempty"`

@@ -1,0 +1,628 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bbengine/bbengine/codec/jsonscan"
+	"github.com/bbengine/bbengine/codec/llm"
+)
+
+// convUpstream answers every model call with a streamed text reply in
+// the protocol of its path (the next of replies, else "ok", in two
+// chunks), or with the next status of fail when one is queued.
+type convUpstream struct {
+	*httptest.Server
+	mu      sync.Mutex
+	fail    []int
+	replies []string
+}
+
+// convEmpty, as a step's reply, makes the upstream answer 200 with an
+// empty text: a reply that holds nothing.
+const convEmpty = "\x00empty"
+
+// convReply writes text as a stream of path's protocol, cut in two.
+func convReply(w http.ResponseWriter, path, text string) {
+	a, b := text[:len(text)/2], text[len(text)/2:]
+	var events []string
+	switch {
+	case strings.HasSuffix(path, "/responses"):
+		// The reply's id is its text: tests name the reply they go on
+		// from.
+		id := strconv.Quote("resp_" + text)
+		events = []string{
+			`event: response.created` + "\n" + `data: {"type":"response.created","response":{"id":` + id + `,"status":"in_progress"}}` + "\n\n",
+			`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":` + strconv.Quote(text) + `}` + "\n\n",
+			`event: response.completed` + "\n" + `data: {"type":"response.completed","response":{"id":` + id + `,"status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":` + strconv.Quote(text) + `}]}],"usage":{"input_tokens":3,"output_tokens":1}}}` + "\n\n",
+		}
+	case strings.Contains(path, ":streamGenerateContent"):
+		events = []string{
+			`data: {"candidates":[{"content":{"role":"model","parts":[{"text":` + strconv.Quote(a) + `}]}}]}` + "\r\n\r\n",
+			`data: {"candidates":[{"content":{"role":"model","parts":[{"text":` + strconv.Quote(b) + `}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5}}` + "\r\n\r\n",
+		}
+	case strings.HasSuffix(path, "/chat/completions"):
+		events = []string{
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":` + strconv.Quote(a) + `}}]}` + "\n\n",
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":` + strconv.Quote(b) + `},"finish_reason":"stop"}]}` + "\n\n",
+			"data: [DONE]\n\n",
+		}
+	default:
+		events = []string{
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + strconv.Quote(a) + "}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + strconv.Quote(b) + "}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+		}
+	}
+	sendEvents(w, strings.Join(events, ""), "\n\n")
+}
+
+func newConvUpstream(t *testing.T) *convUpstream {
+	u := &convUpstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		status := 200
+		if len(u.fail) > 0 {
+			status, u.fail = u.fail[0], u.fail[1:]
+		}
+		reply := "ok"
+		if status == 200 && len(u.replies) > 0 {
+			reply, u.replies = u.replies[0], u.replies[1:]
+		}
+		if reply == convEmpty {
+			reply = ""
+		}
+		u.mu.Unlock()
+		if status != 200 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, `{"error":{"code":`+fmt.Sprint(status)+`,"message":"try again"}}`)
+			return
+		}
+		convReply(w, r.URL.Path, reply)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *convUpstream) failNext(status ...int) {
+	u.mu.Lock()
+	u.fail = append(u.fail, status...)
+	u.mu.Unlock()
+}
+
+// convShape writes request bodies of one protocol: path, and a body
+// holding the conversation turns (user and assistant alternating, user
+// first) with the given model and system prompt.
+type convShape struct {
+	name string
+	path func(model string) string
+	body func(model, system string, turns []string) string
+}
+
+var convShapes = []convShape{
+	{
+		name: "gemini",
+		path: func(model string) string { return "/v1beta/models/" + model + ":streamGenerateContent?alt=sse" },
+		body: func(model, system string, turns []string) string {
+			var b strings.Builder
+			b.WriteString(`{"contents":[`)
+			for i, t := range turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "model"
+				}
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"role":%q,"parts":[{"text":%q}]}`, role, t)
+			}
+			fmt.Fprintf(&b, `],"systemInstruction":{"parts":[{"text":%q}]},"generationConfig":{"temperature":0}}`, system)
+			return b.String()
+		},
+	},
+	{
+		name: "openai",
+		path: func(string) string { return "/v1/chat/completions" },
+		body: func(model, system string, turns []string) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"model":%q,"stream":true,"messages":[{"role":"system","content":%q}`, model, system)
+			for i, t := range turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				fmt.Fprintf(&b, `,{"role":%q,"content":%q}`, role, t)
+			}
+			b.WriteString(`]}`)
+			return b.String()
+		},
+	},
+	{
+		name: "anthropic",
+		path: func(string) string { return "/v1/messages" },
+		body: func(model, system string, turns []string) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"model":%q,"max_tokens":1024,"system":%q,"messages":[`, model, system)
+			for i, t := range turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"role":%q,"content":[{"type":"text","text":%q}]}`, role, t)
+			}
+			b.WriteString(`],"stream":true}`)
+			return b.String()
+		},
+	},
+}
+
+// convRig is a proxy whose every provider is a convUpstream.
+func convRig(t *testing.T) (*rig, *convUpstream) {
+	u := newConvUpstream(t)
+	rg := newRigWith(t, newUpstream(t), &Options{Upstreams: map[string]string{"anthropic": u.URL, "openai": u.URL, "gemini": u.URL}})
+	return rg, u
+}
+
+// convStep is one request of a conversation test: the turns it sends,
+// the model, extra headers, and the status the upstream answers.
+type convStep struct {
+	turns  []string
+	model  string
+	system string
+	hdr    map[string]string
+	status int
+	reply  string // the upstream's answer ("ok" when empty)
+}
+
+// sessionsOf sends steps in order and returns the session id and source
+// each was recorded with.
+func sessionsOf(t *testing.T, sh convShape, steps []convStep) (ids, sources []string) {
+	t.Helper()
+	rg, u := convRig(t)
+	for _, s := range steps {
+		if s.model == "" {
+			s.model = "gemini-2.5-pro"
+		}
+		if s.system == "" {
+			s.system = "You are a coding agent."
+		}
+		if s.status != 0 {
+			u.failNext(s.status)
+		}
+		if s.reply != "" {
+			u.mu.Lock()
+			u.replies = append(u.replies, s.reply)
+			u.mu.Unlock()
+		}
+		resp, _ := rg.post(t, sh.path(s.model), sh.body(s.model, s.system, s.turns), s.hdr)
+		want := 200
+		if s.status != 0 {
+			want = s.status
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("status %d, want %d", resp.StatusCode, want)
+		}
+	}
+	xs := rg.readWAL(t)
+	keys := make([]uint64, 0, len(xs))
+	for k := range xs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ids = append(ids, xs[k].Start.SessionID)
+		sources = append(sources, xs[k].Start.SessionSource)
+	}
+	if len(ids) != len(steps) {
+		t.Fatalf("%d exchanges recorded, want %d", len(ids), len(steps))
+	}
+	return ids, sources
+}
+
+// groups names each session by the index of the first request in it:
+// [0 0 2] says requests 0 and 1 share a session, request 2 has its own.
+func groups(ids []string) []int {
+	first := map[string]int{}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		if _, ok := first[id]; !ok {
+			first[id] = i
+		}
+		out[i] = first[id]
+	}
+	return out
+}
+
+func turns(s ...string) []string { return s }
+
+// TestContinuedSessions: a request with no session id joins the session
+// whose conversation it continues, by exact hashes of the resent
+// elements, in each protocol's shape.
+func TestContinuedSessions(t *testing.T) {
+	cases := []struct {
+		name        string
+		steps       []convStep
+		wantGroups  []int
+		wantSources []string
+	}{
+		{
+			name: "continuation",
+			steps: []convStep{
+				{turns: turns("list the files")},
+				{turns: turns("list the files", "call ls", "a.go b.go")},
+				{turns: turns("list the files", "call ls", "a.go b.go", "call read a.go", "package a")},
+			},
+			wantGroups:  []int{0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued"},
+		},
+		{
+			name: "interleaved",
+			steps: []convStep{
+				{turns: turns("task one")},
+				{turns: turns("task two")},
+				{turns: turns("task one", "call ls", "x")},
+				{turns: turns("task two", "call ls", "x")},
+				{turns: turns("task two", "call ls", "x", "call cat", "y")},
+				{turns: turns("task one", "call ls", "x", "call cat", "y")},
+			},
+			wantGroups:  []int{0, 1, 0, 1, 1, 0},
+			wantSources: []string{"minted", "minted", "continued", "continued", "continued", "continued"},
+		},
+		{
+			name: "retry after 503 and 429",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "read a.go"), status: 503},
+				{turns: turns("hello", "hi", "read a.go"), status: 429},
+				{turns: turns("hello", "hi", "read a.go")},
+				{turns: turns("hello", "hi", "read a.go", "call read", "package a")},
+			},
+			wantGroups:  []int{0, 0, 0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued", "continued", "continued"},
+		},
+		{
+			// A 200 whose reply holds nothing: the client resends the
+			// same body (Gemini CLI's retry on an invalid stream).
+			name: "retry after an empty reply",
+			steps: []convStep{
+				{turns: turns("hello"), reply: convEmpty},
+				{turns: turns("hello")},
+				{turns: turns("hello", "ok", "read a.go")},
+			},
+			wantGroups:  []int{0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued"},
+		},
+		{
+			name: "first request retried",
+			steps: []convStep{
+				{turns: turns("hello"), status: 500},
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "bye")},
+			},
+			wantGroups:  []int{0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued"},
+		},
+		{
+			// Two requests going on from the same prefix join its
+			// session: the engine records the second as a fork.
+			name: "fork",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "read a.go")},
+				{turns: turns("hello", "hi", "read b.go")},
+				{turns: turns("hello", "hi", "read b.go", "call read", "package b")},
+			},
+			wantGroups:  []int{0, 0, 0, 0},
+			wantSources: []string{"minted", "continued", "continued", "continued"},
+		},
+		{
+			// The same request answered, sent again: another terminal
+			// that began the same way, not a retry.
+			name: "same start answered",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello")},
+			},
+			wantGroups:  []int{0, 1},
+			wantSources: []string{"minted", "minted"},
+		},
+		{
+			// Both sessions sent the prefix, with the same model and
+			// system prompt: which one goes on is not known, so a new
+			// session starts rather than a guess.
+			name: "ambiguous",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "bye")},
+			},
+			wantGroups:  []int{0, 1, 2},
+			wantSources: []string{"minted", "minted", "minted"},
+		},
+		{
+			// Two terminals began the same way and were given different
+			// replies: each goes on with its own, and the reply it
+			// resends says which session it is.
+			name: "same start, replies differ",
+			steps: []convStep{
+				{turns: turns("hello"), reply: "hi from A"},
+				{turns: turns("hello"), reply: "  hi from B"},
+				{turns: turns("hello", "hi from B", "go on")},
+				{turns: turns("hello", "hi from A", "go on")},
+				{turns: turns("hello", "hi from A", "go on", "ok", "and?")},
+			},
+			wantGroups:  []int{0, 1, 1, 0, 0},
+			wantSources: []string{"minted", "minted", "continued", "continued", "continued"},
+		},
+		{
+			// The same replies: nothing tells them apart.
+			name: "same start, same replies",
+			steps: []convStep{
+				{turns: turns("hello"), reply: "hi"},
+				{turns: turns("hello"), reply: "hi"},
+				{turns: turns("hello", "hi", "go on")},
+			},
+			wantGroups:  []int{0, 1, 2},
+			wantSources: []string{"minted", "minted", "minted"},
+		},
+		{
+			// The model and the system prompt break the tie.
+			name: "ambiguous, system prompt differs",
+			steps: []convStep{
+				{turns: turns("hello"), system: "agent A"},
+				{turns: turns("hello"), system: "agent B"},
+				{turns: turns("hello", "hi", "bye"), system: "agent B"},
+				{turns: turns("hello", "hi", "bye"), system: "agent A"},
+			},
+			wantGroups:  []int{0, 1, 1, 0},
+			wantSources: []string{"minted", "minted", "continued", "continued"},
+		},
+		{
+			name: "model breaks the tie",
+			steps: []convStep{
+				{turns: turns("hello"), model: "gemini-2.5-flash"},
+				{turns: turns("hello"), model: "gemini-2.5-pro"},
+				{turns: turns("hello", "hi", "bye"), model: "gemini-2.5-flash"},
+			},
+			wantGroups:  []int{0, 1, 0},
+			wantSources: []string{"minted", "minted", "continued"},
+		},
+		{
+			name: "explicit session untouched",
+			steps: []convStep{
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "bye"), hdr: map[string]string{"X-Bb-Session-Id": "ses-explicit"}},
+				{turns: turns("hello", "hi", "bye", "ok", "go")},
+			},
+			wantGroups:  []int{0, 1, 0},
+			wantSources: []string{"minted", "x-bb-session-id", "continued"},
+		},
+		{
+			// A shorter conversation is not a continuation.
+			name: "not a prefix",
+			steps: []convStep{
+				{turns: turns("hello", "hi", "bye")},
+				{turns: turns("hello")},
+				{turns: turns("hello", "hi", "other")},
+			},
+			wantGroups:  []int{0, 1, 1},
+			wantSources: []string{"minted", "minted", "continued"},
+		},
+	}
+	for _, sh := range convShapes {
+		for _, c := range cases {
+			t.Run(sh.name+"/"+c.name, func(t *testing.T) {
+				ids, sources := sessionsOf(t, sh, c.steps)
+				if got := groups(ids); !slices.Equal(got, c.wantGroups) {
+					t.Errorf("sessions %v, want %v (%v)", got, c.wantGroups, ids)
+				}
+				if !slices.Equal(sources, c.wantSources) {
+					t.Errorf("sources %v, want %v", sources, c.wantSources)
+				}
+				if slices.Contains(ids, "ses-explicit") && ids[1] != "ses-explicit" {
+					t.Errorf("explicit session id changed: %v", ids)
+				}
+			})
+		}
+	}
+}
+
+// TestTipsBounded: tips forgets the least recently used conversation
+// past its bound.
+func TestTipsBounded(t *testing.T) {
+	ts := newTips()
+	ts.max = 8
+	for i := range 100 {
+		h := []uint64{uint64(i) + 1}
+		_, key := ts.find(h, 0, nil)
+		ts.add(key, fmt.Sprint("s", i), 0)
+		ts.answered(key, fmt.Sprint("s", i), false, 0)
+	}
+	if ts.lru.Len() != 8 || len(ts.byKey) != 8 {
+		t.Fatalf("%d tips (%d keys), want 8", ts.lru.Len(), len(ts.byKey))
+	}
+	if s, _ := ts.find([]uint64{100, 7}, 0, nil); s != "s99" {
+		t.Errorf("recent conversation continued by %q, want s99", s)
+	}
+	if s, _ := ts.find([]uint64{1, 7}, 0, nil); s != "" {
+		t.Errorf("forgotten conversation continued by %q, want none", s)
+	}
+}
+
+// TestOutFingerprint: a reply and the client's copy of it in its next
+// request fingerprint the same, whatever the client rewrites (ids,
+// signatures, thinking, key order, how the text was cut); a different
+// reply does not.
+func TestOutFingerprint(t *testing.T) {
+	ts := newTips()
+	reply := func(api llm.API, body string) uint64 {
+		t.Helper()
+		resp, err := llm.DecodeResponse(api, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.outFingerprint(resp.Parts)
+	}
+	elem := func(api llm.API, body string) uint64 {
+		t.Helper()
+		field := llm.ConversationField(api)
+		open, spans, ok := jsonscan.Split([]byte(body), field, nil)
+		if !ok {
+			t.Fatalf("no %s in %s", field, body)
+		}
+		l := jsonscan.NewLayout(ts.seed, []byte(body), open, spans)
+		return ts.elementFingerprint(api, []byte(body), l, len(spans)-1)
+	}
+	gemReply := "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"I will \",\"thought\":false},{\"text\":\"plan\",\"thought\":true}]}}]}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"look.\"},{\"functionCall\":{\"name\":\"ls\",\"args\":{\"dir\":\"/w\",\"all\":true}},\"thoughtSignature\":\"c2ln\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n"
+	for _, c := range []struct {
+		name     string
+		api      llm.API
+		reply    string
+		elem     string
+		wantSame bool
+	}{
+		{"gemini copy", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"I will look. "},{"functionCall":{"id":"ls_1","args":{"all":true,"dir":"/w"},"name":"ls"}}]}]}`, true},
+		{"gemini other args", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"I will look."},{"functionCall":{"name":"ls","args":{"dir":"/x","all":true}}}]}]}`, false},
+		{"gemini other text", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"I will not look."},{"functionCall":{"name":"ls","args":{"dir":"/w","all":true}}}]}]}`, false},
+		{"gemini user turn", llm.Gemini, gemReply,
+			`{"contents":[{"role":"user","parts":[{"text":"I will look."}]}]}`, false},
+		{"openai copy", llm.OpenAIChat,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"Listing.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{\"dir\": \"/w\"}"}}]},"finish_reason":"tool_calls"}]}`,
+			`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"Listing.","tool_calls":[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{\"dir\":\"/w\"}"}}]}]}`, true},
+		{"anthropic copy", llm.AnthropicMessages,
+			`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Listing."},{"type":"tool_use","id":"toolu_1","name":"ls","input":{"dir":"/w"}}],"stop_reason":"tool_use"}`,
+			`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"Listing."},{"type":"tool_use","id":"toolu_1","name":"ls","input":{"dir":"/w"}}]}]}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, e := reply(c.api, c.reply), elem(c.api, c.elem)
+			if r == 0 {
+				t.Fatalf("reply fingerprint 0")
+			}
+			if (r == e) != c.wantSame {
+				t.Errorf("reply %x, element %x: same %v, want %v", r, e, r == e, c.wantSame)
+			}
+		})
+	}
+}
+
+// conversationHashes returns the element hashes of a conversation of n
+// elements, the first k of which are those of conversation seed 0.
+func conversationHashes(n, k int, seed uint64) []uint64 {
+	h := make([]uint64, n)
+	for i := range h {
+		if i < k {
+			h[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+		} else {
+			h[i] = uint64(i)*0x9e3779b97f4a7c15 + seed<<32 + 1
+		}
+	}
+	return h
+}
+
+// TestTipsFindAllocs: finding the session a request continues allocates
+// nothing (a pass over its element hashes with map lookups).
+func TestTipsFindAllocs(t *testing.T) {
+	ts := newTips()
+	prev := conversationHashes(300, 300, 0)
+	_, key := ts.find(prev, 1, nil)
+	ts.add(key, "ses_a", 1)
+	ts.answered(key, "ses_a", false, 0)
+	next := conversationHashes(302, 300, 1)
+	if s, _ := ts.find(next, 1, nil); s != "ses_a" {
+		t.Fatalf("found %q, want ses_a", s)
+	}
+	if n := testing.AllocsPerRun(100, func() { ts.find(next, 1, nil) }); n != 0 {
+		t.Errorf("find allocates %v times, want 0", n)
+	}
+}
+
+// BenchmarkTipsFind measures the lookup of a request that continues one
+// of the remembered conversations, by its number of elements.
+func BenchmarkTipsFind(b *testing.B) {
+	for _, n := range []int{10, 300, 3000} {
+		b.Run(fmt.Sprintf("elements=%d", n), func(b *testing.B) {
+			ts := newTips()
+			for s := range 1000 {
+				h := conversationHashes(n, 0, uint64(s+2))
+				_, key := ts.find(h, 1, nil)
+				ts.add(key, fmt.Sprint("ses_", s), 1)
+			}
+			prev := conversationHashes(n, n, 0)
+			_, key := ts.find(prev, 1, nil)
+			ts.add(key, "ses_a", 1)
+			next := conversationHashes(n+2, n, 1)
+			b.ReportAllocs()
+			for b.Loop() {
+				ts.find(next, 1, nil)
+			}
+		})
+	}
+}
+
+// TestContinuedResponses: an OpenAI Responses request that carries only
+// its new input joins the session whose stored reply it names
+// (previous_response_id), exactly; an unknown or failed reply names
+// none.
+func TestContinuedResponses(t *testing.T) {
+	rg, u := convRig(t)
+	send := func(input, prev, reply string, status int) {
+		t.Helper()
+		body := `{"model":"gpt-5","stream":true,"input":` + strconv.Quote(input)
+		if prev != "" {
+			body += `,"previous_response_id":` + strconv.Quote(prev)
+		}
+		body += "}"
+		if status != 0 {
+			u.failNext(status)
+		} else {
+			u.mu.Lock()
+			u.replies = append(u.replies, reply)
+			u.mu.Unlock()
+		}
+		rg.post(t, "/v1/responses", body, nil)
+	}
+	send("task one", "", "a1", 0)
+	send("task two", "", "b1", 0)
+	send("go on", "resp_a1", "a2", 0)
+	send("go on", "resp_b1", "b2", 0)
+	send("and then", "resp_a2", "", 503)
+	send("and then", "resp_a2", "a3", 0)
+	send("other", "resp_unknown", "c1", 0)
+	xs := rg.readWAL(t)
+	keys := make([]uint64, 0, len(xs))
+	for k := range xs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var ids, sources []string
+	for _, k := range keys {
+		ids = append(ids, xs[k].Start.SessionID)
+		sources = append(sources, xs[k].Start.SessionSource)
+	}
+	if got, want := groups(ids), []int{0, 1, 0, 1, 0, 0, 6}; !slices.Equal(got, want) {
+		t.Errorf("sessions %v, want %v", got, want)
+	}
+	if want := []string{"minted", "minted", "continued", "continued", "continued", "continued", "minted"}; !slices.Equal(sources, want) {
+		t.Errorf("sources %v, want %v", sources, want)
+	}
+}

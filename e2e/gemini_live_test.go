@@ -48,6 +48,9 @@ type gemLiveFake struct {
 	// failAt, when not 0, is the turn (counted from 1) whose first
 	// attempt is answered 503, once a run.
 	failAt int
+	// noIDs sends functionCalls without ids, as the Gemini API may: the
+	// CLI then answers each under an id of its own (synth_…).
+	noIDs  bool
 	failed map[string]bool
 	// seqs lists each run's requests, by their index among all.
 	seqs map[string][]int
@@ -148,11 +151,14 @@ func (f *gemLiveFake) answer(s *seen, w http.ResponseWriter) {
 	f.mu.Unlock()
 	// Calls carry ids, as the Gemini API's do; the CLI sends them back
 	// with each functionResponse.
-	id := jsonString(fmt.Sprintf("call-%s-%d", mark, results+1))
+	id := `"id":` + jsonString(fmt.Sprintf("call-%s-%d", mark, results+1)) + `,`
+	if f.noIDs {
+		id = ""
+	}
 	script := []string{
-		`{"functionCall":{"id":` + id + `,"name":"list_directory","args":{"dir_path":` + jsonString(work) + `}}}`,
-		`{"functionCall":{"id":` + id + `,"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "notes.txt")) + `}}}`,
-		`{"functionCall":{"id":` + id + `,"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "plan.txt")) + `}}}`,
+		`{"functionCall":{` + id + `"name":"list_directory","args":{"dir_path":` + jsonString(work) + `}}}`,
+		`{"functionCall":{` + id + `"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "notes.txt")) + `}}}`,
+		`{"functionCall":{` + id + `"name":"read_file","args":{"file_path":` + jsonString(filepath.Join(work, "plan.txt")) + `}}}`,
 	}
 	if mark == "twinb" {
 		slices.Reverse(script)
@@ -424,19 +430,21 @@ func gemLiveSessions(t *testing.T, bin, dir string) []struct {
 
 // TestGeminiLiveSessions: one Gemini CLI run with three tool calls is one
 // session; two runs at once are two; a run whose request the upstream
-// answers 503 once, and the CLI retries, is still one.
+// answers 503 once, and the CLI retries, is still one; with calls sent
+// without ids (the CLI answers them under synth_… ids) every call still
+// has its result.
 func TestGeminiLiveSessions(t *testing.T) {
 	gemini := gemLiveCommand(t)
 	bin := buildBBEngine(t, t.TempDir())
 	for _, c := range []struct {
-		name      string
-		n, failAt int
-		twins     bool
-	}{{"runs=1", 1, 0, false}, {"runs=2", 2, 0, false}, {"retry", 1, 2, false}, {"twins", 2, 0, true}} {
+		name         string
+		n, failAt    int
+		twins, noIDs bool
+	}{{"runs=1", 1, 0, false, false}, {"runs=2", 2, 0, false, false}, {"retry", 1, 2, false, false}, {"twins", 2, 0, true, false}, {"noids", 1, 0, false, true}} {
 		n := c.n
 		t.Run(c.name, func(t *testing.T) {
 			f := newGemLiveFake()
-			f.wait, f.failAt, f.twins = n, c.failAt, c.twins
+			f.wait, f.failAt, f.twins, f.noIDs = n, c.failAt, c.twins, c.noIDs
 			up := newFake(t, f.answer)
 			loopbackOnly(t, up.URL)
 			tw := newTripwire(t)

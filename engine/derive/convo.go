@@ -45,6 +45,9 @@ type thread struct {
 type callRef struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Synthetic marks an id the deriver made up, the response having
+	// sent none (Gemini may not).
+	Synthetic bool `json:"synthetic,omitempty"`
 }
 
 type recent struct {
@@ -144,7 +147,9 @@ func itemKey(it *item) string {
 	case llm.PartText, llm.PartRefusal, llm.PartCompaction:
 		w(textKey(p))
 	case llm.PartToolCall, llm.PartServerToolCall:
-		w(p.ID)
+		// Not the id: a client may give a call the provider sent
+		// without one an id of its own when it sends it back (Gemini
+		// CLI does), and the call is still the one it was.
 		w(p.Name)
 		w(string(canonicalJSON(p.Input)))
 		if len(p.Input) == 0 {
@@ -420,21 +425,32 @@ func (cv *convo) seenSystem(h string) bool {
 }
 
 // call records a tool call waiting for its result.
-func (t *thread) call(id, name string) {
-	t.Calls = append(t.Calls, callRef{ID: id, Name: name})
+func (t *thread) call(id, name string, synthetic bool) {
+	t.Calls = append(t.Calls, callRef{ID: id, Name: name, Synthetic: synthetic})
 	if len(t.Calls) > maxCalls {
 		t.Calls = t.Calls[len(t.Calls)-maxCalls:]
 	}
 }
 
 // result resolves a tool result to its call: by id, or (for providers
-// that send none) the oldest waiting call of the same name. It returns
-// the call's id and name.
+// that send none) the oldest waiting call of the same name. A result
+// whose id no call has goes to the oldest waiting call of its name whose
+// id the deriver made up: Gemini CLI answers a functionCall the model
+// sent without an id under an id of its own (synth_…). It returns the
+// call's id and name.
 func (t *thread) result(id, name string) (string, string, bool) {
 	for i, c := range t.Calls {
 		if (id != "" && c.ID == id) || (id == "" && name != "" && c.Name == name) {
 			t.Calls = append(t.Calls[:i], t.Calls[i+1:]...)
 			return c.ID, c.Name, true
+		}
+	}
+	if id != "" && name != "" {
+		for i, c := range t.Calls {
+			if c.Synthetic && c.Name == name {
+				t.Calls = append(t.Calls[:i], t.Calls[i+1:]...)
+				return c.ID, c.Name, true
+			}
 		}
 	}
 	return id, name, false

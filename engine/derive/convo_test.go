@@ -176,9 +176,9 @@ func TestCompaction(t *testing.T) {
 
 func TestToolResultPairing(t *testing.T) {
 	var th thread
-	th.call("read_file#7.1", "read_file")
-	th.call("write_file#7.2", "write_file")
-	th.call("read_file#7.3", "read_file")
+	th.call("read_file#7.1", "read_file", true)
+	th.call("write_file#7.2", "write_file", true)
+	th.call("read_file#7.3", "read_file", true)
 	for _, c := range []struct{ id, name, wantID string }{
 		{"", "read_file", "read_file#7.1"},
 		{"", "read_file", "read_file#7.3"},

@@ -386,12 +386,12 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 				ev.Text = p.Text // arguments that are not JSON (cut short)
 				spilled(&ev, &p)
 			}
-			d.thread.call(tool.ID, tool.Name)
+			d.thread.call(tool.ID, tool.Name, tool.SyntheticID)
 			d.add(ev)
 		case llm.PartToolResult, llm.PartServerToolResult:
 			flush()
 			id, name, _ := d.thread.result(p.ID, p.Name)
-			tool := &Tool{ID: id, Name: name, IsError: p.IsError, Server: p.Type == llm.PartServerToolResult, SyntheticID: p.ID == "" && id != ""}
+			tool := &Tool{ID: id, Name: name, IsError: p.IsError, Server: p.Type == llm.PartServerToolResult, SyntheticID: id != "" && id != p.ID}
 			ev := Event{Kind: KindToolResult, Time: t, Role: it.role, Tool: tool, Text: p.Text, Parts: p.Content, Prov: prov}
 			if p.Type == llm.PartServerToolResult && len(p.Raw) > 0 && p.Text == "" {
 				ev.Parts = []llm.Part{{Type: llm.PartOther, Raw: p.Raw}}

@@ -9,7 +9,7 @@ import (
 // BuilderVersion names the canonicalizer's rules. Open rebuilds the
 // derived state when the stored version differs, so a change to what the
 // canonicalizer emits must change it.
-const BuilderVersion = "canon/5"
+const BuilderVersion = "canon/6"
 
 // SchemaVersion is the version of the Pebble key layout.
 const SchemaVersion = 1

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,11 +66,17 @@ func (a Agent) Doctor(env *agents.DoctorEnv) []agents.Finding {
 	return out
 }
 
-// systemSettingsPath is Gemini CLI's system settings file on Linux, or
-// $GEMINI_CLI_SYSTEM_SETTINGS_PATH.
+// systemSettingsPath is Gemini CLI's system settings file:
+// $GEMINI_CLI_SYSTEM_SETTINGS_PATH, else the platform's.
 func systemSettingsPath() string {
 	if v := os.Getenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH"); v != "" {
 		return v
+	}
+	switch runtime.GOOS {
+	case "darwin":
+		return "/Library/Application Support/GeminiCli/settings.json"
+	case "windows":
+		return `C:\ProgramData\gemini-cli\settings.json`
 	}
 	return "/etc/gemini-cli/settings.json"
 }

@@ -334,8 +334,11 @@ func retention(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Fi
 			risk = true
 			pending += fmt.Sprintf(" (Gemini CLI deletes chats after %s)", ageText)
 		}
-		if countSet && int64(env.Unimported) > maxCount {
+		if countSet && int64(env.Logs) > maxCount {
+			// The next start deletes all but the newest maxCount of a
+			// project: the oldest, the likeliest not imported.
 			risk = true
+			pending += fmt.Sprintf(" (Gemini CLI keeps %d chats)", maxCount)
 		}
 	}
 	f.Fix = off

@@ -52,7 +52,7 @@ func allHome(t *testing.T, which ...string) string {
 // line per agent, --check finds nothing lost, --json says the same,
 // `sessions` lists the three; piped, stderr holds no progress bar.
 func TestImportAllAgents(t *testing.T) {
-	home := allHome(t, "claude", "codex", "gemini")
+	allHome(t, "claude", "codex", "gemini")
 	dir := t.TempDir()
 	out, errs, code := run(t, "--dir", dir, "import", "--all", "--check")
 	if code != 0 {
@@ -115,7 +115,6 @@ func TestImportAllAgents(t *testing.T) {
 			t.Errorf("check of %s: %+v", c.Session, c)
 		}
 	}
-	_ = home
 }
 
 // TestImportAllMissingAgent: an agent with no logs on the machine is one
@@ -149,5 +148,27 @@ func TestImportAllMissingAgent(t *testing.T) {
 	}
 	if _, errs, code = run(t, "--dir", dir, "import", "--all", "--json", "--follow"); code != 2 {
 		t.Errorf("import --json --follow: %d %q", code, errs)
+	}
+}
+
+// TestImportAllThroughProxy: with a proxy owning the data directory,
+// import --all sends every agent's records to it, and sessions, asked
+// of the proxy, lists them.
+func TestImportAllThroughProxy(t *testing.T) {
+	allHome(t, "claude", "codex", "gemini")
+	dir := t.TempDir()
+	startTestProxy(t, dir)
+	out, errs, code := run(t, "--dir", dir, "import", "--all", "--check")
+	if code != 0 || !strings.Contains(out, "import --check: 3 sessions, nothing lost") {
+		t.Fatalf("import --all through the proxy: %d\n%s%s", code, out, errs)
+	}
+	sessions, errs, code := run(t, "--dir", dir, "sessions")
+	if code != 0 {
+		t.Fatalf("sessions: %d %s", code, errs)
+	}
+	for _, id := range []string{"claude:aaaaaaaa", "codex:019e1625", "gemini:3f849cf4"} {
+		if !strings.Contains(sessions, id) {
+			t.Errorf("sessions lacks %s:\n%s", id, sessions)
+		}
 	}
 }

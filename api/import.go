@@ -111,6 +111,21 @@ func NewImporter(sink ImportSink, source string) *Importer {
 	return &Importer{source: source, sink: sink, seen: map[string]fileStamp{}, sessions: map[string]bool{}, missing: map[string]bool{}}
 }
 
+// AgentImporters returns an importer into sink of each registered
+// agent's logs, in name order: what `bbengine import --all` without an
+// agent runs, one after the other, each over its agent's
+// DefaultLocations.
+func AgentImporters(sink ImportSink) []*Importer {
+	var out []*Importer
+	for _, name := range agents.Names() {
+		out = append(out, NewImporter(sink, name))
+	}
+	return out
+}
+
+// Source returns the source the importer reads, one of ImportSources.
+func (im *Importer) Source() string { return im.source }
+
 // Problems counts the records and files skipped as unreadable in every
 // round so far.
 func (im *Importer) Problems() int64 { return im.problems }
@@ -132,18 +147,23 @@ type ImportReporter interface {
 
 // ImportStats count what one round imported.
 type ImportStats struct {
+	// Found counts the source's files under the round's roots, changed
+	// or not.
+	Found int `json:"found"`
 	// Records and Bytes are what was read from Files changed files into
 	// Sessions sessions.
-	Records, Bytes int64
-	Files          int
-	Sessions       int
+	Records  int64 `json:"records"`
+	Bytes    int64 `json:"bytes"`
+	Files    int   `json:"files"`
+	Sessions int   `json:"sessions"`
 	// Unchanged counts files imported before with nothing new; Replaced
 	// the files that changed since they were imported.
-	Unchanged, Replaced int
+	Unchanged int `json:"unchanged"`
+	Replaced  int `json:"replaced"`
 	// Problems counts the records and files skipped as unreadable.
-	Problems int64
-	// Took is how long the round took.
-	Took time.Duration
+	Problems int64 `json:"problems"`
+	// Took is how long the round took, in nanoseconds in JSON.
+	Took time.Duration `json:"took_ns"`
 }
 
 // Round imports every file under roots that changed since the last
@@ -245,7 +265,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 	if err := im.sink.Wait(ctx); err != nil {
 		return st, err
 	}
-	return ImportStats{Records: records, Bytes: bytesIn, Files: changed, Sessions: len(sessions), Unchanged: unchanged, Replaced: replaced,
+	return ImportStats{Found: len(files), Records: records, Bytes: bytesIn, Files: changed, Sessions: len(sessions), Unchanged: unchanged, Replaced: replaced,
 		Problems: problems, Took: time.Since(start)}, nil
 }
 

@@ -71,17 +71,36 @@ func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
 // the first it finds, so creating .gemini/.env would hide it), else
 // .gemini/.env.
 func envPath(dir string) (string, error) {
-	gem := filepath.Join(dir, ".gemini", ".env")
-	for _, p := range []string{gem, filepath.Join(dir, ".env")} {
+	p, found, err := envFileIn(dir)
+	if err != nil || found {
+		return p, err
+	}
+	return filepath.Join(dir, ".gemini", ".env"), nil
+}
+
+// envFileIn returns the .env file of dir that Gemini CLI reads when it
+// looks in dir, .gemini/.env before .env, and whether there is one.
+func envFileIn(dir string) (path string, found bool, err error) {
+	for _, p := range []string{filepath.Join(dir, ".gemini", ".env"), filepath.Join(dir, ".env")} {
 		_, err := os.Stat(p)
 		switch {
 		case err == nil:
-			return p, nil
+			return p, true, nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return "", err
+			return "", false, err
 		}
 	}
-	return gem, nil
+	return "", false, nil
+}
+
+// envLine returns the value of the line l of a .env file when l sets
+// EnvVar (with or without export), unquoted.
+func envLine(l string) (string, bool) {
+	name, val, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "=")
+	if !ok || strings.TrimSpace(name) != EnvVar {
+		return "", false
+	}
+	return unquote(strings.TrimSpace(val)), true
 }
 
 // editEnv sets EnvVar in the .env file path to s.BaseURL under a marked
@@ -108,9 +127,8 @@ func editEnv(path string, s *agents.Setup) (*agents.Change, error) {
 			mark, marked = i, v
 			continue
 		}
-		name, val, ok := strings.Cut(strings.TrimPrefix(t, "export "), "=")
-		if ok && strings.TrimSpace(name) == EnvVar {
-			varAt, cur = i, unquote(strings.TrimSpace(val))
+		if v, ok := envLine(t); ok {
+			varAt, cur = i, v
 		}
 	}
 	ours := mark >= 0 && varAt >= 0 && cur == marked

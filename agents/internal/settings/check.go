@@ -21,7 +21,14 @@ func Inspect(path string, look func(root *jsonedit.Object) error) error {
 // `bbengine hook agent` (this executable, exe, or one named bbengine);
 // none when every one has it.
 func MissingHooks(root *jsonedit.Object, agent, exe string) []string {
-	oursV, _ := HooksDoc(exe, "", agent).Get("hooks")
+	return MissingHooksOf(root, HooksDoc(exe, "", agent), agent, exe)
+}
+
+// MissingHooksOf is MissingHooks for an agent whose install hooks the
+// events of ours, the hooks document it writes (Gemini CLI's
+// SessionStart and BeforeAgent).
+func MissingHooksOf(root, ours *jsonedit.Object, agent, exe string) []string {
+	oursV, _ := ours.Get("hooks")
 	var missing []string
 	hooks, _ := root.Get("hooks")
 	hobj, _ := hooks.(*jsonedit.Object)

@@ -18,7 +18,8 @@ func doctorCommand() *ucli.Command {
 		Description: "For each agent found on the machine (or each one named): its version, whether its base\n" +
 			"URL goes through the running proxy, whether bbengine's hooks and MCP server are registered,\n" +
 			"whether its own cleanup deletes logs before they are imported (Claude Code's\n" +
-			"cleanupPeriodDays), and how many of its logs are not imported yet. For the data directory:\n" +
+			"cleanupPeriodDays, Gemini CLI's general.sessionRetention), and how many of its logs are\n" +
+			"not imported yet. For the data directory:\n" +
 			"its size, encryption, the WAL's checksums, the proxy that owns it and the derivation lag.\n" +
 			"Works with the proxy running (it is asked over loopback) and without; writes nothing.\n" +
 			"Exits 1 when a finding fails.",

@@ -20,6 +20,16 @@
 //     given the context pack of the tasks before it (run_test.go); Claude
 //     Code's hooks and MCP client talk to bbengine (hook_test.go,
 //     mcp_test.go);
+//   - Gemini CLI (@google/gemini-cli 0.61.0) runs `gemini -p --yolo`
+//     tasks with several tool calls through `bbengine proxy`, which gets
+//     no session id from it: each run is one session, two runs at once
+//     are two, a retry after a 503 and calls sent without ids stay whole
+//     (gemini_live_test.go); its own log is imported, checked and exported
+//     to ATIF, and its hooks and MCP server, as install writes them, are
+//     run by it (gemini_import_test.go);
+//   - `bbengine proxy` is killed with SIGKILL again and again while
+//     clients stream, in the clear and in an encrypted directory, and
+//     every exchange a client got whole is in the WAL (fault_kill_test.go);
 //   - @anthropic-ai/sdk streams a Messages request (node/anthropic.mjs);
 //   - openai streams a chat completion with include_usage and a Responses
 //     request (node/openai.mjs).
@@ -35,6 +45,6 @@
 // reports, any request for another host; the node scripts give the SDKs a
 // fetch that refuses any URL not on loopback.
 //
-// It runs the built binary and imports nothing of bbengine's; nothing
-// imports it.
+// It runs the built binary; it imports of bbengine's only the WAL and the
+// formats it reads back (wal, codec/*, internal/crypt). Nothing imports it.
 package e2e

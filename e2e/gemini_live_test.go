@@ -459,7 +459,11 @@ func TestGeminiLiveSessions(t *testing.T) {
 						runs[i] = &gemLiveRun{mark: runs[0].mark, home: runs[0].home, work: runs[0].work}
 					}
 					runs[i].twin, runs[i].files = true, runs[0].mark
+					// Under the fake's lock: the race detector cannot see
+					// that the CLI runs, and so its requests, start later.
+					f.mu.Lock()
 					f.work["twina"], f.work["twinb"] = runs[0].work, runs[0].work
+					f.mu.Unlock()
 				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)

@@ -151,9 +151,11 @@ func (ts *tips) fingerprint(model string, sys uint64) uint64 {
 
 // find returns the session the conversation whose element hashes are
 // hashes continues, and the key of the conversation itself; session is
-// "" when it continues none (or it is not clear which). elem, called
-// only when several sessions sent the prefix, returns the fingerprint
-// of element i as outFingerprint makes it (0 when not known).
+// "" when it continues none (or it is not clear which). elem returns the
+// fingerprint of element i as outFingerprint makes it (0 when not
+// known): a session whose reply to the prefix is known and is not the
+// element after the prefix is not continued (a canned history that
+// begins as another conversation did).
 func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (session string, key tipKey) {
 	var (
 		chain uint64
@@ -167,7 +169,14 @@ func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (sessi
 		}
 		t := e.Value.(*tip)
 		if i+1 == len(hashes) && !t.retried() {
-			continue // the same request again, answered: not a retry
+			if t.sent(fp) {
+				// The same request again (model and system prompt
+				// too), and it was answered: not a retry but another
+				// conversation that began the same way (a script run
+				// twice). A shorter prefix must not claim it.
+				return "", tipKey{chain, len(hashes)}
+			}
+			continue // the same turns under another model or system prompt
 		}
 		best = t
 	}
@@ -176,11 +185,18 @@ func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (sessi
 		return "", key
 	}
 	whole := best.key.n == len(hashes)
-	var match, same string
-	matches, sames := 0, 0
+	var out uint64
+	if !whole && elem != nil {
+		out = elem(best.key.n)
+	}
+	var match, same, replied string
+	matches, sames, replies := 0, 0, 0
 	for _, s := range best.sessions {
 		if whole && !s.failed {
 			continue
+		}
+		if out != 0 && s.out != 0 && s.out != out {
+			continue // its reply was another: not its conversation
 		}
 		if s.session != match {
 			match = s.session
@@ -190,29 +206,30 @@ func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (sessi
 			same = s.session
 			sames++
 		}
-	}
-	if matches == 1 {
-		return match, key
-	}
-	if !whole && elem != nil {
-		if out := elem(best.key.n); out != 0 {
-			var replied string
-			n := 0
-			for _, s := range best.sessions {
-				if s.out == out && s.session != replied {
-					replied = s.session
-					n++
-				}
-			}
-			if n == 1 {
-				return replied, key
-			}
+		if out != 0 && s.out == out && s.session != replied {
+			replied = s.session
+			replies++
 		}
 	}
-	if sames == 1 {
+	switch {
+	case matches == 1:
+		return match, key
+	case replies == 1:
+		return replied, key
+	case sames == 1:
 		return same, key
 	}
 	return "", key
+}
+
+// sent reports whether a session sent t whole with fingerprint fp.
+func (t *tip) sent(fp uint64) bool {
+	for _, s := range t.sessions {
+		if s.fp == fp {
+			return true
+		}
+	}
+	return false
 }
 
 // retried reports whether a request resending exactly t may be a retry:

@@ -187,7 +187,21 @@ type convStep struct {
 	system string
 	hdr    map[string]string
 	status int
-	reply  string // the upstream's answer ("ok" when empty)
+	// reply is the upstream's answer. When empty, it is the reply a
+	// later step resends after this step's turns (the conversation goes
+	// on with what the model said), else "ok".
+	reply string
+}
+
+// nextReply returns what a later step resends right after the turns of
+// step i: the reply step i was given, as the client keeps it.
+func nextReply(steps []convStep, i int) string {
+	for _, s := range steps[i+1:] {
+		if len(s.turns) > len(steps[i].turns) && slices.Equal(s.turns[:len(steps[i].turns)], steps[i].turns) {
+			return s.turns[len(steps[i].turns)]
+		}
+	}
+	return ""
 }
 
 // sessionsOf sends steps in order and returns the session id and source
@@ -195,9 +209,12 @@ type convStep struct {
 func sessionsOf(t *testing.T, sh convShape, steps []convStep) (ids, sources []string) {
 	t.Helper()
 	rg, u := convRig(t)
-	for _, s := range steps {
+	for i, s := range steps {
 		if s.model == "" {
 			s.model = "gemini-2.5-pro"
+		}
+		if s.reply == "" && s.status == 0 {
+			s.reply = nextReply(steps, i)
 		}
 		if s.system == "" {
 			s.system = "You are a coding agent."

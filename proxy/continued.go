@@ -144,6 +144,10 @@ func previousResponse(body []byte) string {
 	return id
 }
 
+// maxReplyKept is the longest reply of a request found by its
+// conversation that the recorder keeps to fingerprint.
+const maxReplyKept = 1 << 20
+
 // fingerprint hashes a request's model and system prompt hash.
 func (ts *tips) fingerprint(model string, sys uint64) uint64 {
 	return mixHash(maphash.String(ts.seed, model), sys)

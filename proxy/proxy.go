@@ -23,7 +23,6 @@ import (
 	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
-	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/internal/bodybuf"
 	"github.com/bbengine/bbengine/internal/guard"
 	"github.com/bbengine/bbengine/proxy/breaker"
@@ -402,12 +401,16 @@ type exch struct {
 	encoding  string // the response's Content-Encoding, "" for none
 	// tip is the conversation the request sent, remembered when its
 	// session was found by it (recorder.join); tipped says it is set.
-	// reply decodes the response of a tipped exchange, in the recorder.
-	tip      tipKey
-	tipped   bool
-	reply    *llm.Decoder
-	ended    atomic.Bool
-	complete bool // ended whole: the client had every byte
+	// reply holds the response of a tipped exchange, up to
+	// maxReplyKept bytes, decoded once when it ends (per chunk only a
+	// copy: a chunk may be recorded on the request's goroutine);
+	// replyLong says it was longer.
+	tip       tipKey
+	tipped    bool
+	reply     []byte
+	replyLong bool
+	ended     atomic.Bool
+	complete  bool // ended whole: the client had every byte
 	// The times of the added-latency metric, since arrived (0: not
 	// reached), all taken on the handler's goroutine: the request handed
 	// to the upstream transport, its response headers, first body byte

@@ -700,14 +700,14 @@ func (r *recorder) r(it item) {
 		case x.encoding != "":
 			r.hold(x, it.t, b)
 		default:
-			if x.tipped && x.status < 300 {
+			if x.tipped && x.status < 300 && !x.replyLong {
 				// The reply, for the fingerprint the next request of
-				// its session is told apart by (tips).
-				if x.reply == nil {
-					x.reply = llm.DecoderFor(x.start.Path, "", nil)
-				}
-				if x.reply != nil {
-					x.reply.Write(b)
+				// its session is told apart by (tips): kept, and
+				// decoded once at the end.
+				if len(x.reply)+len(b) > maxReplyKept {
+					x.reply, x.replyLong = nil, true
+				} else {
+					x.reply = append(x.reply, b...)
 				}
 			}
 			x.sniff.feed(b)
@@ -794,10 +794,14 @@ func (r *recorder) join(x *exch, model string, conv bodyConversation) {
 func (r *recorder) answered(x *exch, ok bool) {
 	failed := !ok || x.status >= 400 || x.status == 0
 	var out uint64
+	dec := llm.DecoderFor(x.start.Path, "", nil)
 	switch {
-	case x.reply != nil:
-		resp, err := x.reply.Close()
-		x.reply = nil
+	case x.replyLong:
+		// Too long to keep: judged by its status, told apart by model
+		// and system prompt only.
+	case len(x.reply) > 0 && dec != nil:
+		dec.Write(x.reply)
+		resp, err := dec.Close()
 		if err != nil || resp.Error != nil || !resp.Complete {
 			failed = true
 		} else if out = r.tips.outFingerprint(resp.Parts); out == 0 {
@@ -808,6 +812,7 @@ func (r *recorder) answered(x *exch, ok bool) {
 	case x.encoding == "" && x.respBytes == 0:
 		failed = true // no reply at all
 	}
+	x.reply, x.replyLong = nil, false
 	r.tips.answered(x.tip, x.session, failed, out)
 }
 

@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -393,6 +394,11 @@ func (d *deriver) emitItems(items []item, t int64, prov Provenance, output bool)
 			id, name, _ := d.thread.result(p.ID, p.Name)
 			tool := &Tool{ID: id, Name: name, IsError: p.IsError, Server: p.Type == llm.PartServerToolResult, SyntheticID: id != "" && id != p.ID}
 			ev := Event{Kind: KindToolResult, Time: t, Role: it.role, Tool: tool, Text: p.Text, Parts: p.Content, Prov: prov}
+			if p.ID != "" && id != p.ID {
+				// Paired with a call whose id was made up: keep the id
+				// the client answered under (Gemini CLI's own).
+				ev.Extra, _ = json.Marshal(map[string]string{"client_id": p.ID})
+			}
 			if p.Type == llm.PartServerToolResult && len(p.Raw) > 0 && p.Text == "" {
 				ev.Parts = []llm.Part{{Type: llm.PartOther, Raw: p.Raw}}
 			}

@@ -26,46 +26,11 @@ type Price struct {
 	CacheWrite1h float64 `json:"cache_write_1h,omitempty" yaml:"cache_write_1h"`
 }
 
-// prices are list prices per million tokens, as the providers published
-// them (Anthropic and OpenAI pricing pages, 2025–2026): the estimates of
-// the circuit breaker and of memory's cost per outcome. bbengine usage
-// prices from the dated table of prices.json instead (see Prices). A model matches
-// the longest prefix of its name; a dated suffix ("-20250929") or a
-// context tag ("[1m]") does not matter.
-var prices = []struct {
-	prefix string
-	p      Price
-}{
-	{"claude-opus-4-5", Price{Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25}},
-	{"claude-opus-4-6", Price{Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25}},
-	{"claude-opus-4-1", Price{Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75}},
-	{"claude-opus-4", Price{Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75}},
-	{"claude-3-opus", Price{Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75}},
-	{"claude-sonnet-4", Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}},
-	{"claude-3-7-sonnet", Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}},
-	{"claude-3-5-sonnet", Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}},
-	{"claude-haiku-4-5", Price{Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25}},
-	{"claude-3-5-haiku", Price{Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1}},
-	{"claude-3-haiku", Price{Input: 0.25, Output: 1.25, CacheRead: 0.03, CacheWrite: 0.3}},
-	{"gpt-5-mini", Price{Input: 0.25, Output: 2, CacheRead: 0.025, CacheWrite: 0}},
-	{"gpt-5-nano", Price{Input: 0.05, Output: 0.4, CacheRead: 0.005, CacheWrite: 0}},
-	{"gpt-5", Price{Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 0}},
-	{"gpt-4.1-mini", Price{Input: 0.4, Output: 1.6, CacheRead: 0.1, CacheWrite: 0}},
-	{"gpt-4.1-nano", Price{Input: 0.1, Output: 0.4, CacheRead: 0.025, CacheWrite: 0}},
-	{"gpt-4.1", Price{Input: 2, Output: 8, CacheRead: 0.5, CacheWrite: 0}},
-	{"gpt-4o-mini", Price{Input: 0.15, Output: 0.6, CacheRead: 0.075, CacheWrite: 0}},
-	{"gpt-4o", Price{Input: 2.5, Output: 10, CacheRead: 1.25, CacheWrite: 0}},
-	{"o4-mini", Price{Input: 1.1, Output: 4.4, CacheRead: 0.275, CacheWrite: 0}},
-	{"o3-mini", Price{Input: 1.1, Output: 4.4, CacheRead: 0.55, CacheWrite: 0}},
-	{"o3", Price{Input: 2, Output: 8, CacheRead: 0.5, CacheWrite: 0}},
-	{"gemini-2.5-pro", Price{Input: 1.25, Output: 10, CacheRead: 0.31, CacheWrite: 0}},
-	{"gemini-2.5-flash", Price{Input: 0.3, Output: 2.5, CacheRead: 0.075, CacheWrite: 0}},
-}
-
 // PriceOf returns the price of model, and false when neither table nor
-// the built-in list prices know it. table maps model name prefixes to
-// prices (a configured price table; nil for none); its entries win over
-// the built-in ones.
+// the built-in price table (BuiltinPrices, the one bbengine usage
+// prices by) knows it. table maps model name prefixes to prices (a
+// configured price table; nil for none); its entries win over the
+// built-in ones.
 func PriceOf(model string, table map[string]Price) (Price, bool) {
 	m := strings.ToLower(model)
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
@@ -81,11 +46,7 @@ func PriceOf(model string, table map[string]Price) (Price, bool) {
 	if found {
 		return p, true
 	}
-	for _, e := range prices {
-		if strings.HasPrefix(m, e.prefix) && len(e.prefix) > best {
-			best, p, found = len(e.prefix), e.p, true
-		}
-	}
+	p, _, found = BuiltinPrices().Lookup(model)
 	return p, found
 }
 

@@ -105,6 +105,9 @@ type doctor struct {
 	// holds the directory and serves no queries).
 	remote *Remote
 	e      *engine.Peek
+	// peekErr says why what was read here was dropped: a process opened
+	// the directory meanwhile, and serves no queries to ask instead.
+	peekErr error
 }
 
 func (d *doctor) close() {
@@ -262,34 +265,45 @@ func (d *doctor) wal(health *proxy.Health) (end uint64, ok bool) {
 // lag reports the WAL bytes not derived yet: the running proxy's
 // metrics, or the applied offset of the derived state opened here.
 func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
-	dir := d.req.Dir
 	switch {
 	case d.rep.Proxy != "":
-		m, err := d.metrics(d.rep.Proxy, "bbengine_derive_lag_bytes", "bbengine_derive_lag_seconds")
-		if err != nil {
-			d.finding("lag", agents.Warn, "", "derivation lag: %v", err)
-			return
-		}
-		b, s := m["bbengine_derive_lag_bytes"], m["bbengine_derive_lag_seconds"]
-		if (math.IsNaN(b) || math.IsNaN(s)) && health != nil && health.Derivation == "ok" {
-			d.finding("lag", agents.OK, "", "derivation runs; the proxy has not measured its lag yet (it does every second)")
-			return
-		}
-		if math.IsNaN(b) || math.IsNaN(s) {
-			d.finding("lag", agents.Warn, "wait, or see the proxy's log if it stays so",
-				"the proxy's engine is not open yet (starting, or rebuilding the derived state)")
-			return
-		}
-		if s > 60 {
-			d.finding("lag", agents.Warn, "it catches up by itself; if it grows, see the proxy's log and /_bb/metrics",
-				"derivation is %s (%.0f s) behind the WAL", bytesize.Format(int64(b)), s)
-			return
-		}
-		d.finding("lag", agents.OK, "", "derivation is %s behind the WAL (%.0f s)", bytesize.Format(int64(b)), s)
+		d.proxyLag(d.rep.Proxy, health)
 		return
 	case held || !walOK:
 		return
 	}
+	d.peekLag(end)
+}
+
+// proxyLag reports the derivation lag the proxy at base measures.
+func (d *doctor) proxyLag(base string, health *proxy.Health) {
+	m, err := d.metrics(base, "bbengine_derive_lag_bytes", "bbengine_derive_lag_seconds")
+	if err != nil {
+		d.finding("lag", agents.Warn, "", "derivation lag: %v", err)
+		return
+	}
+	b, s := m["bbengine_derive_lag_bytes"], m["bbengine_derive_lag_seconds"]
+	if (math.IsNaN(b) || math.IsNaN(s)) && health != nil && health.Derivation == "ok" {
+		d.finding("lag", agents.OK, "", "derivation runs; the proxy has not measured its lag yet (it does every second)")
+		return
+	}
+	if math.IsNaN(b) || math.IsNaN(s) {
+		d.finding("lag", agents.Warn, "wait, or see the proxy's log if it stays so",
+			"the proxy's engine is not open yet (starting, or rebuilding the derived state)")
+		return
+	}
+	if s > 60 {
+		d.finding("lag", agents.Warn, "it catches up by itself; if it grows, see the proxy's log and /_bb/metrics",
+			"derivation is %s (%.0f s) behind the WAL", bytesize.Format(int64(b)), s)
+		return
+	}
+	d.finding("lag", agents.OK, "", "derivation is %s behind the WAL (%.0f s)", bytesize.Format(int64(b)), s)
+}
+
+// peekLag reports the derivation lag of the derived state read here,
+// with no process holding the directory.
+func (d *doctor) peekLag(end uint64) {
+	dir := d.req.Dir
 	notYet := func() {
 		d.finding("lag", agents.Warn, "run `bbengine sessions` (or start `bbengine proxy`) to derive it",
 			"nothing is derived yet: %s of WAL waits", bytesize.Format(int64(end)))
@@ -307,14 +321,29 @@ func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
 		notYet()
 		return
 	}
+	if errors.Is(err, engine.ErrLocked) {
+		d.busy(err)
+		return
+	}
 	if err != nil {
 		d.finding("lag", agents.Warn, "", "open the derived state of %s: %v", dir, err)
 		return
 	}
 	d.e = e
+	if peekHook != nil {
+		peekHook()
+	}
 	applied, err := e.Applied()
+	if errors.Is(err, engine.ErrLocked) {
+		d.busy(err)
+		return
+	}
 	if err != nil {
-		d.finding("lag", agents.Fail, "run `bbengine rebuild`", "read the derived state of %s: %v", dir, err)
+		// Not a verdict on the store: a read of a directory no process
+		// holds fails for a cause doctor cannot tell (a process that
+		// opened and closed it meanwhile, a file system error).
+		d.finding("lag", agents.Warn, "run `bbengine doctor` again; if it says so again, run `bbengine wal verify` and see the file system's health",
+			"read the derived state of %s: %v", dir, err)
 		return
 	}
 	if applied >= end {
@@ -323,6 +352,40 @@ func (d *doctor) lag(health *proxy.Health, held bool, end uint64, walOK bool) {
 	}
 	d.finding("lag", agents.Warn, "the next command that reads the directory (`bbengine sessions`) or `bbengine proxy` derives it",
 		"derivation is %s behind the WAL (applied offset %d, WAL end %d)", bytesize.Format(int64(end-applied)), applied, end)
+}
+
+// peekHook, when set (by tests), runs between opening the derived state
+// here and reading it: where another process may open the directory.
+var peekHook func()
+
+// busy reports that a process opened the data directory while doctor
+// read its derived state (err, a *engine.LockedError): what was read may
+// lag behind that process, so it is dropped. The derived state is then
+// asked of the holder when it serves queries (its proxy for the lag,
+// its query endpoint for what was imported); else doctor says to run
+// again.
+func (d *doctor) busy(err error) {
+	if d.e != nil {
+		d.e.Close()
+		d.e = nil
+	}
+	d.peekErr = fmt.Errorf("process %d opened %s while doctor read it; run `bbengine doctor` again", lockPID(err), d.req.Dir)
+	h, held, _ := engine.ReadHolder(d.req.Dir)
+	if !held {
+		h.PID = lockPID(err)
+	}
+	if held && h.Addr != "" && d.remote == nil {
+		d.remote = &Remote{Addr: h.Addr, Token: h.Token, PID: h.PID, Proxy: h.Proxy}
+	}
+	if held && h.Proxy != "" {
+		base := "http://" + h.Proxy
+		if health, err := d.health(base); err == nil {
+			d.proxyLag(base, health)
+			return
+		}
+	}
+	d.finding("lag", agents.Warn, "run `bbengine doctor` again",
+		"process %d opened %s while doctor read it; the derived state is busy, its lag not measured", h.PID, d.req.Dir)
 }
 
 // metrics scrapes the proxy's /_bb/metrics for the gauges named.
@@ -366,7 +429,7 @@ func (d *doctor) agent(a agents.Agent) {
 	files, _ := SourceFiles(a.Name(), a.LogDirs(d.req.Home), true)
 	env := &agents.DoctorEnv{Home: d.req.Home, ProjectDir: d.req.ProjectDir, Exe: d.req.Exe, Dir: d.req.HookDir,
 		Proxy: d.rep.Proxy, IsProxy: d.isProxy, Logs: len(files), Now: time.Now(), Timeout: d.req.Timeout}
-	known := d.remote != nil || d.e != nil
+	known := d.remote != nil || d.e != nil || d.peekErr != nil
 	var stateErr error
 	for _, p := range files {
 		info, err := os.Stat(p)
@@ -425,11 +488,35 @@ func (d *doctor) importState(path string) (*engine.ImportFileState, error) {
 	if d.remote != nil {
 		return (&remoteSink{*d.remote}).State(path)
 	}
+	if d.e == nil {
+		return nil, d.peekErr
+	}
 	st, ok, err := d.e.ImportState(path)
+	if errors.Is(err, engine.ErrLocked) {
+		// A process opened the directory meanwhile: ask it, if it
+		// serves queries.
+		d.e.Close()
+		d.e = nil
+		d.peekErr = fmt.Errorf("process %d opened %s while doctor read it; run `bbengine doctor` again", lockPID(err), d.req.Dir)
+		if h, held, _ := engine.ReadHolder(d.req.Dir); held && h.Addr != "" {
+			d.remote = &Remote{Addr: h.Addr, Token: h.Token, PID: h.PID, Proxy: h.Proxy}
+			return (&remoteSink{*d.remote}).State(path)
+		}
+		return nil, d.peekErr
+	}
 	if err != nil || !ok {
 		return nil, err
 	}
 	return &st, nil
+}
+
+// lockPID is the holder's process in err, a *engine.LockedError.
+func lockPID(err error) int {
+	var le *engine.LockedError
+	if errors.As(err, &le) {
+		return le.Holder.PID
+	}
+	return 0
 }
 
 func prefixed(prefix, s string) string {

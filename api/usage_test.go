@@ -225,6 +225,17 @@ func TestUsagePricing(t *testing.T) {
 	if c := rep.Total.CostUSD; math.Abs(c-(0.5+0.5)) > 1e-9 || !reflect.DeepEqual(rep.Total.Unpriced, []string{"claude-opus-4-7"}) {
 		t.Errorf("with mine.json: cost %v unpriced %v", c, rep.Total.Unpriced)
 	}
+
+	// mine.json has no cache_read price: cache reads cost what input
+	// does, never $0.
+	cached := [][]engine.CallUsage{{{Time: at(t, "2026-03-01T10:00:00Z"), Model: "claude-mystery-9", Usage: engine.Usage{CacheRead: 1000}}}}
+	rep, err = api.UsageOf(api.UsageRequest{Period: "monthly", TZ: "UTC", Prices: table}, sessions[:1], cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Total.CostUSD; math.Abs(c-1) > 1e-9 {
+		t.Errorf("1,000 cache reads at no cache_read price, input $1000/M: cost %v, want 1", c)
+	}
 }
 
 func TestUsageBadRequest(t *testing.T) {

@@ -15,7 +15,8 @@ import (
 )
 
 // Price is a model's list price in US dollars per million tokens.
-// CacheWrite is the price of a cache write (Anthropic's 5-minute one);
+// CacheRead is the price of a cache read; zero means Input, so that a
+// table that leaves it out never prices a read at $0. CacheWrite is the price of a cache write (Anthropic's 5-minute one);
 // zero means Input. CacheWrite1h is the price of a 1-hour cache write;
 // zero means CacheWrite.
 type Price struct {
@@ -53,11 +54,17 @@ func PriceOf(model string, table map[string]Price) (Price, bool) {
 // Cost returns the price of u at p in US dollars. Input in u includes
 // cache reads and writes (see codec/llm.Usage); each token is priced
 // once, at the rate of its kind: plain input, cache read, cache write
-// (the 1-hour part of the writes at CacheWrite1h), output.
+// (the 1-hour part of the writes at CacheWrite1h), output. A kind with
+// no price (zero) falls back: cache reads and writes to Input, 1-hour
+// writes to the write price; a token with a price is never free.
 func (p Price) Cost(u Usage) float64 {
 	plain := u.Input - u.CacheRead - u.CacheCreation
 	if plain < 0 {
 		plain = 0
+	}
+	read := p.CacheRead
+	if read == 0 {
+		read = p.Input
 	}
 	write := p.CacheWrite
 	if write == 0 {
@@ -68,7 +75,7 @@ func (p Price) Cost(u Usage) float64 {
 		write1h = write
 	}
 	long := min(max(u.CacheCreation1h, 0), u.CacheCreation)
-	return (float64(plain)*p.Input + float64(u.CacheRead)*p.CacheRead +
+	return (float64(plain)*p.Input + float64(u.CacheRead)*read +
 		float64(u.CacheCreation-long)*write + float64(long)*write1h + float64(u.Output)*p.Output) / 1e6
 }
 
@@ -85,8 +92,9 @@ func (p Price) Cost(u Usage) float64 {
 //	  }
 //	}
 //
-// input and output are required; cache_read defaults to 0 (free),
-// cache_write to input, cache_write_1h to cache_write. A model matches an
+// input and output are required; cache_read and cache_write default to
+// input (0 means the same: Cost never prices a cache read or write at
+// $0 because a table left it out), cache_write_1h to cache_write. A model matches an
 // entry by its exact name, after dropping a provider prefix
 // ("anthropic/"), a context tag ("[1m]") and a date suffix
 // ("-20250929", "-2025-08-07", "@20250514", "-latest"): no looser

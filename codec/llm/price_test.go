@@ -88,6 +88,38 @@ func TestCostCountsCacheOnce(t *testing.T) {
 	}
 }
 
+// TestCostMissingCacheRead: a --prices table with no cache_read for a
+// model prices its cache reads at the input price, as it does cache
+// writes with no cache_write: never at $0. A table that names the read
+// price uses it.
+func TestCostMissingCacheRead(t *testing.T) {
+	table, err := llm.ParsePrices("mine.json", []byte(`{"date": "2026-12-01", "models": {
+  "no-cache": {"input": 2, "output": 8},
+  "zero-cache": {"input": 2, "output": 8, "cache_read": 0},
+  "cached": {"input": 2, "output": 8, "cache_read": 0.2}
+}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := llm.Usage{Input: 1e6, CacheRead: 1e6}
+	writes := llm.Usage{Input: 1e6, CacheCreation: 1e6}
+	for _, tt := range []struct {
+		model       string
+		read, write float64
+	}{{"no-cache", 2, 2}, {"zero-cache", 2, 2}, {"cached", 0.2, 2}} {
+		p, _, ok := table.Lookup(tt.model)
+		if !ok {
+			t.Fatalf("%s not in the table", tt.model)
+		}
+		if got := p.Cost(reads); math.Abs(got-tt.read) > 1e-9 {
+			t.Errorf("%s: a million cache reads cost %v, want %v", tt.model, got, tt.read)
+		}
+		if got := p.Cost(writes); math.Abs(got-tt.write) > 1e-9 {
+			t.Errorf("%s: a million cache writes cost %v, want %v", tt.model, got, tt.write)
+		}
+	}
+}
+
 func TestParsePricesOverride(t *testing.T) {
 	p, err := llm.ParsePrices("mine.json", []byte(`{"date": "2026-12-01", "models": {
   "Claude-Opus-4-7": {"input": 1, "output": 2},

@@ -69,3 +69,30 @@ func TestDoctorMaxCountPerProject(t *testing.T) {
 		t.Errorf("9 chats over 3 projects, maxCount 5 per project: %s %s", f.Severity, f.Message)
 	}
 }
+
+// oddLines have members of every other type than the one read: the
+// importer (parseLine) and the census (censusLine) read them with
+// decoders of their own, and must agree (readLog compares the censuses;
+// so does FuzzImportGemini, from these lines on).
+var oddLines = []string{
+	`{"sessionId":"s-1","projectHash":"x","startTime":5,"directories":["/a",null]}`,
+	`{"sessionId":"s-1","projectHash":"x","directories":["/a",7]}`,
+	`{"id":"u1","type":"user","content":[{"text":"hi"}],"timestamp":null}`,
+	`{"id":"g1","type":"gemini","content":"a","model":3,"thoughts":[null,{"subject":1,"description":"d"},"x"],"tokens":{"input":1.5,"output":2}}`,
+	`{"id":"g2","type":"gemini","content":"b","thoughts":"x","tokens":[1],"toolCalls":[{"id":"ls__1","name":"ls","status":"success","result":[]},4,null]}`,
+	`{"id":"g3","type":"gemini","content":"c","tokens":{"input":"12","cached":-1,"tool":1e3},"toolCalls":{"id":"c"}}`,
+	`{"$set":{"summary":["t"],"messages":[null,{"id":"u1","type":"user","content":"hi"},{"id":4},{"id":"g1","type":"gemini","tokens":7}]}}`,
+	`{"$set":{"lastUpdated":"2026-01-01T00:00:09Z","messages":"all"}}`,
+	`{"id":"g4","type":"gemini","content":"d","tokens":{"input":10,"output":1}}`,
+	`{"$set":{"messages":[]}}`,
+}
+
+// TestImportGeminiOddLines: every line of oddLines but the clean ones
+// is a parse error, and the importer and the census agree on all.
+func TestImportGeminiOddLines(t *testing.T) {
+	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl", oddLines...)
+	_, im, _ := readLog(t, p)
+	if imp := im.Session.Import; imp.Records != int64(len(oddLines)) || imp.Errors != 7 {
+		t.Errorf("import %+v; events %s", imp, kinds(im.Events))
+	}
+}

@@ -100,12 +100,12 @@ func count(raw [][]byte) census.Counts {
 	var lines []line
 	for _, b := range raw {
 		c.Records++
-		l, err := parseLine(b)
+		l, odd, err := censusLine(b)
 		if err != nil {
 			c.ParseErrors++
 			continue
 		}
-		if len(l.bad) > 0 {
+		if odd {
 			c.ParseErrors++ // read but for those members, and kept
 		}
 		lines = append(lines, l)

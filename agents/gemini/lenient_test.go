@@ -96,3 +96,12 @@ func TestImportGeminiOddLines(t *testing.T) {
 		t.Errorf("import %+v; events %s", imp, kinds(im.Events))
 	}
 }
+
+// TestPartsOddMember: a content part with a member of another type
+// keeps its text, and so do the parts beside it.
+func TestPartsOddMember(t *testing.T) {
+	ps := parts([]byte(`[{"text":"a","thought":"no"},{"text":"b"},{"text":3}]`))
+	if got := text(ps); got != "ab" || len(ps) != 3 {
+		t.Errorf("parts %d, text %q", len(ps), got)
+	}
+}

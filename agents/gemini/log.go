@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -332,15 +333,18 @@ func parts(raw json.RawMessage) []part {
 		json.Unmarshal(raw, &s)
 		return []part{{Text: &s}}
 	}
+	// Each part is read member by member (decodeLenient): one odd
+	// member costs only itself.
+	var bad []string
 	if raw[0] == '{' {
 		var p part
-		if json.Unmarshal(raw, &p) == nil {
+		if decodeLenient(raw, &p, "", &bad) {
 			return []part{p}
 		}
 		return nil
 	}
 	var ps []part
-	json.Unmarshal(raw, &ps)
+	decodeValue(raw, reflect.ValueOf(&ps).Elem(), "", &bad)
 	return ps
 }
 

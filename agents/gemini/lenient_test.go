@@ -42,6 +42,9 @@ func TestImportGeminiOddField(t *testing.T) {
 	if got := kinds(im.Events); got != want || im.Session.Usage.Input != 1000 || im.Session.Import.Errors != 1 {
 		t.Errorf("events %s (want %s); usage %+v; import %+v", got, want, im.Session.Usage, im.Session.Import)
 	}
+	if x := string(im.Events[2].Extra); x != `{"unread":[".thoughts[0].timestamp",".toolCalls[0].status"]}` || im.Events[2].Prov.Line != 3 {
+		t.Errorf("model_call extra %s, line %d", x, im.Events[2].Prov.Line)
+	}
 	l, err := parseLine([]byte(odd))
 	if err != nil || !slices.Equal(l.bad, []string{".thoughts[0].timestamp", ".toolCalls[0].status"}) || l.msg.Thoughts[0].Description != "d" {
 		t.Errorf("parseLine: bad %q, err %v", l.bad, err)

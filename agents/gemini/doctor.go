@@ -334,11 +334,11 @@ func retention(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Fi
 			risk = true
 			pending += fmt.Sprintf(" (Gemini CLI deletes chats after %s)", ageText)
 		}
-		if countSet && int64(env.Logs) > maxCount {
+		if most, project := mostChats(env.Home); countSet && int64(most) > maxCount {
 			// The next start deletes all but the newest maxCount of a
 			// project: the oldest, the likeliest not imported.
 			risk = true
-			pending += fmt.Sprintf(" (Gemini CLI keeps %d chats)", maxCount)
+			pending += fmt.Sprintf(" (Gemini CLI keeps %d chats of a project; %s has %d)", maxCount, project, most)
 		}
 	}
 	f.Fix = off
@@ -372,3 +372,29 @@ func jsonText(v any) string {
 }
 
 var _ agents.Doctor = Agent{}
+
+// mostChats returns the largest number of chats (session logs in
+// chats/, a session-X.json and its X.jsonl being one) of a project
+// directory under the log directory (.gemini/tmp/<project>), and that
+// directory: maxCount is per project, so only a project with more
+// chats than it loses any.
+func mostChats(home string) (int, string) {
+	most, which := 0, ""
+	for _, tmp := range (Agent{}).LogDirs(home) {
+		projects, _ := os.ReadDir(tmp)
+		for _, p := range projects {
+			dir := filepath.Join(tmp, p.Name(), "chats")
+			files, _ := os.ReadDir(dir)
+			chats := map[string]bool{}
+			for _, f := range files {
+				if n := f.Name(); !f.IsDir() && (Agent{}).IsLog(filepath.Join(dir, n)) {
+					chats[strings.TrimSuffix(n, "l")] = true
+				}
+			}
+			if len(chats) > most {
+				most, which = len(chats), filepath.Join(tmp, p.Name())
+			}
+		}
+	}
+	return most, which
+}

@@ -104,6 +104,11 @@ func TestDoctorRetention(t *testing.T) {
 	user := filepath.Join(home, ".gemini", "settings.json")
 	proj := filepath.Join(project, ".gemini", "settings.json")
 	env.Logs, env.Unimported, env.Oldest = 3, 1, env.Now.Add(-5*24*time.Hour)
+	// Two chats in one project (an old .json and its .jsonl are one),
+	// one in another.
+	for _, f := range []string{"p1/chats/session-a.json", "p1/chats/session-a.jsonl", "p1/chats/session-b.jsonl", "p2/chats/session-c.jsonl"} {
+		writeFile(t, filepath.Join(home, ".gemini", "tmp", f), "{}")
+	}
 	for _, tc := range []struct {
 		name, user, proj string
 		sev              agents.Severity
@@ -122,7 +127,7 @@ func TestDoctorRetention(t *testing.T) {
 		{name: "max count", user: `{"general": {"sessionRetention": {"maxAge": "9999d", "maxCount": 5}}}`, sev: agents.Warn,
 			msg: "keeps only the 5 newest chats"},
 		{name: "max count, more logs", user: `{"general": {"sessionRetention": {"maxAge": "9999d", "maxCount": 1}}}`, sev: agents.Fail,
-			msg: "(Gemini CLI keeps 1 chats)", fix: "bbengine import gemini --all"},
+			msg: "(Gemini CLI keeps 1 chats of a project; " + filepath.Join(home, ".gemini", "tmp", "p1") + " has 2)", fix: "bbengine import gemini --all"},
 		{name: "bad period", user: `{"general": {"sessionRetention": {"maxAge": "30 days"}}}`, sev: agents.Warn,
 			msg: `maxAge is "30 days" in ` + user + `, not a period like "30d": Gemini CLI turns its cleanup off`},
 		{name: "below minimum", user: `{"general": {"sessionRetention": {"maxAge": "2h"}}}`, sev: agents.Warn,

@@ -3,6 +3,7 @@ package gemini
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -19,6 +20,7 @@ func FuzzImportGemini(f *testing.F) {
 	f.Add([]byte(legacyDoc), true)
 	f.Add([]byte(`[{"sessionId":"s","messageId":0,"type":"user","message":"hi"}]`), true)
 	f.Add([]byte(metaLine+"\n"+`{"id":"a","type":"user","content":"x"}`+"\n"+`{"$rewindTo":"a"}`+"\n"+`{"$set":{"messages":[{"id":"b","type":"gemini","content":[{"text":"t","thought":true}],"toolCalls":[{"id":"ls__1","name":"ls"}]}]}}`), false)
+	f.Add([]byte(strings.Join(oddLines, "\n")), false)
 	f.Fuzz(func(t *testing.T, data []byte, doc bool) {
 		file := engine.ImportFile{Path: "/h/.gemini/tmp/p/chats/session-x.jsonl"}
 		if doc {

@@ -56,8 +56,11 @@ import (
 // the line that first wrote it, Last the one that stands). A subagent's
 // log (chats/<parent id>/<id>.jsonl) is a session of its own whose
 // metadata record's Extra names the parent ({"parent": "gemini:<parent
-// id>"}). A line that does not parse is counted in Import.Errors and
-// skipped, and so is a line of a document that does not decode.
+// id>"}). A line that is no JSON object is counted in Import.Errors and
+// skipped, and so is a document that does not decode. A line with a
+// member of another type than this version reads is kept without that
+// member (see parseLine) and counted in Import.Errors too; the first
+// event of its message has Extra {"unread": [the members' paths]}.
 //
 // A session document of an older version (session-*.json) is read as
 // the lines it stands for (see expand), each with the document's
@@ -138,6 +141,11 @@ func (gi *geminiImport) run(records []engine.ImportRecord) {
 			if err != nil {
 				s.Import.Errors++
 				continue
+			}
+			if len(l.bad) > 0 {
+				// Read but for the members named in bad: kept, and
+				// counted, as the source census counts it.
+				s.Import.Errors++
 			}
 			rr := r
 			rr.Data = d
@@ -243,6 +251,20 @@ func (gi *geminiImport) record(i int, l line, c *conversation) {
 
 // message emits the events of a message that stands.
 func (gi *geminiImport) message(e *entry) {
+	if l := gi.lines[e.at]; l.kind == lineMessage && len(l.bad) > 0 {
+		// The first event says which members of the standing line
+		// were not read; its provenance names the file and line.
+		n := len(gi.im.Events)
+		defer func() {
+			if n < len(gi.im.Events) {
+				ev := &gi.im.Events[n]
+				x := map[string]any{}
+				json.Unmarshal(ev.Extra, &x)
+				x["unread"] = l.bad
+				ev.Extra, _ = json.Marshal(x)
+			}
+		}()
+	}
 	m := e.msg
 	prov := gi.prov(e.all...)
 	t := stamp(m.Timestamp)

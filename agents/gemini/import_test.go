@@ -221,8 +221,9 @@ func TestImportGeminiImage(t *testing.T) {
 
 // TestImportGeminiBadLines checks that a line that is not JSON is a
 // problem naming the file and line, one of an unknown kind is kept, one
-// that does not decode is a parse error, and a truncated last line (the
-// CLI writing it) waits for the next import.
+// with a member that does not decode is a parse error but kept without
+// that member, and a truncated last line (the CLI writing it) waits for
+// the next import.
 func TestImportGeminiBadLines(t *testing.T) {
 	p := writeLog(t, "session-2026-01-01T00-00-s-1.jsonl",
 		metaLine,
@@ -239,7 +240,7 @@ func TestImportGeminiBadLines(t *testing.T) {
 	if imp.Records != 4 || imp.Errors != 1 || imp.Unknown != 1 {
 		t.Errorf("import %+v", imp)
 	}
-	want := "record:metadata record:unknown model_call message:assistant tool_call:gemini#g2#0 tool_result:gemini#g2#0"
+	want := "record:metadata record:unknown model_call model_call message:assistant tool_call:gemini#g2#0 tool_result:gemini#g2#0"
 	if got := kinds(im.Events); got != want {
 		t.Errorf("events\n got %s\nwant %s", got, want)
 	}

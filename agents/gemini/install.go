@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bbengine/bbengine/agents"
@@ -66,16 +68,36 @@ func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
 	return append(changes, ec), nil
 }
 
-// envPath returns the .env file of dir that Gemini CLI reads first:
-// .gemini/.env, else dir's own .env when that exists (Gemini CLI stops at
-// the first it finds, so creating .gemini/.env would hide it), else
-// .gemini/.env.
+// envPath returns the .env file of dir to put EnvVar in. Gemini CLI
+// (0.61: findEnvFile and loadEnvironment in the bundle) reads one .env
+// file only, the first it finds walking up from the workspace, looking
+// in each directory at .gemini/.env (in a trusted workspace) before
+// .env, then at ~/.gemini/.env and ~/.env. So:
+//
+//   - .gemini/.env when it exists: Gemini CLI reads it first.
+//   - Else .gemini/.env is created, rather than editing the project's own
+//     .env, which the application reads too (a Google GenAI SDK there
+//     would send its own calls to the proxy), unless that .env sets
+//     variables Gemini CLI takes from it: a new .gemini/.env would
+//     shadow it, and Gemini CLI would lose them (its GEMINI_API_KEY,
+//     say). Then that .env, the one Gemini CLI reads, gets EnvVar.
+//
+// (An untrusted workspace takes only GEMINI_API_KEY and three more auth
+// variables from any .env, never EnvVar: no file would do there.)
 func envPath(dir string) (string, error) {
-	p, found, err := envFileIn(dir)
-	if err != nil || found {
-		return p, err
+	gem, dot := filepath.Join(dir, ".gemini", ".env"), filepath.Join(dir, ".env")
+	for _, p := range []string{gem, dot} {
+		b, err := os.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return "", err
+		case p == gem || shadowed(string(b)):
+			return p, nil
+		}
 	}
-	return filepath.Join(dir, ".gemini", ".env"), nil
+	return gem, nil
 }
 
 // envFileIn returns the .env file of dir that Gemini CLI reads when it
@@ -93,14 +115,55 @@ func envFileIn(dir string) (path string, found bool, err error) {
 	return "", false, nil
 }
 
+// excludedEnv are the variables Gemini CLI does not take from a
+// project's .env (DEFAULT_EXCLUDED_ENV_VARS).
+var excludedEnv = []string{"DEBUG", "DEBUG_MODE", "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND", "GEMINI_CLI_IDE_SERVER_STDIO_ARGS"}
+
+// shadowed reports whether the .env content b sets a variable Gemini CLI
+// takes from it, which a .gemini/.env beside it would hide.
+func shadowed(b string) bool {
+	for _, l := range strings.Split(b, "\n") {
+		if k, _, ok := dotenvLine(l); ok && !slices.Contains(excludedEnv, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// dotenvLine parses the line l of a .env file as Gemini CLI's dotenv
+// (17) does: optional "export ", a name of letters, digits, _, . and -,
+// then "=" or ": ", then a value quoted with ', " or ` (a \n or \r in a
+// "-quoted one is a line ending) or up to a "#" (a comment), trimmed. A
+// quoted value that runs on over lines is not followed (its first line
+// is taken as it stands).
+func dotenvLine(l string) (key, val string, ok bool) {
+	l = strings.TrimRight(l, "\r")
+	m := dotenvRE.FindStringSubmatch(l)
+	if m == nil {
+		return "", "", false
+	}
+	v := strings.TrimSpace(m[2])
+	if len(v) >= 2 && strings.ContainsRune("'\"`", rune(v[0])) && v[len(v)-1] == v[0] {
+		q := v[0]
+		v = v[1 : len(v)-1]
+		if q == '"' {
+			v = strings.NewReplacer(`\n`, "\n", `\r`, "\r").Replace(v)
+		}
+	}
+	return m[1], v, true
+}
+
+// dotenvRE is dotenv's LINE, for one line.
+var dotenvRE = regexp.MustCompile(`^\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*|:\s+)('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|` + "`(?:\\\\`|[^`])*`" + `|[^#\r\n]+)?\s*(?:#.*)?$`)
+
 // envLine returns the value of the line l of a .env file when l sets
-// EnvVar (with or without export), unquoted.
+// EnvVar, as Gemini CLI reads it (dotenvLine).
 func envLine(l string) (string, bool) {
-	name, val, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "=")
-	if !ok || strings.TrimSpace(name) != EnvVar {
+	k, v, ok := dotenvLine(l)
+	if !ok || k != EnvVar {
 		return "", false
 	}
-	return unquote(strings.TrimSpace(val)), true
+	return v, true
 }
 
 // editEnv sets EnvVar in the .env file path to s.BaseURL under a marked
@@ -166,12 +229,4 @@ func editEnv(path string, s *agents.Setup) (*agents.Change, error) {
 		after = nil // only ours was in it
 	}
 	return agents.NewChange(path, 0o600, prev, after), nil
-}
-
-// unquote strips the quotes of a .env value.
-func unquote(v string) string {
-	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-		return v[1 : len(v)-1]
-	}
-	return v
 }

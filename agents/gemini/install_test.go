@@ -147,3 +147,66 @@ func TestInstallEnvBeside(t *testing.T) {
 		t.Errorf(".gemini/.env: %v", err)
 	}
 }
+
+// TestInstallEnvCreated: a project .env that sets nothing Gemini CLI
+// takes (no variable, or only the ones it excludes) is left alone and
+// .gemini/.env created: the application's .env does not get the base
+// URL, and the new file shadows nothing.
+func TestInstallEnvCreated(t *testing.T) {
+	for _, body := range []string{"", "# app settings\n\n", "DEBUG=1\n"} {
+		project := t.TempDir()
+		if err := os.WriteFile(filepath.Join(project, ".env"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := &agents.Setup{Exe: "/opt/bb/bbengine", BaseURL: "http://127.0.0.1:9", ProjectDir: project}
+		changes := install(t, s, "unchanged created")
+		if changes[1].File != filepath.Join(project, ".gemini", ".env") {
+			t.Errorf(".env %q: edited %s", body, changes[1].File)
+		}
+		if b, _ := os.ReadFile(filepath.Join(project, ".env")); string(b) != body {
+			t.Errorf(".env %q became %q", body, b)
+		}
+	}
+}
+
+// TestEnvLine: values are read as Gemini CLI's dotenv reads them: an
+// inline comment is no part of an unquoted value, quotes go, "name: v"
+// sets too.
+func TestEnvLine(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9 # bbengine", "http://127.0.0.1:9"},
+		{"  export GOOGLE_GEMINI_BASE_URL = 'http://127.0.0.1:9'  # q", "http://127.0.0.1:9"},
+		{`GOOGLE_GEMINI_BASE_URL="http://a#b"`, "http://a#b"},
+		{"GOOGLE_GEMINI_BASE_URL: http://127.0.0.1:9\r", "http://127.0.0.1:9"},
+		{"GOOGLE_GEMINI_BASE_URL=", ""},
+		{"GOOGLE_GEMINI_BASE_URL=http://x#frag", "http://x"},
+	} {
+		if got, ok := envLine(tc.line); !ok || got != tc.want {
+			t.Errorf("envLine(%q) = %q, %v; want %q", tc.line, got, ok, tc.want)
+		}
+	}
+	for _, l := range []string{"# GOOGLE_GEMINI_BASE_URL=x", "GOOGLE_GEMINI_BASE_URL_2=x", "GOOGLE_GEMINI_BASE_URL:x"} {
+		if v, ok := envLine(l); ok {
+			t.Errorf("envLine(%q) = %q", l, v)
+		}
+	}
+}
+
+// TestInstallEnvInlineComment: the user's own line that is the proxy's
+// URL followed by a comment is taken as the proxy's, not refused.
+func TestInstallEnvInlineComment(t *testing.T) {
+	project := t.TempDir()
+	p := filepath.Join(project, ".gemini", ".env")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	body := "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9 # the proxy\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &agents.Setup{Exe: "/opt/bb/bbengine", BaseURL: "http://127.0.0.1:9", ProjectDir: project}
+	install(t, s, "unchanged unchanged")
+	if b, _ := os.ReadFile(p); string(b) != body {
+		t.Errorf(".gemini/.env became %q", b)
+	}
+}

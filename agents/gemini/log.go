@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/agentlog"
@@ -133,10 +136,17 @@ type line struct {
 	// rewind is the id of a $rewindTo.
 	rewind string
 	meta   meta // lineMeta, lineSet (the fields it patches)
+	// bad are the paths of the members that did not decode, as
+	// ".thoughts[0].timestamp" ("$set.messages[1]" for a checkpoint's
+	// message that is no object with a string id): they are left unset,
+	// the rest of the record is read.
+	bad []string
 }
 
-// parseLine classifies and decodes one record. The error is for JSON
-// that does not decode into the kind its keys say.
+// parseLine classifies one record by its keys, and decodes it leniently
+// (decodeLenient): a member of another type than this version reads is
+// left unset and named in bad, so that a newer CLI's odd field does not
+// cost its message. The error is for a line that is no JSON object.
 func parseLine(b []byte) (line, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
@@ -146,44 +156,44 @@ func parseLine(b []byte) (line, error) {
 		v, ok := probe[k]
 		return ok && len(v) > 0 && v[0] == '"'
 	}
+	var l line
 	switch {
 	case isString("$rewindTo"):
-		var l line
 		l.kind = lineRewind
-		err := json.Unmarshal(probe["$rewindTo"], &l.rewind)
-		return l, err
+		json.Unmarshal(probe["$rewindTo"], &l.rewind)
 	case isString("id"):
 		var m message
-		if err := json.Unmarshal(b, &m); err != nil {
-			return line{}, err
-		}
-		return line{kind: lineMessage, msg: &m}, nil
+		decodeLenient(b, &m, "", &l.bad)
+		l.kind, l.msg = lineMessage, &m
 	case len(probe["$set"]) > 0 && probe["$set"][0] == '{':
-		l := line{kind: lineSet}
+		l.kind = lineSet
 		var set struct {
 			meta
-			Messages *[]json.RawMessage `json:"messages"`
+			Messages []json.RawMessage `json:"messages"`
 		}
-		if err := json.Unmarshal(probe["$set"], &set); err != nil {
-			return line{}, err
-		}
+		decodeLenient(probe["$set"], &set, "$set", &l.bad)
 		l.meta = set.meta
 		if set.Messages != nil {
 			l.set = []*message{}
-			for _, raw := range *set.Messages {
+			for i, raw := range set.Messages {
 				var m message
-				if json.Unmarshal(raw, &m) == nil && m.ID != "" {
-					l.set = append(l.set, &m)
+				path := "$set.messages[" + strconv.Itoa(i) + "]"
+				if !decodeLenient(raw, &m, path, &l.bad) || m.ID == "" {
+					if m.ID == "" && !slices.Contains(l.bad, path) {
+						l.bad = append(l.bad, path)
+					}
+					continue
 				}
+				l.set = append(l.set, &m)
 			}
 		}
-		return l, nil
 	case isString("sessionId") && isString("projectHash"):
-		l := line{kind: lineMeta}
-		err := json.Unmarshal(b, &l.meta)
-		return l, err
+		l.kind = lineMeta
+		decodeLenient(b, &l.meta, "", &l.bad)
+	default:
+		l.kind = lineUnknown
 	}
-	return line{kind: lineUnknown}, nil
+	return l, nil
 }
 
 // entry is a message and the lines that wrote it (indexes into the
@@ -323,15 +333,18 @@ func parts(raw json.RawMessage) []part {
 		json.Unmarshal(raw, &s)
 		return []part{{Text: &s}}
 	}
+	// Each part is read member by member (decodeLenient): one odd
+	// member costs only itself.
+	var bad []string
 	if raw[0] == '{' {
 		var p part
-		if json.Unmarshal(raw, &p) == nil {
+		if decodeLenient(raw, &p, "", &bad) {
 			return []part{p}
 		}
 		return nil
 	}
 	var ps []part
-	json.Unmarshal(raw, &ps)
+	decodeValue(raw, reflect.ValueOf(&ps).Elem(), "", &bad)
 	return ps
 }
 

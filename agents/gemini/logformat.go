@@ -72,8 +72,9 @@ func countFiles(files []engine.ImportFile) census.Counts {
 // dropped response was billed):
 //
 //   - Records are the lines (a document is one; see countFiles);
-//     ParseErrors the JSON objects that do not decode as the kind their
-//     keys say.
+//     ParseErrors the lines that are no JSON object and those with a
+//     member of another type than this version reads (read without it,
+//     and counted).
 //   - Kept are the lines that are no message (metadata, $set,
 //     $rewindTo) and the info and warning messages; Unknown the lines
 //     of no known kind and the messages of an unknown type.
@@ -99,10 +100,13 @@ func count(raw [][]byte) census.Counts {
 	var lines []line
 	for _, b := range raw {
 		c.Records++
-		l, err := parseLine(b)
+		l, odd, err := censusLine(b)
 		if err != nil {
 			c.ParseErrors++
 			continue
+		}
+		if odd {
+			c.ParseErrors++ // read but for those members, and kept
 		}
 		lines = append(lines, l)
 		switch l.kind {

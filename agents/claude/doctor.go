@@ -2,9 +2,7 @@ package claude
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,35 +60,22 @@ func (a Agent) Doctor(env *agents.DoctorEnv) []agents.Finding {
 	return out
 }
 
-// doc is a settings file as read; root is nil when it does not exist.
-type doc struct {
-	path string
-	root *jsonedit.Object
-}
+// doc is a settings file as read; Root is nil when it does not exist.
+type doc struct{ settings.Doc }
 
 func inspect(path string) (doc, error) {
-	d := doc{path: path}
-	if !exists(path) {
-		return d, nil
-	}
-	err := settings.Inspect(path, func(root *jsonedit.Object) error {
-		d.root = root
-		return nil
-	})
-	return d, err
+	d, err := settings.ReadDoc(path)
+	return doc{d}, err
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return !errors.Is(err, fs.ErrNotExist)
-}
+func exists(path string) bool { return settings.Exists(path) }
 
 // envValue returns the string env[key] of a settings file.
 func (d doc) envValue(key string) (string, bool) {
-	if d.root == nil {
+	if d.Root == nil {
 		return "", false
 	}
-	ev, _ := d.root.Get("env")
+	ev, _ := d.Root.Get("env")
 	e, _ := ev.(*jsonedit.Object)
 	if e == nil {
 		return "", false
@@ -104,7 +89,7 @@ func (a Agent) baseURL(env *agents.DoctorEnv, docs []doc, userSettings string) a
 	where, base := "ANTHROPIC_BASE_URL", ""
 	for _, d := range docs {
 		if v, ok := d.envValue("ANTHROPIC_BASE_URL"); ok {
-			where, base = "env.ANTHROPIC_BASE_URL in "+d.path, v
+			where, base = "env.ANTHROPIC_BASE_URL in "+d.Path, v
 			break
 		}
 	}
@@ -124,15 +109,15 @@ func (a Agent) baseURL(env *agents.DoctorEnv, docs []doc, userSettings string) a
 func (a Agent) hooks(env *agents.DoctorEnv, docs []doc, userSettings, projSettings string) []agents.Finding {
 	var partial []string
 	for _, d := range docs {
-		if d.root == nil || (d.path != userSettings && d.path != projSettings) {
+		if d.Root == nil || (d.Path != userSettings && d.Path != projSettings) {
 			continue
 		}
-		missing := settings.MissingHooks(d.root, a.Name(), env.Exe)
+		missing := settings.MissingHooks(d.Root, a.Name(), env.Exe)
 		if len(missing) == 0 {
-			return []agents.Finding{agents.HookDirFinding(env, a.Name(), d.path, settings.HookDirs(d.root, a.Name(), env.Exe))}
+			return []agents.Finding{agents.HookDirFinding(env, a.Name(), d.Path, settings.HookDirs(d.Root, a.Name(), env.Exe))}
 		}
 		if len(missing) < 2 {
-			partial = append(partial, fmt.Sprintf("%s lacks the %s hook", d.path, strings.Join(missing, ", ")))
+			partial = append(partial, fmt.Sprintf("%s lacks the %s hook", d.Path, strings.Join(missing, ", ")))
 		}
 	}
 	msg := fmt.Sprintf("bbengine's hooks are not registered (not in %s): sessions start without their context pack", strings.Join(slices.Compact([]string{userSettings, projSettings}), " nor "))
@@ -151,10 +136,10 @@ func (a Agent) mcp(env *agents.DoctorEnv, userMCP, projMCP string, docs []doc) a
 			f.Severity, f.Message, f.Fix = agents.Fail, err.Error(), "fix the file: Claude Code does not read it either"
 			return f
 		}
-		if d.root == nil {
+		if d.Root == nil {
 			continue
 		}
-		cmd := settings.OurMCP(d.root, env.Exe)
+		cmd := settings.OurMCP(d.Root, env.Exe)
 		if cmd == "" {
 			continue
 		}
@@ -177,10 +162,10 @@ func (a Agent) mcp(env *agents.DoctorEnv, userMCP, projMCP string, docs []doc) a
 // enabledMcpjsonServers.
 func approved(docs []doc) bool {
 	for _, d := range docs {
-		if d.root == nil {
+		if d.Root == nil {
 			continue
 		}
-		v, _ := d.root.Get("enabledMcpjsonServers")
+		v, _ := d.Root.Get("enabledMcpjsonServers")
 		list, _ := v.([]any)
 		for _, e := range list {
 			if e == settings.MCPName {
@@ -196,10 +181,10 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 	f := agents.Finding{Agent: "claude", Check: "cleanup"}
 	days, file, set := DefaultCleanupDays, userSettings, false
 	for _, d := range docs {
-		if d.root == nil {
+		if d.Root == nil {
 			continue
 		}
-		v, ok := d.root.Get("cleanupPeriodDays")
+		v, ok := d.Root.Get("cleanupPeriodDays")
 		if !ok {
 			continue
 		}
@@ -207,11 +192,11 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 		i, err := n.Int64()
 		if !isNum || err != nil {
 			f.Severity = agents.Fail
-			f.Message = fmt.Sprintf("cleanupPeriodDays in %s is %s, not a whole number of days: Claude Code rejects the setting", d.path, jsonText(v))
-			f.Fix = fmt.Sprintf(`set "cleanupPeriodDays": %d in %s`, KeepDays, d.path)
+			f.Message = fmt.Sprintf("cleanupPeriodDays in %s is %s, not a whole number of days: Claude Code rejects the setting", d.Path, jsonText(v))
+			f.Fix = fmt.Sprintf(`set "cleanupPeriodDays": %d in %s`, KeepDays, d.Path)
 			return f
 		}
-		days, file, set = int(min(max(i, -1), 1<<30)), d.path, true
+		days, file, set = int(min(max(i, -1), 1<<30)), d.Path, true
 		break
 	}
 	f.Fix = fmt.Sprintf(`set "cleanupPeriodDays": %d in %s`, KeepDays, file)

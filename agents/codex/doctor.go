@@ -73,10 +73,7 @@ func readScope(dir string) (scope, error) {
 	return s, nil
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return !errors.Is(err, fs.ErrNotExist)
-}
+func exists(path string) bool { return settings.Exists(path) }
 
 // table returns the TOML table config[key], nil when there is none.
 func table(config map[string]any, key string) map[string]any {

@@ -2,9 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,35 +79,22 @@ func systemSettingsPath() string {
 	return "/etc/gemini-cli/settings.json"
 }
 
-// doc is a settings file as read; root is nil when it does not exist.
-type doc struct {
-	path string
-	root *jsonedit.Object
-}
+// doc is a settings file as read; Root is nil when it does not exist.
+type doc struct{ settings.Doc }
 
 func inspect(path string) (doc, error) {
-	d := doc{path: path}
-	if !exists(path) {
-		return d, nil
-	}
-	err := settings.Inspect(path, func(root *jsonedit.Object) error {
-		d.root = root
-		return nil
-	})
-	return d, err
+	d, err := settings.ReadDoc(path)
+	return doc{d}, err
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return !errors.Is(err, fs.ErrNotExist)
-}
+func exists(path string) bool { return settings.Exists(path) }
 
 // get returns the value at the dotted path of keys in d, when set.
 func (d doc) get(keys ...string) (any, bool) {
-	if d.root == nil {
+	if d.Root == nil {
 		return nil, false
 	}
-	o := d.root
+	o := d.Root
 	for i, k := range keys {
 		v, ok := o.Get(k)
 		if !ok {
@@ -130,7 +115,7 @@ func (d doc) get(keys ...string) (any, bool) {
 func lookup(docs []doc, keys ...string) (any, string, bool) {
 	for _, d := range docs {
 		if v, ok := d.get(keys...); ok {
-			return v, d.path, true
+			return v, d.Path, true
 		}
 	}
 	return nil, "", false
@@ -192,24 +177,24 @@ func (a Agent) hooks(env *agents.DoctorEnv, docs []doc, userSettings, projSettin
 	ours := HooksSettings(env.Exe, "")
 	var partial []string
 	for _, d := range docs {
-		if d.root == nil || (d.path != userSettings && d.path != projSettings) {
+		if d.Root == nil || (d.Path != userSettings && d.Path != projSettings) {
 			continue
 		}
-		missing := settings.MissingHooksOf(d.root, ours, a.Name(), env.Exe)
+		missing := settings.MissingHooksOf(d.Root, ours, a.Name(), env.Exe)
 		if len(missing) > 0 {
 			if len(missing) < 2 {
-				partial = append(partial, fmt.Sprintf("%s lacks the %s hook", d.path, strings.Join(missing, ", ")))
+				partial = append(partial, fmt.Sprintf("%s lacks the %s hook", d.Path, strings.Join(missing, ", ")))
 			}
 			continue
 		}
 		if v, file, ok := lookup(docs, "hooksConfig", "enabled"); ok && v == false {
-			f.Message = fmt.Sprintf("bbengine's hooks are in %s, but hooksConfig.enabled is false in %s: Gemini CLI runs no hooks", d.path, file)
+			f.Message = fmt.Sprintf("bbengine's hooks are in %s, but hooksConfig.enabled is false in %s: Gemini CLI runs no hooks", d.Path, file)
 			f.Fix = fmt.Sprintf(`set "hooksConfig": {"enabled": true} in %s`, file)
 			return f
 		}
-		f = agents.HookDirFinding(env, a.Name(), d.path, settings.HookDirs(d.root, a.Name(), env.Exe))
+		f = agents.HookDirFinding(env, a.Name(), d.Path, settings.HookDirs(d.Root, a.Name(), env.Exe))
 		if f.Severity == agents.OK {
-			f.Message = "bbengine's SessionStart and BeforeAgent hooks are registered in " + d.path
+			f.Message = "bbengine's SessionStart and BeforeAgent hooks are registered in " + d.Path
 		}
 		return f
 	}
@@ -222,12 +207,12 @@ func (a Agent) hooks(env *agents.DoctorEnv, docs []doc, userSettings, projSettin
 
 func (a Agent) mcp(env *agents.DoctorEnv, docs []doc, userSettings, projSettings string) agents.Finding {
 	for _, d := range docs {
-		if d.root == nil || (d.path != userSettings && d.path != projSettings) {
+		if d.Root == nil || (d.Path != userSettings && d.Path != projSettings) {
 			continue
 		}
-		if cmd := settings.OurMCP(d.root, env.Exe); cmd != "" {
+		if cmd := settings.OurMCP(d.Root, env.Exe); cmd != "" {
 			return agents.Finding{Agent: a.Name(), Check: "mcp", Severity: agents.OK,
-				Message: fmt.Sprintf("the bbengine MCP server is registered in %s (%s)", d.path, cmd)}
+				Message: fmt.Sprintf("the bbengine MCP server is registered in %s (%s)", d.Path, cmd)}
 		}
 	}
 	return agents.Finding{Agent: a.Name(), Check: "mcp", Severity: agents.Warn,

@@ -1,6 +1,9 @@
 package settings
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 
@@ -130,4 +133,31 @@ func HookDirs(root *jsonedit.Object, agent, exe string) []string {
 		}
 	}
 	return out
+}
+
+// Doc is a settings file as a check read it: Root is nil when the file
+// does not exist.
+type Doc struct {
+	Path string
+	Root *jsonedit.Object
+}
+
+// ReadDoc reads the settings file path for a check, changing nothing; a
+// missing file is a Doc with a nil Root.
+func ReadDoc(path string) (Doc, error) {
+	d := Doc{Path: path}
+	if !Exists(path) {
+		return d, nil
+	}
+	err := Inspect(path, func(root *jsonedit.Object) error {
+		d.Root = root
+		return nil
+	})
+	return d, err
+}
+
+// Exists reports whether path exists (or cannot be told not to).
+func Exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }

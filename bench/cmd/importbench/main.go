@@ -42,7 +42,7 @@ import (
 	"github.com/bbengine/bbengine/bench"
 )
 
-const ccusageVersion = "18.0.11"
+const ccusageVersion = bench.CCUsageVersion
 
 func main() {
 	copiesFlag := flag.String("copies", "20,200", "numbers of copies of the golden Claude corpus, comma-separated")
@@ -101,7 +101,7 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("go build (run from the repository's root): %w", err)
 		}
 	}
-	ccusage, err := installCCUsage(ctx, cfg.cache)
+	ccusage, err := bench.InstallCCUsage(ctx, cfg.cache)
 	if err != nil {
 		return err
 	}
@@ -159,35 +159,6 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Println()
 	fmt.Println("time ratio and RSS ratio are bbengine / ccusage (goal: time at most 0.7; bbengine peak RSS under 200 MiB at every size).")
 	return nil
-}
-
-// installCCUsage installs ccusage into cache (once) and returns the path
-// of its entry point.
-func installCCUsage(ctx context.Context, cache string) (string, error) {
-	if cache == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(dir, "bbengine-bench", "ccusage-"+ccusageVersion)
-	}
-	entry := filepath.Join(cache, "node_modules", "ccusage", "dist", "index.js")
-	if _, err := os.Stat(entry); err == nil {
-		return entry, nil
-	}
-	fmt.Fprintf(os.Stderr, "installing ccusage@%s into %s…\n", ccusageVersion, cache)
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", cache, "ccusage@"+ccusageVersion)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("npm install ccusage@%s: %w", ccusageVersion, err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		return "", fmt.Errorf("ccusage@%s installed, but: %w", ccusageVersion, err)
-	}
-	return entry, nil
 }
 
 // warm reads every file under dir once, so that neither tool pays for

@@ -52,7 +52,7 @@ import (
 	"github.com/bbengine/bbengine/codec/llm"
 )
 
-const ccusageVersion = "18.0.11"
+const ccusageVersion = bench.CCUsageVersion
 
 func main() {
 	bin := flag.String("bin", "", "bbengine binary (default: go build it into a temporary directory)")
@@ -93,7 +93,7 @@ func run(ctx context.Context, bin, cache, golden string) error {
 			return fmt.Errorf("go build: %w", err)
 		}
 	}
-	entry, err := installCCUsage(ctx, cache)
+	entry, err := bench.InstallCCUsage(ctx, cache)
 	if err != nil {
 		return err
 	}
@@ -496,33 +496,4 @@ func command(ctx context.Context, env []string, name string, args ...string) ([]
 		return stderr.Bytes(), err
 	}
 	return out, nil
-}
-
-// installCCUsage installs ccusage into cache (once) and returns the path
-// of its entry point.
-func installCCUsage(ctx context.Context, cache string) (string, error) {
-	if cache == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(dir, "bbengine-bench", "ccusage-"+ccusageVersion)
-	}
-	entry := filepath.Join(cache, "node_modules", "ccusage", "dist", "index.js")
-	if _, err := os.Stat(entry); err == nil {
-		return entry, nil
-	}
-	fmt.Fprintf(os.Stderr, "installing ccusage@%s into %s…\n", ccusageVersion, cache)
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", cache, "ccusage@"+ccusageVersion)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("npm install ccusage@%s: %w", ccusageVersion, err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		return "", fmt.Errorf("ccusage@%s installed, but: %w", ccusageVersion, err)
-	}
-	return entry, nil
 }

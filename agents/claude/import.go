@@ -332,7 +332,13 @@ func (im *claudeImport) plan(lines []cline) {
 		case r.AgentID != "":
 			thread = im.thread(r.AgentID, r.AgentID)
 		case r.IsSidechain && (r.Type == "user" || r.Type == "assistant") && (r.ParentUUID == "" || !fs[r.ParentUUID]):
-			thread = im.thread("\x00"+l.file+"\x00"+r.UUID, "")
+			key := "\x00" + l.file + "\x00" + r.UUID
+			if r.UUID == "" {
+				// Roots without a uuid are told apart by line, as the
+				// census counts them (codec/claude.Count).
+				key += "\x00" + strconv.Itoa(i)
+			}
+			thread = im.thread(key, "")
 			im.inline = thread
 		case r.IsSidechain:
 			if t, ok := im.uuidThread[r.ParentUUID]; ok {
@@ -375,12 +381,16 @@ func (im *claudeImport) thread(key, agentID string) int {
 	return t
 }
 
+// responseKey names the model response a line belongs to: its message
+// id and request id, wherever the line is (a response id names one
+// response, as the census counts them: codec/claude.Count), or, without
+// one, the line itself.
 func responseKey(thread int, r *claude.Record, i int) string {
 	k := r.ResponseKey()
 	if k == "" {
 		return strconv.Itoa(thread) + "\x01" + strconv.Itoa(i)
 	}
-	return strconv.Itoa(thread) + "\x00" + k
+	return "\x00" + k
 }
 
 func (im *claudeImport) add(ev engine.Event) int {

@@ -323,7 +323,7 @@ func (ts *tips) outFingerprint(parts []llm.Part) uint64 {
 		case llm.PartToolCall, llm.PartServerToolCall:
 			flush()
 			h.WriteString(string(p.Type) + "\x00" + p.Name + "\x00")
-			h.Write(canonicalJSON(p.Input))
+			h.Write(llm.CanonicalJSON(p.Input))
 			h.WriteByte(0)
 			n++
 		default:
@@ -356,24 +356,4 @@ func (ts *tips) elementFingerprint(api llm.API, body []byte, l *jsonscan.Layout,
 		return 0
 	}
 	return ts.outFingerprint(req.Messages[0].Parts)
-}
-
-// canonicalJSON re-encodes a JSON value with sorted object keys, so that
-// key order and white space do not change a fingerprint; invalid JSON is
-// returned as it is.
-func canonicalJSON(b json.RawMessage) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return b
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b
-	}
-	return out
 }

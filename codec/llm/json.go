@@ -266,3 +266,23 @@ func elements(raw []byte) ([]rawJSON, error) {
 	}
 	return items, nil
 }
+
+// CanonicalJSON re-encodes a JSON value with sorted object keys, so that
+// key order and white space do not change a hash or fingerprint of it;
+// invalid JSON is returned as it is.
+func CanonicalJSON(b json.RawMessage) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}

@@ -1,10 +1,8 @@
 package derive
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -151,7 +149,7 @@ func itemKey(it *item) string {
 		// without one an id of its own when it sends it back (Gemini
 		// CLI does), and the call is still the one it was.
 		w(p.Name)
-		w(string(canonicalJSON(p.Input)))
+		w(string(llm.CanonicalJSON(p.Input)))
 		if len(p.Input) == 0 {
 			w(textKey(p))
 		}
@@ -183,26 +181,6 @@ func textKey(p *llm.Part) string {
 		return p.TrimSHA256
 	}
 	return llm.TrimKey(p.Text)
-}
-
-// canonicalJSON re-encodes a JSON value with sorted object keys, so that
-// key order and whitespace do not change a key. Invalid JSON is returned
-// as it is.
-func canonicalJSON(b json.RawMessage) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return b
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b
-	}
-	return out
 }
 
 func hashText(s string) string {

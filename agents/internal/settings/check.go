@@ -44,6 +44,16 @@ func MissingHooksOf(root, ours *jsonedit.Object, agent, exe string) []string {
 }
 
 func hasOurHook(hooks *jsonedit.Object, event, agent, exe string) bool {
+	found := false
+	hookCommands(hooks, event, func(cmd string) {
+		found = found || IsOurHook(cmd, agent, exe)
+	})
+	return found
+}
+
+// hookCommands calls fn with the command of every hook handler of event
+// in hooks (settings' "hooks": event → [{hooks: [{command}]}]).
+func hookCommands(hooks *jsonedit.Object, event string, fn func(cmd string)) {
 	groupsV, _ := hooks.Get(event)
 	groups, _ := groupsV.([]any)
 	for _, g := range groups {
@@ -54,17 +64,13 @@ func hasOurHook(hooks *jsonedit.Object, event, agent, exe string) bool {
 		hsV, _ := gobj.Get("hooks")
 		hs, _ := hsV.([]any)
 		for _, h := range hs {
-			hobj, _ := h.(*jsonedit.Object)
-			if hobj == nil {
-				continue
-			}
-			cv, _ := hobj.Get("command")
-			if cmd, _ := cv.(string); IsOurHook(cmd, agent, exe) {
-				return true
+			if hobj, _ := h.(*jsonedit.Object); hobj != nil {
+				cv, _ := hobj.Get("command")
+				cmd, _ := cv.(string)
+				fn(cmd)
 			}
 		}
 	}
-	return false
 }
 
 // OurMCP returns the command of bbengine's server in root["mcpServers"]
@@ -98,39 +104,23 @@ func HookDirs(root *jsonedit.Object, agent, exe string) []string {
 		return nil
 	}
 	for _, event := range hobj.Keys() {
-		groupsV, _ := hobj.Get(event)
-		groups, _ := groupsV.([]any)
-		for _, g := range groups {
-			gobj, _ := g.(*jsonedit.Object)
-			if gobj == nil {
-				continue
+		hookCommands(hobj, event, func(cmd string) {
+			if !IsOurHook(cmd, agent, exe) {
+				return
 			}
-			hsV, _ := gobj.Get("hooks")
-			hs, _ := hsV.([]any)
-			for _, h := range hs {
-				o, _ := h.(*jsonedit.Object)
-				if o == nil {
-					continue
-				}
-				cv, _ := o.Get("command")
-				cmd, _ := cv.(string)
-				if !IsOurHook(cmd, agent, exe) {
-					continue
-				}
-				dir := ""
-				args := agents.ShellFields(cmd)
-				for i := 1; i+1 < len(args) && args[i] != "hook"; i++ {
-					if args[i] == "--dir" {
-						dir = args[i+1]
-					} else if v, ok := strings.CutPrefix(args[i], "--dir="); ok {
-						dir = v
-					}
-				}
-				if !slices.Contains(out, dir) {
-					out = append(out, dir)
+			dir := ""
+			args := agents.ShellFields(cmd)
+			for i := 1; i+1 < len(args) && args[i] != "hook"; i++ {
+				if args[i] == "--dir" {
+					dir = args[i+1]
+				} else if v, ok := strings.CutPrefix(args[i], "--dir="); ok {
+					dir = v
 				}
 			}
-		}
+			if !slices.Contains(out, dir) {
+				out = append(out, dir)
+			}
+		})
 	}
 	return out
 }

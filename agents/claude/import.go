@@ -381,16 +381,12 @@ func (im *claudeImport) thread(key, agentID string) int {
 	return t
 }
 
-// responseKey names the model response a line belongs to: its message
-// id and request id, wherever the line is (a response id names one
-// response, as the census counts them: codec/claude.Count), or, without
-// one, the line itself.
 func responseKey(thread int, r *claude.Record, i int) string {
 	k := r.ResponseKey()
 	if k == "" {
 		return strconv.Itoa(thread) + "\x01" + strconv.Itoa(i)
 	}
-	return "\x00" + k
+	return strconv.Itoa(thread) + "\x00" + k
 }
 
 func (im *claudeImport) add(ev engine.Event) int {

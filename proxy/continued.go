@@ -75,6 +75,237 @@ type tipSession struct {
 	// out is the fingerprint of the reply that request was given
 	// (outFingerprint), 0 when not known.
 	out uint64
+	// judge, when not nil, decides failed and out from the reply's
+	// bytes; settle takes them from it.
+	judge *judgement
+}
+
+// judgement decides how a request was answered from its reply's bytes:
+// whether the reply failed (an error event, cut before its end, or
+// holding nothing) and its fingerprint. Decoding a reply costs more than
+// everything else the recorder does for an exchange, and most replies
+// are never asked about, so it is lazy: a reply that quickGood can
+// vouch for is not failed, and only a later request that needs its
+// fingerprint (a continuation, find) or its judgement (an exact resend
+// of a reply quickGood could not vouch for, or a Responses reply's id)
+// decodes it, once. The kept replies are bounded (tips.keep).
+type judgement struct {
+	path  string
+	reply []byte // nil once decided or dropped
+	// good: quickGood vouched that the reply did not fail.
+	good    bool
+	decided bool
+	failed  bool
+	out     uint64
+	id      string // an OpenAI Responses reply's id
+}
+
+// get returns the judgement, deciding it first if no one has yet.
+func (j *judgement) get(ts *tips) (failed bool, out uint64, id string) {
+	if j.decided {
+		return j.failed, j.out, j.id
+	}
+	j.decided = true
+	ts.keptBytes -= len(j.reply)
+	// A reply of a protocol there is no decoder for is not judged: not
+	// failed, its fingerprint not known.
+	if dec := llm.DecoderFor(j.path, "", nil); dec != nil {
+		dec.Write(j.reply)
+		resp, err := dec.Close()
+		switch {
+		case err != nil || resp.Error != nil || !resp.Complete:
+			j.failed = true
+		default:
+			if j.out = ts.outFingerprint(resp.Parts); j.out == 0 {
+				j.failed = true
+			} else if resp.API == llm.OpenAIResponses {
+				j.id = resp.ID
+			}
+		}
+	}
+	j.reply = nil
+	return j.failed, j.out, j.id
+}
+
+// isFailed reports whether the reply failed, decoding it only when
+// quickGood did not vouch for it.
+func (j *judgement) isFailed(ts *tips) bool {
+	if j.good && !j.decided {
+		return false
+	}
+	failed, _, _ := j.get(ts)
+	return failed
+}
+
+// settleFailed takes failed from s's judgement.
+func (s *tipSession) settleFailed(ts *tips) {
+	if s.judge != nil {
+		s.failed = s.judge.isFailed(ts)
+	}
+}
+
+// settle takes failed and out from s's judgement, if it has one.
+func (s *tipSession) settle(ts *tips) {
+	if s.judge != nil {
+		s.failed, s.out, _ = s.judge.get(ts)
+		s.judge = nil
+	}
+}
+
+// maxKeptReplies bounds the bytes of the replies tips keeps undecided; past it
+// the oldest are decided (a reply quickGood vouched for is dropped, its
+// fingerprint not known).
+const maxKeptReplies = 32 << 20
+
+// keep remembers j among the undecided replies.
+func (ts *tips) keep(j *judgement) {
+	ts.kept = append(ts.kept, j)
+	ts.keptBytes += len(j.reply)
+	for ts.keptBytes > maxKeptReplies && len(ts.kept) > 0 {
+		old := ts.kept[0]
+		ts.kept = ts.kept[1:]
+		switch {
+		case old.decided:
+		case old.good:
+			ts.keptBytes -= len(old.reply)
+			old.reply, old.decided = nil, true
+		default:
+			old.get(ts)
+		}
+	}
+	if len(ts.kept) > 2*maxTips {
+		// Forget the decided ones (their bytes are already off keptBytes).
+		n := 0
+		for _, k := range ts.kept {
+			if !k.decided {
+				ts.kept[n] = k
+				n++
+			}
+		}
+		clear(ts.kept[n:])
+		ts.kept = ts.kept[:n]
+	}
+}
+
+// quickGood reports whether reply, a whole response body of protocol
+// api with a 2xx status, certainly did not fail: it ends as its
+// protocol ends (the end event's line whole and valid JSON; a single
+// document valid JSON of the protocol's kind), holds some text that is
+// not white space or a tool call, and does not say "error" anywhere. It
+// looks for a few byte patterns and validates at most one line or one
+// document, at memory speed and without allocating; false means not
+// sure, and the reply is decoded when that matters (judgement).
+func quickGood(api llm.API, reply []byte) bool {
+	if bytes.Contains(reply, []byte("error")) {
+		return false
+	}
+	t := bytes.TrimLeft(reply, " \t\r\n")
+	doc := len(t) > 0 && (t[0] == '{' || t[0] == '[')
+	var end, kind string
+	var content []string
+	switch api {
+	case llm.AnthropicMessages:
+		end, kind = `"type":"message_stop"`, `"type":"message"`
+		content = []string{`"type":"text_delta","text":"`, `"type":"text","text":"`, `"type":"tool_use"`}
+	case llm.OpenAIChat:
+		end, kind = "data: [DONE]", `"object":"chat.completion"`
+		content = []string{`"content":"`, `"tool_calls":[{`}
+	case llm.OpenAIResponses:
+		if doc || bytes.Contains(reply, []byte("reasoning")) {
+			return false
+		}
+		end = `"type":"response.completed"`
+		content = []string{`"delta":"`, `"type":"function_call"`}
+	case llm.Gemini:
+		if bytes.Contains(reply, []byte(`"thought"`)) {
+			return false
+		}
+		end, kind = `"finishReason":"STOP"`, `"candidates":[`
+		content = []string{`"text":"`, `"functionCall":{`}
+	default:
+		return false
+	}
+	if !containsAny(reply, content, true) {
+		return false
+	}
+	if doc {
+		return bytes.Contains(reply, []byte(kind)) && json.Valid(reply)
+	}
+	if !bytes.HasPrefix(t, []byte("event:")) && !bytes.HasPrefix(t, []byte("data:")) {
+		return false
+	}
+	// The end event's line, whole.
+	i := bytes.LastIndex(reply, []byte(end))
+	if i < 0 {
+		return false
+	}
+	line := reply[bytes.LastIndexByte(reply[:i], '\n')+1:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
+	if !ok {
+		return false
+	}
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		return true
+	}
+	return json.Valid(data)
+}
+
+// containsAny reports whether b holds one of pats; with text set, a
+// pattern that ends in a quote counts only when the string it opens
+// holds a character that is not white space (nonBlank).
+func containsAny(b []byte, pats []string, text bool) bool {
+	for _, p := range pats {
+		rest := b
+		for {
+			i := bytes.Index(rest, []byte(p))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(p):]
+			if !text || p[len(p)-1] != '"' || nonBlank(rest) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nonBlank reports whether the JSON string whose body begins s holds a
+// printable ASCII character other than a space: strings.TrimSpace would
+// leave something of it. Bytes past ASCII and \u escapes (which may be
+// white space) do not count.
+func nonBlank(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return false
+		case c == '\\':
+			if i+1 >= len(s) {
+				return false
+			}
+			i++
+			switch s[i] {
+			case '"', '\\', '/':
+				return true
+			case 'u':
+				i += 4
+			}
+		case c > ' ' && c < 0x7f:
+			return true
+		}
+	}
+	return false
+}
+
+// unjudged is an OpenAI Responses reply whose judgement (and so whose
+// id) tips has not taken yet.
+type unjudged struct {
+	j       *judgement
+	session string
 }
 
 type tip struct {
@@ -91,6 +322,13 @@ type tips struct {
 	// *replyTip, most recent at the front), at most max of them.
 	byReply  map[string]*list.Element
 	replyLRU *list.List
+	// unjudged are the Responses replies not yet in byReply because
+	// their judgement was not taken yet, oldest first.
+	unjudged []unjudged
+	// kept are the replies kept undecided, oldest first, and their
+	// bytes (judgement).
+	kept      []*judgement
+	keptBytes int
 }
 
 type replyTip struct{ id, session string }
@@ -118,11 +356,47 @@ func (ts *tips) replied(id, session string) {
 // replySession returns the session the reply named id was given to, or
 // "".
 func (ts *tips) replySession(id string) string {
+	if e, ok := ts.byReply[id]; !ok {
+		ts.takeJudged()
+	} else {
+		ts.replyLRU.MoveToFront(e)
+		return e.Value.(*replyTip).session
+	}
 	if e, ok := ts.byReply[id]; ok {
 		ts.replyLRU.MoveToFront(e)
 		return e.Value.(*replyTip).session
 	}
 	return ""
+}
+
+// maxUnjudged bounds tips.unjudged: past it the oldest are judged on
+// the spot.
+const maxUnjudged = 256
+
+// judgeLater remembers an OpenAI Responses reply of session whose id j
+// will tell.
+func (ts *tips) judgeLater(j *judgement, session string) {
+	ts.unjudged = append(ts.unjudged, unjudged{j, session})
+	for len(ts.unjudged) > maxUnjudged {
+		ts.take(ts.unjudged[0])
+		ts.unjudged = append(ts.unjudged[:0], ts.unjudged[1:]...)
+	}
+}
+
+// takeJudged judges the Responses replies not judged yet and moves
+// their ids into byReply, oldest first.
+func (ts *tips) takeJudged() {
+	for _, u := range ts.unjudged {
+		ts.take(u)
+	}
+	clear(ts.unjudged)
+	ts.unjudged = ts.unjudged[:0]
+}
+
+func (ts *tips) take(u unjudged) {
+	if failed, _, id := u.j.get(ts); !failed && id != "" {
+		ts.replied(id, u.session)
+	}
 }
 
 // previousResponse returns the previous_response_id of a Responses
@@ -172,7 +446,7 @@ func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (sessi
 			continue
 		}
 		t := e.Value.(*tip)
-		if i+1 == len(hashes) && !t.retried() {
+		if i+1 == len(hashes) && !t.retried(ts) {
 			if t.sent(fp) {
 				// The same request again (model and system prompt
 				// too), and it was answered: not a retry but another
@@ -195,9 +469,15 @@ func (ts *tips) find(hashes []uint64, fp uint64, elem func(i int) uint64) (sessi
 	}
 	var match, same, replied string
 	matches, sames, replies := 0, 0, 0
-	for _, s := range best.sessions {
-		if whole && !s.failed {
-			continue
+	for i := range best.sessions {
+		s := &best.sessions[i]
+		if whole {
+			if s.settleFailed(ts); !s.failed {
+				continue
+			}
+		}
+		if out != 0 {
+			s.settle(ts)
 		}
 		if out != 0 && s.out != 0 && s.out != out {
 			continue // its reply was another: not its conversation
@@ -238,9 +518,10 @@ func (t *tip) sent(fp uint64) bool {
 
 // retried reports whether a request resending exactly t may be a retry:
 // some session's last request of it failed.
-func (t *tip) retried() bool {
-	for _, s := range t.sessions {
-		if s.failed {
+func (t *tip) retried(ts *tips) bool {
+	for i := range t.sessions {
+		s := &t.sessions[i]
+		if s.settleFailed(ts); s.failed {
 			return true
 		}
 	}
@@ -284,14 +565,24 @@ func (ts *tips) add(key tipKey, session string, fp uint64) {
 // answered: failed for an error status or a broken exchange, and the
 // fingerprint of its reply (0: not known).
 func (ts *tips) answered(key tipKey, session string, failed bool, out uint64) {
+	ts.set(key, session, tipSession{failed: failed, out: out})
+}
+
+// answeredLater notes that j will tell how the request of session that
+// sent key whole was answered.
+func (ts *tips) answeredLater(key tipKey, session string, j *judgement) {
+	ts.set(key, session, tipSession{judge: j})
+}
+
+func (ts *tips) set(key tipKey, session string, a tipSession) {
 	e, ok := ts.byKey[key]
 	if !ok {
 		return
 	}
 	t := e.Value.(*tip)
 	for i := range t.sessions {
-		if t.sessions[i].session == session {
-			t.sessions[i].failed, t.sessions[i].out = failed, out
+		if s := &t.sessions[i]; s.session == session {
+			s.failed, s.out, s.judge = a.failed, a.out, a.judge
 		}
 	}
 }

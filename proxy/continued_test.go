@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -641,5 +644,143 @@ func TestContinuedResponses(t *testing.T) {
 	}
 	if want := []string{"minted", "minted", "continued", "continued", "continued", "continued", "minted"}; !slices.Equal(sources, want) {
 		t.Errorf("sources %v, want %v", sources, want)
+	}
+}
+
+// TestJudgedOnDemand: a request that needs the judgement of an earlier
+// reply before the goroutine that decodes it has run decides it itself:
+// an exact resend after an empty reply is its retry, after a good reply
+// another conversation, and a Responses reply's id names its session
+// as soon as a request goes on from it.
+func TestJudgedOnDemand(t *testing.T) {
+	const path = "/v1/messages"
+	reply := func(text string) []byte {
+		rec := httptest.NewRecorder()
+		convReply(rec, path, text)
+		return rec.Body.Bytes()
+	}
+	for _, c := range []struct {
+		text string
+		want string // the session of the resend
+	}{{"", "ses_a"}, {"a reply", ""}} {
+		ts := newTips()
+		h := conversationHashes(3, 0, 7)
+		_, key := ts.find(h, 1, nil)
+		ts.add(key, "ses_a", 1)
+		ts.answeredLater(key, "ses_a", &judgement{path: path, reply: reply(c.text)})
+		if s, _ := ts.find(h, 1, nil); s != c.want {
+			t.Errorf("reply %q: the resend joined %q, want %q", c.text, s, c.want)
+		}
+	}
+
+	ts := newTips()
+	rec := httptest.NewRecorder()
+	convReply(rec, "/v1/responses", "r1")
+	ts.judgeLater(&judgement{path: "/v1/responses", reply: rec.Body.Bytes()}, "ses_r")
+	if s := ts.replySession("resp_r1"); s != "ses_r" {
+		t.Errorf("previous_response_id resp_r1 names %q, want ses_r", s)
+	}
+	if len(ts.unjudged) != 0 {
+		t.Errorf("%d replies left unjudged", len(ts.unjudged))
+	}
+}
+
+// TestQuickGood: quickGood never vouches for a reply that decoding
+// judges failed, on every shared provider stream fixture and on
+// replies of each protocol that are good, empty, cut short or errors;
+// and it vouches for the plain good ones, so they are not decoded.
+func TestQuickGood(t *testing.T) {
+	paths := map[llm.API]string{
+		llm.AnthropicMessages: "/v1/messages",
+		llm.OpenAIChat:        "/v1/chat/completions",
+		llm.OpenAIResponses:   "/v1/responses",
+		llm.Gemini:            "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+	}
+	check := func(name string, api llm.API, reply []byte) bool {
+		t.Helper()
+		ts := newTips()
+		j := &judgement{path: paths[api], reply: bytes.Clone(reply)}
+		failed, _, _ := j.get(ts)
+		good := quickGood(api, reply)
+		if good && failed {
+			t.Errorf("%s (%s): quickGood vouches for a reply that failed:\n%.400s", name, api, reply)
+		}
+		return good
+	}
+	vouched := 0
+	for api, path := range paths {
+		for _, text := range []string{"a reply", "  padded  ", " leading", "   ", "\n\t \n", ""} {
+			rec := httptest.NewRecorder()
+			convReply(rec, path, text)
+			b := rec.Body.Bytes()
+			good := check(fmt.Sprintf("%q", text), api, b)
+			if want := strings.TrimSpace(text) != ""; good != want {
+				t.Errorf("%s %q: quickGood %v, want %v", api, text, good, want)
+			}
+			for cut := 1; cut < len(b); cut += 7 {
+				check(fmt.Sprintf("%q cut at %d", text, cut), api, b[:cut])
+			}
+			for _, bad := range [][]byte{
+				append(bytes.Clone(b), []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n")...),
+				func() []byte {
+					rec := httptest.NewRecorder()
+					convReply(rec, path, "an error, not a reply")
+					return rec.Body.Bytes()
+				}(),
+			} {
+				if quickGood(api, bad) {
+					t.Errorf("%s: quickGood vouches for a reply that says error:\n%s", api, bad)
+				}
+			}
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "provider-streams", "*", "*", "*"))
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for api := range paths {
+			if check(path, api, b) {
+				vouched++
+			}
+		}
+	}
+	t.Logf("%d of %d fixture readings vouched for", vouched, 4*len(files))
+}
+
+func TestNonBlank(t *testing.T) {
+	for s, want := range map[string]bool{
+		`"`: false, ` "`: false, `\n\t \r"`: false, `\u00a0"`: false, "\u00a0\"": false,
+		` x"`: true, `\""`: true, `\\"`: true, ` \u0041b"`: true, `  `: false, `\`: false,
+	} {
+		if got := nonBlank([]byte(s)); got != want {
+			t.Errorf("nonBlank(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestKeptRepliesBounded: the replies kept undecided stay under
+// maxKeptReplies bytes; the oldest are decided (or, vouched for,
+// dropped) to make room.
+func TestKeptRepliesBounded(t *testing.T) {
+	ts := newTips()
+	rec := httptest.NewRecorder()
+	convReply(rec, "/v1/messages", strings.Repeat("x", 1<<20))
+	reply := rec.Body.Bytes()
+	var js []*judgement
+	for i := range 100 {
+		j := &judgement{path: "/v1/messages", reply: reply, good: i%2 == 0}
+		js = append(js, j)
+		ts.keep(j)
+		if ts.keptBytes > maxKeptReplies {
+			t.Fatalf("after %d replies %d bytes kept, over %d", i+1, ts.keptBytes, maxKeptReplies)
+		}
+	}
+	if !js[0].decided || js[0].reply != nil || js[1].failed || js[1].out == 0 {
+		t.Errorf("the oldest replies: %+v, %+v; want the first dropped and the second decoded", js[0], js[1])
+	}
+	if js[99].decided {
+		t.Error("the newest reply was decided")
 	}
 }

@@ -791,29 +791,30 @@ func (r *recorder) join(x *exch, model string, conv bodyConversation) {
 // holds nothing counts as failed: clients resend the same body after it
 // (Gemini CLI's retries on an invalid stream), and that retry belongs
 // to the session. A compressed reply is judged by its status alone.
+// Deciding that for a reply may take decoding it, done only when a
+// later request needs it (judgement).
 func (r *recorder) answered(x *exch, ok bool) {
 	failed := !ok || x.status >= 400 || x.status == 0
-	var out uint64
-	dec := llm.DecoderFor(x.start.Path, "", nil)
+	var j *judgement
 	switch {
-	case x.replyLong:
+	case failed, x.replyLong:
 		// Too long to keep: judged by its status, told apart by model
 		// and system prompt only.
-	case len(x.reply) > 0 && dec != nil:
-		dec.Write(x.reply)
-		resp, err := dec.Close()
-		if err != nil || resp.Error != nil || !resp.Complete {
-			failed = true
-		} else if out = r.tips.outFingerprint(resp.Parts); out == 0 {
-			failed = true
-		} else if resp.API == llm.OpenAIResponses && resp.ID != "" {
-			r.tips.replied(resp.ID, x.session)
-		}
+	case len(x.reply) > 0:
+		j = &judgement{path: x.start.Path, reply: x.reply, good: quickGood(llm.Detect(x.start.Path), x.reply)}
 	case x.encoding == "" && x.respBytes == 0:
 		failed = true // no reply at all
 	}
 	x.reply, x.replyLong = nil, false
-	r.tips.answered(x.tip, x.session, failed, out)
+	if j == nil {
+		r.tips.answered(x.tip, x.session, failed, 0)
+		return
+	}
+	r.tips.answeredLater(x.tip, x.session, j)
+	r.tips.keep(j)
+	if llm.Detect(x.start.Path) == llm.OpenAIResponses {
+		r.tips.judgeLater(j, x.session)
+	}
 }
 
 // decodeRequest scans a compressed request body for secrets. When it

@@ -55,6 +55,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/codec/jsonscan"
 )
@@ -77,6 +78,97 @@ type anthropicBlock struct {
 	Source           *anthropicSource `json:"source"`
 }
 
+// scan decodes raw into b as json.Unmarshal does, scanning it once
+// (json.Unmarshal validates it whole, then decodes it). It reports false
+// when it cannot say the same: raw is not an object, a member's value
+// is not of its field's kind, a name is not ASCII (encoding/json folds
+// some other letters into ASCII ones), or a syntax error. b is then
+// partly set, and the caller decodes with encoding/json.
+func (b *anthropicBlock) scan(raw []byte) bool {
+	ok := true
+	err := jsonscan.Fields(raw, func(k, v []byte) bool {
+		for _, c := range k {
+			if c >= utf8.RuneSelf {
+				ok = false
+				return false
+			}
+		}
+		var f *string
+		switch {
+		case bytes.EqualFold(k, []byte("type")):
+			f = &b.Type
+		case bytes.EqualFold(k, []byte("text")):
+			f = &b.Text
+		case bytes.EqualFold(k, []byte("thinking")):
+			f = &b.Thinking
+		case bytes.EqualFold(k, []byte("signature")):
+			f = &b.Signature
+		case bytes.EqualFold(k, []byte("data")):
+			f = &b.Data
+		case bytes.EqualFold(k, []byte("id")):
+			f = &b.ID
+		case bytes.EqualFold(k, []byte("name")):
+			f = &b.Name
+		case bytes.EqualFold(k, []byte("tool_use_id")):
+			f = &b.ToolUseID
+		case bytes.EqualFold(k, []byte("input")):
+			b.Input = append(b.Input[:0:0], v...)
+		case bytes.EqualFold(k, []byte("content")):
+			b.Content = append(b.Content[:0:0], v...)
+		case bytes.EqualFold(k, []byte("encrypted_content")):
+			switch {
+			case string(v) == "null":
+				b.EncryptedContent = nil
+			case v[0] == '"':
+				s := new(string)
+				if ok = scanString(v, s); ok {
+					b.EncryptedContent = s
+				}
+			default:
+				ok = false
+			}
+		case bytes.EqualFold(k, []byte("is_error")):
+			switch string(v) {
+			case "true":
+				b.IsError = true
+			case "false":
+				b.IsError = false
+			case "null":
+			default:
+				ok = false
+			}
+		case bytes.EqualFold(k, []byte("source")):
+			switch {
+			case string(v) == "null":
+				b.Source = nil
+			case v[0] == '{':
+				if b.Source == nil {
+					b.Source = new(anthropicSource)
+				}
+				ok = json.Unmarshal(v, b.Source) == nil
+			default:
+				ok = false
+			}
+		}
+		if f != nil && string(v) != "null" {
+			ok = v[0] == '"' && scanString(v, f)
+		}
+		return ok
+	})
+	return ok && err == nil
+}
+
+// scanString sets *s to the JSON string v (quotes included) as
+// json.Unmarshal would: at memory speed when it holds no escape and is
+// valid UTF-8.
+func scanString(v []byte, s *string) bool {
+	if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+		*s = string(v[1 : len(v)-1])
+		return true
+	}
+	return json.Unmarshal(v, s) == nil
+}
+
 // anthropicSource is the source of an image or document block.
 type anthropicSource struct {
 	Type      string          `json:"type"`
@@ -90,8 +182,11 @@ type anthropicSource struct {
 // anthropicPart decodes one content block.
 func anthropicPart(raw []byte) Part {
 	var b anthropicBlock
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return Part{Type: PartOther, Raw: compactBlock(raw)}
+	if !b.scan(raw) {
+		b = anthropicBlock{}
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return Part{Type: PartOther, Raw: compactBlock(raw)}
+		}
 	}
 	switch b.Type {
 	case "text":
@@ -143,8 +238,8 @@ func anthropicPartsWith(raw []byte, cfg *textCfg) []Part {
 		s, _ := jsonString(raw)
 		return []Part{{Type: PartText, Text: s}}
 	case "array":
-		var blocks []rawJSON
-		if err := json.Unmarshal(raw, &blocks); err != nil {
+		blocks, err := elements(raw)
+		if err != nil {
 			return []Part{{Type: PartOther, Raw: compactJSON(raw)}}
 		}
 		parts := make([]Part, 0, len(blocks))
@@ -304,8 +399,11 @@ func anthropicMessages(raw []byte, cfg *textCfg) ([]Message, error) {
 			Role    string  `json:"role"`
 			Content rawJSON `json:"content"`
 		}
-		if err := json.Unmarshal(item, &m); err != nil {
-			return nil, inField(fmt.Sprintf("[%d]", i), err)
+		var ok bool
+		if m.Role, m.Content, ok = roleContent(item, "content"); !ok {
+			if err := json.Unmarshal(item, &m); err != nil {
+				return nil, inField(fmt.Sprintf("[%d]", i), err)
+			}
 		}
 		switch valueKind(m.Content) {
 		case "string", "array", "null", "nothing":

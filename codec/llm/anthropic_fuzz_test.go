@@ -156,3 +156,45 @@ func FuzzAnthropicRequest(f *testing.F) {
 		fuzzRequest(t, AnthropicMessages, body)
 	})
 }
+
+// FuzzScanned: what roleContent and anthropicBlock.scan read of a
+// conversation element or a content block, when they say they can, is
+// what json.Unmarshal reads.
+func FuzzScanned(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":"hi"}`, `{"ROLE":"a","Role":"b","content":[1]}`, `{"role":null,"content":null}`,
+		`{"role":"\u0075ser","c\u006fntent":{}}`, `{"role":7}`, `null`, `{"role":"a\xffb"}`, `{"content":1,"content":2}`,
+		` { "role" : "x" , "content" : [ ] } `, `{"role":"x",}`,
+		`{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}`,
+		`{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[{"type":"text","text":"ok"}]}`,
+		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"},"source":{"url":"u"}}`,
+		`{"type":"compaction","content":"c","encrypted_content":"e","encrypted_content":null}`,
+		`{"TYPE":"text","Text":"a","text":null,"is_error":null}`, `{"type":"text","te\u017ft":"x"}`, `{"is_error":"yes"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, item []byte) {
+		if role, content, ok := roleContent(item, "content"); ok {
+			var m struct {
+				Role    string  `json:"role"`
+				Content rawJSON `json:"content"`
+			}
+			if err := json.Unmarshal(item, &m); err != nil {
+				t.Fatalf("roleContent read %q, json.Unmarshal fails: %v", item, err)
+			}
+			if m.Role != role || !bytes.Equal(m.Content, content) {
+				t.Fatalf("%q: roleContent %q %q, json.Unmarshal %q %q", item, role, content, m.Role, m.Content)
+			}
+		}
+		var got anthropicBlock
+		if got.scan(item) {
+			var want anthropicBlock
+			if err := json.Unmarshal(item, &want); err != nil {
+				t.Fatalf("scan read %q, json.Unmarshal fails: %v", item, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q:\nscan           %+v\njson.Unmarshal %+v", item, got, want)
+			}
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -265,6 +266,42 @@ func elements(raw []byte) ([]rawJSON, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+// roleContent reads the role and content members of a conversation
+// element (content named by contentName) as json.Unmarshal into
+// struct{Role string; Content rawJSON} reads them: names matched
+// ignoring case, the last of a repeated name winning, a null role left
+// empty. It scans the element once, at jsonscan's speed, where
+// json.Unmarshal validates it and then decodes it. ok is false when it
+// cannot say the same (not an object, a role that is not a string or
+// null, a syntax error): the caller then decodes with encoding/json,
+// for its usual result and error.
+func roleContent(item []byte, contentName string) (role string, content rawJSON, ok bool) {
+	var roleRaw []byte
+	if jsonscan.Fields(item, func(k, v []byte) bool {
+		switch {
+		case bytes.EqualFold(k, []byte("role")):
+			roleRaw = v
+		case bytes.EqualFold(k, []byte(contentName)):
+			content = v
+		}
+		return true
+	}) != nil {
+		return "", nil, false
+	}
+	switch {
+	case roleRaw == nil || string(roleRaw) == "null":
+	case roleRaw[0] != '"':
+		return "", nil, false
+	case bytes.IndexByte(roleRaw, '\\') < 0 && utf8.Valid(roleRaw):
+		role = string(roleRaw[1 : len(roleRaw)-1])
+	default:
+		if json.Unmarshal(roleRaw, &role) != nil {
+			return "", nil, false
+		}
+	}
+	return role, content, true
 }
 
 // CanonicalJSON re-encodes a JSON value with sorted object keys, so that

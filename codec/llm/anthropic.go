@@ -158,6 +158,9 @@ func (b *anthropicBlock) scan(raw []byte) bool {
 	return ok && err == nil
 }
 
+// errScan says a scan could not decide; the slow path decides.
+var errScan = errors.New("llm: scan undecided")
+
 // scanString sets *s to the JSON string v (quotes included) as
 // json.Unmarshal would: at memory speed when it holds no escape and is
 // valid UTF-8.
@@ -369,6 +372,24 @@ func anthropicSystem(raw []byte) (string, error) {
 		s, _ := jsonString(raw)
 		return s, nil
 	case "array":
+		// Each block scanned once (anthropicBlock.scan); anything it
+		// cannot decide goes through encoding/json, for its errors.
+		var texts []string
+		items, err := elements(raw)
+		for _, item := range items {
+			if err != nil {
+				break
+			}
+			var b anthropicBlock
+			if !b.scan(item) {
+				err = errScan
+			} else if b.Type == "text" {
+				texts = append(texts, b.Text)
+			}
+		}
+		if err == nil {
+			return strings.Join(texts, "\n\n"), nil
+		}
 		var blocks []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
@@ -376,7 +397,7 @@ func anthropicSystem(raw []byte) (string, error) {
 		if err := json.Unmarshal(raw, &blocks); err != nil {
 			return "", err
 		}
-		var texts []string
+		texts = texts[:0]
 		for _, b := range blocks {
 			if b.Type == "text" {
 				texts = append(texts, b.Text)

@@ -50,6 +50,13 @@ type Local struct {
 	pmGen      map[string]uint64 // the changes count each was last checked at
 	synced     uint64
 	syncedOnce bool
+	// memSeq is where the last sync read the engine's log of changed
+	// memory states (engine.MemoryChanges), 0 before the first: a sync
+	// reads only the states of the sessions logged since.
+	memSeq uint64
+	// ixApart is the index's ChangedApart at the last sync: when it
+	// moved (a reset), the next sync is a full one.
+	ixApart uint64
 	// packs caches context packs.
 	packs packs
 	// timer, when set (in the proxy), times each retrieval for
@@ -144,10 +151,26 @@ func (m *Local) sync() error {
 			return nil
 		}
 	}
-	if _, err := m.ix.Sync(m.e); err != nil {
-		return err
+	ids, next, all := m.e.MemoryChanges(m.memSeq)
+	apart := m.ix.ChangedApart()
+	if all || apart != m.ixApart {
+		if _, err := m.ix.Sync(m.e); err != nil {
+			return err
+		}
+	} else {
+		states := make([]engine.MemoryState, 0, len(ids))
+		for _, id := range ids {
+			st, err := m.e.MemoryState(id)
+			if err != nil {
+				return fmt.Errorf("index: sync: memory state of %s: %w", id, err)
+			}
+			states = append(states, st)
+		}
+		if _, err := m.ix.SyncSessions(m.e, states); err != nil {
+			return err
+		}
 	}
-	m.synced, m.syncedOnce = gen, true
+	m.synced, m.syncedOnce, m.memSeq, m.ixApart = gen, true, next, apart
 	return nil
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,58 @@ func TestNoteLocal(t *testing.T) {
 	ro := NewLocal(e, &LocalOptions{Index: ix})
 	if _, err := ro.Note(exchange.Note{Op: "goal", Session: "l1", Text: "x", Source: "run"}); err == nil {
 		t.Error("a read-only memory took a note")
+	}
+}
+
+// TestSyncReadsChangedStates: after the first sync, a sync reads only
+// the memory states of the sessions the engine logged as changed, and
+// leaves the index as a full sync would (a full one then finds nothing
+// to do); a rebuild makes the next sync a full one.
+func TestSyncReadsChangedStates(t *testing.T) {
+	dir := t.TempDir()
+	m, e, _, ix := openLocal(t, dir)
+	note := func(session, task, text string) {
+		t.Helper()
+		if _, err := m.Note(exchange.Note{Op: "outcome", Session: session, TaskID: task, Status: "success", Text: text, Source: "run"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{"s1", "s2", "s3"} {
+		note(s, "t1", "Wrote the cache of "+s+".")
+	}
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _, all := e.MemoryChanges(m.memSeq); all || len(ids) != 0 {
+		t.Fatalf("after a sync: changes %v, all %v; want none", ids, all)
+	}
+	seq := m.memSeq
+	note("s2", "t2", "Rotated the pebble keys.")
+	ids, _, all := e.MemoryChanges(seq)
+	if all || len(ids) != 1 {
+		t.Fatalf("after a note to s2: changes %v, all %v; want s2's session alone", ids, all)
+	}
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	cards, err := m.Search(SearchRequest{Text: "rotated pebble keys"})
+	if err != nil || len(cards) != 1 {
+		t.Fatalf("search after an incremental sync: %+v, %v", cards, err)
+	}
+	st, err := ix.Sync(e)
+	if err != nil || st.Applied != 0 || st.Removed != 0 || st.Unchanged != 3 {
+		t.Errorf("a full sync after the incremental one: %+v, %v; want 3 unchanged, nothing else", st, err)
+	}
+	if _, err := e.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, all := e.MemoryChanges(m.memSeq); !all {
+		t.Error("after a rebuild the next sync is not a full one")
+	}
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ix.Sync(e); err != nil || st.Applied != 0 || st.Removed != 0 {
+		t.Errorf("a full sync after the rebuild's: %+v, %v", st, err)
 	}
 }

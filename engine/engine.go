@@ -147,7 +147,10 @@ func (o *Options) withDefaults() Options {
 type Engine struct {
 	dir  string
 	opts Options
-	lock *dirLock
+	// memChanges logs the sessions whose memory state changed
+	// (MemoryChanges).
+	memChanges memChanges
+	lock       *dirLock
 	// holder is what the lock file says (SetEndpoint, SetProxy).
 	holderMu sync.Mutex
 	holder   Holder
@@ -237,8 +240,8 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		Events: e.Events, Reports: e.Reports, Brief: e.Brief, MemoryState: e.MemoryState, Artifact: e.artifact,
 		Pin: e.pinRetention,
 	}, derive.Options{Hold: o.Hold, Yield: o.Yield, BatchBytes: o.BatchBytes, StaleAfter: o.StaleAfter,
-		Redactor: o.Redactor, OnMemory: o.OnMemory, OnDerived: o.OnDerived, Logf: o.Logf, TextLimit: o.TextLimit,
-		MemoryWorkers: o.MemoryWorkers, Dropped: e.compactLater})
+		Redactor: o.Redactor, OnMemory: o.OnMemory, OnMemoryStates: e.memChanges.add, OnDerived: o.OnDerived, Logf: o.Logf,
+		TextLimit: o.TextLimit, MemoryWorkers: o.MemoryWorkers, Dropped: e.compactLater})
 	if err := e.safeCheck(); err != nil {
 		e.Close()
 		return nil, damaged(dbDir, err)

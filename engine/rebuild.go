@@ -25,6 +25,10 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 	if e.isClosed() {
 		return Progress{}, ErrClosed
 	}
+	// Every memory state was dropped and written again (some from a
+	// snapshot, not by a pass): a reader in step with them reads them
+	// all once more.
+	defer e.memChanges.add(nil)
 	// A snapshot this build cannot read is refused before anything is
 	// dropped.
 	if err := e.checkSnapshot(); err != nil {
@@ -36,6 +40,7 @@ func (e *Engine) Rebuild(ctx context.Context) (p Progress, err error) {
 	}
 	err = b.Commit(pebble.Sync)
 	b.Close()
+
 	if err != nil {
 		return Progress{}, fmt.Errorf("engine: rebuild: %w", err)
 	}

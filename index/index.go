@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blugelabs/bluge"
@@ -80,6 +81,9 @@ func (o *Options) withDefaults() Options {
 type Index struct {
 	dir  string
 	opts Options
+	// changedApart counts the calls that changed the index apart from a
+	// sync (Reset, Apply, Remove): see ChangedApart.
+	changedApart atomic.Uint64
 
 	// wmu serialises the writing methods (Apply, Remove, Sync, Reset) and
 	// Close. A writing method reads states without mu: only holders of
@@ -323,6 +327,7 @@ func (x *Index) Close() error {
 // Reset empties the index: it removes the Bluge files and the state file
 // and starts again (bbengine rebuild --index, followed by Sync).
 func (x *Index) Reset() error {
+	x.changedApart.Add(1)
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	x.mu.Lock()
@@ -392,6 +397,7 @@ type SyncStats struct {
 // not among them, then records st in the state file. Every artifact must
 // belong to st.Session and have a distinct id.
 func (x *Index) Apply(st engine.MemoryState, arts []engine.Artifact) error {
+	x.changedApart.Add(1)
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	if x.closed {
@@ -404,6 +410,7 @@ func (x *Index) Apply(st engine.MemoryState, arts []engine.Artifact) error {
 
 // Remove deletes every document of session and forgets the session.
 func (x *Index) Remove(session string) error {
+	x.changedApart.Add(1)
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	if x.closed {
@@ -466,27 +473,72 @@ func (x *Index) Sync(src Source) (SyncStats, error) {
 		stats.Removed++
 	}
 	for _, st := range states {
-		if cur := x.states[st.Session]; cur != nil && st.Digest != "" && cur.Digest == st.Digest && cur.Project == st.Project {
-			stats.Unchanged++
-			continue
-		}
-		var err error
-		if ss, ok := src.(SumSource); ok {
-			err = x.planSums(b, st, ss)
-		} else {
-			var arts []engine.Artifact
-			if arts, err = src.Artifacts(st.Session); err != nil {
-				err = fmt.Errorf("index: sync: artifacts of session %s: %w", st.Session, err)
-			} else {
-				err = x.planSession(b, st, arts)
-			}
-		}
-		if err != nil {
+		if err := x.planState(b, &stats, st, src); err != nil {
 			return stats, b.finish(err)
 		}
-		stats.Applied++
 	}
 	return stats, b.finish(nil)
+}
+
+// ChangedApart counts the calls that changed the index other than by
+// syncing it (Reset, Apply, Remove). A reader that syncs only the
+// sessions it knows changed (SyncSessions) syncs whole when it moved.
+func (x *Index) ChangedApart() uint64 { return x.changedApart.Load() }
+
+// SyncSessions is Sync for the given states only: it applies each
+// whose digest or project differs from the one the index recorded, and
+// removes nothing. A reader that knows which sessions' states changed
+// (engine.MemoryChanges) syncs with it at the cost of those sessions,
+// not of every session held.
+func (x *Index) SyncSessions(src Source, states []engine.MemoryState) (SyncStats, error) {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	var stats SyncStats
+	if x.closed {
+		return stats, ErrClosed
+	}
+	seen := make(map[string]bool, len(states))
+	for _, st := range states {
+		if st.Session == "" {
+			return stats, fmt.Errorf("%w: sync: a memory state without a session", ErrInvalid)
+		}
+		if seen[st.Session] {
+			return stats, fmt.Errorf("%w: sync: session %s listed twice", ErrInvalid, st.Session)
+		}
+		seen[st.Session] = true
+	}
+	b := x.newBatcher(&stats)
+	for _, st := range states {
+		if err := x.planState(b, &stats, st, src); err != nil {
+			return stats, b.finish(err)
+		}
+	}
+	return stats, b.finish(nil)
+}
+
+// planState queues what brings session st.Session up to st: nothing
+// when its digest and project are those recorded.
+func (x *Index) planState(b *batcher, stats *SyncStats, st engine.MemoryState, src Source) error {
+	if cur := x.states[st.Session]; cur != nil && st.Digest != "" && cur.Digest == st.Digest && cur.Project == st.Project {
+		stats.Unchanged++
+		return nil
+	}
+	var err error
+	if ss, ok := src.(SumSource); ok {
+		err = x.planSums(b, st, ss)
+	} else {
+		var arts []engine.Artifact
+		if arts, err = src.Artifacts(st.Session); err != nil {
+			err = fmt.Errorf("index: sync: artifacts of session %s: %w", st.Session, err)
+		} else {
+			err = x.planSession(b, st, arts)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	stats.Applied++
+	return nil
 }
 
 // planSession queues the batch operations that make the index hold

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bbengine/bbengine/engine/schema"
@@ -94,7 +95,11 @@ func (x *pending) endTime() int64   { return x.timeOf(frame.KindResponseEnd) }
 // canonicalizer is the state of the one writer of derived state. It is
 // used by one pass at a time (Pipeline).
 type canonicalizer struct {
-	e        *Pipeline
+	e *Pipeline
+	// states are the sessions whose memory state the running memory
+	// pass wrote (reportStates), under statesMu: workers add to it.
+	statesMu sync.Mutex
+	states   []string
 	applied  uint64
 	sessions map[string]*sessState
 	asm      exchange.Assembler

@@ -89,6 +89,9 @@ func (c *canonicalizer) correction(off uint64, t int64, cr exchange.Correction) 
 // batches, and clears the marks. It runs at the end of each pass, after
 // the canonical state it reads is committed.
 func (c *canonicalizer) deriveMemory(ctx context.Context) error {
+	// Whatever states this pass wrote are reported, even when it stops
+	// on an error after committing some (see Options.OnMemoryStates).
+	defer c.reportStates()
 	var ids []string
 	if c.scanPending {
 		// The marks left by an earlier process or by RebuildMemory; the
@@ -193,6 +196,7 @@ func (c *canonicalizer) deriveMemory(ctx context.Context) error {
 	}
 	c.progress.Memory += n
 	c.pinsChanged = false
+	c.reportStates()
 	if f := c.e.opts.OnMemory; f != nil {
 		f()
 	}
@@ -569,9 +573,37 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	}
 	if sum := sha256.Sum256(v); sum != f.state {
 		f.state = sum
+		c.stateWritten(s.ID)
 		return f, written, b.Set(schema.MemStateKey(s.Ordinal), v, nil)
 	}
 	return f, written, nil
+}
+
+// stateWritten notes that a memory pass wrote session's memory state;
+// memory workers call it concurrently.
+func (c *canonicalizer) stateWritten(session string) {
+	if c.e.opts.OnMemoryStates == nil {
+		return
+	}
+	c.statesMu.Lock()
+	c.states = append(c.states, session)
+	c.statesMu.Unlock()
+}
+
+// reportStates tells Options.OnMemoryStates the states written since the
+// last report.
+func (c *canonicalizer) reportStates() {
+	f := c.e.opts.OnMemoryStates
+	if f == nil {
+		return
+	}
+	c.statesMu.Lock()
+	ids := c.states
+	c.states = nil
+	c.statesMu.Unlock()
+	if len(ids) > 0 {
+		f(ids)
+	}
 }
 
 // MemoryProgress reports what RebuildMemory did.
@@ -613,6 +645,9 @@ func (e *Pipeline) RebuildMemory(ctx context.Context) (MemoryProgress, error) {
 		if e.canon, err = e.loadCanon(); err != nil {
 			return MemoryProgress{}, err
 		}
+	}
+	if f := e.opts.OnMemoryStates; f != nil {
+		f(nil) // every state is gone, and comes back as it is derived
 	}
 	// The artifacts the miners say are stored are gone.
 	clear(e.canon.folds)

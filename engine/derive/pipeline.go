@@ -38,6 +38,12 @@ type Options struct {
 	MemoryWorkers int
 	// OnMemory, when set, is called after each pass that derived memory.
 	OnMemory func()
+	// OnMemoryStates, when set, is told after each memory pass the
+	// sessions whose memory state (MemoryState) it wrote, before
+	// OnMemory; nil sessions means any state may have changed or gone
+	// (RebuildMemory). A reader that syncs from it (the search index)
+	// then reads those states only.
+	OnMemoryStates func(sessions []string)
 	// OnDerived, when set, is called after each commit with the frames
 	// it covered and the time spent on them.
 	OnDerived func(frames int, took time.Duration)

@@ -39,7 +39,9 @@ func TestPricesLookup(t *testing.T) {
 		// Never priced as a neighbour.
 		{"claude-opus-4-9", ""},
 		{"claude-sonnet-4-5-foo", ""},
-		{"gpt-5.3-codex", ""},
+		{"gpt-5.3-codex", "gpt-5.3-codex"},
+		{"gpt-5.3", ""},
+		{"gpt-5.6-codex", ""},
 		{"gpt-5-turbo", ""},
 		{"<synthetic>", ""},
 		{"unknown", ""},

@@ -6,7 +6,7 @@ import "unicode/utf8"
 // (Artifact.Builder); Open derives every session's artifacts again when
 // the stored version differs, so a change to what the extractors produce
 // must change it.
-const MemoryVersion = "memory/8"
+const MemoryVersion = "memory/9"
 
 // ArtifactType is what a memory artifact is.
 type ArtifactType string

@@ -67,7 +67,6 @@ import (
 	"path"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,22 +96,17 @@ type cline struct {
 
 // claudeImport holds one session's import.
 type claudeImport struct {
-	s      engine.Session
-	events []engine.Event
-	last   int64 // time of the previous event
-	// threads maps a subagent's agentId ("\x00"+uuid for inline roots) to
-	// its thread; uuidThread maps a sidechain line's uuid to its thread.
-	threads    map[string]int
-	uuidThread map[string]int
-	inline     int // the latest inline sidechain thread
-	metas      map[string]*engine.ImportRecord
-	calls      map[string]string // agentId → the tool call that started it
-	names      map[string]string // tool call id → tool name
-	spills     map[string]*engine.ImportRecord
-	usedSpill  map[*engine.ImportRecord]bool
-	title      string
-	custom     string
-	unknown    int64
+	s         engine.Session
+	events    []engine.Event
+	last      int64 // time of the previous event
+	metas     map[string]*engine.ImportRecord
+	calls     map[string]string // agentId → the tool call that started it
+	names     map[string]string // tool call id → tool name
+	spills    map[string]*engine.ImportRecord
+	usedSpill map[*engine.ImportRecord]bool
+	title     string
+	custom    string
+	unknown   int64
 	// open holds the model responses being emitted: key → index of the
 	// model_call event; lastLine the index of each response's last line.
 	open     map[string]int
@@ -121,7 +115,7 @@ type claudeImport struct {
 }
 
 func importClaude(session string, files []engine.ImportFile) (*engine.Imported, error) {
-	im := &claudeImport{threads: map[string]int{}, uuidThread: map[string]int{}, metas: map[string]*engine.ImportRecord{},
+	im := &claudeImport{metas: map[string]*engine.ImportRecord{},
 		calls: map[string]string{}, names: map[string]string{}, spills: map[string]*engine.ImportRecord{},
 		usedSpill: map[*engine.ImportRecord]bool{}, open: map[string]int{}, lastLine: map[string]int{}, usage: map[string]*claude.Usage{}}
 	s := &im.s
@@ -316,58 +310,28 @@ func (im *claudeImport) linkAgent(r *claude.Record) {
 	}
 }
 
-// plan assigns threads and finds each model response's last line.
+// plan assigns threads (claude.Threads, as the census does) and finds
+// each model response's last line.
 func (im *claudeImport) plan(lines []cline) {
-	seen := map[string]map[string]bool{} // file → uuids seen
+	var th claude.Threads
 	for i := range lines {
 		l := &lines[i]
 		r := &l.r
-		fs := seen[l.file]
-		if fs == nil {
-			fs = map[string]bool{}
-			seen[l.file] = fs
-		}
-		thread := 1
-		switch {
-		case r.AgentID != "":
-			thread = im.thread(r.AgentID, r.AgentID)
-		case r.IsSidechain && (r.Type == "user" || r.Type == "assistant") && (r.ParentUUID == "" || !fs[r.ParentUUID]):
-			key := "\x00" + l.file + "\x00" + r.UUID
-			if r.UUID == "" {
-				// Roots without a uuid are told apart by line, as the
-				// census counts them (codec/claude.Count).
-				key += "\x00" + strconv.Itoa(i)
-			}
-			thread = im.thread(key, "")
-			im.inline = thread
-		case r.IsSidechain:
-			if t, ok := im.uuidThread[r.ParentUUID]; ok {
-				thread = t
-			} else if im.inline != 0 {
-				thread = im.inline
-			}
-		}
-		if r.UUID != "" {
-			fs[r.UUID] = true
-			if thread != 1 {
-				im.uuidThread[r.UUID] = thread
-			}
+		thread, started, agentID := th.Line(l.file, i, r)
+		if started {
+			im.startThread(thread, agentID)
 		}
 		l.thread = thread
 		if r.Type == "assistant" && !r.Synthetic() {
-			im.lastLine[responseKey(thread, r, i)] = i
+			im.lastLine[claude.ThreadResponseKey(thread, r, i)] = i
 		}
 	}
 }
 
-// thread returns the thread of a subagent, starting it.
-func (im *claudeImport) thread(key, agentID string) int {
-	if t, ok := im.threads[key]; ok {
-		return t
-	}
-	im.s.Threads++
-	t := im.s.Threads
-	im.threads[key] = t
+// startThread adds the subagent whose thread is t (agentID "" for an
+// inline one) to the session.
+func (im *claudeImport) startThread(t int, agentID string) {
+	im.s.Threads = t
 	a := engine.Agent{Thread: t, ID: agentID, Call: im.calls[agentID]}
 	if m := im.metas[agentID]; m != nil {
 		var meta struct {
@@ -378,15 +342,6 @@ func (im *claudeImport) thread(key, agentID string) int {
 		a.Type, a.Description = meta.AgentType, meta.Description
 	}
 	im.s.Agents = append(im.s.Agents, a)
-	return t
-}
-
-func responseKey(thread int, r *claude.Record, i int) string {
-	k := r.ResponseKey()
-	if k == "" {
-		return strconv.Itoa(thread) + "\x01" + strconv.Itoa(i)
-	}
-	return strconv.Itoa(thread) + "\x00" + k
 }
 
 func (im *claudeImport) add(ev engine.Event) int {
@@ -564,7 +519,7 @@ func (im *claudeImport) spilled(r *claude.Record, e *engine.Event) {
 // last.
 func (im *claudeImport) assistant(lines []cline, i, thread int, ev func(engine.Kind) engine.Event) {
 	r := &lines[i].r
-	key := responseKey(thread, r, i)
+	key := claude.ThreadResponseKey(thread, r, i)
 	m := r.Message
 	call, ok := im.open[key]
 	if !ok {

@@ -11,9 +11,10 @@ import (
 //
 //   - Records: lines; ParseErrors: lines that are not JSON objects.
 //   - UserPrompts and MetaUser: user lines by UserKind ("prompt", "meta").
-//   - Responses: distinct ResponseKey (message.id + requestId) of
-//     assistant lines that are not Synthetic (a line without a message id
-//     is a response of its own); Errors: Synthetic lines.
+//   - Responses: distinct ResponseKey (message.id + requestId) within
+//     each thread (Threads: the importer's) of assistant lines that are
+//     not Synthetic (a line without a message id is a response of its
+//     own); Errors: Synthetic lines.
 //   - Assistant: blocks of those lines other than thinking and tool use
 //     (text, and blocks kept as parts); Thinking: thinking and
 //     redacted_thinking blocks.
@@ -39,7 +40,8 @@ func Count(lines [][]byte) census.Counts {
 	var order []*resp
 	calls, results, uuids, agents, seen := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	roots := map[string]bool{}
-	for _, l := range lines {
+	var threads Threads
+	for i, l := range lines {
 		c.Records++
 		r, err := ParseLine(l)
 		if err != nil {
@@ -53,6 +55,7 @@ func Count(lines [][]byte) census.Counts {
 		if r.UUID != "" {
 			uuids[r.UUID] = true
 		}
+		thread, _, _ := threads.Line("", i, &r)
 		switch {
 		case r.AgentID != "":
 			agents[r.AgentID] = true
@@ -93,14 +96,12 @@ func Count(lines [][]byte) census.Counts {
 				c.Errors++
 				continue
 			}
-			key := r.ResponseKey()
+			key := ThreadResponseKey(thread, &r, i)
 			p := resps[key]
-			if p == nil || key == "" {
+			if p == nil {
 				p = &resp{}
 				order = append(order, p)
-				if key != "" {
-					resps[key] = p
-				}
+				resps[key] = p
 			}
 			if r.Message == nil {
 				continue

@@ -109,6 +109,8 @@ type usageObject struct {
 	CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
 	TotalTokenCount         int64 `json:"totalTokenCount"`
 	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
+	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
 }
 
 // doc reads the places usage sits in a response or an event: top-level
@@ -196,8 +198,11 @@ func (s *sniffer) merge(u *usageObject) {
 			cacheCreate = *u.CacheCreationInputTokens
 		}
 	}
-	m(&s.usage.InputTokens, u.InputTokens, u.PromptTokens, u.PromptTokenCount)
-	m(&s.usage.OutputTokens, u.OutputTokens, u.CompletionTokens, u.CandidatesTokenCount)
+	// Gemini's input counts the prompt tokens of tool results (search)
+	// apart, and its output the thinking tokens apart: both are billed,
+	// and codec/llm counts them in (its Gemini usage).
+	m(&s.usage.InputTokens, u.InputTokens, u.PromptTokens, u.PromptTokenCount+u.ToolUsePromptTokenCount)
+	m(&s.usage.OutputTokens, u.OutputTokens, u.CompletionTokens, u.CandidatesTokenCount+u.ThoughtsTokenCount)
 	m(&s.usage.CacheReadTokens, cacheRead, u.PromptTokensDetails.CachedTokens, u.InputTokensDetails.CachedTokens, u.CachedContentTokenCount)
 	m(&s.usage.CacheCreationTokens, cacheCreate)
 	m(&s.usage.TotalTokens, u.TotalTokens, u.TotalTokenCount)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/llm"
 )
 
 // envelopeReference is how usage was read before doc scanned for it: the
@@ -42,6 +43,7 @@ var usageSeeds = []string{
 	`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":1}}}`,
 	`{"type":"response.completed","response":{"usage":{"input_tokens":8,"output_tokens":2,"input_tokens_details":{"cached_tokens":6}}}}`,
 	`{"candidates":[],"usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":2,"totalTokenCount":13,"cachedContentTokenCount":4}}`,
+	`{"candidates":[],"usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":2,"thoughtsTokenCount":30,"toolUsePromptTokenCount":5,"totalTokenCount":48}}`,
 	`{"Usage":{"input_tokens":1},"usage":{"output_tokens":2}}`,
 	`{"usage":{"input_tokens":1},"usage":null}`,
 	`{"message":"an error","usage":{"input_tokens":1}}`,
@@ -87,5 +89,24 @@ func BenchmarkSnifferDoc(b *testing.B) {
 	s.doc(doc)
 	if s.usage == (exchange.Usage{}) {
 		b.Fatal("no usage read")
+	}
+}
+
+// TestSnifferGeminiUsage: the usage the proxy reads from a Gemini stream
+// (for the breaker and the metrics) is what codec/llm decodes from it:
+// tool-use prompt tokens are input, thinking tokens output.
+func TestSnifferGeminiUsage(t *testing.T) {
+	body := "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"plan\",\"thought\":true}]}}],\"usageMetadata\":{\"promptTokenCount\":100,\"thoughtsTokenCount\":12}}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"done\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":100,\"candidatesTokenCount\":7,\"thoughtsTokenCount\":40,\"toolUsePromptTokenCount\":9,\"cachedContentTokenCount\":60,\"totalTokenCount\":156}}\r\n\r\n"
+	s := sniffer{sse: true}
+	s.feed([]byte(body))
+	got := s.result()
+	resp, err := llm.DecodeResponse(llm.Gemini, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := resp.Usage
+	if got == nil || got.InputTokens != u.Input || got.OutputTokens != u.Output || got.CacheReadTokens != u.CacheRead || got.TotalTokens != 156 {
+		t.Errorf("sniffed %+v; codec/llm: input %d, output %d, cache read %d (total 156)", got, u.Input, u.Output, u.CacheRead)
 	}
 }

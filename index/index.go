@@ -438,15 +438,9 @@ func (x *Index) Sync(src Source) (SyncStats, error) {
 	if err != nil {
 		return stats, fmt.Errorf("index: sync: memory states: %w", err)
 	}
-	listed := make(map[string]bool, len(states))
-	for _, st := range states {
-		if st.Session == "" {
-			return stats, fmt.Errorf("%w: sync: a memory state without a session", ErrInvalid)
-		}
-		if listed[st.Session] {
-			return stats, fmt.Errorf("%w: sync: session %s listed twice", ErrInvalid, st.Session)
-		}
-		listed[st.Session] = true
+	listed, err := sessionsOf(states)
+	if err != nil {
+		return stats, err
 	}
 	states = slices.Clone(states)
 	slices.SortFunc(states, func(a, b engine.MemoryState) int {
@@ -497,15 +491,8 @@ func (x *Index) SyncSessions(src Source, states []engine.MemoryState) (SyncStats
 	if x.closed {
 		return stats, ErrClosed
 	}
-	seen := make(map[string]bool, len(states))
-	for _, st := range states {
-		if st.Session == "" {
-			return stats, fmt.Errorf("%w: sync: a memory state without a session", ErrInvalid)
-		}
-		if seen[st.Session] {
-			return stats, fmt.Errorf("%w: sync: session %s listed twice", ErrInvalid, st.Session)
-		}
-		seen[st.Session] = true
+	if _, err := sessionsOf(states); err != nil {
+		return stats, err
 	}
 	b := x.newBatcher(&stats)
 	for _, st := range states {
@@ -514,6 +501,22 @@ func (x *Index) SyncSessions(src Source, states []engine.MemoryState) (SyncStats
 		}
 	}
 	return stats, b.finish(nil)
+}
+
+// sessionsOf returns the set of the sessions of states, which must each
+// name one, once.
+func sessionsOf(states []engine.MemoryState) (map[string]bool, error) {
+	listed := make(map[string]bool, len(states))
+	for _, st := range states {
+		if st.Session == "" {
+			return nil, fmt.Errorf("%w: sync: a memory state without a session", ErrInvalid)
+		}
+		if listed[st.Session] {
+			return nil, fmt.Errorf("%w: sync: session %s listed twice", ErrInvalid, st.Session)
+		}
+		listed[st.Session] = true
+	}
+	return listed, nil
 }
 
 // planState queues what brings session st.Session up to st: nothing

@@ -225,6 +225,11 @@ func quickGood(api llm.API, reply []byte) bool {
 	default:
 		return false
 	}
+	// Decoding judges a reply by its first choice (candidate) alone: a
+	// reply with others may hold its text in them.
+	if (api == llm.OpenAIChat || api == llm.Gemini) && !onlyIndexZero(reply) {
+		return false
+	}
 	if !containsAny(reply, content, true) {
 		return false
 	}
@@ -248,10 +253,30 @@ func quickGood(api llm.API, reply []byte) bool {
 		return false
 	}
 	data = bytes.TrimSpace(data)
-	if string(data) == "[DONE]" {
-		return true
+	if api == llm.OpenAIChat {
+		// "data: [DONE]" has no quotes to be escaped: a text may hold
+		// it too, on a line of valid JSON.
+		return string(data) == "[DONE]"
 	}
 	return json.Valid(data)
+}
+
+// onlyIndexZero reports whether every "index" key in b has the value 0:
+// an OpenAI chat reply or a Gemini one has a single choice (candidate).
+// Chat's tool calls have indexes too, so a chat reply with two tool
+// calls is not sure either.
+func onlyIndexZero(b []byte) bool {
+	const key = `"index":`
+	for {
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			return true
+		}
+		b = bytes.TrimLeft(b[i+len(key):], " \t\r\n")
+		if len(b) == 0 || b[0] != '0' || len(b) > 1 && (b[1] >= '0' && b[1] <= '9' || b[1] == '.' || b[1] == 'e' || b[1] == 'E') {
+			return false
+		}
+	}
 }
 
 // containsAny reports whether b holds one of pats; with text set, a

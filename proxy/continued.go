@@ -173,8 +173,9 @@ func (ts *tips) keep(j *judgement) {
 			old.get(ts)
 		}
 	}
-	if len(ts.kept) > 2*maxTips {
+	if len(ts.kept) > max(2*maxTips, 2*ts.keptLive) {
 		// Forget the decided ones (their bytes are already off keptBytes).
+		ts.keptSwept += len(ts.kept)
 		n := 0
 		for _, k := range ts.kept {
 			if !k.decided {
@@ -184,6 +185,7 @@ func (ts *tips) keep(j *judgement) {
 		}
 		clear(ts.kept[n:])
 		ts.kept = ts.kept[:n]
+		ts.keptLive = n
 	}
 }
 
@@ -354,6 +356,11 @@ type tips struct {
 	// bytes (judgement).
 	kept      []*judgement
 	keptBytes int
+	// keptLive is how many of kept the last sweep of the decided ones
+	// left: the next sweeps when kept holds twice as many, so that
+	// sweeping costs O(1) a reply however many are kept. keptSwept
+	// counts the entries sweeps looked at.
+	keptLive, keptSwept int
 }
 
 type replyTip struct{ id, session string }

@@ -831,3 +831,21 @@ func TestQuickGoodFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptSweptRarely: with many small replies kept undecided (all
+// under maxKeptReplies), sweeping the decided ones out of tips.kept
+// looks at O(1) entries a reply, not at every kept one each time.
+func TestKeptSweptRarely(t *testing.T) {
+	ts := newTips()
+	reply := make([]byte, 1024)
+	const n = 30000
+	for range n {
+		ts.keep(&judgement{path: "/v1/messages", reply: reply, good: true})
+	}
+	if ts.keptBytes != n*len(reply) || len(ts.kept) != n {
+		t.Fatalf("kept %d replies, %d bytes; want %d, %d", len(ts.kept), ts.keptBytes, n, n*len(reply))
+	}
+	if ts.keptSwept > 4*n {
+		t.Errorf("sweeps looked at %d entries for %d replies kept", ts.keptSwept, n)
+	}
+}

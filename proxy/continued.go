@@ -193,12 +193,15 @@ func (ts *tips) keep(j *judgement) {
 // api with a 2xx status, certainly did not fail: it ends as its
 // protocol ends (the end event's line whole and valid JSON; a single
 // document valid JSON of the protocol's kind), holds some text that is
-// not white space or a tool call, and does not say "error" anywhere. It
-// looks for a few byte patterns and validates at most one line or one
-// document, at memory speed and without allocating; false means not
-// sure, and the reply is decoded when that matters (judgement).
+// not white space or a tool call, and does not say "error" (nor
+// "Error") anywhere. It looks for a few byte patterns and validates at
+// most one line or one document, at memory speed and without
+// allocating; false means not sure, and the reply is decoded when that
+// matters (judgement).
 func quickGood(api llm.API, reply []byte) bool {
-	if bytes.Contains(reply, []byte("error")) {
+	// encoding/json reads an "Error" or "ERROR" member as "error" (a
+	// name mixing cases otherwise, which no provider sends, is left).
+	if bytes.Contains(reply, []byte("rror")) || bytes.Contains(reply, []byte("RROR")) {
 		return false
 	}
 	t := bytes.TrimLeft(reply, " \t\r\n")

@@ -808,6 +808,13 @@ func TestQuickGoodFailed(t *testing.T) {
 			`{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"},{"index":1,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}`,
 		},
 		{
+			// encoding/json matches member names ignoring case.
+			"chat with an Error member", "/v1/chat/completions",
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}` + "\n\n" +
+				`data: {"Error":{"message":"overloaded","code":529}}` + "\n\n" +
+				"data: [DONE]\n\n",
+		},
+		{
 			"gemini, first of two candidates blocked", "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
 			`data: {"candidates":[{"index":0,"finishReason":"SAFETY"},{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":1,"finishReason":"STOP"}]}` + "\r\n\r\n",
 		},

@@ -173,8 +173,9 @@ func (ts *tips) keep(j *judgement) {
 			old.get(ts)
 		}
 	}
-	if len(ts.kept) > 2*maxTips {
+	if len(ts.kept) > max(2*maxTips, 2*ts.keptLive) {
 		// Forget the decided ones (their bytes are already off keptBytes).
+		ts.keptSwept += len(ts.kept)
 		n := 0
 		for _, k := range ts.kept {
 			if !k.decided {
@@ -184,6 +185,7 @@ func (ts *tips) keep(j *judgement) {
 		}
 		clear(ts.kept[n:])
 		ts.kept = ts.kept[:n]
+		ts.keptLive = n
 	}
 }
 
@@ -191,12 +193,15 @@ func (ts *tips) keep(j *judgement) {
 // api with a 2xx status, certainly did not fail: it ends as its
 // protocol ends (the end event's line whole and valid JSON; a single
 // document valid JSON of the protocol's kind), holds some text that is
-// not white space or a tool call, and does not say "error" anywhere. It
-// looks for a few byte patterns and validates at most one line or one
-// document, at memory speed and without allocating; false means not
-// sure, and the reply is decoded when that matters (judgement).
+// not white space or a tool call, and does not say "error" (nor
+// "Error") anywhere. It looks for a few byte patterns and validates at
+// most one line or one document, at memory speed and without
+// allocating; false means not sure, and the reply is decoded when that
+// matters (judgement).
 func quickGood(api llm.API, reply []byte) bool {
-	if bytes.Contains(reply, []byte("error")) {
+	// encoding/json reads an "Error" or "ERROR" member as "error" (a
+	// name mixing cases otherwise, which no provider sends, is left).
+	if bytes.Contains(reply, []byte("rror")) || bytes.Contains(reply, []byte("RROR")) {
 		return false
 	}
 	t := bytes.TrimLeft(reply, " \t\r\n")
@@ -225,6 +230,11 @@ func quickGood(api llm.API, reply []byte) bool {
 	default:
 		return false
 	}
+	// Decoding judges a reply by its first choice (candidate) alone: a
+	// reply with others may hold its text in them.
+	if (api == llm.OpenAIChat || api == llm.Gemini) && !onlyIndexZero(reply) {
+		return false
+	}
 	if !containsAny(reply, content, true) {
 		return false
 	}
@@ -248,10 +258,30 @@ func quickGood(api llm.API, reply []byte) bool {
 		return false
 	}
 	data = bytes.TrimSpace(data)
-	if string(data) == "[DONE]" {
-		return true
+	if api == llm.OpenAIChat {
+		// "data: [DONE]" has no quotes to be escaped: a text may hold
+		// it too, on a line of valid JSON.
+		return string(data) == "[DONE]"
 	}
 	return json.Valid(data)
+}
+
+// onlyIndexZero reports whether every "index" key in b has the value 0:
+// an OpenAI chat reply or a Gemini one has a single choice (candidate).
+// Chat's tool calls have indexes too, so a chat reply with two tool
+// calls is not sure either.
+func onlyIndexZero(b []byte) bool {
+	const key = `"index":`
+	for {
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			return true
+		}
+		b = bytes.TrimLeft(b[i+len(key):], " \t\r\n")
+		if len(b) == 0 || b[0] != '0' || len(b) > 1 && (b[1] >= '0' && b[1] <= '9' || b[1] == '.' || b[1] == 'e' || b[1] == 'E') {
+			return false
+		}
+	}
 }
 
 // containsAny reports whether b holds one of pats; with text set, a
@@ -329,6 +359,11 @@ type tips struct {
 	// bytes (judgement).
 	kept      []*judgement
 	keptBytes int
+	// keptLive is how many of kept the last sweep of the decided ones
+	// left: the next sweeps when kept holds twice as many, so that
+	// sweeping costs O(1) a reply however many are kept. keptSwept
+	// counts the entries sweeps looked at.
+	keptLive, keptSwept int
 }
 
 type replyTip struct{ id, session string }

@@ -784,3 +784,75 @@ func TestKeptRepliesBounded(t *testing.T) {
 		t.Error("the newest reply was decided")
 	}
 }
+
+// TestQuickGoodFailed: replies that decoding judges failed, shaped so
+// that quickGood's byte patterns are all present, are not vouched for.
+func TestQuickGoodFailed(t *testing.T) {
+	for _, c := range []struct {
+		name, path string
+		reply      string
+	}{
+		{
+			// The text names the end line; the stream is cut before
+			// its real end.
+			"chat text holding data: [DONE], cut", "/v1/chat/completions",
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"A stream ends with data: [DONE] and"}}]}` + "\n\n",
+		},
+		{
+			"chat, first of two choices blank", "/v1/chat/completions",
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":" "},"finish_reason":"stop"},{"index":1,"delta":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}` + "\n\n" +
+				"data: [DONE]\n\n",
+		},
+		{
+			"chat JSON, first of two choices blank", "/v1/chat/completions",
+			`{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"},{"index":1,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}`,
+		},
+		{
+			// encoding/json matches member names ignoring case.
+			"chat with an Error member", "/v1/chat/completions",
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}` + "\n\n" +
+				`data: {"Error":{"message":"overloaded","code":529}}` + "\n\n" +
+				"data: [DONE]\n\n",
+		},
+		{
+			"gemini, first of two candidates blocked", "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+			`data: {"candidates":[{"index":0,"finishReason":"SAFETY"},{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":1,"finishReason":"STOP"}]}` + "\r\n\r\n",
+		},
+		{
+			"gemini, second of two candidates unfinished", "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+			`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":1}]}` + "\r\n\r\n" +
+				`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":0,"finishReason":"STOP"}]}` + "\r\n\r\n",
+		},
+		{
+			"gemini JSON, first of two candidates blocked", "/v1beta/models/gemini-2.5-pro:generateContent",
+			`{"candidates":[{"index":0,"finishReason":"SAFETY"},{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":1,"finishReason":"STOP"}]}`,
+		},
+	} {
+		j := &judgement{path: c.path, reply: []byte(c.reply)}
+		failed, _, _ := j.get(newTips())
+		if !failed {
+			t.Errorf("%s: decoding does not judge it failed; the case tests nothing", c.name)
+		}
+		if quickGood(llm.Detect(c.path), []byte(c.reply)) {
+			t.Errorf("%s: quickGood vouches for a reply that failed:\n%s", c.name, c.reply)
+		}
+	}
+}
+
+// TestKeptSweptRarely: with many small replies kept undecided (all
+// under maxKeptReplies), sweeping the decided ones out of tips.kept
+// looks at O(1) entries a reply, not at every kept one each time.
+func TestKeptSweptRarely(t *testing.T) {
+	ts := newTips()
+	reply := make([]byte, 1024)
+	const n = 30000
+	for range n {
+		ts.keep(&judgement{path: "/v1/messages", reply: reply, good: true})
+	}
+	if ts.keptBytes != n*len(reply) || len(ts.kept) != n {
+		t.Fatalf("kept %d replies, %d bytes; want %d, %d", len(ts.kept), ts.keptBytes, n, n*len(reply))
+	}
+	if ts.keptSwept > 4*n {
+		t.Errorf("sweeps looked at %d entries for %d replies kept", ts.keptSwept, n)
+	}
+}

@@ -170,6 +170,10 @@ func FuzzScanned(f *testing.F) {
 		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"},"source":{"url":"u"}}`,
 		`{"type":"compaction","content":"c","encrypted_content":"e","encrypted_content":null}`,
 		`{"TYPE":"text","Text":"a","text":null,"is_error":null}`, `{"type":"text","te\u017ft":"x"}`, `{"is_error":"yes"}`,
+		// A null role after a string one leaves the string; a role of
+		// another kind before a string one is an error all the same.
+		`{"role":"user","role":null}`, `{"role":"user","ROLE":null,"content":[]}`, `{"role":1,"role":"user"}`,
+		`{"role":[],"Role":null}`,
 	} {
 		f.Add([]byte(s))
 	}

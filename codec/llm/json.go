@@ -271,29 +271,37 @@ func elements(raw []byte) ([]rawJSON, error) {
 // roleContent reads the role and content members of a conversation
 // element (content named by contentName) as json.Unmarshal into
 // struct{Role string; Content rawJSON} reads them: names matched
-// ignoring case, the last of a repeated name winning, a null role left
-// empty. It scans the element once, at jsonscan's speed, where
-// json.Unmarshal validates it and then decodes it. ok is false when it
-// cannot say the same (not an object, a role that is not a string or
-// null, a syntax error): the caller then decodes with encoding/json,
-// for its usual result and error.
+// ignoring case, the last of a repeated name winning, a null role
+// leaving the role as it was. It scans the element once, at jsonscan's
+// speed, where json.Unmarshal validates it and then decodes it. ok is
+// false when it cannot say the same (not an object, a role that is not
+// a string or null, a syntax error): the caller then decodes with
+// encoding/json, for its usual result and error.
 func roleContent(item []byte, contentName string) (role string, content rawJSON, ok bool) {
 	var roleRaw []byte
+	other := false
 	if jsonscan.Fields(item, func(k, v []byte) bool {
 		switch {
 		case bytes.EqualFold(k, []byte("role")):
-			roleRaw = v
+			switch {
+			case string(v) == "null":
+				// json.Unmarshal leaves a string as it was.
+			case v[0] != '"':
+				// An error for json.Unmarshal, wherever it is.
+				other = true
+				return false
+			default:
+				roleRaw = v
+			}
 		case bytes.EqualFold(k, []byte(contentName)):
 			content = v
 		}
 		return true
-	}) != nil {
+	}) != nil || other {
 		return "", nil, false
 	}
 	switch {
-	case roleRaw == nil || string(roleRaw) == "null":
-	case roleRaw[0] != '"':
-		return "", nil, false
+	case roleRaw == nil:
 	case bytes.IndexByte(roleRaw, '\\') < 0 && utf8.Valid(roleRaw):
 		role = string(roleRaw[1 : len(roleRaw)-1])
 	default:

@@ -254,6 +254,19 @@ type DoctorEnv struct {
 	Timeout time.Duration
 }
 
+// DefaultProxy is the base URL of `bbengine proxy` with its default
+// --listen.
+const DefaultProxy = "http://127.0.0.1:8787"
+
+// ProxyURL is the base URL a fix tells the agent to use: the running
+// proxy's, else DefaultProxy.
+func (env *DoctorEnv) ProxyURL() string {
+	if env.Proxy != "" {
+		return env.Proxy
+	}
+	return DefaultProxy
+}
+
 // Severity is how bad a finding is: ok, warn or fail. A fail makes
 // `bbengine doctor` exit 1.
 type Severity string

@@ -14,7 +14,7 @@ import (
 
 // defaultBaseURL is the address of `bbengine proxy` with its default
 // --listen.
-const defaultBaseURL = "http://127.0.0.1:8787"
+const defaultBaseURL = agents.DefaultProxy
 
 func installCommand() *ucli.Command {
 	return &ucli.Command{

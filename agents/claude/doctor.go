@@ -98,10 +98,7 @@ func (a Agent) baseURL(env *agents.DoctorEnv, docs []doc, userSettings string) a
 			where, base = "ANTHROPIC_BASE_URL in the environment", v
 		}
 	}
-	proxy := env.Proxy
-	if proxy == "" {
-		proxy = "http://127.0.0.1:8787"
-	}
+	proxy := env.ProxyURL()
 	fix := fmt.Sprintf("run `bbengine install claude --user --base-url %s` (it sets env.ANTHROPIC_BASE_URL in %s), with `bbengine proxy` running", proxy, userSettings)
 	return agents.BaseURLFinding(env, a.Name(), where, base, "", fix)
 }
@@ -192,7 +189,7 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 		i, err := n.Int64()
 		if !isNum || err != nil {
 			f.Severity = agents.Fail
-			f.Message = fmt.Sprintf("cleanupPeriodDays in %s is %s, not a whole number of days: Claude Code rejects the setting", d.Path, jsonText(v))
+			f.Message = fmt.Sprintf("cleanupPeriodDays in %s is %s, not a whole number of days: Claude Code rejects the setting", d.Path, settings.JSONText(v))
 			f.Fix = fmt.Sprintf(`set "cleanupPeriodDays": %d in %s`, KeepDays, d.Path)
 			return f
 		}
@@ -233,14 +230,6 @@ func cleanup(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Find
 		f.Severity, f.Message, f.Fix = agents.OK, setting+pending, ""
 	}
 	return f
-}
-
-// jsonText writes a settings value as it would be written in the file.
-func jsonText(v any) string {
-	if b, err := json.Marshal(jsonedit.ToGo(v)); err == nil {
-		return string(b)
-	}
-	return fmt.Sprint(v)
 }
 
 var _ agents.Doctor = Agent{}

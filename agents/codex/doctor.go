@@ -94,10 +94,7 @@ func (a Agent) baseURL(env *agents.DoctorEnv, scopes []scope, userDir string) ag
 			where, base = "OPENAI_BASE_URL in the environment", v
 		}
 	}
-	proxy := env.Proxy
-	if proxy == "" {
-		proxy = "http://127.0.0.1:8787"
-	}
+	proxy := env.ProxyURL()
 	fix := fmt.Sprintf("run `bbengine install codex --user --base-url %s` (it sets openai_base_url in %s), with `bbengine proxy` running",
 		proxy, filepath.Join(userDir, "config.toml"))
 	return agents.BaseURLFinding(env, a.Name(), where, base, "/v1", fix)

@@ -76,13 +76,7 @@ func importCodex(session string, files []engine.ImportFile) (*engine.Imported, e
 		ci := &codexImport{im: im, file: f.Path, provider: "openai"}
 		ci.run(f.Records)
 	}
-	if len(im.Events) > 0 {
-		s.First, s.Last = im.Events[0].Time, im.Events[0].Time
-		for i := range im.Events {
-			s.First = min(s.First, im.Events[i].Time)
-			s.Last = max(s.Last, im.Events[i].Time)
-		}
-	}
+	im.SpanEvents()
 	return im, nil
 }
 

@@ -162,10 +162,7 @@ func (a Agent) baseURL(env *agents.DoctorEnv, gemHome string) agents.Finding {
 			}
 		}
 	}
-	proxy := env.Proxy
-	if proxy == "" {
-		proxy = "http://127.0.0.1:8787"
-	}
+	proxy := env.ProxyURL()
 	file, _ := envPath(gemHome)
 	fix := fmt.Sprintf("run `bbengine install gemini --user --base-url %s` (it sets %s in %s), with `bbengine proxy` running", proxy, EnvVar, file)
 	return agents.BaseURLFinding(env, a.Name(), where, base, "", fix)
@@ -257,7 +254,7 @@ func retention(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Fi
 	enabled, enabledIn, enabledSet := lookup(docs, "general", "sessionRetention", "enabled")
 	if enabledSet && enabled != true {
 		// Gemini CLI skips its cleanup unless enabled is true.
-		f.Severity, f.Message = agents.OK, fmt.Sprintf("%s.enabled is %s in %s: Gemini CLI deletes no chats", key, jsonText(enabled), enabledIn)
+		f.Severity, f.Message = agents.OK, fmt.Sprintf("%s.enabled is %s in %s: Gemini CLI deletes no chats", key, settings.JSONText(enabled), enabledIn)
 		return f
 	}
 	maxAge, ageIn, ageSet := lookup(docs, "general", "sessionRetention", "maxAge")
@@ -282,13 +279,13 @@ func retention(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Fi
 	var invalid string
 	switch {
 	case ageOn && !ageOK:
-		invalid = fmt.Sprintf("%s.maxAge is %s in %s, not a period like \"30d\"", key, jsonText(maxAge), ageIn)
+		invalid = fmt.Sprintf("%s.maxAge is %s in %s, not a period like \"30d\"", key, settings.JSONText(maxAge), ageIn)
 	case ageOn && age < minAge:
 		invalid = fmt.Sprintf("%s.maxAge is %q in %s, below minRetention (%v)", key, ageText, ageIn, minAge)
 	case countSet && (countErr != nil || maxCount < 1):
-		invalid = fmt.Sprintf("%s.maxCount is %s in %s, not a whole number of 1 or more", key, jsonText(count), countIn)
+		invalid = fmt.Sprintf("%s.maxCount is %s in %s, not a whole number of 1 or more", key, settings.JSONText(count), countIn)
 	case !ageOn && !countSet:
-		invalid = fmt.Sprintf("%s.maxAge is %s in %s, and maxCount is not set", key, jsonText(maxAge), ageIn)
+		invalid = fmt.Sprintf("%s.maxAge is %s in %s, and maxCount is not set", key, settings.JSONText(maxAge), ageIn)
 	}
 	if invalid != "" {
 		f.Severity = agents.Warn
@@ -305,7 +302,7 @@ func retention(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Fi
 	case ageOn:
 		setting = fmt.Sprintf("%s.maxAge is %q in %s", key, ageText, ageIn)
 	default:
-		setting = fmt.Sprintf("%s.maxAge is %s in %s", key, jsonText(maxAge), ageIn)
+		setting = fmt.Sprintf("%s.maxAge is %s in %s", key, settings.JSONText(maxAge), ageIn)
 	}
 	if countSet {
 		setting += fmt.Sprintf("; maxCount is %d in %s: Gemini CLI keeps only the %d newest chats of each project", maxCount, countIn, maxCount)
@@ -346,14 +343,6 @@ func retention(env *agents.DoctorEnv, docs []doc, userSettings string) agents.Fi
 		f.Severity, f.Message, f.Fix = agents.OK, setting+pending, ""
 	}
 	return f
-}
-
-// jsonText writes a settings value as it would be written in the file.
-func jsonText(v any) string {
-	if b, err := json.Marshal(jsonedit.ToGo(v)); err == nil {
-		return string(b)
-	}
-	return fmt.Sprint(v)
 }
 
 var _ agents.Doctor = Agent{}

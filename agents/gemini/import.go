@@ -85,13 +85,7 @@ func importGemini(session string, files []engine.ImportFile) (*engine.Imported, 
 		gi := &geminiImport{im: im, file: f.Path}
 		gi.run(f.Records)
 	}
-	if len(im.Events) > 0 {
-		s.First, s.Last = im.Events[0].Time, im.Events[0].Time
-		for i := range im.Events {
-			s.First = min(s.First, im.Events[i].Time)
-			s.Last = max(s.Last, im.Events[i].Time)
-		}
-	}
+	im.SpanEvents()
 	return im, nil
 }
 

@@ -37,6 +37,20 @@ type Imported struct {
 	Events []Event
 }
 
+// SpanEvents sets Session.First and Last to the earliest and latest
+// time of im's events (left as they are when it has none).
+func (im *Imported) SpanEvents() {
+	if len(im.Events) == 0 {
+		return
+	}
+	s := &im.Session
+	s.First, s.Last = im.Events[0].Time, im.Events[0].Time
+	for i := range im.Events {
+		s.First = min(s.First, im.Events[i].Time)
+		s.Last = max(s.Last, im.Events[i].Time)
+	}
+}
+
 // An Importer derives one session from the records of its files (in
 // path order; each file's records in file order). It is a pure function
 // of its input: a rebuild derives the same bytes. Records that do not

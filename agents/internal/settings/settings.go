@@ -139,6 +139,14 @@ func EditJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) er
 	return agents.NewChange(path, perm, prev, after), nil
 }
 
+// JSONText writes a settings value as it would be written in the file.
+func JSONText(v any) string {
+	if b, err := json.Marshal(jsonedit.ToGo(v)); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
 // JSONKind names the JSON kind of a decoded value, for errors.
 func JSONKind(v any) string {
 	switch v.(type) {

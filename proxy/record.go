@@ -795,13 +795,15 @@ func (r *recorder) join(x *exch, model string, conv bodyConversation) {
 // later request needs it (judgement).
 func (r *recorder) answered(x *exch, ok bool) {
 	failed := !ok || x.status >= 400 || x.status == 0
+	api := llm.Detect(x.start.Path)
 	var j *judgement
 	switch {
-	case failed, x.replyLong:
+	case failed:
+	case x.replyLong:
 		// Too long to keep: judged by its status, told apart by model
 		// and system prompt only.
 	case len(x.reply) > 0:
-		j = &judgement{path: x.start.Path, reply: x.reply, good: quickGood(llm.Detect(x.start.Path), x.reply)}
+		j = &judgement{path: x.start.Path, reply: x.reply, good: quickGood(api, x.reply)}
 	case x.encoding == "" && x.respBytes == 0:
 		failed = true // no reply at all
 	}
@@ -812,7 +814,7 @@ func (r *recorder) answered(x *exch, ok bool) {
 	}
 	r.tips.answeredLater(x.tip, x.session, j)
 	r.tips.keep(j)
-	if llm.Detect(x.start.Path) == llm.OpenAIResponses {
+	if api == llm.OpenAIResponses {
 		r.tips.judgeLater(j, x.session)
 	}
 }

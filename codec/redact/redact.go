@@ -382,29 +382,43 @@ func Cut(b []byte, max int) int {
 	for cut > lo && !isSpace(b[cut-1]) {
 		cut--
 	}
-	if ls := lineStart(b[:cut]); ls < cut && hasSecretWord(b[ls:cut]) {
-		cut = max0(ls, lo)
-		if cut == lo && ls < lo {
-			// The line is longer than max: hold max bytes, but cut where
-			// a secret cannot continue across (after white space or a
-			// line break), even if that holds up to a KiB more.
-			for i := lo; i > 0 && i > lo-1<<10; i-- {
-				if isSpace(b[i-1]) || b[i-1] == 'n' && i >= 2 && b[i-2] == '\\' {
-					cut = i
-					break
-				}
-			}
-		}
-	}
+	cut = lineCut(b, cut, lo)
 	w := min(max0(lo, cut-256), cut)
+	moved := false
 	for _, id := range []string{"AKIA", "ASIA"} {
 		if i := bytes.Index(b[w:cut], []byte(id)); i >= 0 {
-			cut = w + i
+			cut, moved = w+i, true
 		}
 	}
 	// Rules look at the byte before a match: cut after a space.
 	for cut > lo && !isSpace(b[cut-1]) {
 		cut--
+	}
+	if moved {
+		// A key id moved the cut back into a line that may name a secret
+		// ("DB_PASSWORD = AKIA…"): that line stays whole too.
+		cut = lineCut(b, cut, lo)
+	}
+	return cut
+}
+
+// lineCut moves cut back to the start of the line it ends, when that
+// line holds a secret word (a rule may match from there to past cut),
+// but not before lo unless the line is longer than the hold: then it
+// cuts where a secret cannot continue across (after white space or a
+// line break), even if that holds up to a KiB more.
+func lineCut(b []byte, cut, lo int) int {
+	ls := lineStart(b[:cut])
+	if ls >= cut || !hasSecretWord(b[ls:cut]) {
+		return cut
+	}
+	cut = max0(ls, lo)
+	if cut == lo && ls < lo {
+		for i := lo; i > 0 && i > lo-1<<10; i-- {
+			if isSpace(b[i-1]) || b[i-1] == 'n' && i >= 2 && b[i-2] == '\\' {
+				return i
+			}
+		}
 	}
 	return cut
 }

@@ -344,8 +344,11 @@ func TestEncryptedCrashResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if filepath.Base(p) != "LOCK" && !crypt.IsEncrypted(b) {
-			t.Errorf("%s is not encrypted", p)
+		// A kill between creating a file and writing its header (Pebble's
+		// markers are empty files named by their value) leaves an empty
+		// file: it holds nothing to protect.
+		if filepath.Base(p) != "LOCK" && len(b) > 0 && !crypt.IsEncrypted(b) {
+			t.Errorf("%s is not encrypted (%d bytes)", p, len(b))
 		}
 	}
 }

@@ -507,6 +507,14 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 		return f, written, err
 	}
 	arts, tasks = foldReports(s.ID, arts, tasks, reports, e.opts.Redactor)
+	for _, r := range reports {
+		// The outcome a report went into is not what its cached bytes
+		// hold.
+		id := OutcomeID(s.ID, r.Task)
+		if i := slices.IndexFunc(arts, func(a Artifact) bool { return a.ID == id }); i >= 0 && i < len(encs) {
+			encs[i] = nil
+		}
+	}
 	st := MemoryState{Session: s.ID, Ordinal: s.Ordinal, Events: s.Events, Tasks: tasks, Builder: MemoryVersion,
 		Artifacts: make([]string, 0, len(arts)), Project: ProjectOf(&s)}
 	// A session that moved to another project moves all its entries.

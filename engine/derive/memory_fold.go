@@ -147,6 +147,9 @@ type taskOut struct {
 	next *Event
 	a    *Artifact
 	qs   []*Artifact
+	// enc caches the outcome's stored bytes (see snapshotEncoded): a
+	// taskOut never changes once made.
+	enc *encoded
 }
 
 // segFold is the transcript segment being filled.
@@ -618,13 +621,15 @@ func (m *miner) snapshot() ([]Artifact, int) {
 }
 
 // snapshotEncoded is snapshot; with cache set it also returns, for each
-// finished segment, its stored bytes (JSON, redacted), or nil for the
-// other artifacts. A finished segment does not change once its task is
-// known, so m keeps its bytes; such a segment's Artifact carries only
-// its ID.
+// finished segment and each outcome, its stored bytes (JSON, redacted),
+// or nil for the other artifacts. A finished segment does not change
+// once its task is known, and an outcome while its task takes no event
+// and the next task's first prompt stays (taskOut), so m keeps their
+// bytes; such a segment's Artifact carries only its ID.
 func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 	w := m.tentative()
 	var outcomes []Artifact
+	var outs []*taskOut // outcomes[i]'s
 	questions := map[string]*Artifact{}
 	for i, t := range w.tasks {
 		var next *Event
@@ -642,6 +647,7 @@ func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 			o.Files = slices.Clone(o.Files)
 			a.Outcome = &o
 			outcomes = append(outcomes, a)
+			outs = append(outs, out)
 		}
 		for _, q := range out.qs {
 			questions[q.ID] = q
@@ -655,6 +661,7 @@ func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 	var out []Artifact
 	out = append(out, w.list(w.decisions)...)
 	out = append(out, w.list(w.constraints)...)
+	firstOutcome := len(out)
 	out = append(out, outcomes...)
 	out = append(out, w.list(threads)...)
 	segs := len(out)
@@ -670,6 +677,21 @@ func (m *miner) snapshotEncoded(cache bool) ([]Artifact, []*encoded, int) {
 	}
 	for i := range out {
 		j := i - segs
+		if k := i - firstOutcome; encs != nil && k >= 0 && k < len(outs) {
+			// An outcome's task did not change since its bytes were
+			// made: the same bytes. The artifact stays whole, for
+			// the reports folded into it and its index keys.
+			out[i].Symbols = slices.Clone(out[i].Symbols)
+			finishArtifact(&out[i])
+			if to := outs[k]; to.enc != nil {
+				encs[i] = to.enc
+			} else if v, err := json.Marshal(&out[i]); err == nil {
+				v = m.red.JSON(v)
+				to.enc = &encoded{v, sha256.Sum256(v)}
+				encs[i] = to.enc
+			}
+			continue
+		}
 		if encs == nil || j < 0 || j >= len(m.segs) {
 			out[i].Symbols = slices.Clone(out[i].Symbols)
 			finishArtifact(&out[i])

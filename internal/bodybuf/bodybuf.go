@@ -1,6 +1,7 @@
 package bodybuf
 
 import (
+	"flag"
 	"sync"
 	"testing"
 )
@@ -10,7 +11,18 @@ var pool sync.Pool // of *[]byte
 // MaxPooled is the largest buffer kept for another body.
 const MaxPooled = 8 << 20
 
-var scribble = testing.Testing()
+// scribble tells Put to overwrite what it is given, so that a test
+// reading a buffer after giving it back sees garbage. Not in benchmarks
+// (-test.bench set): it costs a pass over every body, which would be
+// charged to the code measured. It is decided at the first Put, once
+// the test flags are parsed.
+var scribble = sync.OnceValue(func() bool {
+	if !testing.Testing() {
+		return false
+	}
+	f := flag.Lookup("test.bench")
+	return f == nil || f.Value.String() == ""
+})
 
 // Get returns an empty buffer with room for at least n bytes.
 func Get(n int) []byte {
@@ -26,7 +38,7 @@ func Put(b []byte) {
 		return
 	}
 	b = b[:cap(b)]
-	if scribble {
+	if scribble() {
 		for i := range b {
 			b[i] = 0xa5
 		}

@@ -68,6 +68,28 @@ func (l *Log) NewReader() *Reader {
 	return r
 }
 
+// Reset closes r and positions it at the first retained frame of its
+// log, as NewReader does, keeping the buffers it read and decoded frames
+// into (each up to maxKeptBuf bytes) for the frames it reads next: a
+// reader reused for each pass over a log that gains a 700 KB request
+// every turn allocates none of it again.
+func (r *Reader) Reset() {
+	r.Close()
+	keep := func(b []byte) []byte {
+		if cap(b) > maxKeptBuf {
+			return nil
+		}
+		return b[:0]
+	}
+	*r = Reader{l: r.l, buf: keep(r.buf), dbuf: keep(r.dbuf), ebuf: keep(r.ebuf)}
+	if first, err := r.l.First(); err == nil {
+		r.next = first
+	}
+}
+
+// maxKeptBuf is the largest buffer Reset keeps.
+const maxKeptBuf = 4 << 20
+
 // Seek positions r so that Next returns the frame at off. off must be a
 // frame boundary (or the end of the log, to follow from there); otherwise
 // Seek returns a *BoundaryError naming the next boundary, or an error

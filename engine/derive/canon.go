@@ -271,8 +271,19 @@ func (e *Pipeline) pass(ctx context.Context, follow bool, limit uint64) (Progres
 	if err != nil {
 		return c.progress, err
 	}
-	r := e.log.NewReader()
-	defer r.Close()
+	// The last pass's reader, with its buffers: a session's next request
+	// is as large as its last.
+	r := e.reader
+	if r == nil {
+		r = e.log.NewReader()
+	} else {
+		r.Reset()
+	}
+	e.reader = nil
+	defer func() {
+		r.Close()
+		e.reader = r
+	}()
 	if err := c.seek(r, from); err != nil {
 		return c.progress, err
 	}

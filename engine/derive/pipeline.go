@@ -114,6 +114,10 @@ type Pipeline struct {
 	// canon is the state, nil until a pass loads it from the store (and
 	// again after a failed commit, or Reset).
 	canon *canonicalizer
+	// reader is the last pass's WAL reader, closed, kept for the
+	// buffers it reads frames into (wal.Reader.Reset); passes are
+	// serialized.
+	reader *wal.Reader
 	// memApplied is the applied offset as of the last pass that derived
 	// memory.
 	memApplied atomic.Uint64

@@ -72,10 +72,14 @@ func splitConversation(api llm.API, body []byte) (open int, spans [][2]int, ok b
 // only what follows them. ok is false when no thread's last request
 // starts the body the same way, or what follows is not what
 // splitConversation accepts: the caller then scans the whole body.
-func (st *sessState) splitResent(api llm.API, body []byte) (open int, spans [][2]int, ok bool) {
+//
+// It also returns the body's layout, its elements hashed as
+// hashMessages hashes them: the resent ones' hashes are those of the
+// thread's memo that resplit checked them against.
+func (st *sessState) splitResent(api llm.API, body []byte) (open int, spans [][2]int, l *jsonscan.Layout, ok bool) {
 	field := llm.ConversationField(api)
 	if field == "" {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	layouts := make([]*jsonscan.Layout, 0, len(st.memo))
 	for _, mm := range st.memo {
@@ -83,7 +87,15 @@ func (st *sessState) splitResent(api llm.API, body []byte) (open int, spans [][2
 			layouts = append(layouts, &jsonscan.Layout{Open: mm.open, Head: mm.head, Starts: mm.starts, Lens: mm.lens, Hashes: mm.hashes})
 		}
 	}
-	return jsonscan.Resplit(msgSeed, body, field, nil, layouts...)
+	l, _, ok = jsonscan.ResplitLayout(msgSeed, body, field, nil, layouts...)
+	if !ok {
+		return 0, nil, nil, false
+	}
+	spans = make([][2]int, len(l.Starts))
+	for i, s := range l.Starts {
+		spans[i] = [2]int{s, s + l.Lens[i]}
+	}
+	return l.Open, spans, l, true
 }
 
 // memoFor returns what a request's messages are in terms of the memo of
@@ -328,19 +340,20 @@ func (d *deriver) decodeRequest(body []byte) (*request, error) {
 		starts []int
 	)
 	if PrefixSkip {
-		if open, spans, ok = d.st.splitResent(d.api, body); ok {
+		var l *jsonscan.Layout
+		if open, spans, l, ok = d.st.splitResent(d.api, body); ok {
 			d.c.progress.Resent++
-		} else {
-			open, spans, ok = splitConversation(d.api, body)
+			hashes, lens, head, starts = l.Hashes, l.Lens, l.Head, l.Starts
+		} else if open, spans, ok = splitConversation(d.api, body); ok {
+			hashes, lens = hashMessages(body, spans)
+			head = maphash.Bytes(msgSeed, body[:open+1])
+			starts = make([]int, len(spans))
+			for i, sp := range spans {
+				starts[i] = sp[0]
+			}
 		}
 	}
 	if ok {
-		hashes, lens = hashMessages(body, spans)
-		head = maphash.Bytes(msgSeed, body[:open+1])
-		starts = make([]int, len(spans))
-		for i, sp := range spans {
-			starts[i] = sp[0]
-		}
 		if t, mm, b := d.st.memoFor(hashes, lens); b > mm.leadOf() {
 			req, err := llm.DecodeRequestWith(d.api, reduceBody(body, open, spans, mm.lead, b), opts)
 			if err == nil && req.PreviousResponseID == "" {

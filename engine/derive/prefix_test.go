@@ -67,13 +67,19 @@ func FuzzSplitResent(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[1,2]}`), []byte(`{"model":"m","messages":[1,23]}`))
 	f.Fuzz(func(t *testing.T, prev, next []byte) {
 		st := memoOf(llm.AnthropicMessages, prev)
-		open, spans, ok := st.splitResent(llm.AnthropicMessages, next)
+		open, spans, l, ok := st.splitResent(llm.AnthropicMessages, next)
 		if !ok {
 			return
 		}
 		wOpen, wSpans, wOK := splitConversation(llm.AnthropicMessages, next)
 		if !wOK || open != wOpen || !slices.Equal(spans, wSpans) {
 			t.Fatalf("splitResent(%q after %q) = %d %v; scanning finds %d %v %v", next, prev, open, spans, wOpen, wSpans, wOK)
+		}
+		// The layout's hashes, some taken from the memo, are what
+		// hashing the body finds.
+		hashes, lens := hashMessages(next, spans)
+		if !slices.Equal(l.Hashes, hashes) || !slices.Equal(l.Lens, lens) || l.Head != maphash.Bytes(msgSeed, next[:open+1]) || len(l.Starts) != len(spans) {
+			t.Fatalf("splitResent(%q after %q): layout %+v; hashing finds %v %v", next, prev, l, hashes, lens)
 		}
 	})
 }

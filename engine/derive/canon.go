@@ -164,6 +164,9 @@ type sessState struct {
 	// memo is what the last request on each thread (by id) looked like,
 	// in memory only (see prefix.go).
 	memo map[int]*msgMemo
+	// saved holds each thread's known keys as the store has them
+	// (convostore.go).
+	saved map[int][]string
 }
 
 // requestBody reads the request body of x from its frames in the WAL: the
@@ -598,7 +601,7 @@ func (c *canonicalizer) commit() error {
 		if err := c.setJSON(schema.SessionKey(c.keyBuf[:0], st.s.ID), &st.s); err != nil {
 			return err
 		}
-		if err := c.setJSON(schema.ConvoKey(c.keyBuf[:0], st.s.Ordinal), &st.convo); err != nil {
+		if err := c.saveConvo(st); err != nil {
 			return err
 		}
 		b.Set(schema.MemPendingKey(st.s.ID), nil, nil)
@@ -678,7 +681,7 @@ func (c *canonicalizer) session(id string) (*sessState, error) {
 		return nil, err
 	}
 	if ok {
-		if _, err := c.e.getJSON(schema.ConvoKey(nil, st.s.Ordinal), &st.convo); err != nil {
+		if err := c.loadConvo(st); err != nil {
 			return nil, err
 		}
 	} else {

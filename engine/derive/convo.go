@@ -30,9 +30,12 @@ type thread struct {
 	// Known are the keys (item hashes) of the conversation as the
 	// canonicalizer knows it, including the last response's output;
 	// Output is how many of the trailing keys are that output.
-	Known  []string `json:"known"`
-	Output int      `json:"output,omitempty"`
-	Used   uint64   `json:"used"`
+	Known []string `json:"known,omitempty"`
+	// Stored is len(Known) in the stored state, which keeps Known apart,
+	// in chunks (convostore.go).
+	Stored int    `json:"stored,omitempty"`
+	Output int    `json:"output,omitempty"`
+	Used   uint64 `json:"used"`
 	// Systems are the hashes of the system prompts sent on the thread
 	// (the last few).
 	Systems []string `json:"systems,omitempty"`

@@ -54,6 +54,13 @@ func EventKey(dst []byte, ord, seq uint64) []byte { return AppendU64Key(dst, Pre
 // ConvoKey returns the key of the conversation state of session ord.
 func ConvoKey(dst []byte, ord uint64) []byte { return AppendU64Key(dst, PrefixConvo, ord) }
 
+// ConvoKnownKey returns the key of chunk n of the known item keys of
+// thread of session ord's conversation; the chunks of a session sort
+// right after its ConvoKey.
+func ConvoKnownKey(dst []byte, ord, thread, n uint64) []byte {
+	return AppendU64Key(dst, PrefixConvo, ord, thread, n)
+}
+
 // OrdinalKey returns the key mapping ordinal ord to its session id.
 func OrdinalKey(dst []byte, ord uint64) []byte { return AppendU64Key(dst, PrefixOrdinal, ord) }
 

@@ -39,6 +39,7 @@
 //	'n'     'n' ordinal u64                       session id (bytes)           sessions by first appearance
 //	'e'     'e' ordinal u64 seq u64               Event                        canonical events
 //	'c'     'c' ordinal u64                       conversation state           canonicalizer state
+//	        'c' ordinal u64 thread u64 chunk u64  ["key", …] (256 a chunk)     a thread's known item keys
 //	'o'     'o' exchange u64                      first frame offset u64 BE    exchanges still open
 //	'f'     'f' file path (bytes)                 ImportFileState              imported files
 //	'p'     'p' session id (bytes)                empty                        imports to derive

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -162,5 +164,43 @@ func TestConvoChunkMissing(t *testing.T) {
 	_, err := e.CatchUp(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "holey") || !strings.Contains(err.Error(), "chunk 0") {
 		t.Fatalf("CatchUp with a chunk missing: %v; want an error naming the session and the chunk", err)
+	}
+}
+
+// TestSchemaVersionOne: a store of key layout 1 (conversation keys
+// inline) opens without a rebuild and is marked 2 from then on; a layout
+// this build does not know is rebuilt from the WAL.
+func TestSchemaVersionOne(t *testing.T) {
+	dir, log := newData(t)
+	var c clock
+	writeWAL(t, log, &c, 0, growingSession("v1", 20, 10))
+	var logged strings.Builder
+	opts := &Options{Logf: func(f string, a ...any) { fmt.Fprintf(&logged, f+"\n", a...) }}
+	layout := func(e *Engine) uint32 {
+		t.Helper()
+		v, closer, err := e.db.Get(schema.KeySchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		return binary.BigEndian.Uint32(v)
+	}
+	for _, tc := range []struct {
+		set     uint32
+		rebuild bool
+	}{{1, false}, {99, true}} {
+		e := open(t, dir, log, opts)
+		catchUp(t, e)
+		if err := e.db.Set(schema.KeySchema, binary.BigEndian.AppendUint32(nil, tc.set), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		logged.Reset()
+		e = open(t, dir, log, opts)
+		rebuilt := strings.Contains(logged.String(), "rebuilding the derived state")
+		if got := layout(e); got != SchemaVersion || rebuilt != tc.rebuild {
+			t.Fatalf("a store of key layout %d opened: layout now %d, rebuilt %v (log %q); want %d, rebuilt %v", tc.set, got, rebuilt, logged.String(), SchemaVersion, tc.rebuild)
+		}
+		e.Close()
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bbengine/bbengine/internal/bodybuf"
 )
 
 // growingSession is a Claude Code-like session of turns turns whose last
@@ -48,6 +50,8 @@ func growingSession(session string, turns, lastKB int) []fx {
 func BenchmarkDeriveTurn(b *testing.B) {
 	const turns = 300
 	xs := growingSession("grow", turns, 700)
+	// Not a pass over every 700 KB body given back.
+	b.Cleanup(func(old bool) func() { return func() { bodybuf.SetScribble(old) } }(bodybuf.SetScribble(false)))
 	b.ReportAllocs()
 	b.SetBytes(int64(len(xs[len(xs)-1].req)))
 	at := map[int]string{10: "ns/turn@10", 100: "ns/turn@100", 300: "ns/turn@300"}

@@ -430,11 +430,18 @@ func (e *Engine) check() error {
 		return b.Commit(pebble.Sync)
 	case string(builder) != BuilderVersion:
 		why = fmt.Sprintf("it was built by %q and this is %q", builder, BuilderVersion)
-	case len(layout) != 4 || binary.BigEndian.Uint32(layout) != SchemaVersion:
+	case len(layout) != 4 || !schema.ReadsSchema(binary.BigEndian.Uint32(layout)):
 		why = "its key layout is from another version"
 	case applied > end:
 		why = fmt.Sprintf("it covers the WAL up to offset %d but the WAL ends at %d (an unsynced WAL tail was lost)", applied, end)
 	default:
+		if binary.BigEndian.Uint32(layout) != SchemaVersion {
+			// An older layout this build reads: from now on it writes
+			// the new one, which older builds must not misread.
+			if err := e.db.Set(schema.KeySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion), pebble.Sync); err != nil {
+				return fmt.Errorf("engine: mark the key layout version: %w", err)
+			}
+		}
 		memory, err := e.getMeta(schema.KeyMemory)
 		if err != nil {
 			return err

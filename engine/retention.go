@@ -449,7 +449,7 @@ func snapshotSchema(db *pebble.DB, path string) error {
 		return fmt.Errorf("engine: the snapshot of derived state %s: read its schema version: %w", path, err)
 	}
 	defer closer.Close()
-	if len(v) != 4 || binary.BigEndian.Uint32(v) != SchemaVersion {
+	if len(v) != 4 || !schema.ReadsSchema(binary.BigEndian.Uint32(v)) {
 		return fmt.Errorf("%w (%x; this build reads %d): %s", ErrSnapshotSchema, v, SchemaVersion, path)
 	}
 	return nil

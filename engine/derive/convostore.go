@@ -36,23 +36,34 @@ func (c *canonicalizer) saveConvo(st *sessState) error {
 	if st.saved == nil {
 		st.saved = map[int][]string{}
 	}
+	var kb [32]byte // a chunk's key; the batch copies it
 	cv := st.convo
 	cv.Threads = slices.Clone(cv.Threads)
 	live := make(map[int]bool, len(cv.Threads))
 	for i := range cv.Threads {
 		t := &cv.Threads[i]
 		live[t.ID] = true
-		old, known := st.saved[t.ID], t.Known
+		old, had := st.saved[t.ID]
+		known := t.Known
+		if !had {
+			// A new thread, or one whose keys loaded inline: no chunk
+			// of it is known, so none may be left from before (a
+			// build of key layout 1 that wrote the keys inline over a
+			// store of layout 2).
+			if err := c.batch.DeleteRange(schema.ConvoKnownKey(kb[:0], ord, uint64(t.ID), 0), schema.ConvoKnownKey(nil, ord, uint64(t.ID)+1, 0), nil); err != nil {
+				return err
+			}
+		}
 		same := commonPrefix(old, known)
-		if same < len(old) || same < len(known) {
+		if !had || same < len(old) || same < len(known) {
 			for n := same / knownChunk; n < chunks(len(known)); n++ {
-				key := schema.ConvoKnownKey(c.keyBuf[:0], ord, uint64(t.ID), uint64(n))
+				key := schema.ConvoKnownKey(kb[:0], ord, uint64(t.ID), uint64(n))
 				if err := c.setJSON(key, known[n*knownChunk:min(len(known), (n+1)*knownChunk)]); err != nil {
 					return err
 				}
 			}
 			for n := chunks(len(known)); n < chunks(len(old)); n++ {
-				c.batch.Delete(schema.ConvoKnownKey(c.keyBuf[:0], ord, uint64(t.ID), uint64(n)), nil)
+				c.batch.Delete(schema.ConvoKnownKey(kb[:0], ord, uint64(t.ID), uint64(n)), nil)
 			}
 			st.saved[t.ID] = slices.Clone(known)
 		}
@@ -63,7 +74,7 @@ func (c *canonicalizer) saveConvo(st *sessState) error {
 			continue
 		}
 		for n := range chunks(len(old)) {
-			c.batch.Delete(schema.ConvoKnownKey(c.keyBuf[:0], ord, uint64(id), uint64(n)), nil)
+			c.batch.Delete(schema.ConvoKnownKey(kb[:0], ord, uint64(id), uint64(n)), nil)
 		}
 		delete(st.saved, id)
 	}

@@ -103,4 +103,25 @@ func TestSaveConvoChunks(t *testing.T) {
 	save("a new thread")
 	st.convo.Threads[1].Known = nil
 	save("emptied")
+
+	// A build of key layout 1 wrote thread 3's keys inline over its
+	// chunks: loaded (inline) and saved again, the store holds the
+	// chunks of its keys and no more.
+	st.convo.Threads[1].Known = keys(5, 700)
+	save("before the old build")
+	old := st.convo
+	old.Threads = slices.Clone(old.Threads)
+	old.Threads[1].Known = keys(6, 10)
+	v, _ := json.Marshal(&old)
+	if err := db.Set(schema.ConvoKey(nil, ord), v, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	st = &sessState{s: st.s}
+	if err := c.loadConvo(st); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(st.convo.Threads[1].Known); got != 10 {
+		t.Fatalf("the inline keys loaded as %d keys, want 10", got)
+	}
+	save("saved over the old build's inline keys")
 }

@@ -11,8 +11,16 @@ import (
 // canonicalizer emits must change it.
 const BuilderVersion = "canon/6"
 
-// SchemaVersion is the version of the Pebble key layout.
-const SchemaVersion = 1
+// SchemaVersion is the version of the Pebble key layout. Version 2
+// keeps a conversation's known item keys in chunks of their own
+// (ConvoKnownKey); a store of version 1, which holds them inline, is
+// read as it is and marked 2 when opened, while a build that knows only
+// version 1 rebuilds a store of version 2 rather than misread it.
+const SchemaVersion = 2
+
+// ReadsSchema reports whether this build reads a store whose key layout
+// is version v.
+func ReadsSchema(v uint32) bool { return v == 1 || v == SchemaVersion }
 
 // Usage is the normalized token usage of a model call (see codec/llm).
 type Usage = llm.Usage

@@ -1,8 +1,8 @@
 package bodybuf
 
 import (
-	"flag"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -12,17 +12,18 @@ var pool sync.Pool // of *[]byte
 const MaxPooled = 8 << 20
 
 // scribble tells Put to overwrite what it is given, so that a test
-// reading a buffer after giving it back sees garbage. Not in benchmarks
-// (-test.bench set): it costs a pass over every body, which would be
-// charged to the code measured. It is decided at the first Put, once
-// the test flags are parsed.
-var scribble = sync.OnceValue(func() bool {
-	if !testing.Testing() {
-		return false
-	}
-	f := flag.Lookup("test.bench")
-	return f == nil || f.Value.String() == ""
-})
+// reading a buffer after giving it back sees garbage. A benchmark turns
+// it off (SetScribble): the pass over every body would be charged to
+// the code it measures.
+var scribble atomic.Bool
+
+func init() { scribble.Store(testing.Testing()) }
+
+// SetScribble turns the overwriting of given-back buffers on or off and
+// returns what it was; it is on in tests, off otherwise. A benchmark
+// that measures code giving back large bodies turns it off and restores
+// it in its cleanup.
+func SetScribble(on bool) bool { return scribble.Swap(on) }
 
 // Get returns an empty buffer with room for at least n bytes.
 func Get(n int) []byte {
@@ -38,7 +39,7 @@ func Put(b []byte) {
 		return
 	}
 	b = b[:cap(b)]
-	if scribble() {
+	if scribble.Load() {
 		for i := range b {
 			b[i] = 0xa5
 		}

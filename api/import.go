@@ -202,10 +202,57 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			continue
 		}
 		stamp := fileStamp{fst.Size(), fst.ModTime()}
+		if engine.IsRows(im.source) {
+			// A database's new rows are in its -wal until a
+			// checkpoint.
+			if wst, err := os.Stat(p + "-wal"); err == nil {
+				stamp.size += wst.Size() << 32
+				if wst.ModTime().After(stamp.mtime) {
+					stamp.mtime = wst.ModTime()
+				}
+			}
+		}
 		if old, ok := im.seen[p]; ok && old == stamp {
 			continue
 		}
 		im.seen[p] = stamp
+		if engine.IsRows(im.source) {
+			fi, err := engine.ReadRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) })
+			if err == nil && len(fi.Records) > 0 {
+				err = pipe.send(fi.Records)
+			}
+			if perr := pipe.err(); perr != nil {
+				return st, perr
+			}
+			if err != nil {
+				rep.Say(fmt.Sprintf("%s: %v (skipped)", p, trimPath(err, p)))
+				problems++
+				continue
+			}
+			for _, pr := range fi.Problems {
+				rep.Say(fmt.Sprint(pr))
+			}
+			if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
+				rep.Say(fmt.Sprintf("%s: %d more records skipped, not listed", p, n))
+			}
+			problems += fi.Unreadable
+			if len(fi.Records) == 0 {
+				unchanged++
+				continue
+			}
+			changed++
+			if fi.Replaced {
+				replaced++
+				rep.Say(fmt.Sprintf("%s was replaced since it was imported; importing its sessions again", p))
+			}
+			for _, id := range fi.Sessions {
+				sessions[id] = true
+				im.sessions[id] = true
+			}
+			records += int64(len(fi.Records))
+			bytesIn += fi.Bytes
+			continue
+		}
 		state, err := im.sink.State(strings.TrimSuffix(p, ".zst"))
 		if err != nil {
 			return st, err
@@ -330,7 +377,10 @@ func readSourceFiles(source string, info *engine.ImportInfo) ([]engine.ImportFil
 	var out []engine.ImportFile
 	for _, p := range info.Files {
 		real := p
-		if _, err := os.Stat(p); err != nil {
+		if engine.IsRows(source) {
+			// p is a database's unit, "<database>#<session id>": its
+			// session's rows, every version of them.
+		} else if _, err := os.Stat(p); err != nil {
 			if _, zerr := os.Stat(p + ".zst"); zerr != nil {
 				return nil, err
 			}

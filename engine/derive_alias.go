@@ -75,6 +75,14 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	return derive.ReadImport(source, path, st)
 }
 
+// IsRows is derive.IsRows.
+func IsRows(source string) bool { return derive.IsRows(source) }
+
+// ReadRows is derive.ReadRows.
+func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
+	return derive.ReadRows(source, path, state)
+}
+
 // ScanImport is derive.ScanImport.
 func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
 	return derive.ScanImport(source, path, st, emit)

@@ -62,6 +62,10 @@ type FileImport struct {
 	// Replaced is set when the file no longer starts with what was
 	// imported from it: it is imported again as a new generation.
 	Replaced bool
+	// Sessions are the sessions a database's records belong to (see
+	// LogFormat.Rows), in the order read; nil for a log file, whose
+	// session is Session.
+	Sessions []string
 
 	// emit takes the chunks of records ScanImport reads; chunk is the
 	// pending one, its data in arena.
@@ -120,6 +124,8 @@ func (fi *FileImport) lineProblem(path string, l agentlog.Line, err error) {
 // read line by line.
 func ImportKind(source, path string) string {
 	switch {
+	case formats[source].Rows != nil:
+		return exchange.ImportRow
 	case source == "atif" || source == "bbox", formats[source].Document != nil && formats[source].Document(path):
 		return exchange.ImportDoc
 	case strings.HasSuffix(path, ".meta.json"):
@@ -178,6 +184,9 @@ func CheckRecord(source, kind string, data []byte) error {
 // records before it are imported. The error return is for a file that
 // cannot be read at all.
 func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
+	if IsRows(source) {
+		return ReadRows(source, path, func(string) (*ImportFileState, error) { return st, nil })
+	}
 	var recs []exchange.Import
 	fi, err := ScanImport(source, path, st, func(chunk []exchange.Import) error {
 		recs = append(recs, chunk...)
@@ -187,6 +196,34 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 		return nil, err
 	}
 	fi.Records = recs
+	return fi, nil
+}
+
+// IsRows reports whether source's files are databases read row by row
+// (LogFormat.Rows), not logs.
+func IsRows(source string) bool { return formats[source].Rows != nil }
+
+// ReadRows reads the rows of path, a database of source (see
+// LogFormat.Rows), that are new since the engine's state of each of its
+// units, which state returns (nil for a unit never imported). path may
+// name one unit, "<database>#<session id>": then only that session's
+// rows are read.
+func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
+	fn := formats[source].Rows
+	if fn == nil {
+		return nil, fmt.Errorf("engine: source %q has no database format", source)
+	}
+	fi, err := fn(path, state)
+	if err != nil {
+		return nil, err
+	}
+	fi.Path, fi.Source, fi.Kind = path, source, exchange.ImportRow
+	for i := range fi.Records {
+		fi.Records[i].Source, fi.Records[i].Kind = source, exchange.ImportRow
+	}
+	if fi.Session == "" && len(fi.Sessions) == 1 {
+		fi.Session = fi.Sessions[0]
+	}
 	return fi, nil
 }
 
@@ -202,6 +239,9 @@ const importChunk = 1 << 20
 // returned. Memory stays bounded by the longest line (agentlog.MaxLine)
 // and a chunk, whatever the file's size.
 func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
+	if IsRows(source) {
+		return nil, fmt.Errorf("engine: %s is a database of source %q, read with ReadRows", path, source)
+	}
 	fi := &FileImport{Path: strings.TrimSuffix(path, ".zst"), Source: source, Kind: ImportKind(source, path), emit: emit}
 	if err := fi.scan(path, st); err != nil {
 		return nil, err

@@ -1,0 +1,164 @@
+package opencode
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bbengine/bbengine/engine"
+)
+
+// fixture is the database the real opencode 1.18.33 wrote in e2e's
+// TestOpencodeDirect: one `opencode run "Run echo hi with bash"` against a
+// fake OpenAI-compatible upstream (a bash call, its result, reasoning and
+// text), every row still in the -wal, as opencode left it.
+const fixture = "testdata/opencode-1.18.33-tools.db"
+
+// fixtureSession is the session of the fixture.
+const fixtureSession = "ses_de3373617ffeEUid1EoeXUeDtH"
+
+// copyDB copies the database src and its -wal into a new directory (a
+// read makes a -shm beside the database) and returns the copy's path.
+func copyDB(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "opencode.db")
+	for _, suffix := range []string{"", "-wal"} {
+		in, err := os.Open(src + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(dst + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Close()
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// derive reads path as bbengine import does and derives each session,
+// checking that the census of its events equals that of its rows.
+func derive(t *testing.T, path string) (*engine.FileImport, map[string]*engine.Imported) {
+	t.Helper()
+	fi, err := engine.ReadImport(Source, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]*engine.ImportFile{}
+	var order []string
+	for i, r := range fi.Records {
+		f := files[r.Session]
+		if f == nil {
+			f = &engine.ImportFile{Path: r.File}
+			files[r.Session] = f
+			order = append(order, r.Session)
+		}
+		f.Records = append(f.Records, engine.ImportRecord{Import: r, WAL: uint64(i + 1)})
+	}
+	out := map[string]*engine.Imported{}
+	for _, id := range order {
+		f := *files[id]
+		im, err := engine.DeriveImport(Source, id, []engine.ImportFile{f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := engine.Census(&im.Session, im.Events), engine.SourceCensus(Source, []engine.ImportFile{f}); got != want {
+			t.Errorf("%s: census of the events %+v, of the source %+v", id, got, want)
+		}
+		out[id] = im
+	}
+	return fi, out
+}
+
+// kinds lists the events as "kind" or "kind:detail".
+func kinds(evs []engine.Event) string {
+	var out []string
+	for _, ev := range evs {
+		k := string(ev.Kind)
+		switch {
+		case ev.Tool != nil:
+			k += ":" + ev.Tool.ID
+		case ev.Record != nil:
+			k += ":" + ev.Record.Type
+		case ev.Rewrite != nil:
+			k += fmt.Sprintf(":%s", ev.Rewrite.Kind)
+		case ev.Kind == engine.KindMessage:
+			k += ":" + ev.Role + ev.Meta
+		}
+		out = append(out, k)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestImportFixture(t *testing.T) {
+	db := copyDB(t, fixture)
+	fi, ims := derive(t, db)
+	if len(fi.Problems) != 0 || fi.Session != Source+":"+fixtureSession || len(ims) != 1 {
+		t.Fatalf("session %q, sessions %v, problems %v", fi.Session, fi.Sessions, fi.Problems)
+	}
+	// The records: the database's identity, the session, 3 messages, 9
+	// parts, all in one unit.
+	if n := len(fi.Records); n != 14 {
+		t.Errorf("%d records, want 14", n)
+	}
+	for _, r := range fi.Records {
+		if r.File != db+"#"+fixtureSession || r.Kind != "row" {
+			t.Fatalf("record of %q kind %q", r.File, r.Kind)
+		}
+	}
+	im := ims[Source+":"+fixtureSession]
+	s := im.Session
+	if s.Agent != "opencode" || s.Title != "Echo hi" || s.Version != "1.18.33" || !strings.HasSuffix(s.CWD, "/proj") ||
+		s.Requests != 2 || s.Import.Records != 13 || s.Import.Errors != 0 {
+		t.Errorf("session %+v", s)
+	}
+	want := "message:user model_call record:step-start message:assistant tool_call:call_1 tool_result:call_1 usage " +
+		"model_call record:step-start thinking message:assistant usage"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	c := engine.Census(&s, im.Events)
+	if c.Records != 13 || c.UserPrompts != 1 || c.Responses != 2 || c.Assistant != 2 || c.Thinking != 1 || c.ToolCalls != 1 || c.ToolResults != 1 ||
+		c.TokensIn != 7659+7721 || c.CacheRead != 80 || c.TokensOut != 14 || c.Kept != 2 || c.UUIDs != 11 {
+		t.Errorf("census %+v", c)
+	}
+	for _, ev := range im.Events {
+		switch {
+		case ev.Kind == engine.KindMessage && ev.Role == "user":
+			if ev.Text != `"Run echo hi with bash"` { // opencode run keeps the quotes
+				t.Errorf("prompt %q", ev.Text)
+			}
+		case ev.Kind == engine.KindToolCall:
+			if ev.Tool.Name != "bash" || string(ev.Tool.Args) != `{"command":"echo hi","description":"Print hi"}` || ev.Partial {
+				t.Errorf("call %+v", ev.Tool)
+			}
+		case ev.Kind == engine.KindToolResult:
+			if ev.Text != "hi\n" || ev.Tool.IsError || !strings.Contains(string(ev.Extra), `"title":"echo hi"`) {
+				t.Errorf("result %q %s", ev.Text, ev.Extra)
+			}
+		case ev.Kind == engine.KindModelCall:
+			if ev.Call.Provider != "fake" || ev.Call.Model != "fake-1" || !ev.Call.Complete {
+				t.Errorf("call %+v", ev.Call)
+			}
+		case ev.Kind == engine.KindUsage:
+			if ev.Usage.CacheRead != 40 || ev.Usage.Output != 7 || ev.Usage.Reasoning != 2 {
+				t.Errorf("usage %+v", ev.Usage)
+			}
+		}
+		if ev.Prov.File != db || ev.UUID == "" {
+			t.Errorf("%s: provenance %+v uuid %q", ev.Kind, ev.Prov, ev.UUID)
+		}
+	}
+	if s.Usage.Input != 7659+7721+80 || s.Usage.Output != 14 {
+		t.Errorf("usage %+v", s.Usage)
+	}
+}

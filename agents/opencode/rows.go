@@ -1,0 +1,252 @@
+package opencode
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine"
+)
+
+// row is one imported record as the importer and the census read it: a
+// database row (store.go), or a file of the JSON tree (tree.go) put in
+// the same shape.
+type row struct {
+	Table       string          `json:"table"`
+	ID          string          `json:"id"`
+	MessageID   string          `json:"message_id"`
+	SessionID   string          `json:"session_id"`
+	TimeCreated int64           `json:"time_created"`
+	TimeUpdated int64           `json:"time_updated"`
+	Data        json.RawMessage `json:"data"`
+	// The session table's columns.
+	ParentID  string          `json:"parent_id"`
+	Directory string          `json:"directory"`
+	Title     string          `json:"title"`
+	Version   string          `json:"version"`
+	Agent     string          `json:"agent"`
+	Model     json.RawMessage `json:"model"`
+	Children  []child         `json:"children"`
+
+	// rec is the index of the record it came from, first that of the
+	// record that first held its id.
+	rec, first int
+}
+
+// sessionState is a session as its records leave it: the last version of
+// each row, by id.
+type sessionState struct {
+	session  *row
+	messages map[string]*row
+	parts    map[string]*row
+	// bad counts the records that did not decode.
+	bad int64
+	// ids counts the distinct rows.
+	ids int64
+}
+
+// resolve applies records in order, the last version of an id winning.
+// A record that does not decode is counted in bad.
+func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
+	st := &sessionState{messages: map[string]*row{}, parts: map[string]*row{}}
+	seen := map[string]int{}
+	for i, d := range datas {
+		rs, err := decode(d)
+		if err != nil {
+			st.bad++
+			continue
+		}
+		for _, r := range rs {
+			r := r
+			r.rec, r.first = i, i
+			if r.Table == "db" {
+				continue
+			}
+			key := r.Table + "/" + r.ID
+			if f, ok := seen[key]; ok {
+				r.first = f
+			} else {
+				seen[key] = i
+				st.ids++
+			}
+			switch r.Table {
+			case "session":
+				st.session = &r
+			case "message":
+				st.messages[r.ID] = &r
+			case "part":
+				st.parts[r.ID] = &r
+			default:
+				st.bad++
+			}
+		}
+	}
+	return st
+}
+
+// decodeRow decodes a database record.
+func decodeRow(b []byte) ([]row, error) {
+	var r row
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return []row{r}, nil
+}
+
+// ordered returns the messages in (time_created, id) order, as opencode
+// orders them, and each message's parts in id order.
+func (st *sessionState) ordered() ([]*row, map[string][]*row) {
+	msgs := make([]*row, 0, len(st.messages))
+	for _, m := range st.messages {
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(a, b *row) int {
+		return cmp.Or(cmp.Compare(a.TimeCreated, b.TimeCreated), cmp.Compare(a.ID, b.ID))
+	})
+	parts := map[string][]*row{}
+	for _, p := range st.parts {
+		parts[p.MessageID] = append(parts[p.MessageID], p)
+	}
+	for _, ps := range parts {
+		slices.SortFunc(ps, func(a, b *row) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	return msgs, parts
+}
+
+// sessionRecords returns the records of a session's files, in order,
+// each record's data as a row (a file of the JSON tree put in that shape,
+// see treeRow), and the decoder of those.
+func sessionRecords(files []engine.ImportFile) ([]engine.ImportRecord, [][]byte, func([]byte) ([]row, error)) {
+	var (
+		recs  []engine.ImportRecord
+		datas [][]byte
+	)
+	for _, f := range files {
+		for _, r := range f.Records {
+			d := r.Data
+			if r.Kind == exchange.ImportDoc {
+				d = treeRow(r.File, d)
+			}
+			recs = append(recs, r)
+			datas = append(datas, d)
+		}
+	}
+	return recs, datas, decodeRow
+}
+
+// message is the data of a message row (design section 1.4).
+type message struct {
+	Role       string `json:"role"`
+	ParentID   string `json:"parentID"`
+	ModelID    string `json:"modelID"`
+	ProviderID string `json:"providerID"`
+	Agent      string `json:"agent"`
+	Summary    any    `json:"summary"` // a bool on an assistant message, an object on a user one
+	Finish     string `json:"finish"`
+	Time       struct {
+		Created   int64  `json:"created"`
+		Completed *int64 `json:"completed"`
+	} `json:"time"`
+	Tokens *tokens `json:"tokens"`
+	Error  *struct {
+		Name string `json:"name"`
+		Data struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		} `json:"data"`
+	} `json:"error"`
+	Path *struct {
+		Cwd string `json:"cwd"`
+	} `json:"path"`
+}
+
+// isSummary reports whether an assistant message is a compaction's
+// summary.
+func (m *message) isSummary() bool { b, _ := m.Summary.(bool); return b }
+
+// tokens is opencode's token count: input without the cache, output
+// without reasoning.
+type tokens struct {
+	Input     int64 `json:"input"`
+	Output    int64 `json:"output"`
+	Reasoning int64 `json:"reasoning"`
+	Cache     struct {
+		Read  int64 `json:"read"`
+		Write int64 `json:"write"`
+	} `json:"cache"`
+}
+
+// usage normalizes t as codec/llm says: Input with the cached tokens in
+// it, Output with the reasoning.
+func (t *tokens) usage() engine.Usage {
+	return engine.Usage{Input: t.Input + t.Cache.Read + t.Cache.Write, Output: t.Output + t.Reasoning, Reasoning: t.Reasoning,
+		CacheRead: t.Cache.Read, CacheCreation: t.Cache.Write}
+}
+
+func (t *tokens) zero() bool { return *t == tokens{} }
+
+// part is the data of a part row.
+type part struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Synthetic bool            `json:"synthetic"`
+	Ignored   bool            `json:"ignored"`
+	Time      *partTime       `json:"time"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CallID    string          `json:"callID"`
+	Tool      string          `json:"tool"`
+	State     *toolState      `json:"state"`
+	Snapshot  string          `json:"snapshot"`
+	Reason    string          `json:"reason"`
+	Tokens    *tokens         `json:"tokens"`
+	Cost      float64         `json:"cost"`
+	Mime      string          `json:"mime"`
+	Filename  string          `json:"filename"`
+	URL       string          `json:"url"`
+	Error     *struct {
+		Name string `json:"name"`
+		Data struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+type partTime struct {
+	Start   int64 `json:"start,omitempty"`
+	End     int64 `json:"end,omitempty"`
+	Created int64 `json:"created,omitempty"`
+}
+
+// toolState is a tool part's state.
+type toolState struct {
+	Status   string          `json:"status"`
+	Input    json.RawMessage `json:"input"`
+	Output   string          `json:"output"`
+	Error    string          `json:"error"`
+	Title    string          `json:"title"`
+	Metadata json.RawMessage `json:"metadata"`
+	Time     *partTime       `json:"time"`
+}
+
+// userText sorts the text parts of a user message: prompt is the text
+// typed (neither synthetic nor ignored), meta the rest, compaction
+// whether a compaction part is there.
+func userText(ps []part) (prompt, meta []string, compaction bool) {
+	for _, p := range ps {
+		switch {
+		case p.Type == "compaction":
+			compaction = true
+		case p.Type != "text" || p.Text == "":
+		case p.Synthetic || p.Ignored:
+			meta = append(meta, p.Text)
+		default:
+			prompt = append(prompt, p.Text)
+		}
+	}
+	return prompt, meta, compaction
+}
+
+// keptParts are the part types kept as records, known.
+var keptParts = map[string]bool{"step-start": true, "patch": true, "snapshot": true, "agent": true, "subtask": true}

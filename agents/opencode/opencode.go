@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/agents/internal/hookjson"
 )
 
 func init() { agents.Register(Agent{}) }
@@ -32,6 +33,7 @@ func (Agent) Doc() agents.Doc {
 			"provider \"bbengine\" (@ai-sdk/openai-compatible, options.baseURL <proxy>/v1; give it your\n" +
 			"models and pick one with --model bbengine/<model>). opencode has no hook commands (its hooks\n" +
 			"are JavaScript plugins): the context pack reaches it through the MCP server.",
+		HookUsage: "opencode runs no hook commands (its hooks are JavaScript plugins); this answers with an error",
 	}
 }
 
@@ -108,5 +110,6 @@ func (Agent) ParseHook([]byte) (agents.HookEvent, error) { return agents.HookEve
 // HookAnswer returns an error: opencode runs no hook commands.
 func (Agent) HookAnswer(agents.HookEvent, string) ([]byte, error) { return nil, errNoHooks }
 
-// HookMaxChars returns 0: opencode takes no hook answers.
-func (Agent) HookMaxChars() int { return 0 }
+// HookMaxChars returns hookjson.MaxChars, the cap of the other agents'
+// hook answers, though opencode takes none.
+func (Agent) HookMaxChars() int { return hookjson.MaxChars }

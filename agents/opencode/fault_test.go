@@ -241,5 +241,5 @@ func TestSecretsAtRest(t *testing.T) {
 		}
 		return nil
 	})
-	
+
 }

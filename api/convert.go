@@ -58,7 +58,7 @@ func ReadSession(from, in string) (*Converted, error) {
 
 // sessionInputs lists the files one converted session is read from.
 func sessionInputs(from, in string) ([]string, error) {
-	if engine.IsRows(from) {
+	if engine.IsRows(from, in) {
 		// A database, or one session's rows of it ("<db>#<id>").
 		if _, err := os.Stat(in); err != nil {
 			if i := strings.LastIndex(in, "#"); i > 0 {

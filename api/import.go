@@ -202,7 +202,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			continue
 		}
 		stamp := fileStamp{fst.Size(), fst.ModTime()}
-		if engine.IsRows(im.source) {
+		if engine.IsRows(im.source, p) {
 			// A database's new rows are in its -wal until a
 			// checkpoint.
 			if wst, err := os.Stat(p + "-wal"); err == nil {
@@ -216,7 +216,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			continue
 		}
 		im.seen[p] = stamp
-		if engine.IsRows(im.source) {
+		if engine.IsRows(im.source, p) {
 			fi, err := engine.ReadRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) })
 			if err == nil && len(fi.Records) > 0 {
 				err = pipe.send(fi.Records)
@@ -377,7 +377,7 @@ func readSourceFiles(source string, info *engine.ImportInfo) ([]engine.ImportFil
 	var out []engine.ImportFile
 	for _, p := range info.Files {
 		real := p
-		if engine.IsRows(source) {
+		if engine.IsRows(source, p) {
 			// p is a database's unit, "<database>#<session id>": its
 			// session's rows, every version of them.
 		} else if _, err := os.Stat(p); err != nil {

@@ -76,7 +76,7 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 }
 
 // IsRows is derive.IsRows.
-func IsRows(source string) bool { return derive.IsRows(source) }
+func IsRows(source, path string) bool { return derive.IsRows(source, path) }
 
 // ReadRows is derive.ReadRows.
 func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {

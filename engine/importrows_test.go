@@ -46,7 +46,7 @@ func init() {
 		}
 		return im, nil
 	})
-	if !IsRows("rowdb") {
+	if !IsRows("rowdb", "x.db") {
 		RegisterLogFormat("rowdb", LogFormat{Rows: rowdbRows})
 	}
 }

@@ -243,3 +243,52 @@ func TestSecretsAtRest(t *testing.T) {
 	})
 
 }
+
+// TestImportTreeCLI imports the hand-written JSON tree of 1.1 from a
+// home's data directory, beside a database: two sessions, nothing lost,
+// and the tree's session_share (a secret) never read.
+func TestImportTreeCLI(t *testing.T) {
+	h, db := home(t)
+	src := filepath.Join("testdata", "json-tree-1.1-handwritten", "storage")
+	dst := filepath.Join(filepath.Dir(db), "storage")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, code := bbengine(t, h, dir, "import", "opencode", "--all", "--check")
+	if code != 0 || !strings.Contains(out, "import --check: 2 sessions, nothing lost") || !strings.Contains(out, "opencode:ses_tree1aaaaaaaaaaaaaaaaaaaaa (22 files)") {
+		t.Fatalf("exit %d", code)
+	}
+	if out, _ := bbengine(t, h, dir, "show", "opencode:ses_tree1aaaaaaaaaaaaaaaaaaaaa"); !strings.Contains(out, "File not found") {
+		t.Errorf("the tree's session lacks the failed read")
+	}
+	// Nothing new the second time.
+	if out, _ := bbengine(t, h, dir, "import", "opencode", "--all"); !strings.Contains(out, "imported 0 records") {
+		t.Errorf("a second import took records again")
+	}
+	for _, s := range []string{"treeShareSecretQp12", "treeShareUrlRs34"} {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds %s", p, s)
+			}
+			return nil
+		})
+	}
+}

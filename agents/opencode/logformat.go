@@ -8,10 +8,12 @@ import (
 )
 
 // The log format of source "opencode": a database is read row by row
-// (readRows), a file of the JSON tree is a document (isDocument), and
-// the data-loss check counts a session's rows by countFiles.
+// (readRows), a file of the JSON tree is a document (isDocument) of the
+// session treeSession names, and the data-loss check counts a session's
+// rows by countFiles.
 func init() {
-	engine.RegisterLogFormat(Source, engine.LogFormat{Rows: readRows, Census: countFiles, Document: isDocument, CheckDoc: checkDoc})
+	engine.RegisterLogFormat(Source, engine.LogFormat{Rows: readRows, Session: treeSession, Census: countFiles,
+		Document: isDocument, CheckDoc: checkDoc})
 }
 
 // countFiles is the source census of one session: its records resolved

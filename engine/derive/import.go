@@ -213,8 +213,9 @@ type LogFormat struct {
 	// a *agentlog.SyntaxError's offset is in the document. Nil: any JSON
 	// object is one.
 	CheckDoc func(doc []byte) error
-	// Rows, when set, says the source's files are databases, not logs:
-	// the engine calls it instead of reading the file's bytes (ReadRows).
+	// Rows, when set, says the source's files that are no Document are
+	// databases, not logs: the engine calls it instead of reading the
+	// file's bytes (ReadRows).
 	// It reads the rows of path (a database) that are new since the
 	// engine's state of each of its sessions' units, as state returns
 	// it (nil for a unit never imported), as records of kind

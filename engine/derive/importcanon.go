@@ -434,7 +434,7 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 			continue // moved to another session
 		}
 		j.source = fs.Source
-		if IsRows(fs.Source) {
+		if IsRows(fs.Source, fs.Path) {
 			j.size += fs.Records << 10 // End is a time, not a size
 		} else {
 			j.size += fs.End

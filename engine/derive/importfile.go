@@ -124,7 +124,7 @@ func (fi *FileImport) lineProblem(path string, l agentlog.Line, err error) {
 // read line by line.
 func ImportKind(source, path string) string {
 	switch {
-	case formats[source].Rows != nil:
+	case IsRows(source, path):
 		return exchange.ImportRow
 	case source == "atif" || source == "bbox", formats[source].Document != nil && formats[source].Document(path):
 		return exchange.ImportDoc
@@ -184,7 +184,7 @@ func CheckRecord(source, kind string, data []byte) error {
 // records before it are imported. The error return is for a file that
 // cannot be read at all.
 func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
-	if IsRows(source) {
+	if IsRows(source, path) {
 		return ReadRows(source, path, func(string) (*ImportFileState, error) { return st, nil })
 	}
 	var recs []exchange.Import
@@ -199,9 +199,13 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	return fi, nil
 }
 
-// IsRows reports whether source's files are databases read row by row
-// (LogFormat.Rows), not logs.
-func IsRows(source string) bool { return formats[source].Rows != nil }
+// IsRows reports whether path, a file of source, is a database read row
+// by row (LogFormat.Rows), not a log: source has Rows and path is no
+// Document of it.
+func IsRows(source, path string) bool {
+	f := formats[source]
+	return f.Rows != nil && (f.Document == nil || !f.Document(path))
+}
 
 // ReadRows reads the rows of path, a database of source (see
 // LogFormat.Rows), that are new since the engine's state of each of its
@@ -239,7 +243,7 @@ const importChunk = 1 << 20
 // returned. Memory stays bounded by the longest line (agentlog.MaxLine)
 // and a chunk, whatever the file's size.
 func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
-	if IsRows(source) {
+	if IsRows(source, path) {
 		return nil, fmt.Errorf("engine: %s is a database of source %q, read with ReadRows", path, source)
 	}
 	fi := &FileImport{Path: strings.TrimSuffix(path, ".zst"), Source: source, Kind: ImportKind(source, path), emit: emit}

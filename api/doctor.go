@@ -437,7 +437,14 @@ func (d *doctor) agent(a agents.Agent) {
 			continue
 		}
 		done := info.Size() == 0 // nothing to import, and no state is kept of it
-		if !done && known && stateErr == nil {
+		switch {
+		case !done && known && stateErr == nil && engine.IsRows(a.Name(), p):
+			// A database: imported when no row is new since the
+			// marks of its sessions.
+			var fi *engine.FileImport
+			fi, stateErr = engine.ReadRows(a.Name(), p, d.importState)
+			done = stateErr == nil && len(fi.Records) == 0
+		case !done && known && stateErr == nil:
 			var st *engine.ImportFileState
 			st, stateErr = d.importState(strings.TrimSuffix(p, ".zst"))
 			done = st != nil && (strings.HasSuffix(p, ".zst") || st.End >= info.Size())

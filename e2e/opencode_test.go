@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -258,6 +259,226 @@ func TestOpencodeDirect(t *testing.T) {
 		if got := s.Header.Get("X-Session-Affinity"); !strings.HasPrefix(got, "ses_") {
 			t.Errorf("request %d: x-session-affinity %q, want ses_…", s.Seq, got)
 		}
+	}
+	ocKeepFixture(t, home)
+}
+
+// ocStartProxy starts `bbengine proxy`, the binary, recording into dir
+// with its OpenAI route going to upstream.
+func ocStartProxy(t *testing.T, bin, dir, upstream string) *gemLiveProxy {
+	t.Helper()
+	p := &gemLiveProxy{done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, "--dir", dir, "proxy", "--listen", "127.0.0.1:0", "--upstream", "openai="+upstream,
+		"--sync", "none", "--shutdown-timeout", "5s")
+	p.cmd.Stderr = &p.out
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			p.out.Write([]byte(line + "\n"))
+			if i := strings.Index(line, "listening on http://"); i >= 0 && !sent {
+				a, _, _ := strings.Cut(line[i+len("listening on http://"):], " ")
+				addr <- a
+				sent = true
+			}
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	select {
+	case p.addr = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bbengine proxy did not start:\n%s", p.out.String())
+	}
+	loopbackOnly(t, "http://"+p.addr)
+	return p
+}
+
+// ocTimeline is the part of `show --format json` read here.
+type ocTimeline struct {
+	Session struct {
+		ID      string `json:"id"`
+		Agent   string `json:"agent"`
+		Threads int    `json:"threads"`
+	} `json:"session"`
+	Events []struct {
+		Kind   string `json:"kind"`
+		Thread int    `json:"thread"`
+		Role   string `json:"role"`
+		Text   string `json:"text"`
+		Tool   *struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"tool"`
+	} `json:"events"`
+}
+
+// ocShow returns session's timeline in dir.
+func ocShow(t *testing.T, bin, dir, session string) ocTimeline {
+	t.Helper()
+	out, err := exec.Command(bin, "--dir", dir, "show", session, "--format", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bbengine show %s: %v\n%s", session, err, out)
+	}
+	var tl ocTimeline
+	if err := json.Unmarshal(out, &tl); err != nil {
+		t.Fatalf("bbengine show %s: %v\n%s", session, err, out)
+	}
+	return tl
+}
+
+// ocCheckTool checks that tl holds the bash call call_1 and its result
+// "hi", each once.
+func ocCheckTool(t *testing.T, what string, tl ocTimeline) {
+	t.Helper()
+	var calls, results int
+	for _, e := range tl.Events {
+		if e.Tool == nil || e.Tool.ID != "call_1" {
+			continue
+		}
+		switch e.Kind {
+		case "tool_call":
+			calls++
+			if e.Tool.Name != "bash" {
+				t.Errorf("%s: call_1 is %s, want bash", what, e.Tool.Name)
+			}
+		case "tool_result":
+			results++
+			if !strings.Contains(e.Text, "hi") {
+				t.Errorf("%s: the result of call_1 is %q", what, e.Text)
+			}
+		}
+	}
+	if calls != 1 || results != 1 {
+		t.Errorf("%s: %d calls and %d results of call_1, want one each", what, calls, results)
+	}
+}
+
+// TestOpencodeProxy runs the real opencode through `bbengine proxy`, set
+// up by `bbengine install opencode --user --base-url`, against the fake,
+// and checks the run three ways (issue 22 part 5): through the proxy, it
+// is one session filed under opencode's ses_ id, with the title call a
+// thread of its own beside the main one, and the bash call with its
+// result; imported from the database opencode wrote (every row still in
+// its -wal), with --check; and exported to ATIF with --check.
+func TestOpencodeProxy(t *testing.T) {
+	bin := buildBBEngine(t, t.TempDir())
+	f := newFake(t, ocAnswer)
+	loopbackOnly(t, f.URL)
+	dir := filepath.Join(t.TempDir(), "data")
+	px := ocStartProxy(t, bin, dir, f.URL)
+	home, repo := ocHome(t, "http://127.0.0.1:1/unused")
+	// The provider and the MCP server as install writes them, then the
+	// models, which the user lists.
+	cfg := filepath.Join(home, ".config", "opencode", "opencode.json")
+	os.WriteFile(cfg, []byte(`{"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled", "plugin": []}`+"\n"), 0o644)
+	install := exec.Command(bin, "--dir", dir, "install", "opencode", "--user", "--base-url", "http://"+px.addr)
+	install.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("bbengine install opencode: %v\n%s", err, out)
+	}
+	var conf map[string]any
+	b, _ := os.ReadFile(cfg)
+	if err := json.Unmarshal(b, &conf); err != nil {
+		t.Fatalf("%s: %v\n%s", cfg, err, b)
+	}
+	p := conf["provider"].(map[string]any)["bbengine"].(map[string]any)
+	if base := p["options"].(map[string]any)["baseURL"]; base != "http://"+px.addr+"/v1" {
+		t.Fatalf("install set baseURL %v", base)
+	}
+	p["options"].(map[string]any)["apiKey"] = "sk-e2e-secret"
+	p["models"] = map[string]any{ocModel: map[string]any{"name": "Fake 1"}}
+	conf["model"] = "bbengine/" + ocModel
+	b, _ = json.MarshalIndent(conf, "", "  ")
+	os.WriteFile(cfg, b, 0o644)
+	t.Logf("%s:\n%s", cfg, b)
+
+	tw := newTripwire(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ocCommand(t), "run", "Run echo hi with bash")
+	cmd.Dir = repo
+	cmd.Env = ocEnv(home, tw)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	logOutput(t, "opencode stdout", stdout.Bytes())
+	logOutput(t, "opencode stderr", stderr.Bytes())
+	if err != nil {
+		t.Fatalf("opencode run: %v", err)
+	}
+	if a := tw.attempts(); len(a) > 0 {
+		t.Errorf("opencode tried to reach the network: %v", a)
+	}
+	reqs := f.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the fake saw %d requests, want 3 (title, two turns)", len(reqs))
+	}
+	ses := reqs[0].Header.Get("X-Session-Affinity")
+	if !strings.HasPrefix(ses, "ses_") {
+		t.Fatalf("x-session-affinity %q", ses)
+	}
+	// The MCP server install registered gave opencode its tools.
+	if !bytes.Contains(reqs[1].Body, []byte(`"bbengine_`)) {
+		t.Errorf("the first turn offers no tool of bbengine's MCP server")
+	}
+	px.stop(t)
+
+	// Through the proxy.
+	list := gemLiveSessions(t, bin, dir)
+	if len(list) != 1 || !strings.Contains(list[0].ID, ses) || list[0].Requests != 3 || list[0].Agent != "opencode" {
+		t.Fatalf("sessions %+v, want one of %s with 3 requests", list, ses)
+	}
+	live := ocShow(t, bin, dir, list[0].ID)
+	if live.Session.Threads != 2 {
+		t.Errorf("the proxied session has %d threads, want 2 (the title call's, the main one)", live.Session.Threads)
+	}
+	ocCheckTool(t, "proxied", live)
+	for _, e := range live.Events {
+		if e.Tool != nil && e.Thread != live.Events[len(live.Events)-1].Thread {
+			t.Errorf("the tool call is in thread %d, not the main thread", e.Thread)
+		}
+	}
+	out, err := exec.Command(bin, "--dir", dir, "export", list[0].ID, "--to", "atif", "--check").CombinedOutput()
+	if err != nil {
+		t.Errorf("export %s --to atif --check: %v\n%s", list[0].ID, err, out)
+	}
+
+	// Imported from the database, read while its -wal holds every row.
+	if fi, err := os.Stat(ocDB(home) + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("no -wal beside the database: %v", err)
+	}
+	idir := filepath.Join(t.TempDir(), "import")
+	imp := exec.Command(bin, "--dir", idir, "import", "opencode", "--all", "--check")
+	imp.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "OPENCODE_DB=")
+	out, err = imp.CombinedOutput()
+	t.Logf("import:\n%s", out)
+	if err != nil || !bytes.Contains(out, []byte("import --check: 1 sessions, nothing lost")) {
+		t.Fatalf("import opencode --all --check: %v", err)
+	}
+	id := "opencode:" + ses
+	imported := ocShow(t, bin, idir, id)
+	ocCheckTool(t, "imported", imported)
+	var prompt bool
+	for _, e := range imported.Events {
+		prompt = prompt || e.Kind == "message" && e.Role == "user" && e.Text == `"Run echo hi with bash"`
+	}
+	if !prompt || imported.Session.Agent != "opencode" {
+		t.Errorf("the imported session lacks the prompt (quoted, as opencode run stores it)")
+	}
+	out, err = exec.Command(bin, "--dir", idir, "export", id, "--to", "atif", "--check").CombinedOutput()
+	if err != nil {
+		t.Errorf("export %s --to atif --check: %v\n%s", id, err, out)
 	}
 	ocKeepFixture(t, home)
 }

@@ -4,15 +4,23 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	_ "modernc.org/sqlite"
 )
 
 // ocModel is the model of the fake provider the runs use.
@@ -481,4 +489,135 @@ func TestOpencodeProxy(t *testing.T) {
 		t.Errorf("export %s --to atif --check: %v\n%s", id, err, out)
 	}
 	ocKeepFixture(t, home)
+}
+
+// TestOpencodeV2 makes opencode write its newer session store,
+// session_message, through the v2 HTTP API of `opencode serve` (design
+// section 4.5), and imports it: one session, the bash call with its
+// result, import --check and export to ATIF with --check clean.
+// BBENGINE_OPENCODE_V2_FIXTURE=FILE keeps FILE and FILE-wal.
+func TestOpencodeV2(t *testing.T) {
+	bin := buildBBEngine(t, t.TempDir())
+	f := newFake(t, ocAnswer)
+	home, repo := ocHome(t, f.URL+"/v1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	tw := newTripwire(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ocCommand(t), "serve", "--port", strconv.Itoa(port), "--hostname", "127.0.0.1")
+	cmd.Dir = repo
+	cmd.Env = ocEnv(home, tw)
+	cmd.WaitDelay = 5 * time.Second
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		logOutput(t, "opencode serve", []byte(out.String()))
+	}
+	defer stop()
+	for !strings.Contains(out.String(), "server listening on") {
+		if ctx.Err() != nil {
+			t.Fatal("opencode serve did not start")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	post := func(path, body string) []byte {
+		t.Helper()
+		q := "?directory=" + url.QueryEscape(repo)
+		for try := 0; ; try++ {
+			resp, err := http.Post(base+path+q, "application/json", strings.NewReader(body))
+			if err != nil {
+				if try < 100 {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				t.Fatalf("POST %s: %v", path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("POST %s: %s\n%s", path, resp.Status, b)
+			}
+			return b
+		}
+	}
+	var created struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	b := post("/api/session", "{}")
+	ses := created.Data
+	if json.Unmarshal(b, &created) != nil || !strings.HasPrefix(created.Data.ID, "ses_") {
+		t.Fatalf("POST /api/session: %s", b)
+	}
+	ses = created.Data
+	post("/api/session/"+ses.ID+"/prompt", `{"prompt":{"text":"Run echo hi with bash"}}`)
+	// The API does not wait for the run: poll the database until both
+	// assistant rows are complete.
+	db, err := sql.Open("sqlite", "file:"+ocDB(home)+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for {
+		var n int
+		db.QueryRow(`select count(*) from session_message where type = 'assistant' and json_extract(data, '$.time.completed') is not null`).Scan(&n)
+		if n >= 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run did not finish; the fake saw %d requests", len(f.requests()))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	db.Close()
+	stop()
+	if a := tw.attempts(); len(a) > 0 {
+		t.Errorf("opencode tried to reach the network: %v", a)
+	}
+	if dst := os.Getenv("BBENGINE_OPENCODE_V2_FIXTURE"); dst != "" {
+		for _, suffix := range []string{"", "-wal"} {
+			b, err := os.ReadFile(ocDB(home) + suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(dst+suffix, b, 0o644)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	imp := exec.Command(bin, "--dir", dir, "import", "opencode", "--all", "--check")
+	imp.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "OPENCODE_DB=")
+	b, err = imp.CombinedOutput()
+	t.Logf("import:\n%s", b)
+	if err != nil || !bytes.Contains(b, []byte("import --check: 1 sessions, nothing lost")) {
+		t.Fatalf("import opencode --all --check: %v", err)
+	}
+	id := "opencode:" + ses.ID
+	ocCheckTool(t, "imported v2", ocShow(t, bin, dir, id))
+	if b, err := exec.Command(bin, "--dir", dir, "export", id, "--to", "atif", "--check").CombinedOutput(); err != nil {
+		t.Errorf("export %s --to atif --check: %v\n%s", id, err, b)
+	}
 }

@@ -36,6 +36,14 @@ import (
 //     a usage event of its own. Its error is an error event (Stage
 //     upstream), or an interruption for MessageAbortedError.
 //
+// A session_message row (the newer store, design section 4.2 "v2 rows")
+// is, for type user, a user prompt; for type assistant, one model call:
+// a model_call, then per content block a message (text), a thinking
+// event (reasoning) or a tool_call with, once completed or failed, its
+// tool_result (the text of its content; Extra outputPaths, structured
+// and provider), then a usage event from its tokens; for another type a
+// record, unknown. Its events' UUID is the row's id.
+//
 // Every event's UUID is its part's id (its message's for a message's own
 // events), its provenance the record of the row's newest version. The
 // session row gives Title, CWD, Version and Agents (its subagents'
@@ -132,6 +140,10 @@ func (oi *ocImport) run(st *sessionState) {
 		oi.time = r.TimeCreated * 1e6
 	}
 	for _, m := range msgs {
+		if m.Table == "session_message" {
+			oi.v2(m)
+			continue
+		}
 		var d message
 		if json.Unmarshal(m.Data, &d) != nil {
 			s.Import.Errors++
@@ -341,4 +353,109 @@ func (oi *ocImport) tool(r *row, p *part, start int64) {
 		ev.Text, ev.Tool.IsError = st.Error, true
 	}
 	oi.add(ev, end)
+}
+
+// v2 emits the events of a session_message row.
+func (oi *ocImport) v2(m *row) {
+	s := &oi.im.Session
+	var d v2Data
+	if json.Unmarshal(m.Data, &d) != nil {
+		s.Import.Errors++
+		return
+	}
+	prov := oi.prov(m)
+	at := d.Time.Created
+	switch m.Type {
+	case "user":
+		if d.Text != "" {
+			oi.add(engine.Event{Kind: engine.KindMessage, Role: "user", Text: d.Text, UUID: m.ID, Prov: prov}, at)
+		}
+	case "assistant":
+		call := &engine.Call{StopReason: d.Finish, Complete: d.Time.Completed != nil, Status: 200}
+		if d.Model != nil {
+			call.Provider, call.Model = d.Model.ProviderID, d.Model.ID
+		}
+		oi.add(engine.Event{Kind: engine.KindModelCall, Call: call, UUID: m.ID, Prov: prov}, at)
+		s.Requests++
+		k := -1
+		for i := range s.Models {
+			if s.Models[i].Model == call.Model {
+				k = i
+			}
+		}
+		if k < 0 {
+			s.Models = append(s.Models, engine.ModelUsage{Model: call.Model})
+			k = len(s.Models) - 1
+		}
+		s.Models[k].Requests++
+		for _, b := range d.Content {
+			t := int64(0)
+			if b.Time != nil {
+				t = b.Time.Created
+			}
+			switch b.Type {
+			case "text":
+				if b.Text != "" {
+					oi.add(engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: b.Text, UUID: m.ID, Prov: prov}, t)
+				}
+			case "reasoning":
+				if b.Text != "" {
+					oi.add(engine.Event{Kind: engine.KindThinking, Text: b.Text, UUID: m.ID, Prov: prov}, t)
+				}
+			case "tool":
+				args := json.RawMessage("{}")
+				status := "pending"
+				if b.State != nil {
+					status = b.State.Status
+					if len(b.State.Input) > 0 {
+						args = b.State.Input
+					}
+				}
+				done := status == "completed" || status == "error"
+				oi.add(engine.Event{Kind: engine.KindToolCall, Tool: &engine.Tool{ID: b.ID, Name: b.Name, Args: args}, Partial: !done, UUID: m.ID, Prov: prov}, t)
+				if !done {
+					continue
+				}
+				x := map[string]any{"status": status}
+				if len(b.State.OutputPaths) > 0 {
+					x["outputPaths"] = b.State.OutputPaths
+				}
+				if len(b.State.Structured) > 0 {
+					x["structured"] = b.State.Structured
+				}
+				if len(b.Provider) > 0 {
+					x["provider"] = b.Provider
+				}
+				extra, _ := json.Marshal(x)
+				ev := engine.Event{Kind: engine.KindToolResult, Role: "tool", Tool: &engine.Tool{ID: b.ID, Name: b.Name, IsError: status == "error"},
+					Text: blockText(b.State.Content), Extra: extra, UUID: m.ID, Prov: prov}
+				if status == "error" && ev.Text == "" {
+					ev.Text = b.State.Error
+				}
+				end := int64(0)
+				if b.Time != nil {
+					end = b.Time.Completed
+				}
+				oi.add(ev, end)
+			default:
+				raw, _ := json.Marshal(b)
+				s.Import.Unknown++
+				oi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: "content/" + b.Type, Raw: raw}, UUID: m.ID, Prov: prov}, t)
+			}
+		}
+		if d.Tokens != nil {
+			u := d.Tokens.usage()
+			s.Usage.Add(u)
+			s.Models[k].Usage.Add(u)
+			extra, _ := json.Marshal(map[string]any{"cost": d.Cost})
+			end := at
+			if d.Time.Completed != nil {
+				end = *d.Time.Completed
+			}
+			oi.add(engine.Event{Kind: engine.KindUsage, Usage: &u, UUID: m.ID, Extra: extra, Prov: prov}, end)
+		}
+	default:
+		s.Import.Unknown++
+		oi.add(engine.Event{Kind: engine.KindRecord, Record: &engine.Record{Type: "session_message/" + m.Type, Raw: m.Data}, UUID: m.ID, Prov: prov}, at)
+	}
 }

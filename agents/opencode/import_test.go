@@ -162,3 +162,41 @@ func TestImportFixture(t *testing.T) {
 		t.Errorf("usage %+v", s.Usage)
 	}
 }
+
+// v2Fixture is the database the real opencode 1.18.33 wrote in e2e's
+// TestOpencodeV2: the same task through `opencode serve`'s v2 API, which
+// writes session_message rather than message and part.
+const v2Fixture = "testdata/opencode-1.18.33-v2.db"
+
+func TestImportV2Fixture(t *testing.T) {
+	db := copyDB(t, v2Fixture)
+	fi, ims := derive(t, db)
+	if len(fi.Problems) != 0 || len(ims) != 1 {
+		t.Fatalf("sessions %v, problems %v", fi.Sessions, fi.Problems)
+	}
+	im := ims[fi.Session]
+	s := im.Session
+	if !strings.HasPrefix(s.Title, "New session - ") || s.Requests != 2 || s.Import.Records != 4 {
+		t.Errorf("session %+v", s)
+	}
+	want := "message:user model_call message:assistant tool_call:call_1 tool_result:call_1 usage model_call thinking message:assistant usage"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	for _, ev := range im.Events {
+		switch ev.Kind {
+		case engine.KindMessage:
+			if ev.Role == "user" && ev.Text != "Run echo hi with bash" { // the v2 API stores it bare
+				t.Errorf("prompt %q", ev.Text)
+			}
+		case engine.KindToolResult:
+			if ev.Text != "hi\n\nCommand exited with code 0." || !strings.Contains(string(ev.Extra), `"structured":{"exit":0`) {
+				t.Errorf("result %q %s", ev.Text, ev.Extra)
+			}
+		case engine.KindUsage:
+			if ev.Usage.CacheRead != 40 || ev.Usage.Output != 7 {
+				t.Errorf("usage %+v", ev.Usage)
+			}
+		}
+	}
+}

@@ -49,6 +49,8 @@ func countFiles(files []engine.ImportFile) census.Counts {
 //   - Kept are the step-start, patch, snapshot, agent, subtask and retry
 //     parts, and the file parts of a user message with no text; Unknown
 //     the parts of another type and the messages of another role.
+//
+// A session_message row counts as countV2 says.
 func count(st *sessionState) census.Counts {
 	var c census.Counts
 	c.Records, c.ParseErrors = st.ids, st.bad
@@ -58,6 +60,10 @@ func count(st *sessionState) census.Counts {
 		c.Subagents = int64(len(st.session.Children))
 	}
 	for _, m := range msgs {
+		if m.Table == "session_message" {
+			countV2(&c, m, calls, results, uuids)
+			continue
+		}
 		var d message
 		if json.Unmarshal(m.Data, &d) != nil {
 			c.ParseErrors++
@@ -174,4 +180,53 @@ func addTokens(c *census.Counts, t *tokens) {
 	c.CacheRead += t.Cache.Read
 	c.CacheCreation += t.Cache.Write
 	c.TokensOut += t.Output + t.Reasoning
+}
+
+// countV2 counts a session_message row: a user row with text is a user
+// prompt; an assistant row is a response, its non-empty text blocks
+// assistant messages, its non-empty reasoning blocks thinking, its tool
+// blocks calls (by id) and, completed or failed, results, its tokens
+// tokens, and blocks of another type unknown; a row of another type is
+// unknown. Its UUID is the row's id, when it gives an event.
+func countV2(c *census.Counts, m *row, calls, results, uuids map[string]bool) {
+	var d v2Data
+	if json.Unmarshal(m.Data, &d) != nil {
+		c.ParseErrors++
+		return
+	}
+	switch m.Type {
+	case "user":
+		if d.Text != "" {
+			c.UserPrompts++
+			uuids[m.ID] = true
+		}
+	case "assistant":
+		c.Responses++
+		uuids[m.ID] = true
+		for _, b := range d.Content {
+			switch b.Type {
+			case "text":
+				if b.Text != "" {
+					c.Assistant++
+				}
+			case "reasoning":
+				if b.Text != "" {
+					c.Thinking++
+				}
+			case "tool":
+				calls[b.ID] = true
+				if b.State != nil && (b.State.Status == "completed" || b.State.Status == "error") {
+					results[b.ID] = true
+				}
+			default:
+				c.Unknown++
+			}
+		}
+		if d.Tokens != nil {
+			addTokens(c, d.Tokens)
+		}
+	default:
+		c.Unknown++
+		uuids[m.ID] = true
+	}
 }

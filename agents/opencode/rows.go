@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
@@ -20,6 +21,9 @@ type row struct {
 	TimeCreated int64           `json:"time_created"`
 	TimeUpdated int64           `json:"time_updated"`
 	Data        json.RawMessage `json:"data"`
+	// session_message's type and seq.
+	Type string `json:"type"`
+	Seq  int64  `json:"seq"`
 	// The session table's columns.
 	ParentID  string          `json:"parent_id"`
 	Directory string          `json:"directory"`
@@ -40,6 +44,7 @@ type sessionState struct {
 	session  *row
 	messages map[string]*row
 	parts    map[string]*row
+	v2       map[string]*row // session_message rows
 	// bad counts the records that did not decode.
 	bad int64
 	// ids counts the distinct rows.
@@ -49,7 +54,7 @@ type sessionState struct {
 // resolve applies records in order, the last version of an id winning.
 // A record that does not decode is counted in bad.
 func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
-	st := &sessionState{messages: map[string]*row{}, parts: map[string]*row{}}
+	st := &sessionState{messages: map[string]*row{}, parts: map[string]*row{}, v2: map[string]*row{}}
 	seen := map[string]int{}
 	for i, d := range datas {
 		rs, err := decode(d)
@@ -77,6 +82,8 @@ func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 				st.messages[r.ID] = &r
 			case "part":
 				st.parts[r.ID] = &r
+			case "session_message":
+				st.v2[r.ID] = &r
 			default:
 				st.bad++
 			}
@@ -95,7 +102,9 @@ func decodeRow(b []byte) ([]row, error) {
 }
 
 // ordered returns the messages in (time_created, id) order, as opencode
-// orders them, and each message's parts in id order.
+// orders them, with the session_message rows among them by
+// time_created (in seq order among themselves), and each message's parts
+// in id order.
 func (st *sessionState) ordered() ([]*row, map[string][]*row) {
 	msgs := make([]*row, 0, len(st.messages))
 	for _, m := range st.messages {
@@ -104,6 +113,23 @@ func (st *sessionState) ordered() ([]*row, map[string][]*row) {
 	slices.SortFunc(msgs, func(a, b *row) int {
 		return cmp.Or(cmp.Compare(a.TimeCreated, b.TimeCreated), cmp.Compare(a.ID, b.ID))
 	})
+	if len(st.v2) > 0 {
+		v2 := make([]*row, 0, len(st.v2))
+		for _, m := range st.v2 {
+			v2 = append(v2, m)
+		}
+		slices.SortFunc(v2, func(a, b *row) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID)) })
+		var merged []*row
+		i := 0
+		for _, m := range v2 {
+			for i < len(msgs) && msgs[i].TimeCreated <= m.TimeCreated {
+				merged = append(merged, msgs[i])
+				i++
+			}
+			merged = append(merged, m)
+		}
+		msgs = append(merged, msgs[i:]...)
+	}
 	parts := map[string][]*row{}
 	for _, p := range st.parts {
 		parts[p.MessageID] = append(parts[p.MessageID], p)
@@ -250,3 +276,54 @@ func userText(ps []part) (prompt, meta []string, compaction bool) {
 
 // keptParts are the part types kept as records, known.
 var keptParts = map[string]bool{"step-start": true, "patch": true, "snapshot": true, "agent": true, "subtask": true}
+
+// v2Data is the data of a session_message row (design section 1.3, "2.x
+// tables").
+type v2Data struct {
+	Time struct {
+		Created   int64  `json:"created"`
+		Completed *int64 `json:"completed"`
+	} `json:"time"`
+	Text  string `json:"text"`
+	Agent string `json:"agent"`
+	Model *struct {
+		ID         string `json:"id"`
+		ProviderID string `json:"providerID"`
+	} `json:"model"`
+	Content []v2Block `json:"content"`
+	Finish  string    `json:"finish"`
+	Cost    float64   `json:"cost"`
+	Tokens  *tokens   `json:"tokens"`
+}
+
+// v2Block is one block of an assistant row's content.
+type v2Block struct {
+	Type     string          `json:"type"`
+	ID       string          `json:"id"`
+	Text     string          `json:"text"`
+	Name     string          `json:"name"`
+	Provider json.RawMessage `json:"provider"`
+	State    *struct {
+		Status      string          `json:"status"`
+		Input       json.RawMessage `json:"input"`
+		Error       string          `json:"error"`
+		Content     []v2Block       `json:"content"`
+		OutputPaths json.RawMessage `json:"outputPaths"`
+		Structured  json.RawMessage `json:"structured"`
+	} `json:"state"`
+	Time *struct {
+		Created   int64 `json:"created"`
+		Completed int64 `json:"completed"`
+	} `json:"time"`
+}
+
+// text joins the text blocks of a tool's content.
+func blockText(bs []v2Block) string {
+	var out []string
+	for _, b := range bs {
+		if b.Type == "text" {
+			out = append(out, b.Text)
+		}
+	}
+	return strings.Join(out, "\n")
+}

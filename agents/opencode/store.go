@@ -26,7 +26,7 @@ import (
 // session are a unit of their own, named "<database>#<session id>", whose
 // records are, in order, the database's identity (the first time, and
 // again as a new generation when the database was replaced), then every
-// session, message and part row updated since the unit's high-water
+// session, message, part and session_message row updated since the unit's high-water
 // mark (engine.ImportFileState End and Seen). Each record's data is one
 // JSON object:
 //
@@ -35,6 +35,7 @@ import (
 //	 "time_created":…,"time_updated":…,…,"children":[{"id":…,"agent":…,"title":…}]}
 //	{"table":"message","id":…,"session_id":…,"time_created":…,"time_updated":…,"data":{…}}
 //	{"table":"part","id":…,"message_id":…,"session_id":…,"time_created":…,"time_updated":…,"data":{…}}
+//	{"table":"session_message","id":…,"type":"user"|"assistant"|…,"seq":…,"session_id":…,"time_created":…,"time_updated":…,"data":{…}}
 //
 // The session record names the session's subagents (the sessions whose
 // parent_id is its id) in children, so that a session derives from its
@@ -67,6 +68,7 @@ var (
 	sessionOptional = []string{"slug", "agent", "model", "cost", "tokens_input", "tokens_output", "tokens_reasoning",
 		"tokens_cache_read", "tokens_cache_write", "time_archived"}
 	messageColumns = []string{"id", "session_id", "time_created", "time_updated", "data"}
+	v2Columns      = []string{"id", "session_id", "type", "seq", "time_created", "time_updated", "data"}
 	partColumns    = []string{"id", "message_id", "session_id", "time_created", "time_updated", "data"}
 )
 
@@ -188,6 +190,8 @@ type rowReader struct {
 	// identity is the database's identity record, idSHA its SHA-256.
 	identity []byte
 	idSHA    string
+	// v2 is set when the database has session_message.
+	v2 bool
 }
 
 func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFileState, error)) error {
@@ -209,6 +213,18 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 		if err := need(r.path, t.name, have, t.want); err != nil {
 			return &problemError{err}
 		}
+	}
+	// session_message, the newer store (opencode serve's v2 API writes
+	// it), is read when the database has it.
+	v2, err := columns(r.ctx, r.tx, "session_message")
+	if err != nil {
+		return err
+	}
+	if v2 != nil {
+		if err := need(r.path, "session_message", v2, v2Columns); err != nil {
+			return &problemError{err}
+		}
+		r.v2 = true
 	}
 	if err := r.readIdentity(); err != nil {
 		return err
@@ -376,13 +392,20 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	if m.fresh {
 		since = -1 << 62
 	}
-	for _, t := range []struct {
+	tables := []struct {
 		table, query string
 		n            int
 	}{
 		{"message", "select id, session_id, time_created, time_updated, data from message where session_id = ? and time_updated >= ? order by time_created, id", 4},
 		{"part", "select id, message_id, session_id, time_created, time_updated, data from part where session_id = ? and time_updated >= ? order by message_id, id", 5},
-	} {
+	}
+	if r.v2 {
+		tables = append(tables, struct {
+			table, query string
+			n            int
+		}{"session_message", "select id, type, seq, session_id, time_created, time_updated, data from session_message where session_id = ? and time_updated >= ? order by seq", 6})
+	}
+	for _, t := range tables {
 		rows, err := r.tx.QueryContext(r.ctx, t.query, s.id, since)
 		if err != nil {
 			return err
@@ -412,8 +435,12 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 				continue
 			}
 			b := fmt.Appendf(nil, `{"table":%q,"id":%s`, t.table, strconv.Quote(id))
-			if t.table == "part" {
+			switch t.table {
+			case "part":
 				b = fmt.Appendf(b, `,"message_id":%s`, strconv.Quote(string(vals[1])))
+			case "session_message":
+				seq, _ := strconv.ParseInt(string(vals[2]), 10, 64)
+				b = fmt.Appendf(b, `,"type":%s,"seq":%d`, strconv.Quote(string(vals[1])), seq)
 			}
 			tc, _ := strconv.ParseInt(string(vals[t.n-2]), 10, 64)
 			b = fmt.Appendf(b, `,"session_id":%s,"time_created":%d,"time_updated":%d,"data":`, strconv.Quote(s.id), tc, tu)

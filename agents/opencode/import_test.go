@@ -200,3 +200,35 @@ func TestImportV2Fixture(t *testing.T) {
 		}
 	}
 }
+
+// TestSubagent: a subagent's session (parent_id set, as opencode's task
+// tool makes it) is a session of its own, and its parent's session lists
+// it in Agents with its agent, title and the call of the task tool part
+// that started it (state.metadata.sessionId).
+func TestSubagent(t *testing.T) {
+	db := copyDB(t, fixture)
+	child := "ses_child00000001aaaaaaaaaaaa"
+	execDB(t, db,
+		`insert into session (id, project_id, parent_id, slug, directory, title, version, agent, time_created, time_updated) `+
+			`select '`+child+`', project_id, id, 'child', directory, 'Echo hi (@general subagent)', version, 'general', time_created + 1, time_updated + 1 from session`,
+		`insert into part (id, message_id, session_id, time_created, time_updated, data) values ('prt_zztask', 'msg_21cc8cca50013NDIgiOR5Z7VLr', '`+fixtureSession+`', 1795779252600, 1795779252600, `+
+			`'{"type":"tool","tool":"task","callID":"call_task","state":{"status":"completed","input":{"description":"Echo hi","prompt":"Run echo hi","subagent_type":"general"},"output":"<task id=\"`+child+`\" state=\"completed\">","title":"Echo hi","metadata":{"sessionId":"`+child+`","parentSessionId":"`+fixtureSession+`"},"time":{"start":1,"end":2}}}')`,
+		`insert into message (id, session_id, time_created, time_updated, data) values ('msg_zzchild', '`+child+`', 1795779252601, 1795779252601, '{"role":"user","time":{"created":1795779252601},"agent":"general","model":{"providerID":"fake","modelID":"fake-1"}}')`,
+		`insert into part (id, message_id, session_id, time_created, time_updated, data) values ('prt_zzchild', 'msg_zzchild', '`+child+`', 1795779252601, 1795779252601, '{"type":"text","text":"Run echo hi"}')`,
+	)
+	fi, ims := derive(t, db)
+	if len(ims) != 2 || len(fi.Sessions) != 2 {
+		t.Fatalf("sessions %v", fi.Sessions)
+	}
+	parent := ims[Source+":"+fixtureSession].Session
+	want := []engine.Agent{{Thread: 1, ID: Source + ":" + child, Type: "general", Description: "Echo hi (@general subagent)", Call: "call_task"}}
+	if len(parent.Agents) != 1 || parent.Agents[0] != want[0] {
+		t.Errorf("agents %+v, want %+v", parent.Agents, want)
+	}
+	if c := engine.Census(&parent, ims[Source+":"+fixtureSession].Events); c.Subagents != 1 || c.ToolCalls != 2 {
+		t.Errorf("census %+v", c)
+	}
+	if got := kinds(ims[Source+":"+child].Events); got != "message:user" {
+		t.Errorf("child events %s", got)
+	}
+}

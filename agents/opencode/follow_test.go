@@ -23,7 +23,8 @@ func (quiet) Deriving(int)        {}
 // does while the database changes as opencode changes it: a round takes
 // only the rows updated since the last (by time_updated), an unchanged
 // database is not opened, a rewritten row replaces its older version in
-// the session, and the check finds nothing lost after each round.
+// the session, messages a revert deleted leave the timeline (a rewrite
+// says so), and the check finds nothing lost after each round.
 func TestFollow(t *testing.T) {
 	h, db := home(t)
 	t.Setenv("HOME", h)
@@ -83,5 +84,20 @@ func TestFollow(t *testing.T) {
 	round("the part written whole, the message completed", 3)
 	if got, want := events(), `user:"Run echo hi with bash"|assistant:I will run it.|assistant:It printed hi.|assistant:And done.|`; got != want {
 		t.Errorf("messages\n got %s\nwant %s", got, want)
+	}
+	// A revert: opencode deletes the messages after its point (their
+	// parts go with them) and updates the session row.
+	exec(t, db,
+		`pragma foreign_keys = on`,
+		`delete from part where message_id = 'msg_21cc8d22a001psOdOU9JeGlMAc'`,
+		`delete from message where id = 'msg_21cc8d22a001psOdOU9JeGlMAc'`,
+		`update session set time_updated = 1795779270000`)
+	round("a revert", 1) // the session row
+	if got, want := events(), `user:"Run echo hi with bash"|assistant:I will run it.|`; got != want {
+		t.Errorf("messages after the revert\n got %s\nwant %s", got, want)
+	}
+	evs, _ := sink.Reader().Events("opencode:"+fixtureSession, engine.EventFilter{})
+	if last := evs[len(evs)-1]; last.Kind != engine.KindRewrite || last.Rewrite.Kind != "drop" || last.Rewrite.Dropped != 1 || last.Rewrite.Kept != 2 {
+		t.Errorf("the timeline ends with %+v, want a rewrite dropping one message", last)
 	}
 }

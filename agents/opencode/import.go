@@ -45,7 +45,11 @@ import (
 // record, unknown. Its events' UUID is the row's id.
 //
 // Every event's UUID is its part's id (its message's for a message's own
-// events), its provenance the record of the row's newest version. The
+// events), its provenance the record of the row's newest version.
+// Messages the newest session row no longer lists (opencode deleted them
+// after a revert) are left out with their parts, and a rewrite event
+// (Kind drop, Dropped their number) ends the timeline; their records
+// stay in the WAL. The
 // session row gives Title, CWD, Version and Agents (its subagents'
 // sessions, each with the call of the task tool part that started it).
 func init() { engine.RegisterImporter(Source, importOpencode) }
@@ -66,6 +70,13 @@ func importOpencode(session string, files []engine.ImportFile) (*engine.Imported
 	s.Import.Records, s.Import.Errors = st.ids, st.bad
 	oi := &ocImport{im: im, recs: recs}
 	oi.run(st)
+	if st.dropped > 0 {
+		// Messages opencode deleted since they were imported: their
+		// records stay in the WAL; the timeline says they were dropped.
+		kept := len(st.messages) + len(st.v2)
+		oi.add(engine.Event{Kind: engine.KindRewrite, Rewrite: &engine.Rewrite{Kind: "drop", From: 1, Kept: kept, Dropped: int(st.dropped)},
+			Prov: oi.prov(st.session)}, st.session.TimeUpdated)
+	}
 	im.SpanEvents()
 	return im, nil
 }

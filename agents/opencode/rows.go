@@ -32,6 +32,10 @@ type row struct {
 	Agent     string          `json:"agent"`
 	Model     json.RawMessage `json:"model"`
 	Children  []child         `json:"children"`
+	// MessageIDs are the ids of the session's message and
+	// session_message rows when the session row was read (store.go);
+	// nil in a file of the JSON tree.
+	MessageIDs []string `json:"message_ids"`
 
 	// rec is the index of the record it came from, first that of the
 	// record that first held its id.
@@ -47,8 +51,10 @@ type sessionState struct {
 	v2       map[string]*row // session_message rows
 	// bad counts the records that did not decode.
 	bad int64
-	// ids counts the distinct rows.
-	ids int64
+	// ids counts the distinct rows that stand; dropped the messages
+	// (and session_message rows) opencode deleted since they were
+	// imported (a revert), whose rows, and their parts', are left out.
+	ids, dropped int64
 }
 
 // resolve applies records in order, the last version of an id winning.
@@ -73,7 +79,6 @@ func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 				r.first = f
 			} else {
 				seen[key] = i
-				st.ids++
 			}
 			switch r.Table {
 			case "session":
@@ -89,7 +94,37 @@ func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 			}
 		}
 	}
+	st.prune()
 	return st
+}
+
+// prune leaves out the messages that the newest session row does not
+// list (opencode deleted them: a revert), with their parts, and counts
+// the rows that stand.
+func (st *sessionState) prune() {
+	if st.session != nil && st.session.MessageIDs != nil {
+		stand := map[string]bool{}
+		for _, id := range st.session.MessageIDs {
+			stand[id] = true
+		}
+		for _, m := range []map[string]*row{st.messages, st.v2} {
+			for id := range m {
+				if !stand[id] {
+					delete(m, id)
+					st.dropped++
+				}
+			}
+		}
+		for id, p := range st.parts {
+			if !stand[p.MessageID] {
+				delete(st.parts, id)
+			}
+		}
+	}
+	st.ids = int64(len(st.messages) + len(st.parts) + len(st.v2))
+	if st.session != nil {
+		st.ids++
+	}
 }
 
 // decodeRow decodes a database record.

@@ -32,14 +32,18 @@ import (
 //
 //	{"table":"db","created":<first migration's time_completed>,"migration":"<its id>"}
 //	{"table":"session","id":…,"project_id":…,"parent_id":…,"directory":…,"title":…,"version":…,
-//	 "time_created":…,"time_updated":…,…,"children":[{"id":…,"agent":…,"title":…}]}
+//	 "time_created":…,"time_updated":…,…,"children":[{"id":…,"agent":…,"title":…}],"message_ids":[…]}
 //	{"table":"message","id":…,"session_id":…,"time_created":…,"time_updated":…,"data":{…}}
 //	{"table":"part","id":…,"message_id":…,"session_id":…,"time_created":…,"time_updated":…,"data":{…}}
 //	{"table":"session_message","id":…,"type":"user"|"assistant"|…,"seq":…,"session_id":…,"time_created":…,"time_updated":…,"data":{…}}
 //
 // The session record names the session's subagents (the sessions whose
 // parent_id is its id) in children, so that a session derives from its
-// own unit alone; it is read again whenever any row of its unit is. No
+// own unit alone, and its message and session_message rows as they are
+// in message_ids, so that the importer leaves out the ones opencode has
+// deleted since they were imported (a revert deletes the messages after
+// its point when the session goes on, and updates the session row); it
+// is read again whenever any row of its unit is. No
 // other table is read: account, control_account, credential and
 // session_share hold access tokens.
 
@@ -354,6 +358,29 @@ func (r *rowReader) sessions(cols []string, only string) ([]sessionRow, error) {
 	return out, rows.Err()
 }
 
+// messageIDs returns the ids of session id's message rows (and
+// session_message rows), as they are now.
+func (r *rowReader) messageIDs(id string) ([]string, error) {
+	q := "select id from message where session_id = ? order by time_created, id"
+	if r.v2 {
+		q = "select id from message where session_id = ?1 union all select id from session_message where session_id = ?1"
+	}
+	rows, err := r.tx.QueryContext(r.ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
 // isObject reports whether b is one JSON object.
 func isObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
@@ -461,6 +488,12 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 			k, _ := json.Marshal(kids)
 			b = append(append(slices.Clip(b), `,"children":`...), k...)
 		}
+		ids, err := r.messageIDs(s.id)
+		if err != nil {
+			return err
+		}
+		k, _ := json.Marshal(ids)
+		b = append(append(slices.Clip(b), `,"message_ids":`...), k...)
 		b = append(slices.Clip(b), '}')
 		rec := exchange.Import{Session: session, File: unit, Gen: m.gen, Offset: s.updated, Data: b}
 		i := 0

@@ -167,6 +167,7 @@ func count(st *sessionState) census.Counts {
 			uuids[m.ID] = true
 		}
 	}
+	delete(uuids, "") // an event with no UUID has none
 	c.ToolCalls, c.ToolResults, c.UUIDs = int64(len(calls)), int64(len(results)), int64(len(uuids))
 	for id := range results {
 		calls[id] = true

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -136,20 +137,30 @@ func TestImportReplaced(t *testing.T) {
 
 // TestImportReadOnlyDir: a database in a directory that cannot be
 // written, with no -shm, cannot be opened read-only (SQLite must make
-// the -shm); the error names the database and says why.
+// the -shm); the error names the database and says why. As root, the
+// directory is made immutable (chattr +i), which root cannot write
+// either; the test skips where that is not possible.
 func TestImportReadOnlyDir(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root writes any directory")
-	}
 	h, db := home(t)
 	os.Remove(db + "-shm")
-	if err := os.Chmod(filepath.Dir(db), 0o555); err != nil {
-		t.Fatal(err)
+	dir := filepath.Dir(db)
+	if os.Geteuid() == 0 {
+		if out, err := osexec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+			t.Skipf("root writes any directory, and chattr +i failed: %v %s", err, out)
+		}
+		t.Cleanup(func() { osexec.Command("chattr", "-i", dir).Run() })
+	} else {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
 	}
-	t.Cleanup(func() { os.Chmod(filepath.Dir(db), 0o755) })
-	out, _ := bbengine(t, h, t.TempDir(), "import", "opencode", "--all")
-	if !strings.Contains(out, db) || !strings.Contains(out, "-shm") {
-		t.Errorf("the error does not name the database and its -shm")
+	if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o644); err == nil {
+		t.Skip("the directory is still writable")
+	}
+	out, code := bbengine(t, h, t.TempDir(), "import", "opencode", "--all")
+	if code == 0 || !strings.Contains(out, "import: "+db+": cannot open it read-only: ") || !strings.Contains(out, "opencode.db-shm, which is missing") {
+		t.Errorf("exit %d: the error does not name the database and its missing -shm", code)
 	}
 }
 

@@ -99,10 +99,10 @@ func openDB(path string) (*sql.DB, error) {
 // openErr explains a database that SQLite would not open read-only.
 func openErr(path string, err error) error {
 	if _, serr := os.Stat(path + "-shm"); serr != nil {
-		return fmt.Errorf("open %s read-only: %w (SQLite reads a WAL database through %s-shm, which is missing, and could not create it: let the directory be written, or run opencode once to make it)",
+		return fmt.Errorf("%s: cannot open it read-only: %w (SQLite reads a WAL database through %s-shm, which is missing, and could not create it: let the directory be written, or run opencode once to make it)",
 			path, err, filepath.Base(path))
 	}
-	return fmt.Errorf("open %s read-only: %w", path, err)
+	return fmt.Errorf("%s: cannot open it read-only: %w", path, err)
 }
 
 // columns returns the columns of table, or nil when there is no such
@@ -177,7 +177,7 @@ func readRows(path string, state func(unit string) (*engine.ImportFileState, err
 		if strings.Contains(err.Error(), "unable to open") || strings.Contains(err.Error(), "readonly") {
 			return nil, openErr(dbPath, err)
 		}
-		return nil, fmt.Errorf("read %s: %w", dbPath, err)
+		return nil, fmt.Errorf("%s: %w", dbPath, err)
 	}
 	return fi, nil
 }

@@ -89,6 +89,9 @@ func isSourceFile(source, p string) bool {
 type fileStamp struct {
 	size  int64
 	mtime time.Time
+	// walSize and walMtime stamp a database's -wal.
+	walSize  int64
+	walMtime time.Time
 }
 
 // Importer imports the logs of one source into a sink, round after
@@ -201,15 +204,12 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			problems++
 			continue
 		}
-		stamp := fileStamp{fst.Size(), fst.ModTime()}
+		stamp := fileStamp{size: fst.Size(), mtime: fst.ModTime()}
 		if engine.IsRows(im.source, p) {
 			// A database's new rows are in its -wal until a
 			// checkpoint.
 			if wst, err := os.Stat(p + "-wal"); err == nil {
-				stamp.size += wst.Size() << 32
-				if wst.ModTime().After(stamp.mtime) {
-					stamp.mtime = wst.ModTime()
-				}
+				stamp.walSize, stamp.walMtime = wst.Size(), wst.ModTime()
 			}
 		}
 		if old, ok := im.seen[p]; ok && old == stamp {
@@ -218,8 +218,17 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 		im.seen[p] = stamp
 		if engine.IsRows(im.source, p) {
 			fi, err := engine.ReadRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) })
-			if err == nil && len(fi.Records) > 0 {
-				err = pipe.send(fi.Records)
+			for recs := []exchange.Import(nil); err == nil && len(fi.Records) > 0; {
+				// In chunks of about 1 MiB, as ScanImport hands a
+				// log's over.
+				n, size := 0, 0
+				for n < len(fi.Records) && size < 1<<20 {
+					size += len(fi.Records[n].Data)
+					n++
+				}
+				recs, fi.Records = fi.Records[:n], fi.Records[n:]
+				err = pipe.send(recs)
+				records += int64(n)
 			}
 			if perr := pipe.err(); perr != nil {
 				return st, perr
@@ -236,7 +245,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 				rep.Say(fmt.Sprintf("%s: %d more records skipped, not listed", p, n))
 			}
 			problems += fi.Unreadable
-			if len(fi.Records) == 0 {
+			if len(fi.Sessions) == 0 {
 				unchanged++
 				continue
 			}
@@ -249,7 +258,6 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 				sessions[id] = true
 				im.sessions[id] = true
 			}
-			records += int64(len(fi.Records))
 			bytesIn += fi.Bytes
 			continue
 		}

@@ -219,10 +219,11 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 		if engine.IsRows(im.source, p) {
 			fi, err := engine.ReadRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) })
 			for recs := []exchange.Import(nil); err == nil && len(fi.Records) > 0; {
-				// In chunks of about 1 MiB, as ScanImport hands a
-				// log's over.
+				// In chunks of one session and at most about 1 MiB,
+				// as ScanImport hands a log's over (the pipe places
+				// its derivation marks between sessions).
 				n, size := 0, 0
-				for n < len(fi.Records) && size < 1<<20 {
+				for n < len(fi.Records) && size < 1<<20 && fi.Records[n].Session == fi.Records[0].Session {
 					size += len(fi.Records[n].Data)
 					n++
 				}

@@ -217,20 +217,26 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 		}
 		im.seen[p] = stamp
 		if engine.IsRows(im.source, p) {
-			fi, err := engine.ReadRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) })
-			for recs := []exchange.Import(nil); err == nil && len(fi.Records) > 0; {
-				// In chunks of one session and at most about 1 MiB,
-				// as ScanImport hands a log's over (the pipe places
-				// its derivation marks between sessions).
-				n, size := 0, 0
-				for n < len(fi.Records) && size < 1<<20 && fi.Records[n].Session == fi.Records[0].Session {
-					size += len(fi.Records[n].Data)
-					n++
-				}
-				recs, fi.Records = fi.Records[:n], fi.Records[n:]
-				err = pipe.send(recs)
-				records += int64(n)
-			}
+			// Each session's rows as they are read, in chunks of at
+			// most about 1 MiB, as ScanImport hands a log's over
+			// (a chunk is of one session: the pipe places its
+			// derivation marks between sessions).
+			fi, err := engine.ScanRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) },
+				func(recs []exchange.Import) error {
+					for len(recs) > 0 {
+						n, size := 0, 0
+						for n < len(recs) && size < 1<<20 {
+							size += len(recs[n].Data)
+							n++
+						}
+						if err := pipe.send(recs[:n:n]); err != nil {
+							return err
+						}
+						records += int64(n)
+						recs = recs[n:]
+					}
+					return nil
+				})
 			if perr := pipe.err(); perr != nil {
 				return st, perr
 			}

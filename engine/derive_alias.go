@@ -83,6 +83,11 @@ func ReadRows(source, path string, state func(unit string) (*ImportFileState, er
 	return derive.ReadRows(source, path, state)
 }
 
+// ScanRows is derive.ScanRows.
+func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+	return derive.ScanRows(source, path, state, emit)
+}
+
 // ScanImport is derive.ScanImport.
 func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
 	return derive.ScanImport(source, path, st, emit)

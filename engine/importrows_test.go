@@ -52,7 +52,7 @@ func init() {
 }
 
 // rowdbRows is the LogFormat.Rows of "rowdb".
-func rowdbRows(path string, state func(string) (*ImportFileState, error)) (*FileImport, error) {
+func rowdbRows(path string, state func(string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
 	db, only, _ := strings.Cut(path, "#")
 	b, err := os.ReadFile(db)
 	if err != nil {
@@ -120,7 +120,9 @@ func rowdbRows(path string, state func(string) (*ImportFileState, error)) (*File
 			}
 		}
 		if len(recs) > 0 {
-			fi.Records = append(fi.Records, recs...)
+			if err := emit(recs); err != nil {
+				return nil, err
+			}
 			fi.Sessions = append(fi.Sessions, "rowdb:"+s)
 		}
 	}

@@ -154,7 +154,7 @@ func (m *unitMark) newer(id string, t int64) bool {
 }
 
 // readRows is the LogFormat.Rows of source "opencode".
-func readRows(path string, state func(unit string) (*engine.ImportFileState, error)) (*engine.FileImport, error) {
+func readRows(path string, state func(unit string) (*engine.ImportFileState, error), emit func([]exchange.Import) error) (*engine.FileImport, error) {
 	dbPath, only := splitUnit(path)
 	db, err := openDB(dbPath)
 	if err != nil {
@@ -168,11 +168,15 @@ func readRows(path string, state func(unit string) (*engine.ImportFileState, err
 	}
 	defer tx.Rollback()
 	fi := &engine.FileImport{}
-	r := &rowReader{ctx: ctx, tx: tx, path: dbPath, fi: fi}
+	r := &rowReader{ctx: ctx, tx: tx, path: dbPath, fi: fi, emit: emit}
 	if err := r.read(only, state); err != nil {
 		var pe *problemError
-		if errors.As(err, &pe) {
+		var ee *emitError
+		switch {
+		case errors.As(err, &pe):
 			return nil, err
+		case errors.As(err, &ee):
+			return nil, ee.error
 		}
 		if strings.Contains(err.Error(), "unable to open") || strings.Contains(err.Error(), "readonly") {
 			return nil, openErr(dbPath, err)
@@ -185,12 +189,16 @@ func readRows(path string, state func(unit string) (*engine.ImportFileState, err
 // problemError is an error that names its database already.
 type problemError struct{ error }
 
+// emitError is an error of emit's, returned as it is.
+type emitError struct{ error }
+
 // rowReader reads one database in one read transaction.
 type rowReader struct {
 	ctx  context.Context
 	tx   *sql.Tx
 	path string
 	fi   *engine.FileImport
+	emit func([]exchange.Import) error
 	// identity is the database's identity record, idSHA its SHA-256.
 	identity []byte
 	idSHA    string
@@ -508,7 +516,9 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	for _, rec := range recs {
 		r.fi.Bytes += int64(len(rec.Data))
 	}
-	r.fi.Records = append(r.fi.Records, recs...)
 	r.fi.Sessions = append(r.fi.Sessions, session)
+	if err := r.emit(recs); err != nil {
+		return &emitError{err}
+	}
 	return nil
 }

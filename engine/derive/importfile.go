@@ -213,18 +213,38 @@ func IsRows(source, path string) bool {
 // name one unit, "<database>#<session id>": then only that session's
 // rows are read.
 func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
+	var recs []exchange.Import
+	fi, err := ScanRows(source, path, state, func(chunk []exchange.Import) error {
+		recs = append(recs, chunk...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fi.Records = recs
+	return fi, nil
+}
+
+// ScanRows reads path as ReadRows does, and hands the records of each
+// session to emit as it reads them, in the database's order: the
+// FileImport it returns has no Records. emit owns each chunk; an error
+// from emit stops the read and is returned. Memory is bounded by the
+// largest session, whatever the database's size.
+func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
 	fn := formats[source].Rows
 	if fn == nil {
 		return nil, fmt.Errorf("engine: source %q has no database format", source)
 	}
-	fi, err := fn(path, state)
+	fi, err := fn(path, state, func(chunk []exchange.Import) error {
+		for i := range chunk {
+			chunk[i].Source, chunk[i].Kind = source, exchange.ImportRow
+		}
+		return emit(chunk)
+	})
 	if err != nil {
 		return nil, err
 	}
-	fi.Path, fi.Source, fi.Kind = path, source, exchange.ImportRow
-	for i := range fi.Records {
-		fi.Records[i].Source, fi.Records[i].Kind = source, exchange.ImportRow
-	}
+	fi.Path, fi.Source, fi.Kind, fi.Records = path, source, exchange.ImportRow, nil
 	if fi.Session == "" && len(fi.Sessions) == 1 {
 		fi.Session = fi.Sessions[0]
 	}

@@ -303,3 +303,21 @@ func TestImportTreeCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestConvert converts the fixture's database to ATIF with --check, as
+// convert takes a log; a database of two sessions must be given one of
+// them as <db>#<session id>, which the error says.
+func TestConvert(t *testing.T) {
+	h, db := home(t)
+	if out, code := bbengine(t, h, t.TempDir(), "convert", "--from", "opencode", "--to", "atif", "--check", "-o", filepath.Join(t.TempDir(), "a.json"), db); code != 0 || !strings.Contains(out, "nothing lost") {
+		t.Fatalf("convert: exit %d", code)
+	}
+	exec(t, db, `insert into session (id, project_id, slug, directory, title, version, time_created, time_updated) select 'ses_other0000000000000000000', project_id, 'o', directory, 'other', version, 1, 1 from session`)
+	out, code := bbengine(t, h, t.TempDir(), "convert", "--from", "opencode", "--to", "atif", db)
+	if code == 0 || !strings.Contains(out, "holds 2 sessions: name one as "+db+"#<session id>") {
+		t.Errorf("convert of a database of two sessions: exit %d", code)
+	}
+	if out, code := bbengine(t, h, t.TempDir(), "convert", "--from", "opencode", "--to", "atif", "--check", "-o", filepath.Join(t.TempDir(), "b.json"), db+"#"+fixtureSession); code != 0 || !strings.Contains(out, "nothing lost") {
+		t.Errorf("convert of one session: exit %d", code)
+	}
+}

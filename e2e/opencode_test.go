@@ -621,3 +621,84 @@ func TestOpencodeV2(t *testing.T) {
 		t.Errorf("export %s --to atif --check: %v\n%s", id, err, b)
 	}
 }
+
+// ocSubagentAnswer plays the model for a run with a subagent (design
+// section 2.2, [R4]): the parent's first turn calls the task tool, the
+// child (whose requests carry x-parent-session-id) runs bash, and the
+// parent's second turn answers with text.
+func ocSubagentAnswer(s *seen, w http.ResponseWriter) {
+	var req ocRequest
+	json.Unmarshal(s.Body, &req)
+	child := s.Header.Get("X-Parent-Session-Id") != ""
+	if child || len(req.Tools) == 0 || len(req.Messages) == 0 || req.Messages[len(req.Messages)-1].Role != "user" {
+		ocAnswer(s, w)
+		return
+	}
+	chunk := func(delta, finish string) string {
+		f := "null"
+		if finish != "" {
+			f = jsonString(finish)
+		}
+		return "data: " + fmt.Sprintf(`{"id":"chatcmpl-e2e","object":"chat.completion.chunk","created":1,"model":%q,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, ocModel, delta, f) + "\n\n"
+	}
+	args := jsonString(`{"description":"Echo hi","prompt":"Run echo hi with bash","subagent_type":"general"}`)
+	writeSSE(w, []string{
+		chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_task","type":"function","function":{"name":"task","arguments":""}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+args+`}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		"data: " + fmt.Sprintf(`{"id":"chatcmpl-e2e","object":"chat.completion.chunk","created":1,"model":%q,"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}}`, ocModel) + "\n\n",
+		"data: [DONE]\n\n",
+	})
+}
+
+// TestOpencodeSubagent runs opencode with a subagent (the task tool) and
+// imports the database: two sessions, nothing lost, the parent listing
+// the child as its subagent with the task call that started it.
+// BBENGINE_OPENCODE_SUBAGENT_FIXTURE=FILE keeps FILE and FILE-wal.
+func TestOpencodeSubagent(t *testing.T) {
+	bin := buildBBEngine(t, t.TempDir())
+	f := newFake(t, ocSubagentAnswer)
+	home := ocRun(t, f.URL+"/v1")
+	var parent, child string
+	for _, s := range f.requests() {
+		if p := s.Header.Get("X-Parent-Session-Id"); p != "" {
+			parent, child = p, s.Header.Get("X-Session-Affinity")
+		}
+	}
+	if parent == "" || child == "" || parent == child {
+		t.Fatalf("no child session's request: %d requests", len(f.requests()))
+	}
+	if dst := os.Getenv("BBENGINE_OPENCODE_SUBAGENT_FIXTURE"); dst != "" {
+		for _, suffix := range []string{"", "-wal"} {
+			b, err := os.ReadFile(ocDB(home) + suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(dst+suffix, b, 0o644)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	imp := exec.Command(bin, "--dir", dir, "import", "opencode", "--all", "--check")
+	imp.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "OPENCODE_DB=")
+	b, err := imp.CombinedOutput()
+	t.Logf("import:\n%s", b)
+	if err != nil || !bytes.Contains(b, []byte("import --check: 2 sessions, nothing lost")) {
+		t.Fatalf("import opencode --all --check: %v", err)
+	}
+	out, err := exec.Command(bin, "--dir", dir, "show", "opencode:"+parent, "--format", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	var v struct {
+		Session struct {
+			Agents []struct {
+				ID, Type, Description, Call string
+			} `json:"agents"`
+		} `json:"session"`
+	}
+	json.Unmarshal(out, &v)
+	if a := v.Session.Agents; len(a) != 1 || a[0].ID != "opencode:"+child || a[0].Type != "general" || a[0].Call != "call_task" {
+		t.Errorf("the parent's agents %+v, want %s started by call_task", a, child)
+	}
+	ocCheckTool(t, "the child", ocShow(t, bin, dir, "opencode:"+child))
+}

@@ -232,3 +232,38 @@ func TestSubagent(t *testing.T) {
 		t.Errorf("child events %s", got)
 	}
 }
+
+// subagentFixture is the database the real opencode 1.18.33 wrote in
+// e2e's TestOpencodeSubagent: the parent's first turn called the task
+// tool, whose child session ran bash.
+const subagentFixture = "testdata/opencode-1.18.33-subagent.db"
+
+func TestImportSubagentFixture(t *testing.T) {
+	db := copyDB(t, subagentFixture)
+	fi, ims := derive(t, db)
+	if len(fi.Problems) != 0 || len(ims) != 2 {
+		t.Fatalf("sessions %v, problems %v", fi.Sessions, fi.Problems)
+	}
+	var parent, child *engine.Imported
+	for _, im := range ims {
+		if len(im.Session.Agents) > 0 {
+			parent = im
+		} else {
+			child = im
+		}
+	}
+	if parent == nil || child == nil {
+		t.Fatal("no parent listing a subagent")
+	}
+	a := parent.Session.Agents[0]
+	if len(parent.Session.Agents) != 1 || a.Type != "general" || a.Call != "call_task" || a.Description != "Echo hi (@general subagent)" ||
+		a.ID != child.Session.ID {
+		t.Errorf("agents %+v", parent.Session.Agents)
+	}
+	if got := kinds(parent.Events); !strings.Contains(got, "tool_call:call_task tool_result:call_task") {
+		t.Errorf("parent events %s", got)
+	}
+	if got := kinds(child.Events); !strings.Contains(got, "tool_call:call_1 tool_result:call_1") {
+		t.Errorf("child events %s", got)
+	}
+}

@@ -267,3 +267,16 @@ func TestImportSubagentFixture(t *testing.T) {
 		t.Errorf("child events %s", got)
 	}
 }
+
+// TestOddText: a title with a control character and a byte that is no
+// UTF-8 still makes a session record that is JSON: the title is kept
+// (the stray byte as U+FFFD).
+func TestOddText(t *testing.T) {
+	db := copyDB(t, fixture)
+	execDB(t, db, `update session set title = 'a' || char(7) || 'b' || cast(x'ff' as text) || '"q"'`)
+	_, ims := derive(t, db)
+	s := ims[Source+":"+fixtureSession].Session
+	if s.Title != "a\ab\uFFFD\"q\"" || s.Import.Errors != 0 {
+		t.Errorf("title %q, %d records that do not decode", s.Title, s.Import.Errors)
+	}
+}

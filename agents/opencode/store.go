@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -247,7 +248,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 			cols = append(cols, c)
 		}
 	}
-	sessions, err := r.sessions(cols, only)
+	sessions, err := r.sessions(cols)
 	if err != nil {
 		return err
 	}
@@ -280,7 +281,8 @@ func (r *rowReader) readIdentity() error {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
 		return err
 	}
-	r.identity = fmt.Appendf(nil, `{"table":"db","created":%d,"migration":%s}`, created, strconv.Quote(id))
+	r.identity = appendString(fmt.Appendf(nil, `{"table":"db","created":%d,"migration":`, created), id)
+	r.identity = append(r.identity, '}')
 	sum := sha256.Sum256(r.identity)
 	r.idSHA = hex.EncodeToString(sum[:])
 	return nil
@@ -302,7 +304,7 @@ type sessionRow struct {
 
 // sessions reads the session rows (every one: a subagent's parent needs
 // its children's), in (time_created, id) order.
-func (r *rowReader) sessions(cols []string, only string) ([]sessionRow, error) {
+func (r *rowReader) sessions(cols []string) ([]sessionRow, error) {
 	rows, err := r.tx.QueryContext(r.ctx, "select "+strings.Join(cols, ", ")+" from session order by time_created, id")
 	if err != nil {
 		return nil, err
@@ -326,38 +328,44 @@ func (r *rowReader) sessions(cols []string, only string) ([]sessionRow, error) {
 				continue
 			}
 			b = append(b, ',')
-			b = strconv.AppendQuote(b, c)
+			b = appendString(b, c)
 			b = append(b, ':')
+			var str string
 			switch v := v.(type) {
 			case int64:
 				b = strconv.AppendInt(b, v, 10)
 				if c == "time_updated" {
 					s.updated = v
 				}
+				continue
 			case float64:
-				b = strconv.AppendFloat(b, v, 'g', -1, 64)
-			case string, []byte:
-				str := fmt.Sprint(v)
-				if b2, ok := v.([]byte); ok {
-					str = string(b2)
-				}
-				if jsonColumns[c] && isObject([]byte(str)) {
-					b = append(b, str...)
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					b = append(b, "null"...)
 				} else {
-					b = strconv.AppendQuote(b, str)
+					b = strconv.AppendFloat(b, v, 'g', -1, 64)
 				}
-				switch c {
-				case "id":
-					s.id = str
-				case "parent_id":
-					s.parent = str
-				case "agent":
-					s.agent = str
-				case "title":
-					s.title = str
-				}
+				continue
+			case string:
+				str = v
+			case []byte:
+				str = string(v)
 			default:
-				b = strconv.AppendQuote(b, fmt.Sprint(v))
+				str = fmt.Sprint(v)
+			}
+			if jsonColumns[c] && isObject([]byte(str)) {
+				b = append(b, str...)
+			} else {
+				b = appendString(b, str)
+			}
+			switch c {
+			case "id":
+				s.id = str
+			case "parent_id":
+				s.parent = str
+			case "agent":
+				s.agent = str
+			case "title":
+				s.title = str
 			}
 		}
 		s.obj = b
@@ -387,6 +395,13 @@ func (r *rowReader) messageIDs(id string) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// appendString appends s to b as a JSON string (invalid UTF-8 becomes
+// U+FFFD, as encoding/json writes it).
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 // isObject reports whether b is one JSON object.
@@ -469,16 +484,16 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 				}
 				continue
 			}
-			b := fmt.Appendf(nil, `{"table":%q,"id":%s`, t.table, strconv.Quote(id))
+			b := appendString(fmt.Appendf(nil, `{"table":%q,"id":`, t.table), id)
 			switch t.table {
 			case "part":
-				b = fmt.Appendf(b, `,"message_id":%s`, strconv.Quote(string(vals[1])))
+				b = appendString(append(b, `,"message_id":`...), string(vals[1]))
 			case "session_message":
 				seq, _ := strconv.ParseInt(string(vals[2]), 10, 64)
-				b = fmt.Appendf(b, `,"type":%s,"seq":%d`, strconv.Quote(string(vals[1])), seq)
+				b = fmt.Appendf(appendString(append(b, `,"type":`...), string(vals[1])), `,"seq":%d`, seq)
 			}
 			tc, _ := strconv.ParseInt(string(vals[t.n-2]), 10, 64)
-			b = fmt.Appendf(b, `,"session_id":%s,"time_created":%d,"time_updated":%d,"data":`, strconv.Quote(s.id), tc, tu)
+			b = fmt.Appendf(appendString(append(b, `,"session_id":`...), s.id), `,"time_created":%d,"time_updated":%d,"data":`, tc, tu)
 			b = append(append(b, bytes.TrimSpace(data)...), '}')
 			add(tu, b)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 )
 
@@ -278,5 +279,28 @@ func TestOddText(t *testing.T) {
 	s := ims[Source+":"+fixtureSession].Session
 	if s.Title != "a\ab\uFFFD\"q\"" || s.Import.Errors != 0 {
 		t.Errorf("title %q, %d records that do not decode", s.Title, s.Import.Errors)
+	}
+}
+
+// TestOlderVersionLast: two imports racing may append an older version
+// of a row after a newer one; the newer one (by time_updated) stands.
+func TestOlderVersionLast(t *testing.T) {
+	recs := func(datas ...string) []engine.ImportFile {
+		f := engine.ImportFile{Path: "/d/opencode.db#ses_1"}
+		for i, d := range datas {
+			f.Records = append(f.Records, engine.ImportRecord{Import: exchange.Import{File: f.Path, Kind: exchange.ImportRow, Data: []byte(d)}, WAL: uint64(i + 1)})
+		}
+		return []engine.ImportFile{f}
+	}
+	msg := `{"table":"message","id":"msg_1","session_id":"ses_1","time_created":1,"time_updated":1,"data":{"role":"assistant","time":{"created":1}}}`
+	part := func(text string, t int) string {
+		return fmt.Sprintf(`{"table":"part","id":"prt_1","message_id":"msg_1","session_id":"ses_1","time_updated":%d,"data":{"type":"text","text":%q}}`, t, text)
+	}
+	im, err := engine.DeriveImport(Source, "opencode:ses_1", recs(msg, part("new", 5), part("old", 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(im.Events); got != "model_call message:assistant" || im.Events[1].Text != "new" {
+		t.Errorf("events %s, text %q", got, im.Events[1].Text)
 	}
 }

@@ -304,3 +304,28 @@ func TestOlderVersionLast(t *testing.T) {
 		t.Errorf("events %s, text %q", got, im.Events[1].Text)
 	}
 }
+
+// TestOddPath: a database whose path holds a space, '#', '?' and '%' is
+// opened (the path is escaped in SQLite's URI) and its units named so
+// that the session id is found after the last '#'.
+func TestOddPath(t *testing.T) {
+	src := copyDB(t, fixture)
+	dir := filepath.Join(t.TempDir(), "a b#c?d%20e")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "opencode.db")
+	for _, suffix := range []string{"", "-wal"} {
+		if err := os.Rename(src+suffix, db+suffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, ims := derive(t, db)
+	if len(ims) != 1 || fi.Records[0].File != db+"#"+fixtureSession || len(fi.Problems) != 0 {
+		t.Fatalf("sessions %v, file %q", fi.Sessions, fi.Records[0].File)
+	}
+	unit, err := engine.ReadImport(Source, db+"#"+fixtureSession, nil)
+	if err != nil || len(unit.Records) != 14 {
+		t.Fatalf("the unit alone: %v", err)
+	}
+}

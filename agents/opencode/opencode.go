@@ -34,6 +34,8 @@ func (Agent) Doc() agents.Doc {
 			"models and pick one with --model bbengine/<model>). opencode has no hook commands (its hooks\n" +
 			"are JavaScript plugins): the context pack reaches it through the MCP server.",
 		HookUsage: "opencode runs no hook commands (its hooks are JavaScript plugins); this answers with an error",
+		HookNote: "opencode runs no hook commands: the MCP server gives it bbengine's memory. To send its calls through the\n" +
+			"proxy, list your models under provider.bbengine.models in opencode.json and pick one as bbengine/<model>.",
 	}
 }
 

@@ -1,7 +1,11 @@
 package opencode
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	"github.com/bbengine/bbengine/codec/llm"
@@ -186,15 +190,28 @@ func (oi *ocImport) run(st *sessionState) {
 	}
 }
 
-// filePart describes a file part.
+// filePart describes a file part: its media type, name and URL, or for
+// a data: URL the size and SHA-256 of its bytes (the WAL keeps them, as
+// llm.Part says of inline data).
 func filePart(p *part) llm.Part {
 	lp := llm.Part{Type: llm.PartDocument, MediaType: p.Mime, Name: p.Filename}
 	if strings.HasPrefix(p.Mime, "image/") {
 		lp.Type = llm.PartImage
 	}
-	if !strings.HasPrefix(p.URL, "data:") {
+	rest, ok := strings.CutPrefix(p.URL, "data:")
+	if !ok {
 		lp.URL = p.URL
+		return lp
 	}
+	meta, data, _ := strings.Cut(rest, ",")
+	var b []byte
+	if strings.HasSuffix(meta, ";base64") {
+		b, _ = base64.StdEncoding.DecodeString(data)
+	} else if u, err := url.PathUnescape(data); err == nil {
+		b = []byte(u)
+	}
+	sum := sha256.Sum256(b)
+	lp.Size, lp.SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
 	return lp
 }
 

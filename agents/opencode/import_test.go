@@ -5,10 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/engine"
 )
 
@@ -327,5 +329,22 @@ func TestOddPath(t *testing.T) {
 	unit, err := engine.ReadImport(Source, db+"#"+fixtureSession, nil)
 	if err != nil || len(unit.Records) != 14 {
 		t.Fatalf("the unit alone: %v", err)
+	}
+}
+
+func TestFilePart(t *testing.T) {
+	for _, c := range []struct {
+		in   part
+		want llm.Part
+	}{
+		{part{Mime: "text/plain", Filename: "a.txt", URL: "file:///p/a.txt"}, llm.Part{Type: llm.PartDocument, MediaType: "text/plain", Name: "a.txt", URL: "file:///p/a.txt"}},
+		{part{Mime: "image/png", URL: "data:image/png;base64,aGk="}, llm.Part{Type: llm.PartImage, MediaType: "image/png", Size: 2,
+			SHA256: "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"}},
+		{part{Mime: "text/plain", URL: "data:text/plain,h%69"}, llm.Part{Type: llm.PartDocument, MediaType: "text/plain", Size: 2,
+			SHA256: "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"}},
+	} {
+		if got := filePart(&c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("filePart(%+v) = %+v, want %+v", c.in, got, c.want)
+		}
 	}
 }

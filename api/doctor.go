@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/bytesize"
 	"github.com/bbengine/bbengine/internal/crypt"
@@ -440,10 +441,12 @@ func (d *doctor) agent(a agents.Agent) {
 		switch {
 		case !done && known && stateErr == nil && engine.IsRows(a.Name(), p):
 			// A database: imported when no row is new since the
-			// marks of its sessions.
-			var fi *engine.FileImport
-			fi, stateErr = engine.ReadRows(a.Name(), p, d.importState)
-			done = stateErr == nil && len(fi.Records) == 0
+			// marks of its sessions (the read stops at the first).
+			_, err := engine.ScanRows(a.Name(), p, d.importState, func([]exchange.Import) error { return errNewRows })
+			done = err == nil
+			if err != nil && !errors.Is(err, errNewRows) {
+				stateErr = err
+			}
 		case !done && known && stateErr == nil:
 			var st *engine.ImportFileState
 			st, stateErr = d.importState(strings.TrimSuffix(p, ".zst"))
@@ -491,6 +494,9 @@ func (d *doctor) agent(a agents.Agent) {
 
 // importState returns what was imported of the file at path, nil when
 // nothing was.
+// errNewRows stops doctor's read of a database at its first new row.
+var errNewRows = errors.New("a row not imported yet")
+
 func (d *doctor) importState(path string) (*engine.ImportFileState, error) {
 	if d.remote != nil {
 		return (&remoteSink{*d.remote}).State(path)

@@ -321,3 +321,21 @@ func TestConvert(t *testing.T) {
 		t.Errorf("convert of one session: exit %d", code)
 	}
 }
+
+// TestDoctorLogs: doctor counts the database imported when no row is new
+// since the import, and not once opencode wrote another.
+func TestDoctorLogs(t *testing.T) {
+	h, db := home(t)
+	dir := t.TempDir()
+	t.Setenv("PATH", t.TempDir()) // no opencode to run
+	if _, code := bbengine(t, h, dir, "import", "opencode", "--all"); code != 0 {
+		t.Fatal("import failed")
+	}
+	if out, _ := bbengine(t, h, dir, "doctor"); !strings.Contains(out, "opencode logs       all 1 logs in "+filepath.Dir(db)+" are imported") {
+		t.Errorf("doctor after the import")
+	}
+	exec(t, db, `insert into part (id, message_id, session_id, time_created, time_updated, data) values ('prt_zz1', 'msg_21cc8d22a001psOdOU9JeGlMAc', '`+fixtureSession+`', 1795779260000, 1795779260000, '{"type":"text","text":"more"}')`)
+	if out, _ := bbengine(t, h, dir, "doctor"); !strings.Contains(out, "1 logs in "+filepath.Dir(db)) || strings.Contains(out, "are imported") {
+		t.Errorf("doctor after opencode wrote a row")
+	}
+}

@@ -440,7 +440,12 @@ func TestOpencodeProxy(t *testing.T) {
 	if !bytes.Contains(reqs[1].Body, []byte(`"bbengine_`)) {
 		t.Errorf("the first turn offers no tool of bbengine's MCP server")
 	}
+	if got := reqs[1].Header.Get("Authorization"); got != "Bearer sk-e2e-secret" {
+		t.Errorf("the upstream got authorization %q", got)
+	}
 	px.stop(t)
+	// The key opencode sent is redacted at rest.
+	scanFiles(t, dir, "sk-e2e-secret")
 
 	// Through the proxy.
 	list := gemLiveSessions(t, bin, dir)

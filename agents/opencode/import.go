@@ -41,7 +41,12 @@ import (
 //     upstream), or an interruption for MessageAbortedError.
 //
 // A session_message row (the newer store, design section 4.2 "v2 rows")
-// is, for type user, a user prompt; for type assistant, one model call:
+// is, for type user, a user prompt (its files and agents attachments in
+// Extra); for system and synthetic, a user message Meta "meta" (context
+// opencode put in); for shell, a tool_call "shell" (ID its callID, Args
+// its command) and, once completed, its output as the tool_result; for
+// compaction, a rewrite (Kind compaction) and the summary as a user
+// message Meta "compact_summary"; for type assistant, one model call:
 // a model_call, then per content block a message (text), a thinking
 // event (reasoning) or a tool_call with, once completed or failed, its
 // tool_result (the text of its content; Extra outputPaths, structured
@@ -396,8 +401,37 @@ func (oi *ocImport) v2(m *row) {
 	switch m.Type {
 	case "user":
 		if d.Text != "" {
-			oi.add(engine.Event{Kind: engine.KindMessage, Role: "user", Text: d.Text, UUID: m.ID, Prov: prov}, at)
+			ev := engine.Event{Kind: engine.KindMessage, Role: "user", Text: d.Text, UUID: m.ID, Prov: prov}
+			if attached(d.Files) || attached(d.Agents) {
+				x := map[string]json.RawMessage{}
+				if attached(d.Files) {
+					x["files"] = d.Files
+				}
+				if attached(d.Agents) {
+					x["agents"] = d.Agents
+				}
+				ev.Extra, _ = json.Marshal(x)
+			}
+			oi.add(ev, at)
 		}
+	case "system", "synthetic":
+		// Context opencode put into the conversation.
+		if d.Text != "" {
+			oi.add(engine.Event{Kind: engine.KindMessage, Role: "user", Meta: "meta", Text: d.Text, UUID: m.ID, Prov: prov}, at)
+		}
+	case "shell":
+		// A command the user ran: a call and, once it ended, its
+		// output.
+		args, _ := json.Marshal(map[string]string{"command": d.Command})
+		done := d.Time.Completed != nil
+		oi.add(engine.Event{Kind: engine.KindToolCall, Tool: &engine.Tool{ID: d.CallID, Name: "shell", Args: args}, Partial: !done, UUID: m.ID, Prov: prov}, at)
+		if done {
+			oi.add(engine.Event{Kind: engine.KindToolResult, Role: "tool", Tool: &engine.Tool{ID: d.CallID, Name: "shell"}, Text: d.Output, UUID: m.ID, Prov: prov}, *d.Time.Completed)
+		}
+	case "compaction":
+		oi.add(engine.Event{Kind: engine.KindRewrite, Rewrite: &engine.Rewrite{Kind: "compaction", From: 1}, UUID: m.ID, Prov: prov}, at)
+		extra, _ := json.Marshal(map[string]string{"reason": d.Reason})
+		oi.add(engine.Event{Kind: engine.KindMessage, Role: "user", Meta: "compact_summary", Text: d.Summary, Extra: extra, UUID: m.ID, Prov: prov}, at)
 	case "assistant":
 		call := &engine.Call{StopReason: d.Finish, Complete: d.Time.Completed != nil, Status: 200}
 		if d.Model != nil {

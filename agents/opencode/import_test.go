@@ -348,3 +348,40 @@ func TestFilePart(t *testing.T) {
 		}
 	}
 }
+
+// TestV2Types: the session_message types besides user and assistant, as
+// 1.18.33's session.next.* handlers write them (no real run made them).
+func TestV2Types(t *testing.T) {
+	f := engine.ImportFile{Path: "/d/opencode.db#ses_1"}
+	for i, d := range []string{
+		`{"table":"session","id":"ses_1","title":"t","time_created":1,"time_updated":9}`,
+		`{"table":"session_message","id":"m1","type":"user","seq":1,"time_created":1,"data":{"text":"go","files":[{"uri":"file:///a"}],"agents":[],"time":{"created":1}}}`,
+		`{"table":"session_message","id":"m2","type":"system","seq":2,"time_created":2,"data":{"text":"<env>","time":{"created":2}}}`,
+		`{"table":"session_message","id":"m3","type":"synthetic","seq":3,"time_created":3,"data":{"text":"","time":{"created":3}}}`,
+		`{"table":"session_message","id":"m4","type":"shell","seq":4,"time_created":4,"data":{"callID":"sh1","command":"ls","output":"a\n","time":{"created":4,"completed":5}}}`,
+		`{"table":"session_message","id":"m5","type":"shell","seq":5,"time_created":6,"data":{"callID":"sh2","command":"sleep 9","output":"","time":{"created":6}}}`,
+		`{"table":"session_message","id":"m6","type":"compaction","seq":6,"time_created":7,"data":{"reason":"auto","summary":"so far","recent":[],"time":{"created":7}}}`,
+		`{"table":"session_message","id":"m7","type":"future","seq":7,"time_created":8,"data":{"time":{"created":8}}}`,
+	} {
+		f.Records = append(f.Records, engine.ImportRecord{Import: exchange.Import{File: f.Path, Kind: exchange.ImportRow, Data: []byte(d)}, WAL: uint64(i + 1)})
+	}
+	files := []engine.ImportFile{f}
+	im, err := engine.DeriveImport(Source, "opencode:ses_1", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "message:user message:usermeta tool_call:sh1 tool_result:sh1 tool_call:sh2 rewrite:compaction message:usercompact_summary record:session_message/future"
+	if got := kinds(im.Events); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	if string(im.Events[0].Extra) != `{"files":[{"uri":"file:///a"}]}` || !im.Events[4].Partial || im.Events[3].Text != "a\n" {
+		t.Errorf("extra %s, running shell partial %v, output %q", im.Events[0].Extra, im.Events[4].Partial, im.Events[3].Text)
+	}
+	c := engine.Census(&im.Session, im.Events)
+	if got, want := c, engine.SourceCensus(Source, files); got != want {
+		t.Errorf("census of the events %+v, of the source %+v", got, want)
+	}
+	if c.UserPrompts != 1 || c.MetaUser != 2 || c.ToolCalls != 2 || c.ToolResults != 1 || c.Unknown != 1 || c.Records != 8 {
+		t.Errorf("census %+v", c)
+	}
+}

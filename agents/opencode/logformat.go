@@ -184,7 +184,9 @@ func addTokens(c *census.Counts, t *tokens) {
 }
 
 // countV2 counts a session_message row: a user row with text is a user
-// prompt; an assistant row is a response, its non-empty text blocks
+// prompt; a system or synthetic row with text, and a compaction row, a
+// meta user message; a shell row a call (by its callID) and, completed,
+// a result; an assistant row is a response, its non-empty text blocks
 // assistant messages, its non-empty reasoning blocks thinking, its tool
 // blocks calls (by id) and, completed or failed, results, its tokens
 // tokens, and blocks of another type unknown; a row of another type is
@@ -201,6 +203,20 @@ func countV2(c *census.Counts, m *row, calls, results, uuids map[string]bool) {
 			c.UserPrompts++
 			uuids[m.ID] = true
 		}
+	case "system", "synthetic":
+		if d.Text != "" {
+			c.MetaUser++
+			uuids[m.ID] = true
+		}
+	case "shell":
+		calls[d.CallID] = true
+		if d.Time.Completed != nil {
+			results[d.CallID] = true
+		}
+		uuids[m.ID] = true
+	case "compaction":
+		c.MetaUser++
+		uuids[m.ID] = true
 	case "assistant":
 		c.Responses++
 		uuids[m.ID] = true

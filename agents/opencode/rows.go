@@ -330,7 +330,8 @@ func userText(ps []part) (prompt, meta []string, compaction bool) {
 var keptParts = map[string]bool{"step-start": true, "patch": true, "snapshot": true, "agent": true, "subtask": true}
 
 // v2Data is the data of a session_message row (design section 1.3, "2.x
-// tables").
+// tables"; the types user, assistant, system, synthetic, shell and
+// compaction, as 1.18.33's session.next.* handlers make them).
 type v2Data struct {
 	Time struct {
 		Created   int64  `json:"created"`
@@ -346,6 +347,23 @@ type v2Data struct {
 	Finish  string    `json:"finish"`
 	Cost    float64   `json:"cost"`
 	Tokens  *tokens   `json:"tokens"`
+	// A user row's attachments.
+	Files  json.RawMessage `json:"files"`
+	Agents json.RawMessage `json:"agents"`
+	// A shell row: a command the user ran (its call id, command and
+	// output).
+	CallID  string `json:"callID"`
+	Command string `json:"command"`
+	Output  string `json:"output"`
+	// A compaction row: why, and the summary the session goes on from.
+	Reason  string `json:"reason"`
+	Summary string `json:"summary"`
+}
+
+// attached reports whether raw holds attachments (a non-empty array).
+func attached(raw json.RawMessage) bool {
+	var v []json.RawMessage
+	return json.Unmarshal(raw, &v) == nil && len(v) > 0
 }
 
 // v2Block is one block of an assistant row's content.

@@ -14,7 +14,7 @@ import (
 
 // The opencode importer derives one session from its rows (a database's
 // unit, see store.go) or its files (the JSON tree of 1.1 and earlier,
-// tree.go), by the census rules of census.go, so that engine.Census over
+// tree.go), by the census rules of logformat.go, so that engine.Census over
 // its events equals the source census. The last version of each row wins
 // (a row is imported again whenever opencode rewrote it). The messages
 // are taken in (time_created, id) order and each message's parts in id

@@ -27,9 +27,9 @@ import (
 // session are a unit of their own, named "<database>#<session id>", whose
 // records are, in order, the database's identity (the first time, and
 // again as a new generation when the database was replaced), then every
-// session, message, part and session_message row updated since the unit's high-water
-// mark (engine.ImportFileState End and Seen). Each record's data is one
-// JSON object:
+// session, message, part and session_message row updated since the
+// unit's high-water mark (engine.ImportFileState End and Seen). Each
+// record's data is one JSON object:
 //
 //	{"table":"db","created":<first migration's time_completed>,"migration":"<its id>"}
 //	{"table":"session","id":…,"project_id":…,"parent_id":…,"directory":…,"title":…,"version":…,
@@ -44,9 +44,9 @@ import (
 // in message_ids, so that the importer leaves out the ones opencode has
 // deleted since they were imported (a revert deletes the messages after
 // its point when the session goes on, and updates the session row); it
-// is read again whenever any row of its unit is. No
-// other table is read: account, control_account, credential and
-// session_share hold access tokens.
+// is read again whenever any row of its unit is. No other table is read:
+// account, control_account, credential and session_share hold access
+// tokens.
 
 // unitSep separates a database's path from the session id in a unit's
 // name.

@@ -16,7 +16,7 @@ import (
 // name, in name order, and that each describes itself for the command
 // line.
 func TestRegistry(t *testing.T) {
-	if got, want := agents.Names(), []string{"claude", "codex", "gemini"}; !slices.Equal(got, want) {
+	if got, want := agents.Names(), []string{"claude", "codex", "gemini", "opencode"}; !slices.Equal(got, want) {
 		t.Fatalf("Names() = %q, want %q", got, want)
 	}
 	for _, a := range agents.All() {
@@ -33,7 +33,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: HookMaxChars %d, SessionHeaders %q, LogDirs %q", a.Name(), a.HookMaxChars(), a.SessionHeaders(), a.LogDirs("/home/u"))
 		}
 	}
-	if _, ok := agents.Lookup("opencode"); ok {
+	if _, ok := agents.Lookup("aider"); ok {
 		t.Error("Lookup of an agent nobody registered")
 	}
 }
@@ -55,7 +55,7 @@ func TestRegisterTwice(t *testing.T) {
 // without case.
 func TestSessionHeaders(t *testing.T) {
 	got := agents.SessionHeaders([]string{"X-Session-Id", "session-id"})
-	want := []string{"X-Session-Id", "session-id", "X-Claude-Code-Session-Id", "Session_id"}
+	want := []string{"X-Session-Id", "session-id", "X-Claude-Code-Session-Id", "Session_id", "x-session-affinity"}
 	if !slices.Equal(got, want) {
 		t.Errorf("SessionHeaders = %q, want %q", got, want)
 	}
@@ -63,9 +63,18 @@ func TestSessionHeaders(t *testing.T) {
 
 // TestHookProtocol decodes a hook event as the agents write it and
 // checks the answer each gives. Gemini CLI calls the prompt's event
-// BeforeAgent.
+// BeforeAgent. opencode runs no hook commands: both say so.
 func TestHookProtocol(t *testing.T) {
 	for _, a := range agents.All() {
+		if a.Name() == "opencode" {
+			if _, err := a.ParseHook([]byte(`{}`)); err == nil || !strings.Contains(err.Error(), "no hook commands") {
+				t.Errorf("opencode: ParseHook: %v", err)
+			}
+			if _, err := a.HookAnswer(agents.HookEvent{}, "x"); err == nil {
+				t.Error("opencode: HookAnswer: no error")
+			}
+			continue
+		}
 		event := "UserPromptSubmit"
 		if a.Name() == "gemini" {
 			event = "BeforeAgent"
@@ -92,6 +101,8 @@ func TestLogs(t *testing.T) {
 	t.Setenv("CLAUDE_CONFIG_DIR", "")
 	t.Setenv("CODEX_HOME", "")
 	t.Setenv("GEMINI_CLI_HOME", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("OPENCODE_DB", "")
 	for _, c := range []struct {
 		agent string
 		env   string // CLAUDE_CONFIG_DIR or CODEX_HOME
@@ -113,10 +124,16 @@ func TestLogs(t *testing.T) {
 			not: []string{"/h/.gemini/tmp/repo/chats/session-x.jsonl.tmp-41", "/h/.gemini/tmp/repo/x.jsonl", "/h/.gemini/tmp/repo/chats/sub/logs.json",
 				"/h/.gemini/tmp/repo/chats/session-x.jsonl.unreadable-1700000000000", "/h/.gemini/tmp/repo/chats/x/y.json"}},
 		{agent: "gemini", env: "/gh", dirs: []string{"/gh/.gemini/tmp"}},
+		{agent: "opencode", dirs: []string{"/h/.local/share/opencode"},
+			logs: []string{"/h/.local/share/opencode/opencode.db", "/d/opencode-beta2.db", "/d/storage/session/p1/ses_1.json",
+				"/d/storage/message/ses_1/msg_1.json", "/d/storage/part/msg_1/prt_1.json"},
+			not: []string{"/d/opencode.db-wal", "/d/opencode.db-shm", "/d/other.db", "/d/storage/session_share/ses_1.json", "/d/storage/project/p1.json",
+				"/d/storage/todo/ses_1.json", "/d/session/p1/ses_1.json"}},
+		{agent: "opencode", env: "/xd", dirs: []string{"/xd/opencode"}},
 	} {
 		a, _ := agents.Lookup(c.agent)
 		if c.env != "" {
-			t.Setenv(map[string]string{"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME"}[c.agent], c.env)
+			t.Setenv(map[string]string{"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME", "opencode": "XDG_DATA_HOME"}[c.agent], c.env)
 		}
 		if got := a.LogDirs("/h"); !slices.Equal(got, c.dirs) {
 			t.Errorf("%s (env %q): LogDirs = %q, want %q", c.agent, c.env, got, c.dirs)

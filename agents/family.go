@@ -32,7 +32,6 @@ type Family struct {
 // (Families skips a row whose Name a registered agent claims); delete
 // the row then.
 var others = []Family{
-	{Name: "opencode", UserAgents: []string{"opencode"}, Coding: true},
 	{Name: "anthropic-sdk", UserAgents: []string{"anthropic/js", "anthropic/python"}},
 	{Name: "openai-sdk", UserAgents: []string{"openai/js", "openai/python"}},
 	{Name: "aider", Coding: true},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/bbengine/bbengine/agents"
 	"github.com/bbengine/bbengine/engine"
@@ -57,6 +58,17 @@ func ReadSession(from, in string) (*Converted, error) {
 
 // sessionInputs lists the files one converted session is read from.
 func sessionInputs(from, in string) ([]string, error) {
+	if engine.IsRows(from, in) {
+		// A database, or one session's rows of it ("<db>#<id>").
+		if _, err := os.Stat(in); err != nil {
+			if i := strings.LastIndex(in, "#"); i > 0 {
+				if _, derr := os.Stat(in[:i]); derr == nil {
+					return []string{in}, nil
+				}
+			}
+			return nil, err
+		}
+	}
 	fi, err := os.Stat(in)
 	if err != nil {
 		return nil, err
@@ -83,6 +95,10 @@ func readFiles(from string, paths []string) ([]engine.ImportFile, string, []engi
 			return nil, "", nil, err
 		}
 		problems = append(problems, fi.Problems...)
+		if len(fi.Sessions) > 1 {
+			return nil, "", nil, fmt.Errorf("%s holds %d sessions: name one as %s#<session id>, e.g. %s#%s", p, len(fi.Sessions), p, p,
+				strings.TrimPrefix(fi.Sessions[0], from+":"))
+		}
 		if session == "" && len(fi.Records) > 0 {
 			session = fi.Session
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bbengine/bbengine/agents"
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/bytesize"
 	"github.com/bbengine/bbengine/internal/crypt"
@@ -437,7 +438,16 @@ func (d *doctor) agent(a agents.Agent) {
 			continue
 		}
 		done := info.Size() == 0 // nothing to import, and no state is kept of it
-		if !done && known && stateErr == nil {
+		switch {
+		case !done && known && stateErr == nil && engine.IsRows(a.Name(), p):
+			// A database: imported when no row is new since the
+			// marks of its sessions (the read stops at the first).
+			_, err := engine.ScanRows(a.Name(), p, d.importState, func([]exchange.Import) error { return errNewRows })
+			done = err == nil
+			if err != nil && !errors.Is(err, errNewRows) {
+				stateErr = err
+			}
+		case !done && known && stateErr == nil:
 			var st *engine.ImportFileState
 			st, stateErr = d.importState(strings.TrimSuffix(p, ".zst"))
 			done = st != nil && (strings.HasSuffix(p, ".zst") || st.End >= info.Size())
@@ -484,6 +494,9 @@ func (d *doctor) agent(a agents.Agent) {
 
 // importState returns what was imported of the file at path, nil when
 // nothing was.
+// errNewRows stops doctor's read of a database at its first new row.
+var errNewRows = errors.New("a row not imported yet")
+
 func (d *doctor) importState(path string) (*engine.ImportFileState, error) {
 	if d.remote != nil {
 		return (&remoteSink{*d.remote}).State(path)

@@ -89,6 +89,9 @@ func isSourceFile(source, p string) bool {
 type fileStamp struct {
 	size  int64
 	mtime time.Time
+	// walSize and walMtime stamp a database's -wal.
+	walSize  int64
+	walMtime time.Time
 }
 
 // Importer imports the logs of one source into a sink, round after
@@ -201,11 +204,70 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			problems++
 			continue
 		}
-		stamp := fileStamp{fst.Size(), fst.ModTime()}
+		stamp := fileStamp{size: fst.Size(), mtime: fst.ModTime()}
+		if engine.IsRows(im.source, p) {
+			// A database's new rows are in its -wal until a
+			// checkpoint.
+			if wst, err := os.Stat(p + "-wal"); err == nil {
+				stamp.walSize, stamp.walMtime = wst.Size(), wst.ModTime()
+			}
+		}
 		if old, ok := im.seen[p]; ok && old == stamp {
 			continue
 		}
 		im.seen[p] = stamp
+		if engine.IsRows(im.source, p) {
+			// Each session's rows as they are read, in chunks of at
+			// most about 1 MiB, as ScanImport hands a log's over
+			// (a chunk is of one session: the pipe places its
+			// derivation marks between sessions).
+			fi, err := engine.ScanRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) },
+				func(recs []exchange.Import) error {
+					for len(recs) > 0 {
+						n, size := 0, 0
+						for n < len(recs) && size < 1<<20 {
+							size += len(recs[n].Data)
+							n++
+						}
+						if err := pipe.send(recs[:n:n]); err != nil {
+							return err
+						}
+						records += int64(n)
+						recs = recs[n:]
+					}
+					return nil
+				})
+			if perr := pipe.err(); perr != nil {
+				return st, perr
+			}
+			if err != nil {
+				rep.Say(fmt.Sprintf("%s: %v (skipped)", p, trimPath(err, p)))
+				problems++
+				continue
+			}
+			for _, pr := range fi.Problems {
+				rep.Say(fmt.Sprint(pr))
+			}
+			if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
+				rep.Say(fmt.Sprintf("%s: %d more records skipped, not listed", p, n))
+			}
+			problems += fi.Unreadable
+			if len(fi.Sessions) == 0 {
+				unchanged++
+				continue
+			}
+			changed++
+			if fi.Replaced {
+				replaced++
+				rep.Say(fmt.Sprintf("%s was replaced since it was imported; importing its sessions again", p))
+			}
+			for _, id := range fi.Sessions {
+				sessions[id] = true
+				im.sessions[id] = true
+			}
+			bytesIn += fi.Bytes
+			continue
+		}
 		state, err := im.sink.State(strings.TrimSuffix(p, ".zst"))
 		if err != nil {
 			return st, err
@@ -330,7 +392,10 @@ func readSourceFiles(source string, info *engine.ImportInfo) ([]engine.ImportFil
 	var out []engine.ImportFile
 	for _, p := range info.Files {
 		real := p
-		if _, err := os.Stat(p); err != nil {
+		if engine.IsRows(source, p) {
+			// p is a database's unit, "<database>#<session id>": its
+			// session's rows, every version of them.
+		} else if _, err := os.Stat(p); err != nil {
 			if _, zerr := os.Stat(p + ".zst"); zerr != nil {
 				return nil, err
 			}

@@ -15,7 +15,7 @@ func allHome(t *testing.T, which ...string) string {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	for _, v := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"} {
+	for _, v := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "OPENCODE_DB"} {
 		t.Setenv(v, "")
 	}
 	put := func(rel, body string) {
@@ -42,17 +42,26 @@ func allHome(t *testing.T, which ...string) string {
 				t.Fatal(err)
 			}
 			put(".gemini/tmp/work/chats/session-2026-11-27T06-36-3f849cf4.jsonl", string(b))
+		case "opencode":
+			for _, suffix := range []string{"", "-wal"} {
+				b, err := os.ReadFile(filepath.Join("..", "agents", "opencode", "testdata", "opencode-1.18.33-tools.db"+suffix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				put(".local/share/opencode/opencode.db"+suffix, string(b))
+			}
 		}
 	}
 	return home
 }
 
 // TestImportAllAgents: `import --all` with no agent imports the logs of
-// Claude Code, Codex and Gemini CLI from their default locations, one
-// line per agent, --check finds nothing lost, --json says the same,
-// `sessions` lists the three; piped, stderr holds no progress bar.
+// Claude Code, Codex, Gemini CLI and opencode from their default
+// locations, one line per agent, --check finds nothing lost, --json says
+// the same, `sessions` lists the four; piped, stderr holds no progress
+// bar.
 func TestImportAllAgents(t *testing.T) {
-	allHome(t, "claude", "codex", "gemini")
+	allHome(t, "claude", "codex", "gemini", "opencode")
 	dir := t.TempDir()
 	out, errs, code := run(t, "--dir", dir, "import", "--all", "--check")
 	if code != 0 {
@@ -63,7 +72,7 @@ func TestImportAllAgents(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", w, errs)
 		}
 	}
-	if !strings.Contains(out, "import --check: 3 sessions, nothing lost") {
+	if !strings.Contains(out, "import --check: 4 sessions, nothing lost") {
 		t.Errorf("--check:\n%s", out)
 	}
 	if strings.ContainsAny(errs, "\r\x1b") {
@@ -73,7 +82,8 @@ func TestImportAllAgents(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sessions: %d %s", code, errs2)
 	}
-	for _, id := range []string{"claude:aaaaaaaa-1111-2222-3333-444444444444", "codex:019e1625-789d-76c0-80ab-3724b5ddb799", "gemini:3f849cf4-c2a2-4b67-a9c5-29d3a4ec5e1d"} {
+	for _, id := range []string{"claude:aaaaaaaa-1111-2222-3333-444444444444", "codex:019e1625-789d-76c0-80ab-3724b5ddb799", "gemini:3f849cf4-c2a2-4b67-a9c5-29d3a4ec5e1d",
+		"opencode:ses_de3373617ffeEUid1EoeXUeDtH"} {
 		if !strings.Contains(sessions, id) {
 			t.Errorf("sessions lacks %s:\n%s", id, sessions)
 		}
@@ -96,7 +106,7 @@ func TestImportAllAgents(t *testing.T) {
 			t.Errorf("second run, %s: %+v", s.Source, s)
 		}
 	}
-	if strings.Join(got, " ") != "claude codex gemini" || rep.Problems != 0 || rep.Check == nil || len(rep.Check) != 0 {
+	if strings.Join(got, " ") != "claude codex gemini opencode" || rep.Problems != 0 || rep.Check == nil || len(rep.Check) != 0 {
 		t.Errorf("second run: %s", out)
 	}
 
@@ -107,7 +117,7 @@ func TestImportAllAgents(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("--json --check: %d %v\n%s", code, err, out)
 	}
-	if len(rep.Check) != 3 {
+	if len(rep.Check) != 4 {
 		t.Fatalf("--json --check: %s", out)
 	}
 	for _, c := range rep.Check {
@@ -131,12 +141,13 @@ func TestImportAllMissingAgent(t *testing.T) {
 		"claude: imported 2 records",
 		"codex: no logs in " + filepath.Join(home, ".codex", "sessions") + ", " + filepath.Join(home, ".codex", "archived_sessions"),
 		"gemini: no logs in " + filepath.Join(home, ".gemini", "tmp"),
+		"opencode: no logs in " + filepath.Join(home, ".local", "share", "opencode"),
 	} {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, errs)
 		}
 	}
-	if n := strings.Count(errs, "\n"); n != 3 {
+	if n := strings.Count(errs, "\n"); n != 4 {
 		t.Errorf("%d lines, want one per agent:\n%s", n, errs)
 	}
 	_, errs, code = run(t, "--dir", dir, "import", "codex", "--all")
@@ -155,18 +166,18 @@ func TestImportAllMissingAgent(t *testing.T) {
 // import --all sends every agent's records to it, and sessions, asked
 // of the proxy, lists them.
 func TestImportAllThroughProxy(t *testing.T) {
-	allHome(t, "claude", "codex", "gemini")
+	allHome(t, "claude", "codex", "gemini", "opencode")
 	dir := t.TempDir()
 	startTestProxy(t, dir)
 	out, errs, code := run(t, "--dir", dir, "import", "--all", "--check")
-	if code != 0 || !strings.Contains(out, "import --check: 3 sessions, nothing lost") {
+	if code != 0 || !strings.Contains(out, "import --check: 4 sessions, nothing lost") {
 		t.Fatalf("import --all through the proxy: %d\n%s%s", code, out, errs)
 	}
 	sessions, errs, code := run(t, "--dir", dir, "sessions")
 	if code != 0 {
 		t.Fatalf("sessions: %d %s", code, errs)
 	}
-	for _, id := range []string{"claude:aaaaaaaa", "codex:019e1625", "gemini:3f849cf4"} {
+	for _, id := range []string{"claude:aaaaaaaa", "codex:019e1625", "gemini:3f849cf4", "opencode:ses_de3373617ffe"} {
 		if !strings.Contains(sessions, id) {
 			t.Errorf("sessions lacks %s:\n%s", id, sessions)
 		}

@@ -75,6 +75,19 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 	return derive.ReadImport(source, path, st)
 }
 
+// IsRows is derive.IsRows.
+func IsRows(source, path string) bool { return derive.IsRows(source, path) }
+
+// ReadRows is derive.ReadRows.
+func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
+	return derive.ReadRows(source, path, state)
+}
+
+// ScanRows is derive.ScanRows.
+func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+	return derive.ScanRows(source, path, state, emit)
+}
+
 // ScanImport is derive.ScanImport.
 func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
 	return derive.ScanImport(source, path, st, emit)

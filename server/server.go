@@ -256,6 +256,7 @@ func printWiring(w io.Writer, addr, walDir string, mode proxy.Mode, p *proxy.Pro
 	fmt.Fprintf(w, "  OpenAI SDKs, aider export OPENAI_BASE_URL=%s/v1\n", base)
 	fmt.Fprintf(w, "  Codex CLI          codex -c openai_base_url=%s/v1   (custom providers: base_url = \"%s/v1\", supports_websockets = false)\n", base, base)
 	fmt.Fprintf(w, "  Gemini CLI         export GOOGLE_GEMINI_BASE_URL=%s\n", base)
+	fmt.Fprintf(w, "  opencode           bbengine install opencode --user --base-url %s   (provider \"bbengine\", baseURL %s/v1)\n", base, base)
 	fmt.Fprintf(w, "  OpenAI-compatible  %s/<route>/v1 for a route below (ollama, lmstudio, vllm, or --upstream name=URL)\n", base)
 	fmt.Fprintf(w, "  Ids (optional)     X-Bb-Session-Id, X-Bb-Task-Id, X-Bb-Run-Id, X-Bb-Session-Goal request headers (ANTHROPIC_CUSTOM_HEADERS for Claude Code)\n\n")
 	fmt.Fprintf(w, "Routes:\n")

@@ -5,6 +5,7 @@ import (
 	_ "github.com/bbengine/bbengine/agents/claude"
 	_ "github.com/bbengine/bbengine/agents/codex"
 	_ "github.com/bbengine/bbengine/agents/gemini"
+	_ "github.com/bbengine/bbengine/agents/opencode"
 	"github.com/bbengine/bbengine/engine"
 )
 

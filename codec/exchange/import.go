@@ -21,8 +21,8 @@ type Import struct {
 	Session string
 	// File is the absolute path of the source file.
 	File string
-	// Kind is what Data is: ImportLine, ImportMeta, ImportSpill or
-	// ImportDoc.
+	// Kind is what Data is: ImportLine, ImportMeta, ImportSpill,
+	// ImportDoc or ImportRow.
 	Kind string
 	// Gen is the file's generation: it grows when the file was replaced
 	// (its imported prefix changed), and only the newest generation's
@@ -44,6 +44,13 @@ const (
 	ImportMeta  = "meta"  // a subagent's .meta.json file
 	ImportSpill = "spill" // a tool output the agent spilled to its own file
 	ImportDoc   = "doc"   // a whole JSON document (an ATIF trajectory)
+	// ImportRow is one row of a database (opencode's opencode.db): a JSON
+	// object naming its table and id. File is "<database>#<session id>",
+	// the rows of one session, Offset the row's time_updated (Unix ms)
+	// and Line 0. The rows of a file are not in offset order: a row is
+	// imported again whenever it changed, and the last record of an id
+	// is its newest version.
+	ImportRow = "row"
 )
 
 const importVersion = 1

@@ -213,6 +213,23 @@ type LogFormat struct {
 	// a *agentlog.SyntaxError's offset is in the document. Nil: any JSON
 	// object is one.
 	CheckDoc func(doc []byte) error
+	// Rows, when set, says the source's files that are no Document are
+	// databases, not logs: the engine calls it instead of reading the
+	// file's bytes (ReadRows).
+	// It reads the rows of path (a database) that are new since the
+	// engine's state of each of its sessions' units, as state returns
+	// it (nil for a unit never imported), as records of kind
+	// exchange.ImportRow whose File is the unit, "<path>#<session id>",
+	// and whose Session names the session, and hands each session's
+	// records to emit (which owns them) as it reads them. path may
+	// itself name one unit: then Rows reads that session's rows alone.
+	// The FileImport it returns has Problems (a row that is no JSON
+	// names the database, table and id), Unreadable, Bytes and Sessions;
+	// Replaced when a unit is imported again as a new generation (the
+	// database was replaced), its records carrying the new Gen. The
+	// error return is for a database that cannot be read at all, or
+	// emit's.
+	Rows func(path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error)
 }
 
 // formats maps a source to its log format.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/bbengine/bbengine/codec/agentlog"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/wal"
@@ -51,6 +52,9 @@ type ImportFileState struct {
 	HeadSHA    string `json:"head_sha"`
 	LastSHA    string `json:"last_sha"`
 	LastOffset int64  `json:"last_offset"`
+	// Seen, for a database's unit (exchange.ImportRow), are the ids of
+	// the rows imported whose time_updated is End, the newest imported.
+	Seen []string `json:"seen,omitempty"`
 	// Runs locate the records' frames in the WAL.
 	Runs []walRun `json:"runs"`
 }
@@ -85,7 +89,7 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 	if err != nil {
 		return err
 	}
-	whole := rec.Kind != exchange.ImportLine
+	whole := rec.Kind != exchange.ImportLine && rec.Kind != exchange.ImportRow
 	switch {
 	case st.Records > 0 && (st.Source != rec.Source || st.Session != rec.Session) && rec.Gen <= st.Gen:
 		c.e.opts.Logf("engine: import frame at WAL offset %d: %s was imported as %s session %s, not %s %s; skipped",
@@ -102,7 +106,7 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 			}
 		}
 		*st = ImportFileState{Path: rec.File, Gen: rec.Gen}
-	case rec.Offset < st.End:
+	case rec.Offset < st.End && rec.Kind == exchange.ImportLine:
 		return nil // already imported (a second import of the same lines)
 	}
 	if st.Session != rec.Session {
@@ -132,9 +136,12 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 	}
 	st.LastOffset = rec.Offset
 	st.Records++
-	if whole {
+	switch {
+	case rec.Kind == exchange.ImportRow:
+		rowMark(st, &rec)
+	case whole:
 		st.End = int64(len(rec.Data))
-	} else {
+	default:
 		st.End, st.Line = rec.Offset+int64(len(rec.Data))+1, rec.Line
 	}
 	if n := len(st.Runs); n > 0 && off-st.Runs[n-1].Last <= runGap {
@@ -146,6 +153,24 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 	c.dirtyFiles[rec.File] = true
 	c.markImportPending(rec.Session)
 	return nil
+}
+
+// rowMark moves the high-water mark of st, a database unit's state, to
+// rec, one of its rows: End is the newest time_updated imported, Seen
+// the ids of the rows imported at it, so that the next read takes the
+// rows updated since and none twice (see LogFormat.Rows). A record with
+// no id (a database's identity) leaves the mark alone.
+func rowMark(st *ImportFileState, rec *exchange.Import) {
+	v, err := agentlog.Fields(rec.Data, "id")
+	if err != nil || v[0] == "" || rec.Offset < st.End {
+		return
+	}
+	if rec.Offset > st.End {
+		st.End, st.Seen = rec.Offset, st.Seen[:0]
+	}
+	if !slices.Contains(st.Seen, v[0]) {
+		st.Seen = append(st.Seen, v[0])
+	}
 }
 
 // importFile returns the cached state of path, loading it.
@@ -409,7 +434,11 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 			continue // moved to another session
 		}
 		j.source = fs.Source
-		j.size += fs.End
+		if IsRows(fs.Source, fs.Path) {
+			j.size += fs.Records << 10 // End is a time, not a size
+		} else {
+			j.size += fs.End
+		}
 		f := *fs
 		f.Runs = slices.Clone(fs.Runs)
 		j.files = append(j.files, f)
@@ -588,7 +617,7 @@ func (e *Pipeline) readImportRecords(r *wal.Reader, fs *ImportFileState) ([]Impo
 			return nil, fmt.Errorf("engine: read %s back from the WAL: %w", fs.Path, err)
 		}
 	}
-	if len(out) > 0 && out[0].Kind != exchange.ImportLine {
+	if len(out) > 0 && out[0].Kind != exchange.ImportLine && out[0].Kind != exchange.ImportRow {
 		out = out[len(out)-1:] // a whole-file record: its newest version
 	}
 	return out, nil
@@ -673,7 +702,7 @@ func (fc *frameCache) records(fs *ImportFileState) ([]ImportRecord, bool) {
 			out = append(out, ImportRecord{Import: rec, WAL: fc.offs[i]})
 		}
 	}
-	if len(out) > 0 && out[0].Kind != exchange.ImportLine {
+	if len(out) > 0 && out[0].Kind != exchange.ImportLine && out[0].Kind != exchange.ImportRow {
 		out = out[len(out)-1:] // a whole-file record: its newest version
 	}
 	return out, true

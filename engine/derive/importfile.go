@@ -62,6 +62,10 @@ type FileImport struct {
 	// Replaced is set when the file no longer starts with what was
 	// imported from it: it is imported again as a new generation.
 	Replaced bool
+	// Sessions are the sessions a database's records belong to (see
+	// LogFormat.Rows), in the order read; nil for a log file, whose
+	// session is Session.
+	Sessions []string
 
 	// emit takes the chunks of records ScanImport reads; chunk is the
 	// pending one, its data in arena.
@@ -120,6 +124,8 @@ func (fi *FileImport) lineProblem(path string, l agentlog.Line, err error) {
 // read line by line.
 func ImportKind(source, path string) string {
 	switch {
+	case IsRows(source, path):
+		return exchange.ImportRow
 	case source == "atif" || source == "bbox", formats[source].Document != nil && formats[source].Document(path):
 		return exchange.ImportDoc
 	case strings.HasSuffix(path, ".meta.json"):
@@ -178,6 +184,9 @@ func CheckRecord(source, kind string, data []byte) error {
 // records before it are imported. The error return is for a file that
 // cannot be read at all.
 func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
+	if IsRows(source, path) {
+		return ReadRows(source, path, func(string) (*ImportFileState, error) { return st, nil })
+	}
 	var recs []exchange.Import
 	fi, err := ScanImport(source, path, st, func(chunk []exchange.Import) error {
 		recs = append(recs, chunk...)
@@ -187,6 +196,58 @@ func ReadImport(source, path string, st *ImportFileState) (*FileImport, error) {
 		return nil, err
 	}
 	fi.Records = recs
+	return fi, nil
+}
+
+// IsRows reports whether path, a file of source, is a database read row
+// by row (LogFormat.Rows), not a log: source has Rows and path is no
+// Document of it.
+func IsRows(source, path string) bool {
+	f := formats[source]
+	return f.Rows != nil && (f.Document == nil || !f.Document(path))
+}
+
+// ReadRows reads the rows of path, a database of source (see
+// LogFormat.Rows), that are new since the engine's state of each of its
+// units, which state returns (nil for a unit never imported). path may
+// name one unit, "<database>#<session id>": then only that session's
+// rows are read.
+func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
+	var recs []exchange.Import
+	fi, err := ScanRows(source, path, state, func(chunk []exchange.Import) error {
+		recs = append(recs, chunk...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fi.Records = recs
+	return fi, nil
+}
+
+// ScanRows reads path as ReadRows does, and hands the records of each
+// session to emit as it reads them, in the database's order: the
+// FileImport it returns has no Records. emit owns each chunk; an error
+// from emit stops the read and is returned. Memory is bounded by the
+// largest session, whatever the database's size.
+func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+	fn := formats[source].Rows
+	if fn == nil {
+		return nil, fmt.Errorf("engine: source %q has no database format", source)
+	}
+	fi, err := fn(path, state, func(chunk []exchange.Import) error {
+		for i := range chunk {
+			chunk[i].Source, chunk[i].Kind = source, exchange.ImportRow
+		}
+		return emit(chunk)
+	})
+	if err != nil {
+		return nil, err
+	}
+	fi.Path, fi.Source, fi.Kind, fi.Records = path, source, exchange.ImportRow, nil
+	if fi.Session == "" && len(fi.Sessions) == 1 {
+		fi.Session = fi.Sessions[0]
+	}
 	return fi, nil
 }
 
@@ -202,6 +263,9 @@ const importChunk = 1 << 20
 // returned. Memory stays bounded by the longest line (agentlog.MaxLine)
 // and a chunk, whatever the file's size.
 func ScanImport(source, path string, st *ImportFileState, emit func([]exchange.Import) error) (*FileImport, error) {
+	if IsRows(source, path) {
+		return nil, fmt.Errorf("engine: %s is a database of source %q, read with ReadRows", path, source)
+	}
 	fi := &FileImport{Path: strings.TrimSuffix(path, ".zst"), Source: source, Kind: ImportKind(source, path), emit: emit}
 	if err := fi.scan(path, st); err != nil {
 		return nil, err

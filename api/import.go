@@ -307,7 +307,9 @@ func (im *Importer) Check() ([]SessionCensus, error) {
 		if err != nil {
 			return nil, err
 		}
-		events, err := r.Events(s.ID, engine.EventFilter{})
+		// The import side alone: a merged session's view holds what
+		// only the proxy recorded too.
+		events, err := r.Events(id, engine.EventFilter{Raw: true})
 		if err != nil {
 			return nil, err
 		}
@@ -317,7 +319,7 @@ func (im *Importer) Check() ([]SessionCensus, error) {
 		}
 		src := engine.SourceCensus(im.source, files)
 		res := engine.Census(&s, events)
-		out = append(out, SessionCensus{Session: s.ID, Files: len(files), Rows: census.Compare(src, res)})
+		out = append(out, SessionCensus{Session: id, Files: len(files), Rows: census.Compare(src, res)})
 	}
 	return out, nil
 }

@@ -29,6 +29,9 @@ type SessionFilter struct {
 	Since int64 `json:"since,omitempty"`
 	// Agent keeps sessions of this client family (claude-code, codex…).
 	Agent string `json:"agent,omitempty"`
+	// Unmerged lists the members of a merged session each as derived,
+	// not the merged session once.
+	Unmerged bool `json:"unmerged,omitempty"`
 }
 
 var _ Reader = (*Engine)(nil)
@@ -36,10 +39,28 @@ var _ Reader = (*Engine)(nil)
 // Sessions returns the sessions f selects, oldest first.
 func (e *Engine) Sessions(f SessionFilter) ([]Session, error) {
 	var out []Session
+	var (
+		links map[string]string
+		heads map[uint64]Session
+	)
+	if !f.Unmerged {
+		var err error
+		if links, heads, err = e.mergeLinks(); err != nil {
+			return nil, err
+		}
+	}
 	err := e.scan([]byte{schema.PrefixSession}, func(k, v []byte) error {
 		var s Session
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("engine: decode session %q: %w", k[1:], err)
+		}
+		if canon, ok := links[s.ID]; ok {
+			if canon != s.ID {
+				return nil // listed as its merged session
+			}
+			if h, ok := heads[s.Ordinal]; ok {
+				s = h
+			}
 		}
 		if f.Since != 0 && s.Last < f.Since {
 			return nil
@@ -70,9 +91,24 @@ func compareI64(a, b int64) int {
 }
 
 // Session returns the session with id, or the only session whose id
-// starts with it (an imported session's id also without its "source:"). An unknown or ambiguous id is an error wrapping
-// ErrNotFound.
+// starts with it (an imported session's id also without its "source:").
+// A member of a merged session gives the merged session's summary. An
+// unknown or ambiguous id is an error wrapping ErrNotFound.
 func (e *Engine) Session(id string) (Session, error) {
+	s, err := e.rawSession(id)
+	if err != nil {
+		return s, err
+	}
+	h, err := e.mergeHead(&s)
+	if err != nil || h == nil {
+		return s, err
+	}
+	return h.Summary, nil
+}
+
+// rawSession is Session without merged sessions: the summary of the
+// session id names as it was derived.
+func (e *Engine) rawSession(id string) (Session, error) {
 	var s Session
 	if id == "" {
 		return s, fmt.Errorf("%w: empty session id", ErrNotFound)
@@ -117,9 +153,28 @@ func (e *Engine) Session(id string) (Session, error) {
 
 // Events returns the events of a session that f selects, in order.
 func (e *Engine) Events(session string, f EventFilter) ([]Event, error) {
-	s, err := e.Session(session)
+	s, err := e.rawSession(session)
 	if err != nil {
 		return nil, err
+	}
+	if !f.Raw {
+		h, err := e.mergeHead(&s)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			view, err := e.mergedEvents(h)
+			if err != nil {
+				return nil, err
+			}
+			out := view[:0]
+			for _, ev := range view {
+				if ev.Seq > f.After && (f.Task == "" || ev.Task == f.Task) && (f.Thread == 0 || ev.Thread == f.Thread) {
+					out = append(out, ev)
+				}
+			}
+			return out, nil
+		}
 	}
 	var out []Event
 	lo := schema.EventKey(nil, s.Ordinal, f.After+1)

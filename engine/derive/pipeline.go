@@ -198,6 +198,8 @@ func (e *Pipeline) scanLocked(p []byte, fn func(k, v []byte) error) error {
 // events, reports, brief, memoryState, artifact and pinRetention are
 // the Store's functions of the same names.
 func (e *Pipeline) events(session string, f EventFilter) ([]Event, error) {
+	// Derivation reads a session's own timeline, never a merged view.
+	f.Raw = true
 	return e.store.Events(session, f)
 }
 func (e *Pipeline) reports(session string) ([]Report, error) { return e.store.Reports(session) }

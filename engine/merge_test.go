@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/engine/schema"
+	"github.com/bbengine/bbengine/wal"
+)
+
+// claudePair scripts one Claude Code session both ways: the exchanges
+// the proxy records (session header id) and the JSONL log Claude Code
+// writes of the same calls, with the same message ids, request ids and
+// tool ids. The first request carries a system reminder in front of
+// the prompt, as Claude Code sends it; the log has the prompt alone.
+func claudePair(t *testing.T, id string, n int) ([]fx, string) {
+	t.Helper()
+	cv := &conversation{session: id, system: "You are Claude Code.", model: "claude-sonnet-4-5"}
+	prompt := "fix the failing test in " + id
+	cv.user([]any{obj{"type": "text", "text": "<system-reminder>\nthe date is today\n</system-reminder>"}, obj{"type": "text", "text": prompt}})
+	var (
+		live  []fx
+		lines []string
+	)
+	ts := func(i int) string {
+		return time.Unix(0, int64(i)*int64(time.Millisecond)).UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	line := func(v obj) {
+		v["sessionId"] = id
+		v["timestamp"] = ts(len(lines) + 1)
+		v["uuid"] = fmt.Sprintf("uuid-%s-%d", id, len(lines))
+		v["cwd"] = "/work/project"
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	line(obj{"type": "user", "message": obj{"role": "user", "content": prompt}})
+	for i := 0; i < n; i++ {
+		tool := fmt.Sprintf("toolu_%s_%d", id, i)
+		r := anthropicReply{id: fmt.Sprintf("msg_%s_%d", id, i), thinking: fmt.Sprintf("step %d: run the tests", i),
+			text:  fmt.Sprintf("Running step %d.", i),
+			tools: []obj{{"id": tool, "name": "Bash", "input": obj{"command": fmt.Sprintf("go test ./... -run Test%d", i)}}},
+			in:    100 + i, out: 20 + i, cache: 1000}
+		if i == n-1 {
+			r.tools, r.text = nil, "All tests pass now."
+		}
+		up := fmt.Sprintf("req_up_%s_%d", id, i)
+		live = append(live, fx{session: id, req: cv.request(), resp: r.stream(cv.model),
+			respHeaders: exchange.Headers{"Request-Id": {up}}})
+		cv.assistant(r)
+		stop := "end_turn"
+		if len(r.tools) > 0 {
+			stop = "tool_use"
+		}
+		line(obj{"type": "assistant", "requestId": up, "message": obj{"id": r.id, "type": "message", "role": "assistant",
+			"model": cv.model, "content": r.content(), "stop_reason": stop,
+			"usage": obj{"input_tokens": r.in, "cache_read_input_tokens": r.cache, "output_tokens": r.out}}})
+		if len(r.tools) > 0 {
+			out := fmt.Sprintf("ok  \tpkg\t0.%03ds", i)
+			cv.user([]any{obj{"type": "tool_result", "tool_use_id": tool, "content": out}})
+			line(obj{"type": "user", "message": obj{"role": "user", "content": []any{obj{"type": "tool_result", "tool_use_id": tool, "content": out}}},
+				"toolUseResult": obj{"stdout": out}})
+		}
+	}
+	path := filepath.Join(t.TempDir(), id+".jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return live, path
+}
+
+// frameEnds returns the offset after every frame of the WAL.
+func frameEnds(t *testing.T, log *wal.Log) []uint64 {
+	t.Helper()
+	r := log.NewReader()
+	defer r.Close()
+	var out []uint64
+	for r.Next() {
+		out = append(out, r.Offset())
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	end, err := log.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out[1:], end)
+}
+
+// TestMergeRebuildIdentical derives a proxied session and its imported
+// log in every order (the import after, before, in the middle of the
+// exchanges), stopping at every frame boundary, and checks that the
+// merged session reads the same each time and that a rebuild gives the
+// same bytes.
+func TestMergeRebuildIdentical(t *testing.T) {
+	const id = "c94ff1b8-1024-4d5a-9e67-ae823d71589d"
+	var views []string
+	for _, order := range []string{"import-after", "import-before", "interleaved"} {
+		t.Run(order, func(t *testing.T) {
+			dir, log := newData(t)
+			e := open(t, dir, log, &Options{BatchBytes: 2048})
+			live, path := claudePair(t, id, 3)
+			fi, err := ReadImport("claude", path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c clock
+			xid := uint64(0)
+			appendImport := func(recs []exchange.Import) {
+				if err := AppendImport(e.WAL(), recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch order {
+			case "import-after":
+				xid = writeWAL(t, log, &c, xid, live)
+				appendImport(fi.Records)
+			case "import-before":
+				appendImport(fi.Records)
+				xid = writeWAL(t, log, &c, xid, live)
+			case "interleaved":
+				xid = writeWAL(t, log, &c, xid, live[:1])
+				appendImport(fi.Records[:3])
+				xid = writeWAL(t, log, &c, xid, live[1:2])
+				appendImport(fi.Records[3:])
+				writeWAL(t, log, &c, xid, live[2:])
+			}
+			for _, end := range frameEnds(t, log) {
+				if _, err := e.CatchUpTo(context.Background(), end); err != nil {
+					t.Fatal(err)
+				}
+			}
+			catchUp(t, e)
+			views = append(views, checkMerged(t, e, id))
+			sameAfterRebuild(t, e, dump(t, e), "rebuild differs from the incremental merge")
+			if got := checkMerged(t, e, id); got != views[len(views)-1] {
+				t.Fatalf("the view changed with the rebuild:\n%s", diffLines(views[len(views)-1], got))
+			}
+		})
+	}
+	for i := 1; i < len(views); i++ {
+		if views[i] != views[0] {
+			t.Errorf("view %d differs from the first:\n%s", i, diffLines(views[0], views[i]))
+		}
+	}
+}
+
+// checkMerged checks the merged session of claudePair(id, 3) and
+// returns its view as text.
+func checkMerged(t *testing.T, e *Engine, id string) string {
+	t.Helper()
+	ss, err := e.Sessions(SessionFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 || ss[0].ID != id || ss[0].Merged == nil {
+		t.Fatalf("sessions: %+v, want %s once, merged", ss, id)
+	}
+	s := ss[0]
+	if got, want := strings.Join(s.Merged.Members, " "), id+" claude:"+id; got != want {
+		t.Errorf("members %q, want %q", got, want)
+	}
+	if s.CWD != "/work/project" || s.Requests != 3 || s.Usage.Input != 3303 || s.Usage.Output != 63 || s.Usage.CacheRead != 3000 {
+		t.Errorf("summary: cwd %q, %d requests, usage %+v", s.CWD, s.Requests, s.Usage)
+	}
+	if raw, err := e.Sessions(SessionFilter{Unmerged: true}); err != nil || len(raw) != 2 {
+		t.Errorf("unmerged sessions: %d, %v; want 2", len(raw), err)
+	}
+	for _, name := range []string{"claude:" + id, id[:8]} {
+		if r, err := e.Session(name); err != nil || r.ID != id {
+			t.Errorf("Session(%q) = %s, %v; want %s", name, r.ID, err, id)
+		}
+	}
+	evs, err := e.Events("claude:"+id, EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 18 live events, 17 imported: 17 pairs, the system prompt, and
+	// the reminder cut off in front of the prompt.
+	var b strings.Builder
+	also, tools := 0, map[string]int{}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Errorf("event %d has seq %d", i+1, ev.Seq)
+		}
+		if len(ev.Also) > 0 {
+			also++
+		}
+		if ev.Kind == KindToolCall || ev.Kind == KindToolResult {
+			tools[string(ev.Kind)+" "+ev.Tool.ID]++
+		}
+		other := ""
+		if len(ev.Also) > 0 {
+			other = fmt.Sprintf(" also=%s#%d", ev.Also[0].Session, ev.Also[0].Seq)
+		}
+		fmt.Fprintf(&b, "%d %s %s %s %q%s\n", ev.Seq, ev.Kind, ev.Role, ev.Meta, ev.Text, other)
+	}
+	if len(evs) != 19 || also != 17 {
+		t.Errorf("%d events, %d with Also; want 19, 17:\n%s", len(evs), also, b.String())
+	}
+	for k, n := range tools {
+		if n != 1 {
+			t.Errorf("%s appears %d times", k, n)
+		}
+	}
+	if len(tools) != 4 {
+		t.Errorf("tool events %v, want 2 calls and 2 results", tools)
+	}
+	if !strings.Contains(b.String(), "user meta \"<system-reminder>") || strings.Count(b.String(), "fix the failing test") != 1 {
+		t.Errorf("the prompt is not once with its reminder apart:\n%s", b.String())
+	}
+	if raw, err := e.Events("claude:"+id, EventFilter{Raw: true}); err != nil || len(raw) != 17 {
+		t.Errorf("raw import events: %d, %v; want 17", len(raw), err)
+	}
+	if after, err := e.Events(id, EventFilter{After: 17}); err != nil || len(after) != 2 || after[0].Seq != 18 {
+		t.Errorf("events after 17: %d, %v", len(after), err)
+	}
+	var calls int
+	err = e.CallUsages(context.Background(), SessionFilter{}, func(s *Session, cs []CallUsage) error {
+		calls += len(cs)
+		for _, c := range cs {
+			if c.Model != "claude-sonnet-4-5" {
+				t.Errorf("call %+v: model %q", c, c.Model)
+			}
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("usage counted %d calls (%v), want 3", calls, err)
+	}
+	t.Logf("view:\n%s", b.String())
+	return b.String()
+}
+
+// A live session that sent two session ids of one family stays apart
+// from both logs: which one it is cannot be told.
+func TestMergeAmbiguousLive(t *testing.T) {
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	live, path := claudePair(t, "s1", 2)
+	_, path2 := claudePair(t, "s2", 2)
+	var c clock
+	// The second exchange names s2 in its header too.
+	live[1].reqHeaders = exchange.Headers{"X-Claude-Code-Session-Id": {"s2"}}
+	writeWAL(t, log, &c, 0, live)
+	for _, p := range []string{path, path2} {
+		importPath(t, e, "claude", p)
+	}
+	ss, err := e.Sessions(SessionFilter{})
+	if err != nil || len(ss) != 3 {
+		t.Fatalf("sessions %d, %v; want 3 apart", len(ss), err)
+	}
+	for _, s := range ss {
+		if s.Merged != nil {
+			t.Errorf("session %s merged with %v", s.ID, s.Merged.Members)
+		}
+	}
+	if n := countPrefix(t, e, []byte{schema.PrefixMerge}); n != 0 {
+		t.Errorf("%d merge keys left", n)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs with an ambiguous join")
+}
+
+func countPrefix(t *testing.T, e *Engine, p []byte) int {
+	t.Helper()
+	n := 0
+	if err := e.scan(p, func(_, _ []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

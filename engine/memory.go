@@ -30,10 +30,11 @@ func (e *Engine) MemoryStates() ([]MemoryState, error) {
 }
 
 // MemoryState returns the memory state of a session (any id Session
-// accepts).
+// accepts). Memory is derived per side: a member of a merged session
+// names its own state.
 func (e *Engine) MemoryState(session string) (MemoryState, error) {
 	var st MemoryState
-	s, err := e.Session(session)
+	s, err := e.rawSession(session)
 	if err != nil {
 		return st, err
 	}
@@ -158,7 +159,7 @@ func (e *Engine) pinRetention() error {
 		}
 	}
 	for id := range sessions {
-		s, err := e.Session(id)
+		s, err := e.rawSession(id)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

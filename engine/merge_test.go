@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,7 +239,6 @@ func checkMerged(t *testing.T, e *Engine, id string) string {
 	if err != nil || calls != 3 {
 		t.Errorf("usage counted %d calls (%v), want 3", calls, err)
 	}
-	t.Logf("view:\n%s", b.String())
 	return b.String()
 }
 
@@ -278,4 +278,147 @@ func countPrefix(t *testing.T, e *Engine, p []byte) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// mergeFixture derives claudePair(id, 3): the exchanges, then the log.
+func mergeFixture(t *testing.T, opts *Options, id string, edit func(live []fx, path string)) (*Engine, string, *wal.Log) {
+	t.Helper()
+	dir, log := newData(t)
+	e := open(t, dir, log, opts)
+	live, path := claudePair(t, id, 3)
+	if edit != nil {
+		edit(live, path)
+	}
+	var c clock
+	writeWAL(t, log, &c, 0, live)
+	catchUp(t, e)
+	fi, err := ReadImport("claude", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendImport(e.WAL(), fi.Records); err != nil {
+		t.Fatal(err)
+	}
+	return e, dir, log
+}
+
+// A pass that cannot write its merges (the disk full: Options.Hold)
+// leaves the sides committed with their durable mark and no merge
+// record; readers see the sides apart, and the next pass merges them
+// as a rebuild does.
+func TestMergeHeldWrite(t *testing.T) {
+	const id = "held-merge-1"
+	// Held once the import session is committed: after the sides'
+	// commit, before the merges'.
+	var (
+		armed atomic.Bool
+		eng   atomic.Pointer[Engine]
+	)
+	hold := func() bool {
+		e := eng.Load()
+		if !armed.Load() || e == nil {
+			return false
+		}
+		_, closer, err := e.db.Get(schema.SessionKey(nil, "claude:"+id))
+		if err == nil {
+			closer.Close()
+		}
+		return err == nil
+	}
+	e, _, _ := mergeFixture(t, &Options{Hold: hold}, id, nil)
+	eng.Store(e)
+	armed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_, err := e.CatchUp(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("the pass wrote its merges while held")
+	}
+	armed.Store(false)
+	if n := countPrefix(t, e, schema.MergePendingKey("")); n != 1 {
+		t.Fatalf("%d merge marks after the held pass, want 1 (durable with the sides)", n)
+	}
+	if n := countPrefix(t, e, []byte{schema.PrefixMerge, schema.MergeHeadKey}); n != 0 {
+		t.Fatalf("%d merge records written by the held pass", n)
+	}
+	if ss, err := e.Sessions(SessionFilter{}); err != nil || len(ss) != 2 {
+		t.Fatalf("sessions before the merge: %d, %v; want the 2 sides", len(ss), err)
+	}
+	catchUp(t, e)
+	checkMerged(t, e, id)
+	if n := countPrefix(t, e, schema.MergePendingKey("")); n != 0 {
+		t.Fatalf("%d merge marks left", n)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs after a held merge")
+}
+
+// A merge record that does not decode is an error naming its key, and
+// rebuild derives it again.
+func TestMergeCorruptRecord(t *testing.T) {
+	const id = "corrupt-merge-1"
+	e, _, _ := mergeFixture(t, nil, id, nil)
+	catchUp(t, e)
+	before := dump(t, e)
+	s, err := e.rawSession(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  []byte
+		read func() error
+		want string
+	}{
+		{schema.MergeOrderKey(s.Ordinal), func() error { _, err := e.Events(id, EventFilter{}); return err }, "does not decode"},
+		{schema.MergeHeadKeyOf(s.Ordinal), func() error { _, err := e.Sessions(SessionFilter{}); return err }, "does not decode"},
+	} {
+		if err := e.db.Set(tc.key, []byte("\xffgarbage"), nil); err != nil {
+			t.Fatal(err)
+		}
+		err := tc.read()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), fmt.Sprintf("%x", tc.key)) ||
+			!strings.Contains(err.Error(), "rebuild") {
+			t.Errorf("corrupt %x: %v", tc.key, err)
+		}
+		sameAfterRebuild(t, e, before, "rebuild does not repair a corrupt merge record")
+	}
+}
+
+// A secret in a request header and in the log is in no merge or join
+// key or value.
+func TestMergeSecretsAtRest(t *testing.T) {
+	const id = "secret-merge-1"
+	key := "sk-ant-api03-" + strings.Repeat("b", 40)
+	e, _, _ := mergeFixture(t, nil, id, func(live []fx, path string) {
+		for i := range live {
+			live[i].reqHeaders = exchange.Headers{"X-Debug-Token": {key}}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.ReplaceAll(string(b), "/work/project", "/work/"+key))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	catchUp(t, e)
+	if s, err := e.Session(id); err != nil || s.Merged == nil {
+		t.Fatalf("not merged: %+v, %v", s, err)
+	}
+	n := 0
+	for _, p := range []byte{schema.PrefixMerge, schema.PrefixJoin} {
+		err := e.scan([]byte{p}, func(k, v []byte) error {
+			n++
+			if strings.Contains(string(k), key) || strings.Contains(string(v), key) {
+				t.Errorf("the secret is in %q", k)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no merge or join keys")
+	}
 }

@@ -557,9 +557,34 @@ func checkMergedImport(t *testing.T, dir, projects, session, prompt string, cc *
 	if paired < 13 || live == 0 || imported == 0 {
 		t.Errorf("merged timeline: %d paired (want at least 13: 3 calls with their output, 2 results, the prompt), %d live only, %d log only", paired, live, imported)
 	}
+	// Memory: each artifact once, under the merged id ([R1] listed the
+	// decision, the outcome and the transcript twice).
+	var cards []engine.Card
+	if err := json.Unmarshal([]byte(run("mem", "list", "--json")), &cards); err != nil {
+		t.Fatal(err)
+	}
+	titles := map[string]int{}
+	for _, cd := range cards {
+		titles[string(cd.Type)+" "+cd.Title]++
+		if cd.Session != session {
+			t.Errorf("artifact %s (%s) belongs to %s, want the merged session %s", cd.ID, cd.Type, cd.Session, session)
+		}
+	}
+	t.Logf("mem list: %d artifacts: %v", len(cards), titles)
+	if len(cards) == 0 {
+		t.Errorf("no artifacts for the merged session")
+	}
+	for k, n := range titles {
+		if n != 1 {
+			t.Errorf("artifact %q listed %d times", k, n)
+		}
+	}
 	run("rebuild")
 	if again := run("show", session); again != text {
 		t.Errorf("show of the merged session after rebuild differs")
+	}
+	if again := run("mem", "list", "--json"); len(again) == 0 {
+		t.Errorf("no artifacts after rebuild")
 	}
 }
 

@@ -226,6 +226,25 @@ func checkMerged(t *testing.T, e *Engine, id string) string {
 	if after, err := e.Events(id, EventFilter{After: 17}); err != nil || len(after) != 2 || after[0].Seq != 18 {
 		t.Errorf("events after 17: %d, %v", len(after), err)
 	}
+	// Memory: derived once, from the view, under the merged id.
+	if arts, err := e.Artifacts(id); err != nil || len(arts) == 0 {
+		t.Errorf("artifacts of the merged session: %d, %v", len(arts), err)
+	}
+	if arts, err := e.Artifacts("claude:" + id); err != nil || len(arts) != 0 {
+		t.Errorf("artifacts of the absorbed import: %d, %v; want none", len(arts), err)
+	}
+	states, err := e.MemoryStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range states {
+		if st.Session != id && len(st.Artifacts) > 0 {
+			t.Errorf("session %s has %d artifacts", st.Session, len(st.Artifacts))
+		}
+		if st.Session == id && (st.Events != 19 || st.Project == "") {
+			t.Errorf("memory of the merged session: %d events, project %q; want 19 and the log's", st.Events, st.Project)
+		}
+	}
 	var calls int
 	err = e.CallUsages(context.Background(), SessionFilter{}, func(s *Session, cs []CallUsage) error {
 		calls += len(cs)

@@ -684,6 +684,40 @@ func addModel(ms []ModelUsage, model string, requests int, u Usage) []ModelUsage
 	return ms
 }
 
+// mergedMemory tells deriveSessionMemory how to derive the memory of
+// session s when it is a member of a merged session: for the canonical
+// member, s becomes the merged summary and view its merged events; an
+// absorbed member gets no events. merged is false for a session that is
+// not a member.
+func (c *canonicalizer) mergedMemory(s *Session) (merged bool, view []Event, err error) {
+	canon, err := c.e.getMeta(schema.MergeLinkKey(s.ID))
+	if err != nil || canon == nil {
+		return false, nil, err
+	}
+	if string(canon) != s.ID {
+		s.Events = 0
+		return true, []Event{}, nil
+	}
+	var h MergeHead
+	ok, err := c.e.getJSON(schema.MergeHeadKeyOf(s.Ordinal), &h)
+	if err != nil || !ok {
+		return false, nil, err
+	}
+	if view, err = c.e.view(s.ID); err != nil {
+		return false, nil, err
+	}
+	*s = h.Summary
+	s.Events = uint64(len(view))
+	return true, view, nil
+}
+
+// markMemory marks the memory of session id to be derived again in this
+// pass, durably in the batch.
+func (c *canonicalizer) markMemory(id string) {
+	c.memPending[id] = true
+	c.batch.Set(schema.MemPendingKey(id), nil, nil)
+}
+
 // markMergePending marks the merge group of import session id to be
 // derived again at the end of the pass, durably in the batch.
 func (c *canonicalizer) markMergePending(id string) {
@@ -817,6 +851,12 @@ func (c *canonicalizer) merge(id string) error {
 	c.batch.Set(schema.MergeOrderKey(lv.Ordinal), AppendOrder(nil, order), nil)
 	c.batch.Set(schema.MergeLinkKey(lv.ID), []byte(lv.ID), nil)
 	c.batch.Set(schema.MergeLinkKey(imp.ID), []byte(lv.ID), nil)
+	// The merged memory is derived again, whole: the view is not an
+	// extension of the one a fold of either side read.
+	for _, id := range []string{lv.ID, imp.ID} {
+		delete(c.folds, id)
+		c.markMemory(id)
+	}
 	return nil
 }
 
@@ -835,6 +875,10 @@ func (c *canonicalizer) dropMerge(canon string) error {
 	if ok {
 		c.batch.Delete(schema.MergeLinkKey(h.Live), nil)
 		c.batch.Delete(schema.MergeLinkKey(h.Import), nil)
+		for _, id := range []string{h.Live, h.Import} {
+			delete(c.folds, id)
+			c.markMemory(id)
+		}
 	}
 	c.batch.Delete(schema.MergeHeadKeyOf(s.Ordinal), nil)
 	c.batch.Delete(schema.MergeOrderKey(s.Ordinal), nil)

@@ -202,6 +202,11 @@ func (e *Pipeline) events(session string, f EventFilter) ([]Event, error) {
 	f.Raw = true
 	return e.store.Events(session, f)
 }
+
+// view reads the merged view of a merged session (merge.go).
+func (e *Pipeline) view(session string) ([]Event, error) {
+	return e.store.Events(session, EventFilter{})
+}
 func (e *Pipeline) reports(session string) ([]Report, error) { return e.store.Reports(session) }
 func (e *Pipeline) brief(session string) (Brief, error)      { return e.store.Brief(session) }
 func (e *Pipeline) memoryState(session string) (MemoryState, error) {

@@ -162,6 +162,9 @@ type ImportStats struct {
 	Replaced  int `json:"replaced"`
 	// Problems counts the records and files skipped as unreadable.
 	Problems int64 `json:"problems"`
+	// Merged counts the round's sessions that are one merged session
+	// with a proxied one (the same agent session recorded both ways).
+	Merged int `json:"merged"`
 	// Took is how long the round took, in nanoseconds in JSON.
 	Took time.Duration `json:"took_ns"`
 }
@@ -265,8 +268,21 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 	if err := im.sink.Wait(ctx); err != nil {
 		return st, err
 	}
+	merged := 0
+	if len(sessions) > 0 {
+		r := im.sink.Reader()
+		for id := range sessions {
+			s, err := r.Session(id)
+			if err != nil {
+				return st, err
+			}
+			if s.Merged != nil {
+				merged++
+			}
+		}
+	}
 	return ImportStats{Found: len(files), Records: records, Bytes: bytesIn, Files: changed, Sessions: len(sessions), Unchanged: unchanged, Replaced: replaced,
-		Problems: problems, Took: time.Since(start)}, nil
+		Problems: problems, Merged: merged, Took: time.Since(start)}, nil
 }
 
 // trimPath drops a leading "path: " from err's text, which names path

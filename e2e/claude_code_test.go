@@ -441,17 +441,22 @@ func checkImport(t *testing.T, dir, projects, session, nonce string) {
 // once and whose timeline holds each fact once, with both provenances.
 func checkMergedImport(t *testing.T, dir, projects, session, prompt string, cc *ccFake) {
 	t.Helper()
+	var stderr string
 	run := func(args ...string) string {
 		var out, errb bytes.Buffer
 		if code := cli.Main(append([]string{"bbengine", "--dir", dir}, args...), &out, &errb); code != 0 {
 			t.Fatalf("bbengine %v: exit %d:\n%s%s", args, code, out.String(), errb.String())
 		}
+		stderr = errb.String()
 		return out.String()
 	}
 	out := run("import", "claude", projects, "--check")
-	t.Logf("bbengine import claude --check (into the recorded directory):\n%s", out)
+	t.Logf("bbengine import claude --check (into the recorded directory):\n%s%s", stderr, out)
 	if !strings.Contains(out, "nothing lost") {
 		t.Errorf("import --check did not pass on the import side of the merged session")
+	}
+	if !strings.Contains(stderr, "merged 1 sessions with proxied ones") {
+		t.Errorf("import does not say it merged the session")
 	}
 	var list []engine.Session
 	if err := json.Unmarshal([]byte(run("sessions", "--json")), &list); err != nil {

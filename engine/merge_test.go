@@ -245,6 +245,13 @@ func checkMerged(t *testing.T, e *Engine, id string) string {
 			t.Errorf("memory of the merged session: %d events, project %q; want 19 and the log's", st.Events, st.Project)
 		}
 	}
+	// Retention pins of either id keep both sides' frames.
+	for _, name := range []string{id, "claude:" + id} {
+		ranges, err := e.pinRanges(name)
+		if err != nil || len(ranges) != 2 {
+			t.Errorf("pin ranges of %s: %v, %v; want both sides", name, ranges, err)
+		}
+	}
 	var calls int
 	err = e.CallUsages(context.Background(), SessionFilter{}, func(s *Session, cs []CallUsage) error {
 		calls += len(cs)

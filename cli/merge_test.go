@@ -111,6 +111,19 @@ func TestMergedSurfaces(t *testing.T) {
 	if got := mergedAnswers(t, local, sid); !reflect.DeepEqual(got, want) {
 		t.Errorf("api.Local answers\n%s\napi.Remote\n%s", got, want)
 	}
+	closeLocal()
+
+	// show --raw prints the side its id names, as derived.
+	for name, side := range map[string]string{sid: "request", "claude:" + sid: "import", "claude:" + sid[:8]: "import"} {
+		out, errs, code := run(t, "--dir", dir, "show", name, "--raw", "--format", "json")
+		var v struct {
+			Session engine.Session `json:"session"`
+			Events  []engine.Event `json:"events"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Events) != 4 || v.Events[0].Prov.Side != side || v.Session.Merged != nil {
+			t.Errorf("show %s --raw: exit %d, %d events, session %+v\n%s", name, code, len(v.Events), v.Session, errs)
+		}
+	}
 }
 
 // mergedAnswers asks s about the merged session sid, checks the answers

@@ -448,3 +448,67 @@ func TestMergeSecretsAtRest(t *testing.T) {
 		t.Fatal("no merge or join keys")
 	}
 }
+
+// Only part of a session proxied (the proxy started mid-session): the
+// calls the log alone has count once each, as the paired ones do.
+func TestMergePartial(t *testing.T) {
+	const id = "partial-merge-1"
+	for _, proxied := range []string{"first", "last"} {
+		t.Run(proxied, func(t *testing.T) {
+			dir, log := newData(t)
+			e := open(t, dir, log, &Options{BatchBytes: 2048})
+			live, path := claudePair(t, id, 3)
+			if proxied == "first" {
+				live = live[:1]
+			} else {
+				live = live[2:]
+			}
+			var c clock
+			writeWAL(t, log, &c, 0, live)
+			importPath(t, e, "claude", path)
+			s, err := e.Session(id)
+			if err != nil || s.Merged == nil {
+				t.Fatalf("not merged: %+v, %v", s, err)
+			}
+			if s.Requests != 3 || s.Usage.Output != 63 {
+				t.Errorf("%d requests, output %d; want 3 calls once (63)", s.Requests, s.Usage.Output)
+			}
+			calls := 0
+			err = e.CallUsages(context.Background(), SessionFilter{}, func(_ *Session, cs []CallUsage) error {
+				calls += len(cs)
+				return nil
+			})
+			if err != nil || calls != 3 {
+				t.Errorf("usage counted %d calls, want 3", calls)
+			}
+			evs, err := e.Events(id, EventFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each fact once: the calls, and the history the first
+			// proxied request re-sent.
+			ids := map[string]int{}
+			for _, ev := range evs {
+				switch ev.Kind {
+				case KindModelCall:
+					ids[ev.Call.ResponseID]++
+				case KindToolCall, KindToolResult:
+					ids[string(ev.Kind)+" "+ev.Tool.ID]++
+				case KindMessage, KindThinking:
+					if ev.Meta == "" {
+						ids[string(ev.Kind)+" "+ev.Role+" "+ev.Text]++
+					}
+				}
+			}
+			if len(ids) != 3+4+4+3 {
+				t.Errorf("facts %v, want 3 calls, 2 tool calls and results, the prompt, 3 texts, 3 thinkings", ids)
+			}
+			for k, n := range ids {
+				if n != 1 {
+					t.Errorf("call %s appears %d times", k, n)
+				}
+			}
+			sameAfterRebuild(t, e, dump(t, e), "rebuild differs for a partly proxied session")
+		})
+	}
+}

@@ -368,19 +368,59 @@ func (p *pairing) pairGroups(live, imp []Event, l, i *group) {
 // the unpaired imported events before its call (stretch): tool results
 // by id, user messages by the boundary rule.
 func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
-	var lu, iu []int
+	var lu, iu, la []int
+	free := func(b int) bool { _, done := p.impTo[b]; return !done }
+	byKey := func(a int) {
+		keys := groupKeys(&live[a], true)
+		if live[a].Kind == KindToolResult && live[a].Tool != nil && live[a].Tool.ID != "" && !live[a].Tool.SyntheticID {
+			keys = []string{"result:" + live[a].Tool.ID}
+		}
+		if len(keys) == 0 {
+			return
+		}
+		for _, b := range stretch {
+			if !free(b) || imp[b].Kind != live[a].Kind {
+				continue
+			}
+			k := groupKeys(&imp[b], true)
+			if imp[b].Kind == KindToolResult && imp[b].Tool != nil {
+				k = []string{"result:" + imp[b].Tool.ID}
+			}
+			if len(k) > 0 && k[0] == keys[0] {
+				p.pair(a, b)
+				return
+			}
+		}
+	}
 	for _, a := range reqs {
 		ev := &live[a]
 		switch {
-		case ev.Kind == KindToolResult && ev.Tool != nil && ev.Tool.ID != "":
-			for _, b := range stretch {
-				if _, done := p.impTo[b]; !done && imp[b].Kind == KindToolResult && imp[b].Tool != nil && imp[b].Tool.ID == ev.Tool.ID {
-					p.pair(a, b)
-					break
-				}
-			}
+		case ev.Kind == KindToolResult, ev.Kind == KindToolCall, ev.Kind == KindThinking:
+			// By id or signature; a request re-sends the calls and
+			// thinking of earlier output when the proxy saw only the
+			// later part of a session.
+			byKey(a)
 		case ev.Kind == KindMessage && ev.Role == "user":
 			lu = append(lu, a)
+		case ev.Kind == KindMessage && ev.Role == "assistant":
+			la = append(la, a)
+		}
+	}
+	// Assistant messages re-sent in a request, in order, when their
+	// trimmed texts are equal.
+	next := 0
+	for _, a := range la {
+		if live[a].TextBlob != "" {
+			continue
+		}
+		for k := next; k < len(stretch); k++ {
+			b := stretch[k]
+			if free(b) && imp[b].Kind == KindMessage && imp[b].Role == "assistant" && imp[b].TextBlob == "" &&
+				strings.TrimSpace(imp[b].Text) == strings.TrimSpace(live[a].Text) {
+				p.pair(a, b)
+				next = k + 1
+				break
+			}
 		}
 	}
 	for _, b := range stretch {
@@ -596,9 +636,10 @@ func MergeView(liveID string, live []Event, impID string, imp []Event, order []O
 			if err != nil {
 				return nil, nil, err
 			}
-			if l.Kind == KindMessage && l.Role == "user" {
+			if l.Kind == KindMessage && l.Role == "user" || l.Prov.Side == "request" && l.Kind != KindToolResult && l.Kind != KindSystem {
 				// The log splits and labels prompts; no wire text is
-				// lost (the remainder is an event of its own).
+				// lost (the remainder is an event of its own). Output a
+				// request re-sent is the log's record of it.
 				ev = *m
 				ev.Thread = l.Thread
 				ev.Also = []Counterpart{{Session: liveID, Seq: l.Seq, Time: l.Time, Prov: l.Prov}}

@@ -138,6 +138,13 @@ func TestMergeOrder(t *testing.T) {
 		imp: tl(imp(call("msg_1", ""), ""), imp(usage(5), ""), imp(record("a"), ""), imp(record("b"), ""),
 			imp(call("msg_2", ""), ""), imp(usage(6), ""), imp(record("c"), "")),
 		want: "P1:1 P2:2 L3 I3 I4 P4:5 P5:6 I7", paired: 4,
+	}, {
+		name: "the proxy saw only the last call: the history its request re-sent pairs",
+		live: tl(lreq(3, msg("user", "fix it")), lreq(3, think("sig-1")), lreq(3, msg("assistant", "Running.")), lreq(3, tcall("t1")), lreq(3, tresult("t1")),
+			lresp(3, call("msg_3", "")), lresp(3, usage(9))),
+		imp: tl(imp(msg("user", "fix it"), ""), imp(call("msg_1", ""), ""), imp(think("sig-1"), ""), imp(msg("assistant", "Running."), ""),
+			imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("msg_3", ""), ""), imp(usage(9), "")),
+		want: "P1:1 I2 P2:3 P3:4 P4:5 I6 P5:7 P6:8 P7:9", paired: 7,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			order, st := MergeOrder(tc.live, tc.imp)

@@ -43,31 +43,31 @@ func (e *Engine) mergeHead(s *Session) (*derive.MergeHead, error) {
 // order when it was computed from the sides as they are, else (the
 // sides changed since: a commit of a pass before its merges) from a
 // merge computed again, which is what the pass will store.
-func (e *Engine) mergedEvents(h *derive.MergeHead) ([]Event, error) {
+func (e *Engine) mergedEvents(h *derive.MergeHead) ([]Event, []derive.OrderEntry, error) {
 	live, err := e.ordinalEvents(h.Live, h.LiveOrdinal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	imp, err := e.ordinalEvents(h.Import, h.ImportOrdinal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if uint64(len(live)) == h.LiveEvents && uint64(len(imp)) == h.ImportEvents {
 		v, err := e.getMeta(schema.MergeOrderKey(h.LiveOrdinal))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		order, err := derive.DecodeOrder(v)
 		if err != nil {
-			return nil, fmt.Errorf("engine: the merge record of session %s (key %x) does not decode: %w (bbengine rebuild derives it again)", h.Live, schema.MergeOrderKey(h.LiveOrdinal), err)
+			return nil, nil, fmt.Errorf("engine: the merge record of session %s (key %x) does not decode: %w (bbengine rebuild derives it again)", h.Live, schema.MergeOrderKey(h.LiveOrdinal), err)
 		}
 		if view, _, err := derive.MergeView(h.Live, live, h.Import, imp, order); err == nil {
-			return view, nil
+			return view, order, nil
 		}
 	}
 	order, _ := derive.MergeOrder(live, imp)
 	view, _, err := derive.MergeView(h.Live, live, h.Import, imp, order)
-	return view, err
+	return view, order, err
 }
 
 // ordinalEvents reads the stored timeline of the session with ordinal

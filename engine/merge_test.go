@@ -206,6 +206,16 @@ func checkMerged(t *testing.T, e *Engine, id string) string {
 		}
 		fmt.Fprintf(&b, "%d %s %s %s %q%s\n", ev.Seq, ev.Kind, ev.Role, ev.Meta, ev.Text, other)
 	}
+	// An exchange's seqs read as the view's.
+	for _, ev := range evs {
+		if ev.Prov.Side != "response" {
+			continue
+		}
+		x, err := e.Exchange(ev.Prov.Exchange)
+		if err != nil || ev.Seq < x.FirstSeq || ev.Seq > x.LastSeq {
+			t.Errorf("event %d (%s) of exchange %d outside its seqs %d..%d (%v)", ev.Seq, ev.Kind, ev.Prov.Exchange, x.FirstSeq, x.LastSeq, err)
+		}
+	}
 	if len(evs) != 19 || also != 17 {
 		t.Errorf("%d events, %d with Also; want 19, 17:\n%s", len(evs), also, b.String())
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bbengine/bbengine/engine/derive"
 	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -163,7 +164,7 @@ func (e *Engine) Events(session string, f EventFilter) ([]Event, error) {
 			return nil, err
 		}
 		if h != nil {
-			view, err := e.mergedEvents(h)
+			view, _, err := e.mergedEvents(h)
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +207,31 @@ func (e *Engine) Exchange(id uint64) (Exchange, error) {
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: no exchange %d in the index (bbengine replay --exchange %d reads the WAL)", ErrNotFound, id, id)
 	}
-	return x, err
+	if err != nil || x.Session == "" || x.LastSeq == 0 {
+		return x, err
+	}
+	// The events of an exchange of a merged session, as the view
+	// numbers them.
+	var s Session
+	if ok, err := e.getJSON(schema.SessionKey(nil, x.Session), &s); err != nil || !ok {
+		return x, err
+	}
+	h, err := e.mergeHead(&s)
+	if err != nil || h == nil || h.Live != s.ID {
+		return x, err
+	}
+	_, order, err := e.mergedEvents(h)
+	if err != nil {
+		return x, err
+	}
+	seqs := derive.LiveSeqs(order)
+	if r, ok := seqs[x.FirstSeq]; ok {
+		x.FirstSeq = r[0]
+	}
+	if r, ok := seqs[x.LastSeq]; ok {
+		x.LastSeq = r[1]
+	}
+	return x, nil
 }
 
 // scan calls fn for every key with prefix p.

@@ -660,11 +660,46 @@ func MergeView(liveID string, live []Event, impID string, imp []Event, order []O
 	return out, threads, nil
 }
 
+// LiveSeqs maps the seqs of the live side of a merged order to the
+// first and last merged seq they make (a split user message makes two),
+// so that references stored as live seqs (Exchange.FirstSeq, a Task's
+// seqs) read as the view's.
+func LiveSeqs(order []OrderEntry) map[uint64][2]uint64 {
+	out := make(map[uint64][2]uint64, len(order))
+	for i, o := range order {
+		if o.Live == 0 {
+			continue
+		}
+		seq := uint64(i + 1)
+		r, ok := out[o.Live]
+		if !ok {
+			r[0] = seq
+		}
+		r[1] = seq
+		out[o.Live] = r
+	}
+	return out
+}
+
+// TranslateTasks makes the live seqs of tasks the merged view's.
+func TranslateTasks(tasks []Task, seqs map[uint64][2]uint64) {
+	for i := range tasks {
+		t := &tasks[i]
+		if r, ok := seqs[t.FirstSeq]; ok {
+			t.FirstSeq = r[0]
+		}
+		if r, ok := seqs[t.LastSeq]; ok {
+			t.LastSeq = r[1]
+		}
+	}
+}
+
 // MergeSummary returns the summary of a merged session: who it is from
 // the live member, what the log says from the imported one, the counts
 // over the view.
 func MergeSummary(live, imp *Session, view []Event, threads map[int]int, st Merged) Session {
 	s := *live
+	s.Tasks = slices.Clone(live.Tasks)
 	s.Title, s.CWD, s.Branch, s.Version, s.Import = imp.Title, imp.CWD, imp.Branch, imp.Version, imp.Import
 	s.Agents = nil
 	for _, a := range imp.Agents {
@@ -886,6 +921,7 @@ func (c *canonicalizer) merge(id string) error {
 	h := MergeHead{Live: lv.ID, LiveOrdinal: lv.Ordinal, LiveEvents: uint64(len(liveEvents)),
 		Import: imp.ID, ImportOrdinal: imp.Ordinal, ImportEvents: uint64(len(impEvents)),
 		Summary: MergeSummary(&lv, &imp, view, threads, st)}
+	TranslateTasks(h.Summary.Tasks, LiveSeqs(order))
 	if err := c.setJSON(schema.MergeHeadKeyOf(lv.Ordinal), &h); err != nil {
 		return err
 	}

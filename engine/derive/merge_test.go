@@ -252,6 +252,19 @@ func TestMergeView(t *testing.T) {
 	}
 }
 
+func TestLiveSeqs(t *testing.T) {
+	order := []OrderEntry{{OrderImport, 0, 1}, {OrderRemainder, 1, 0}, {OrderPair, 1, 2}, {OrderPair, 1, 3}, {OrderLive, 2, 0}, {OrderPair, 3, 4}}
+	seqs := LiveSeqs(order)
+	if seqs[1] != [2]uint64{2, 4} || seqs[2] != [2]uint64{5, 5} || seqs[3] != [2]uint64{6, 6} || len(seqs) != 3 {
+		t.Errorf("LiveSeqs = %v", seqs)
+	}
+	tasks := []Task{{ID: "t", FirstSeq: 1, LastSeq: 3}}
+	TranslateTasks(tasks, seqs)
+	if tasks[0].FirstSeq != 2 || tasks[0].LastSeq != 6 {
+		t.Errorf("task seqs %d..%d, want 2..6", tasks[0].FirstSeq, tasks[0].LastSeq)
+	}
+}
+
 func TestOrderEncoding(t *testing.T) {
 	order := []OrderEntry{{OrderLive, 1, 0}, {OrderPair, 300, 70000}, {OrderRemainder, 2, 0}, {OrderImport, 0, 5}}
 	b := AppendOrder(nil, order)

@@ -522,3 +522,25 @@ func TestMergePartial(t *testing.T) {
 		})
 	}
 }
+
+// A session bbengine run names, carrying Claude Code's header, merges
+// with the log of the Claude Code session the header names; a second
+// agent id that no imported log has does not keep them apart.
+func TestMergeRunSession(t *testing.T) {
+	const id = "run-merge-claude-1"
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	live, path := claudePair(t, id, 2)
+	for i := range live {
+		live[i].session = "bb-run-0001"
+		live[i].reqHeaders = exchange.Headers{"X-Claude-Code-Session-Id": {id}}
+	}
+	var c clock
+	writeWAL(t, log, &c, 0, live)
+	importPath(t, e, "claude", path)
+	s, err := e.Session("claude:" + id)
+	if err != nil || s.ID != "bb-run-0001" || s.Merged == nil {
+		t.Fatalf("Session(claude:%s) = %s (merged %v), %v; want bb-run-0001", id, s.ID, s.Merged, err)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs for a run session")
+}

@@ -26,8 +26,8 @@ import (
 // compose the merged view from the two timelines and the record.
 //
 // A group forms when exactly one live session sent the import session's
-// agent id and that live session sent no other: anything else is left
-// apart. Events pair only by exact keys: a model call by its response
+// agent id and that live session sent no other id whose log was
+// imported: anything else is left apart. Events pair only by exact keys: a model call by its response
 // id, the provider's request id, a tool call id or a thinking signature;
 // a tool result by its call's id; the user messages of a request by the
 // boundary rule (the import's texts, joined, equal the live ones or end
@@ -885,17 +885,36 @@ func (c *canonicalizer) merge(id string) error {
 			return err
 		}
 	}
-	imp, ok, err := c.stored(id)
-	if err != nil || !ok || imp.Import == nil || imp.Events == 0 {
-		return err
-	}
+	// The join keys first: most imports have none, and a prefix scan
+	// costs less than decoding the session.
 	ords, err := c.joinedLives(id)
 	if err != nil || len(ords) != 1 {
 		return err // none, or ambiguous: left apart
 	}
-	n := 0
-	if err := c.e.scan(schema.JoinLivePrefix(ords[0]), func(_, _ []byte) error { n++; return nil }); err != nil || n != 1 {
-		return err // the live session named two logs: left apart
+	imp, ok, err := c.stored(id)
+	if err != nil || !ok || imp.Import == nil || imp.Events == 0 {
+		return err
+	}
+	// The live session named another log that was imported: which one
+	// it is cannot be told, so it is left apart from both.
+	var others []string
+	err = c.e.scan(schema.JoinLivePrefix(ords[0]), func(k, _ []byte) error {
+		if other := string(k[10:]); other != id {
+			others = append(others, other)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, other := range others {
+		o, ok, err := c.stored(other)
+		if err != nil {
+			return err
+		}
+		if ok && o.Import != nil && o.Events > 0 {
+			return nil
+		}
 	}
 	v, err := c.e.getMeta(schema.OrdinalKey(nil, ords[0]))
 	if err != nil || v == nil {

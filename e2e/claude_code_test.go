@@ -584,6 +584,27 @@ func checkMergedImport(t *testing.T, dir, projects, session, prompt string, cc *
 			t.Errorf("artifact %q listed %d times", k, n)
 		}
 	}
+	// Search (the index) finds them once too.
+	var found []api.Result
+	if err := json.Unmarshal([]byte(run("mem", "search", "--json", "echo hello")), &found); err != nil {
+		t.Fatal(err)
+	}
+	hits := map[string]int{}
+	for _, r := range found {
+		hits[string(r.Card.Type)+" "+r.Card.Title]++
+		if r.Card.Session != session {
+			t.Errorf("search found %s of session %s", r.Card.ID, r.Card.Session)
+		}
+	}
+	t.Logf("mem search \"echo hello\": %d results", len(found))
+	if len(found) == 0 {
+		t.Errorf("mem search found nothing")
+	}
+	for k, n := range hits {
+		if n != 1 {
+			t.Errorf("search found %q %d times", k, n)
+		}
+	}
 	run("rebuild")
 	if again := run("show", session); again != text {
 		t.Errorf("show of the merged session after rebuild differs")

@@ -544,3 +544,27 @@ func TestMergeRunSession(t *testing.T) {
 	}
 	sameAfterRebuild(t, e, dump(t, e), "rebuild differs for a run session")
 }
+
+// The same session id on both sides but not one fact in common: left
+// apart.
+func TestMergeNothingShared(t *testing.T) {
+	const id = "nothing-shared-1"
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	live, _ := claudePair(t, "other-session", 2)
+	_, path := claudePair(t, id, 2)
+	for i := range live {
+		live[i].session = id
+	}
+	var c clock
+	writeWAL(t, log, &c, 0, live)
+	importPath(t, e, "claude", path)
+	ss, err := e.Sessions(SessionFilter{})
+	if err != nil || len(ss) != 2 || ss[0].Merged != nil || ss[1].Merged != nil {
+		t.Fatalf("sessions %d (%v): want the two apart", len(ss), err)
+	}
+	if n := countPrefix(t, e, []byte{schema.PrefixMerge}); n != 0 {
+		t.Errorf("%d merge keys", n)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs with nothing shared")
+}

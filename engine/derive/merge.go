@@ -26,8 +26,8 @@ import (
 // compose the merged view from the two timelines and the record.
 //
 // A group forms when exactly one live session sent the import session's
-// agent id and that live session sent no other id whose log was
-// imported: anything else is left apart. Events pair only by exact keys: a model call by its response
+// agent id, that live session sent no other id whose log was imported,
+// and at least one event pairs: anything else is left apart. Events pair only by exact keys: a model call by its response
 // id, the provider's request id, a tool call id or a thinking signature;
 // a tool result by its call's id; the user messages of a request by the
 // boundary rule (the import's texts, joined, equal the live ones or end
@@ -933,6 +933,12 @@ func (c *canonicalizer) merge(id string) error {
 		return err
 	}
 	order, st := MergeOrder(liveEvents, impEvents)
+	if st.Paired == 0 {
+		// The same id, and not one fact in common: nothing says they
+		// are one session (an agent that reuses ids, keys that differ
+		// on the wire and in the log). Left apart, each counts its own.
+		return nil
+	}
 	view, threads, err := MergeView(lv.ID, liveEvents, imp.ID, impEvents, order)
 	if err != nil {
 		return err

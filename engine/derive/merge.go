@@ -295,6 +295,7 @@ func MergeOrder(live, imp []Event) ([]OrderEntry, Merged) {
 		p.pairRequest(live, imp, reqs[live[lg[gp.l].call].Prov.Exchange], stretch)
 	}
 
+	p.pairLeftovers(live, imp)
 	order := mergedOrder(live, imp, p)
 	for _, o := range order {
 		switch o.Tag {
@@ -459,6 +460,61 @@ func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
 		}
 		if lt != it && strings.TrimSpace(lt[:len(lt)-len(it)-1]) != "" {
 			p.remainder[lu[0]] = true
+		}
+	}
+}
+
+// leftoverKey is the exact key of a request-side event left unpaired: a
+// tool result by its call's id, a re-sent tool call by its id, re-sent
+// thinking by its signature.
+func leftoverKey(ev *Event) string {
+	switch ev.Kind {
+	case KindToolResult:
+		if ev.Tool != nil && ev.Tool.ID != "" && !ev.Tool.SyntheticID {
+			return "result:" + ev.Tool.ID
+		}
+	case KindToolCall, KindThinking:
+		if k := groupKeys(ev, true); len(k) > 0 {
+			return k[0]
+		}
+	}
+	return ""
+}
+
+// pairLeftovers pairs the request-side events still unpaired by their
+// exact keys across the whole session, when the key names one such event
+// on each side: a tool result whose next call paired nothing (a
+// text-only answer, which no exact key pairs) is still the same result.
+func (p *pairing) pairLeftovers(live, imp []Event) {
+	type cand struct{ i, n int }
+	byKey := map[string]*cand{}
+	for b := range imp {
+		if _, done := p.impTo[b]; done {
+			continue
+		}
+		if k := leftoverKey(&imp[b]); k != "" {
+			if c := byKey[k]; c != nil {
+				c.n++
+			} else {
+				byKey[k] = &cand{b, 1}
+			}
+		}
+	}
+	liveN := map[string]int{}
+	for a := range live {
+		if _, done := p.liveTo[a]; !done && live[a].Prov.Side == "request" {
+			if k := leftoverKey(&live[a]); k != "" {
+				liveN[k]++
+			}
+		}
+	}
+	for a := range live {
+		if _, done := p.liveTo[a]; done || live[a].Prov.Side != "request" {
+			continue
+		}
+		k := leftoverKey(&live[a])
+		if c := byKey[k]; k != "" && c != nil && c.n == 1 && liveN[k] == 1 && imp[c.i].Kind == live[a].Kind {
+			p.pair(a, c.i)
 		}
 	}
 }

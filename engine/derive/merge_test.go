@@ -145,6 +145,11 @@ func TestMergeOrder(t *testing.T) {
 		imp: tl(imp(msg("user", "fix it"), ""), imp(call("msg_1", ""), ""), imp(think("sig-1"), ""), imp(msg("assistant", "Running."), ""),
 			imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("msg_3", ""), ""), imp(usage(9), "")),
 		want: "P1:1 I2 P2:3 P3:4 P4:5 I6 P5:7 P6:8 P7:9", paired: 7,
+	}, {
+		name: "a tool result before a call no key pairs still pairs by its id",
+		live: tl(lresp(1, call("", "")), lresp(1, tcall("t1")), lresp(1, usage(5)), lreq(2, tresult("t1")), lresp(2, call("", "")), lresp(2, msg("assistant", "done")), lresp(2, usage(6))),
+		imp:  tl(imp(call("", ""), ""), imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("", ""), ""), imp(msg("assistant", "done"), ""), imp(usage(6), "")),
+		want: "P1:1 P2:2 P3:3 P4:4 L5 I5 L6 I6 L7 I7", paired: 4,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			order, st := MergeOrder(tc.live, tc.imp)

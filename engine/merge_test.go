@@ -417,6 +417,19 @@ func TestMergeCorruptRecord(t *testing.T) {
 		}
 		sameAfterRebuild(t, e, before, "rebuild does not repair a corrupt merge record")
 	}
+	// Derivation over a corrupt record derives it again.
+	if err := e.db.Set(schema.MergeHeadKeyOf(s.Ordinal), []byte("\xffgarbage"), nil); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := claudePair(t, id, 3)
+	var c clock
+	c.tick(1e12)
+	writeWAL(t, e.log, &c, 100, live[2:]) // the last call again
+	catchUp(t, e)
+	if ss, err := e.Sessions(SessionFilter{}); err != nil || len(ss) != 1 || ss[0].Merged == nil {
+		t.Fatalf("after a pass over a corrupt record: %d sessions, %v", len(ss), err)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "a pass over a corrupt record differs from a rebuild")
 }
 
 // A secret in a request header and in the log is in no merge or join

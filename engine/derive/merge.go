@@ -2,6 +2,7 @@ package derive
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -159,7 +160,7 @@ func (c *canonicalizer) merge(id string) error {
 		return err
 	}
 	if canon != nil {
-		if err := c.dropMerge(string(canon)); err != nil {
+		if err := c.dropMerge(string(canon), id); err != nil {
 			return err
 		}
 	}
@@ -241,26 +242,35 @@ func (c *canonicalizer) merge(id string) error {
 }
 
 // dropMerge deletes the record of the group whose canonical member is
-// canon, and its members' links.
-func (c *canonicalizer) dropMerge(canon string) error {
+// canon and whose import is id, and its members' links. A record that
+// does not decode is dropped all the same (and said): it is derived
+// again from the sides.
+func (c *canonicalizer) dropMerge(canon, id string) error {
 	s, ok, err := c.stored(canon)
 	if err != nil || !ok {
 		return err
 	}
-	var h MergeHead
-	ok, err = c.e.getJSON(schema.MergeHeadKeyOf(s.Ordinal), &h)
+	key := schema.MergeHeadKeyOf(s.Ordinal)
+	v, err := c.e.getMeta(key)
 	if err != nil {
 		return err
 	}
-	if ok {
-		c.batch.Delete(schema.MergeLinkKey(h.Live), nil)
-		c.batch.Delete(schema.MergeLinkKey(h.Import), nil)
-		for _, id := range []string{h.Live, h.Import} {
-			delete(c.folds, id)
-			c.markMemory(id)
+	members := []string{canon, id}
+	var h MergeHead
+	if v != nil {
+		if err := json.Unmarshal(v, &h); err != nil {
+			c.e.opts.Logf("engine: the merge record at key %x does not decode (%v); deriving it again", key, err)
+		} else {
+			members = append(members, h.Live, h.Import)
 		}
 	}
-	c.batch.Delete(schema.MergeHeadKeyOf(s.Ordinal), nil)
+	slices.Sort(members)
+	for _, m := range slices.Compact(members) {
+		c.batch.Delete(schema.MergeLinkKey(m), nil)
+		delete(c.folds, m)
+		c.markMemory(m)
+	}
+	c.batch.Delete(key, nil)
 	c.batch.Delete(schema.MergeOrderKey(s.Ordinal), nil)
 	return nil
 }

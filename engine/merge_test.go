@@ -392,7 +392,10 @@ func TestMergeHeldWrite(t *testing.T) {
 // rebuild derives it again.
 func TestMergeCorruptRecord(t *testing.T) {
 	const id = "corrupt-merge-1"
-	e, _, _ := mergeFixture(t, nil, id, nil)
+	var logged atomic.Value
+	logged.Store("")
+	logf := func(f string, a ...any) { logged.Store(logged.Load().(string) + fmt.Sprintf(f, a...) + "\n") }
+	e, _, _ := mergeFixture(t, &Options{Logf: logf}, id, nil)
 	catchUp(t, e)
 	before := dump(t, e)
 	s, err := e.rawSession(id)
@@ -428,6 +431,9 @@ func TestMergeCorruptRecord(t *testing.T) {
 	catchUp(t, e)
 	if ss, err := e.Sessions(SessionFilter{}); err != nil || len(ss) != 1 || ss[0].Merged == nil {
 		t.Fatalf("after a pass over a corrupt record: %d sessions, %v", len(ss), err)
+	}
+	if l := logged.Load().(string); !strings.Contains(l, "does not decode") || !strings.Contains(l, fmt.Sprintf("%x", schema.MergeHeadKeyOf(s.Ordinal))) {
+		t.Errorf("the pass did not say it met a corrupt record: %q", l)
 	}
 	sameAfterRebuild(t, e, dump(t, e), "a pass over a corrupt record differs from a rebuild")
 }

@@ -80,8 +80,9 @@ type group struct {
 	keys   []string
 }
 
-// responseKind reports whether an imported event of kind k and role
-// belongs to the response group open in its thread.
+// responseKind reports whether an imported event belongs to the
+// response group open in its thread: the output of a model call and
+// its usage.
 func responseKind(ev *Event) bool {
 	switch ev.Kind {
 	case KindThinking, KindToolCall, KindUsage, KindError, KindInterruption:
@@ -92,8 +93,10 @@ func responseKind(ev *Event) bool {
 	return false
 }
 
-// groupKeys returns the exact keys of an event (see the package comment
-// of this file), prefixed by their kind.
+// groupKeys returns the exact keys of an event (this file's comment),
+// prefixed by their kind. The provider's request id is Call.UpstreamID
+// on the live side, Prov.RequestID on the imported one (Claude Code's
+// requestId).
 func groupKeys(ev *Event, live bool) []string {
 	var out []string
 	switch ev.Kind {

@@ -405,37 +405,43 @@ func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
 			iu = append(iu, b)
 		}
 	}
-	if len(lu) == 0 || len(iu) == 0 {
-		return
-	}
-	text := func(side []Event, idx []int) (string, bool) {
-		var parts []string
-		for _, k := range idx {
-			if side[k].TextBlob != "" {
-				return "", false // a text in a blob: not compared here
+	// The boundary rule, message by message in order: a live user
+	// message pairs with the next run of the log's user messages whose
+	// texts, joined with newlines, equal it or end it right after a
+	// newline (the wire put context in front); log messages the wire
+	// did not send are stepped over.
+	pos := 0
+	for _, a := range lu {
+		lt := live[a].Text
+		if live[a].TextBlob != "" {
+			continue // a text in a blob: not compared here
+		}
+	search:
+		for start := pos; start < len(iu); start++ {
+			var it string
+			for end := start + 1; end <= len(iu); end++ {
+				m := &imp[iu[end-1]]
+				if m.TextBlob != "" {
+					break
+				}
+				if end > start+1 {
+					it += "\n"
+				}
+				it += m.Text
+				if len(it) > len(lt) {
+					break
+				}
+				if it != "" && (lt == it || strings.HasSuffix(lt, "\n"+it)) {
+					for _, b := range iu[start:end] {
+						p.pair(a, b)
+					}
+					if lt != it && strings.TrimSpace(lt[:len(lt)-len(it)-1]) != "" {
+						p.remainder[a] = true
+					}
+					pos = end
+					break search
+				}
 			}
-			parts = append(parts, side[k].Text)
-		}
-		return strings.Join(parts, "\n"), true
-	}
-	lt, ok1 := text(live, lu)
-	it, ok2 := text(imp, iu)
-	pairwise := ok1 && ok2 && len(lu) == len(iu)
-	for k := 0; pairwise && k < len(lu); k++ {
-		pairwise = live[lu[k]].Text == imp[iu[k]].Text
-	}
-	switch {
-	case !ok1 || !ok2 || it == "":
-	case pairwise:
-		for k := range lu {
-			p.pair(lu[k], iu[k])
-		}
-	case len(lu) == 1 && (lt == it || strings.HasSuffix(lt, "\n"+it)):
-		for _, b := range iu {
-			p.pair(lu[0], b)
-		}
-		if lt != it && strings.TrimSpace(lt[:len(lt)-len(it)-1]) != "" {
-			p.remainder[lu[0]] = true
 		}
 	}
 }

@@ -146,6 +146,11 @@ func TestMergeOrder(t *testing.T) {
 			imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("msg_3", ""), ""), imp(usage(9), "")),
 		want: "P1:1 I2 P2:3 P3:4 P4:5 I6 P5:7 P6:8 P7:9", paired: 7,
 	}, {
+		name: "the boundary rule message by message (a resumed session re-sends its prompts)",
+		live: tl(lreq(2, msg("user", "<r>\np1")), lreq(2, msg("user", "p2")), lresp(2, call("msg_2", "")), lresp(2, usage(6))),
+		imp:  tl(imp(msg("user", "p1"), ""), imp(msg("user", "meta only in the log"), ""), imp(msg("user", "p2"), ""), imp(call("msg_2", ""), ""), imp(usage(6), "")),
+		want: "W1 P1:1 I2 P2:3 P3:4 P4:5", paired: 4,
+	}, {
 		name: "a tool result before a call no key pairs still pairs by its id",
 		live: tl(lresp(1, call("", "")), lresp(1, tcall("t1")), lresp(1, usage(5)), lreq(2, tresult("t1")), lresp(2, call("", "")), lresp(2, msg("assistant", "done")), lresp(2, usage(6))),
 		imp:  tl(imp(call("", ""), ""), imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("", ""), ""), imp(msg("assistant", "done"), ""), imp(usage(6), "")),

@@ -596,3 +596,52 @@ func TestMergeNothingShared(t *testing.T) {
 	}
 	sameAfterRebuild(t, e, dump(t, e), "rebuild differs with nothing shared")
 }
+
+// Importing one log into a store of many unrelated sessions, proxied and
+// imported, merges again its own group only: nothing grows with the
+// sessions that are not its.
+func TestMergeCostOneGroup(t *testing.T) {
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	var c clock
+	xid := uint64(0)
+	const n = 60
+	for i := range n {
+		live, path := claudePair(t, fmt.Sprintf("unrelated-%03d", i), 1)
+		xid = writeWAL(t, log, &c, xid, live)
+		if i%2 == 0 {
+			// Half of them imported too, under other ids.
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := filepath.Join(t.TempDir(), fmt.Sprintf("other-%03d.jsonl", i))
+			b = []byte(strings.ReplaceAll(string(b), fmt.Sprintf("unrelated-%03d", i), fmt.Sprintf("other-%03d", i)))
+			if err := os.WriteFile(other, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			importPath(t, e, "claude", other)
+		}
+	}
+	const id = "cost-merge-1"
+	live, path := claudePair(t, id, 2)
+	writeWAL(t, log, &c, xid, live)
+	catchUp(t, e)
+	fi, err := ReadImport("claude", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendImport(e.WAL(), fi.Records); err != nil {
+		t.Fatal(err)
+	}
+	p := catchUp(t, e)
+	if p.Merges != 1 {
+		t.Errorf("the import derived %d merge groups again, want its own only", p.Merges)
+	}
+	if s, err := e.Session(id); err != nil || s.Merged == nil {
+		t.Fatalf("not merged: %v", err)
+	}
+	if ss, err := e.Sessions(SessionFilter{}); err != nil || len(ss) != n+n/2+1 {
+		t.Errorf("%d sessions (%v), want %d", len(ss), err, n+n/2+1)
+	}
+}

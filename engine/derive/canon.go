@@ -32,6 +32,7 @@ type Progress struct {
 	Artifacts int    // artifacts written (new or changed)
 	Skipped   int    // resent messages recognized and not decoded again
 	Resent    int    // requests whose resent part was found by hash, not scanned
+	Merges    int    // merge groups of a proxied and an imported session derived again
 	Applied   uint64 // WAL offset the derived state now covers
 }
 

@@ -131,6 +131,7 @@ func (c *canonicalizer) deriveMerges(ctx context.Context) error {
 			return fmt.Errorf("engine: merge of %s: %w", id, err)
 		}
 		c.batch.Delete(schema.MergePendingKey(id), nil)
+		c.progress.Merges++
 	}
 	clear(c.pendingMerges)
 	if err := c.e.hold(ctx); err != nil {

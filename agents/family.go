@@ -24,6 +24,13 @@ type Family struct {
 	// its own boilerplate (tool and skill listings), not the user's:
 	// memory takes nothing from it. Every registered Agent is one.
 	Coding bool
+	// JoinByID says the agent sends, through the proxy, the session id
+	// its own log is named by (SessionHeaders, or the body), so that a
+	// proxied session and its imported log are read as one session.
+	JoinByID bool
+	// SessionHeaders are the request headers the agent sends its session
+	// id in; Families sets them from the Agent.
+	SessionHeaders []string
 }
 
 // others are the clients bbengine recognises in the proxy's traffic but
@@ -48,6 +55,7 @@ func Families() []Family {
 	for _, a := range All() {
 		f := a.Family()
 		f.Coding = true
+		f.SessionHeaders = slices.Clone(a.SessionHeaders())
 		out = append(out, f)
 	}
 	for _, f := range others {

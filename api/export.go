@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/bbengine/bbengine/codec/atif"
 	"github.com/bbengine/bbengine/codec/bbox"
@@ -38,6 +40,10 @@ type ExportRequest struct {
 	RepoSHA string `json:"repo_sha,omitempty"`
 	// Blobs is the blob store of bbox outputs; nil keeps them inline.
 	Blobs *engine.Blobs `json:"-"`
+	// Raw writes the named member of a merged session as it was
+	// derived (the proxied or the imported side), not the merged
+	// session (show --raw).
+	Raw bool `json:"raw,omitempty"`
 }
 
 // Exported is a session written in a format, with what it was written
@@ -55,7 +61,12 @@ func Export(s Service, req ExportRequest) (*Exported, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := s.Events(ses.ID, engine.EventFilter{Task: req.Task})
+	if req.Raw && ses.Merged != nil {
+		if ses, err = member(s, ses, req.Session); err != nil {
+			return nil, err
+		}
+	}
+	events, err := s.Events(ses.ID, engine.EventFilter{Task: req.Task, Raw: req.Raw})
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +81,28 @@ func Export(s Service, req ExportRequest) (*Exported, error) {
 		return nil, err
 	}
 	return &Exported{Session: ses, Events: events, Data: out}, nil
+}
+
+// member returns the summary, as derived, of the member of merged
+// session ses that id names: the member itself, else the first (the
+// canonical first) whose id it begins.
+func member(s Service, ses engine.Session, id string) (engine.Session, error) {
+	name := ses.Merged.Members[0]
+	if i := slices.IndexFunc(ses.Merged.Members, func(m string) bool { return m == id }); i >= 0 {
+		name = ses.Merged.Members[i]
+	} else if i := slices.IndexFunc(ses.Merged.Members, func(m string) bool { return strings.HasPrefix(m, id) }); i >= 0 {
+		name = ses.Merged.Members[i]
+	}
+	sides, err := s.Sessions(SessionsRequest{Unmerged: true})
+	if err != nil {
+		return ses, err
+	}
+	for _, m := range sides {
+		if m.ID == name {
+			return m, nil
+		}
+	}
+	return ses, fmt.Errorf("%w: no member %q of merged session %s", engine.ErrNotFound, name, ses.ID)
 }
 
 func isBBox(format string) bool {

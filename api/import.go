@@ -165,6 +165,9 @@ type ImportStats struct {
 	Replaced  int `json:"replaced"`
 	// Problems counts the records and files skipped as unreadable.
 	Problems int64 `json:"problems"`
+	// Merged counts the round's sessions that are one merged session
+	// with a proxied one (the same agent session recorded both ways).
+	Merged int `json:"merged"`
 	// Took is how long the round took, in nanoseconds in JSON.
 	Took time.Duration `json:"took_ns"`
 }
@@ -327,8 +330,21 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 	if err := im.sink.Wait(ctx); err != nil {
 		return st, err
 	}
+	merged := 0
+	if len(sessions) > 0 {
+		r := im.sink.Reader()
+		for id := range sessions {
+			s, err := r.Session(id)
+			if err != nil {
+				return st, err
+			}
+			if s.Merged != nil {
+				merged++
+			}
+		}
+	}
 	return ImportStats{Found: len(files), Records: records, Bytes: bytesIn, Files: changed, Sessions: len(sessions), Unchanged: unchanged, Replaced: replaced,
-		Problems: problems, Took: time.Since(start)}, nil
+		Problems: problems, Merged: merged, Took: time.Since(start)}, nil
 }
 
 // trimPath drops a leading "path: " from err's text, which names path
@@ -369,7 +385,9 @@ func (im *Importer) Check() ([]SessionCensus, error) {
 		if err != nil {
 			return nil, err
 		}
-		events, err := r.Events(s.ID, engine.EventFilter{})
+		// The import side alone: a merged session's view holds what
+		// only the proxy recorded too.
+		events, err := r.Events(id, engine.EventFilter{Raw: true})
 		if err != nil {
 			return nil, err
 		}
@@ -379,7 +397,7 @@ func (im *Importer) Check() ([]SessionCensus, error) {
 		}
 		src := engine.SourceCensus(im.source, files)
 		res := engine.Census(&s, events)
-		out = append(out, SessionCensus{Session: s.ID, Files: len(files), Rows: census.Compare(src, res)})
+		out = append(out, SessionCensus{Session: id, Files: len(files), Rows: census.Compare(src, res)})
 	}
 	return out, nil
 }

@@ -108,6 +108,9 @@ func (r *Remote) Sessions(f SessionsRequest) ([]engine.Session, error) {
 	if f.Agent != "" {
 		q.Set("agent", f.Agent)
 	}
+	if f.Unmerged {
+		q.Set("unmerged", "1")
+	}
 	var out []engine.Session
 	return out, r.GetJSON("/v1/sessions", q, &out)
 }
@@ -129,6 +132,9 @@ func (r *Remote) Events(id string, f engine.EventFilter) ([]engine.Event, error)
 	}
 	if f.After != 0 {
 		q.Set("after", strconv.FormatUint(f.After, 10))
+	}
+	if f.Raw {
+		q.Set("raw", "1")
 	}
 	var out []engine.Event
 	return out, r.GetJSON("/v1/sessions/"+url.PathEscape(id)+"/events", q, &out)

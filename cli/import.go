@@ -146,6 +146,9 @@ func runImport(c *ucli.Context) error {
 					prefix, st.Records, humanBytes(st.Bytes), st.Files, st.Sessions, st.Took.Round(time.Millisecond),
 					humanBytes(int64(float64(st.Bytes)/max(st.Took.Seconds(), 1e-6))), st.Unchanged, st.Replaced, st.Problems)
 			}
+			if st.Merged > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "%smerged %d sessions with proxied ones (bbengine sessions --unmerged lists the sides)\n", prefix, st.Merged)
+			}
 		}
 		return nil
 	}

@@ -23,6 +23,7 @@ func sessionsCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "since", Usage: "only sessions active since `WHEN`: a duration ago (24h, 90m) or a date (2026-11-01, RFC 3339)"},
 			&ucli.StringFlag{Name: "agent", Usage: "only sessions of this `AGENT` (claude-code, codex, gemini-cli, …)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print as JSON (one array)"},
+			&ucli.BoolFlag{Name: "unmerged", Usage: "list the proxied and the imported side of a merged session apart, as derived"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -37,6 +38,7 @@ func sessionsCommand() *ucli.Command {
 				f.Since = t.UnixNano()
 			}
 			f.Agent = c.String("agent")
+			f.Unmerged = c.Bool("unmerged")
 			r, closeR, err := openReader(c)
 			if err != nil {
 				return err

@@ -21,6 +21,7 @@ func showCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "task", Usage: "only the events of task `ID`"},
 			&ucli.IntFlag{Name: "blob-threshold", Value: 1024, Usage: "`BYTES` above which outputs go to the blob store (-1: never)"},
 			&ucli.StringFlag{Name: "repo-sha", Usage: "repository commit for the header (default: unknown)"},
+			&ucli.BoolFlag{Name: "raw", Usage: "of a merged session, show the named side (the proxied id or the imported one) as derived"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
@@ -40,7 +41,7 @@ func showCommand() *ucli.Command {
 			}
 			defer closeR()
 			ex, err := api.Export(r, api.ExportRequest{Session: c.Args().First(), Format: format, Task: c.String("task"), Breakers: true,
-				BlobThreshold: c.Int("blob-threshold"), RepoSHA: c.String("repo-sha"), Blobs: blobs})
+				BlobThreshold: c.Int("blob-threshold"), RepoSHA: c.String("repo-sha"), Blobs: blobs, Raw: c.Bool("raw")})
 			if err != nil {
 				return err
 			}

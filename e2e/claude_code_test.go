@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/cli"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -292,6 +293,14 @@ func TestClaudeCode(t *testing.T) {
 	// Claude Code's own transcript, imported beside the recorded traffic.
 	checkImport(t, rg.dir, filepath.Join(config, "projects"), session, nonce)
 
+	// And into the recorded data directory (the recorder closed, as the
+	// session is over): one session, each call once.
+	rg.stop(t)
+	if err := rg.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkMergedImport(t, rg.dir, filepath.Join(config, "projects"), session, prompt, cc)
+
 	// The key never reaches the WAL's files, nor anything derived.
 	scanFiles(t, rg.dir, apiKey)
 }
@@ -423,6 +432,185 @@ func checkImport(t *testing.T, dir, projects, session, nonce string) {
 	live, imported := census(session), census("claude:"+session)
 	if live.ToolCalls != imported.ToolCalls || live.ToolResults != imported.ToolResults || imported.ToolCalls < 2 {
 		t.Errorf("tool calls/results: proxy recorded %d/%d, the import has %d/%d", live.ToolCalls, live.ToolResults, imported.ToolCalls, imported.ToolResults)
+	}
+}
+
+// checkMergedImport imports Claude Code's transcript into the data
+// directory that recorded the session (docs/design/merge.md, [R1]): the
+// proxied session and its log are then one session, whose calls count
+// once and whose timeline holds each fact once, with both provenances.
+func checkMergedImport(t *testing.T, dir, projects, session, prompt string, cc *ccFake) {
+	t.Helper()
+	var stderr string
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := cli.Main(append([]string{"bbengine", "--dir", dir}, args...), &out, &errb); code != 0 {
+			t.Fatalf("bbengine %v: exit %d:\n%s%s", args, code, out.String(), errb.String())
+		}
+		stderr = errb.String()
+		return out.String()
+	}
+	out := run("import", "claude", projects, "--check")
+	t.Logf("bbengine import claude --check (into the recorded directory):\n%s%s", stderr, out)
+	if !strings.Contains(out, "nothing lost") {
+		t.Errorf("import --check did not pass on the import side of the merged session")
+	}
+	if !strings.Contains(stderr, "merged 1 sessions with proxied ones") {
+		t.Errorf("import does not say it merged the session")
+	}
+	var list []engine.Session
+	if err := json.Unmarshal([]byte(run("sessions", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != session || list[0].Merged == nil {
+		t.Fatalf("sessions after the import: %+v, want session %s once, merged", list, session)
+	}
+	s := list[0]
+	t.Logf("merged: %+v", *s.Merged)
+	if got, want := strings.Join(s.Merged.Members, " "), session+" claude:"+session; got != want {
+		t.Errorf("members %q, want %q", got, want)
+	}
+	if s.CWD == "" || s.Import == nil {
+		t.Errorf("the merged summary lacks the log's cwd (%q) or import info (%v)", s.CWD, s.Import)
+	}
+	var unmerged []engine.Session
+	if err := json.Unmarshal([]byte(run("sessions", "--json", "--unmerged")), &unmerged); err != nil {
+		t.Fatal(err)
+	}
+	if len(unmerged) != 2 {
+		t.Errorf("sessions --unmerged lists %d, want the 2 sides", len(unmerged))
+	}
+
+	// usage: every call the fake answered, once.
+	var want api.UsageTokens
+	cc.mu.Lock()
+	calls := len(cc.usage)
+	for _, u := range cc.usage {
+		want.Input += u.Input
+		want.Output += u.Output
+		want.CacheRead += u.CacheRead
+		want.CacheCreation += u.CacheCreation
+	}
+	cc.mu.Unlock()
+	var rep api.UsageReport
+	if err := json.Unmarshal([]byte(run("usage", "session", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Total
+	t.Logf("usage session: %d rows, %d calls, input %d, output %d, cache read %d, cache write %d; the fake answered %d calls: %+v",
+		len(rep.Rows), got.Calls, got.Input, got.Output, got.CacheRead, got.CacheCreation, calls, want)
+	if len(rep.Rows) != 1 || got.Calls != calls || got.Input != want.Input || got.Output != want.Output ||
+		got.CacheRead != want.CacheRead || got.CacheCreation != want.CacheCreation {
+		t.Errorf("usage counts %d rows, %d calls %+v; the fake answered %d calls %+v once", len(rep.Rows), got.Calls, got.UsageTokens, calls, want)
+	}
+
+	// show: one timeline, each fact once, both provenances.
+	text := run("show", session)
+	t.Logf("bbengine show %s (merged):\n%s", session, text)
+	// Once as a message (the log's records quote it too), the reminder
+	// Claude Code sent in front of it apart.
+	if n := strings.Count(text, "\nu: "+prompt); n != 1 {
+		t.Errorf("the prompt is %d u: messages, want one", n)
+	}
+	if !strings.Contains(text, "\nu: <system-reminder>") {
+		t.Errorf("the reminder in front of the prompt is not a message of its own")
+	}
+	if strings.Count(text, "t:Bash id="+ccBashID) != 1 || strings.Count(text, "t:Read id="+ccReadID) != 1 {
+		t.Errorf("each tool call should appear once")
+	}
+	if other := run("show", "claude:"+session); other != text {
+		t.Errorf("show claude:%s differs from show %s", session, session)
+	}
+	var v struct {
+		Session engine.Session `json:"session"`
+		Events  []engine.Event `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(run("show", session, "--format", "json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	paired, live, imported := 0, 0, 0
+	for _, ev := range v.Events {
+		if ev.Tool != nil {
+			seen[string(ev.Kind)+" "+ev.Tool.ID]++
+		}
+		if ev.Kind == engine.KindModelCall && ev.Call != nil && ev.Call.ResponseID != "" {
+			seen["call "+ev.Call.ResponseID]++
+		}
+		switch {
+		case len(ev.Also) > 0:
+			paired++
+			sides := ev.Prov.Side + "+" + ev.Also[0].Prov.Side
+			if sides != "response+import" && sides != "request+import" && sides != "import+request" {
+				t.Errorf("event %d pairs sides %s", ev.Seq, sides)
+			}
+			if ev.Kind == engine.KindModelCall && (ev.Call == nil || ev.Call.UpstreamID == "" || ev.Call.UpstreamID != ev.Also[0].Prov.RequestID) {
+				t.Errorf("model call %d: upstream id %v, the log's request id %q", ev.Seq, ev.Call, ev.Also[0].Prov.RequestID)
+			}
+		case ev.Prov.Side == "import":
+			imported++
+		default:
+			live++
+		}
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s appears %d times in the merged timeline", k, n)
+		}
+	}
+	t.Logf("merged timeline: %d events, %d paired, %d live only, %d log only", len(v.Events), paired, live, imported)
+	if paired < 13 || live == 0 || imported == 0 {
+		t.Errorf("merged timeline: %d paired (want at least 13: 3 calls with their output, 2 results, the prompt), %d live only, %d log only", paired, live, imported)
+	}
+	// Memory: each artifact once, under the merged id ([R1] listed the
+	// decision, the outcome and the transcript twice).
+	var cards []engine.Card
+	if err := json.Unmarshal([]byte(run("mem", "list", "--json")), &cards); err != nil {
+		t.Fatal(err)
+	}
+	titles := map[string]int{}
+	for _, cd := range cards {
+		titles[string(cd.Type)+" "+cd.Title]++
+		if cd.Session != session {
+			t.Errorf("artifact %s (%s) belongs to %s, want the merged session %s", cd.ID, cd.Type, cd.Session, session)
+		}
+	}
+	t.Logf("mem list: %d artifacts: %v", len(cards), titles)
+	if len(cards) == 0 {
+		t.Errorf("no artifacts for the merged session")
+	}
+	for k, n := range titles {
+		if n != 1 {
+			t.Errorf("artifact %q listed %d times", k, n)
+		}
+	}
+	// Search (the index) finds them once too.
+	var found []api.Result
+	if err := json.Unmarshal([]byte(run("mem", "search", "--json", "echo hello")), &found); err != nil {
+		t.Fatal(err)
+	}
+	hits := map[string]int{}
+	for _, r := range found {
+		hits[string(r.Card.Type)+" "+r.Card.Title]++
+		if r.Card.Session != session {
+			t.Errorf("search found %s of session %s", r.Card.ID, r.Card.Session)
+		}
+	}
+	t.Logf("mem search \"echo hello\": %d results", len(found))
+	if len(found) == 0 {
+		t.Errorf("mem search found nothing")
+	}
+	for k, n := range hits {
+		if n != 1 {
+			t.Errorf("search found %q %d times", k, n)
+		}
+	}
+	run("rebuild")
+	if again := run("show", session); again != text {
+		t.Errorf("show of the merged session after rebuild differs")
+	}
+	if again := run("mem", "list", "--json"); len(again) == 0 {
+		t.Errorf("no artifacts after rebuild")
 	}
 }
 

@@ -101,7 +101,7 @@ func idPrefix(t ArtifactType) string {
 // state's list of artifact ids: a pack cache checks it on every lookup,
 // and a session of 100k artifacts keeps a list of 1.7 MB.
 func (e *Engine) MemoryDigest(session string) (id, digest string, err error) {
-	s, err := e.Session(session)
+	s, err := e.rawSession(session)
 	if err != nil {
 		return "", "", err
 	}

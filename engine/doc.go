@@ -47,6 +47,16 @@
 //	'i'     'i' …                                 states, briefs, reports,     memory
 //	                                              project index
 //	'k'     'k' session id 0x00 offset u64        BreakerRecord                circuit breaker
+//	'j'     'j' 'a' import id 0x00 ordinal u64    empty                        join by session id
+//	        'j' 'l' ordinal u64 import id         empty                        the same, by live session
+//	'g'     'g' 'l' session id                    canonical id (bytes)         merge links
+//	        'g' 'h' ordinal u64                   MergeHead                    merge record
+//	        'g' 'o' ordinal u64                   order (binary)               merged order
+//	        'g' 'p' import id                     empty                        merges to derive
+//
+// The 'j' and 'g' families join a proxied session and the imported log
+// of the same agent session into one merged session (engine/schema's
+// keys.go; engine/derive's merge.go; docs/design/merge.md).
 //
 //	meta names
 //	  applied   u64 BE  WAL offset of the next frame to read

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -17,6 +18,8 @@ type fx struct {
 	goal          string // X-Bb-Session-Goal
 	path          string // default /v1/messages
 	ua            string
+	reqHeaders    exchange.Headers // more request headers
+	respHeaders   exchange.Headers // more response headers
 	req           []byte
 	status        int // default 200
 	resp          []byte
@@ -56,8 +59,12 @@ func (x fx) frames(t testing.TB, id uint64, c *clock) []wal.Record {
 		recs = append(recs, wal.Record{Kind: k, Exchange: id, Time: c.tick(1e6), Payload: p, Last: last})
 	}
 	start := c.ns
+	qh := exchange.Headers{"User-Agent": {ua}}
+	for k, v := range x.reqHeaders {
+		qh[k] = v
+	}
 	add(frame.KindRequestStart, enc(&exchange.RequestStart{RequestID: fmt.Sprintf("req_%d", id), Method: "POST", Path: path,
-		Headers: exchange.Headers{"User-Agent": {ua}}, Provider: "anthropic", Upstream: "http://127.0.0.1:1",
+		Headers: qh, Provider: "anthropic", Upstream: "http://127.0.0.1:1",
 		SessionID: x.session, SessionSource: "x-claude-code-session-id", TaskID: x.task, Goal: x.goal, Stream: true,
 		BodyBytes: int64(len(x.req)), Mode: "lossless", Redaction: exchange.RedactionVersion, Time: start}), false)
 	for rest := x.req; ; {
@@ -68,7 +75,11 @@ func (x fx) frames(t testing.TB, id uint64, c *clock) []wal.Record {
 			break
 		}
 	}
-	add(frame.KindResponseStart, enc(&exchange.ResponseStart{Status: status, Headers: exchange.Headers{"Content-Type": {"text/event-stream"}}, TTFB: 2e6}), false)
+	rh := exchange.Headers{"Content-Type": {"text/event-stream"}}
+	for k, v := range x.respHeaders {
+		rh[k] = v
+	}
+	add(frame.KindResponseStart, enc(&exchange.ResponseStart{Status: status, Headers: rh, TTFB: 2e6}), false)
 	n := x.chunks
 	if n <= 0 {
 		n = 4
@@ -101,6 +112,7 @@ type obj = map[string]any
 
 // anthropicReply is one scripted model reply.
 type anthropicReply struct {
+	id             string // message id; default msg_1
 	thinking, text string
 	tools          []obj // {"id","name","input"}
 	stop           string
@@ -109,7 +121,7 @@ type anthropicReply struct {
 
 func (r anthropicReply) stream(model string) []byte {
 	var s sse
-	s.ev("message_start", obj{"type": "message_start", "message": obj{"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+	s.ev("message_start", obj{"type": "message_start", "message": obj{"id": cmp.Or(r.id, "msg_1"), "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "usage": obj{"input_tokens": r.in, "cache_read_input_tokens": r.cache, "output_tokens": 1}}})
 	i := 0
 	if r.thinking != "" {

@@ -30,10 +30,11 @@ func (e *Engine) MemoryStates() ([]MemoryState, error) {
 }
 
 // MemoryState returns the memory state of a session (any id Session
-// accepts).
+// accepts). Memory is derived per side: a member of a merged session
+// names its own state.
 func (e *Engine) MemoryState(session string) (MemoryState, error) {
 	var st MemoryState
-	s, err := e.Session(session)
+	s, err := e.rawSession(session)
 	if err != nil {
 		return st, err
 	}
@@ -158,22 +159,54 @@ func (e *Engine) pinRetention() error {
 		}
 	}
 	for id := range sessions {
-		s, err := e.Session(id)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
+		ranges, err := e.pinRanges(id)
 		if err != nil {
 			return err
 		}
-		first, last, ok, err := e.walRange(s)
-		if err != nil {
-			return err
-		}
-		if ok {
-			e.log.Pin("session:"+s.ID, first, last)
+		for sid, r := range ranges {
+			e.log.Pin("session:"+sid, r[0], r[1])
 		}
 	}
 	return nil
+}
+
+// pinRanges returns the WAL range of the frames session id's events came
+// from, by session: for a member of a merged session, of both its sides
+// (the proxied exchanges and the import frames). An unknown id has none.
+func (e *Engine) pinRanges(id string) (map[string][2]uint64, error) {
+	s, err := e.rawSession(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	members := []Session{s}
+	h, err := e.mergeHead(&s)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		members = members[:0]
+		for _, m := range []string{h.Live, h.Import} {
+			ms, err := e.rawSession(m)
+			if err != nil {
+				return nil, err
+			}
+			members = append(members, ms)
+		}
+	}
+	out := map[string][2]uint64{}
+	for _, m := range members {
+		first, last, ok, err := e.walRange(m)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[m.ID] = [2]uint64{first, last}
+		}
+	}
+	return out, nil
 }
 
 // walRange returns the WAL offsets of the first and last frame a

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bbengine/bbengine/engine/derive"
 	"github.com/bbengine/bbengine/engine/schema"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -29,6 +30,9 @@ type SessionFilter struct {
 	Since int64 `json:"since,omitempty"`
 	// Agent keeps sessions of this client family (claude-code, codex…).
 	Agent string `json:"agent,omitempty"`
+	// Unmerged lists the members of a merged session each as derived,
+	// not the merged session once.
+	Unmerged bool `json:"unmerged,omitempty"`
 }
 
 var _ Reader = (*Engine)(nil)
@@ -36,10 +40,28 @@ var _ Reader = (*Engine)(nil)
 // Sessions returns the sessions f selects, oldest first.
 func (e *Engine) Sessions(f SessionFilter) ([]Session, error) {
 	var out []Session
+	var (
+		links map[string]string
+		heads map[uint64]Session
+	)
+	if !f.Unmerged {
+		var err error
+		if links, heads, err = e.mergeLinks(); err != nil {
+			return nil, err
+		}
+	}
 	err := e.scan([]byte{schema.PrefixSession}, func(k, v []byte) error {
 		var s Session
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("engine: decode session %q: %w", k[1:], err)
+		}
+		if canon, ok := links[s.ID]; ok {
+			if canon != s.ID {
+				return nil // listed as its merged session
+			}
+			if h, ok := heads[s.Ordinal]; ok {
+				s = h
+			}
 		}
 		if f.Since != 0 && s.Last < f.Since {
 			return nil
@@ -70,9 +92,24 @@ func compareI64(a, b int64) int {
 }
 
 // Session returns the session with id, or the only session whose id
-// starts with it (an imported session's id also without its "source:"). An unknown or ambiguous id is an error wrapping
-// ErrNotFound.
+// starts with it (an imported session's id also without its "source:").
+// A member of a merged session gives the merged session's summary. An
+// unknown or ambiguous id is an error wrapping ErrNotFound.
 func (e *Engine) Session(id string) (Session, error) {
+	s, err := e.rawSession(id)
+	if err != nil {
+		return s, err
+	}
+	h, err := e.mergeHead(&s)
+	if err != nil || h == nil {
+		return s, err
+	}
+	return h.Summary, nil
+}
+
+// rawSession is Session without merged sessions: the summary of the
+// session id names as it was derived.
+func (e *Engine) rawSession(id string) (Session, error) {
 	var s Session
 	if id == "" {
 		return s, fmt.Errorf("%w: empty session id", ErrNotFound)
@@ -117,9 +154,28 @@ func (e *Engine) Session(id string) (Session, error) {
 
 // Events returns the events of a session that f selects, in order.
 func (e *Engine) Events(session string, f EventFilter) ([]Event, error) {
-	s, err := e.Session(session)
+	s, err := e.rawSession(session)
 	if err != nil {
 		return nil, err
+	}
+	if !f.Raw {
+		h, err := e.mergeHead(&s)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			view, _, err := e.mergedEvents(h)
+			if err != nil {
+				return nil, err
+			}
+			out := view[:0]
+			for _, ev := range view {
+				if ev.Seq > f.After && (f.Task == "" || ev.Task == f.Task) && (f.Thread == 0 || ev.Thread == f.Thread) {
+					out = append(out, ev)
+				}
+			}
+			return out, nil
+		}
 	}
 	var out []Event
 	lo := schema.EventKey(nil, s.Ordinal, f.After+1)
@@ -151,7 +207,31 @@ func (e *Engine) Exchange(id uint64) (Exchange, error) {
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: no exchange %d in the index (bbengine replay --exchange %d reads the WAL)", ErrNotFound, id, id)
 	}
-	return x, err
+	if err != nil || x.Session == "" || x.LastSeq == 0 {
+		return x, err
+	}
+	// The events of an exchange of a merged session, as the view
+	// numbers them.
+	var s Session
+	if ok, err := e.getJSON(schema.SessionKey(nil, x.Session), &s); err != nil || !ok {
+		return x, err
+	}
+	h, err := e.mergeHead(&s)
+	if err != nil || h == nil || h.Live != s.ID {
+		return x, err
+	}
+	_, order, err := e.mergedEvents(h)
+	if err != nil {
+		return x, err
+	}
+	seqs := derive.LiveSeqs(order)
+	if r, ok := seqs[x.FirstSeq]; ok {
+		x.FirstSeq = r[0]
+	}
+	if r, ok := seqs[x.LastSeq]; ok {
+		x.LastSeq = r[1]
+	}
+	return x, nil
 }
 
 // scan calls fn for every key with prefix p.

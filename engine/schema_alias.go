@@ -34,6 +34,8 @@ type (
 	Usage           = schema.Usage
 	Kind            = schema.Kind
 	Event           = schema.Event
+	Counterpart     = schema.Counterpart
+	Merged          = schema.Merged
 	Tool            = schema.Tool
 	Call            = schema.Call
 	Error           = schema.Error

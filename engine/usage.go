@@ -39,7 +39,8 @@ var storeGroups = []struct {
 }{
 	{"events", [][2][]byte{fam(schema.PrefixEvent)}},
 	{"sessions and exchanges", [][2][]byte{fam(schema.PrefixSession), fam(schema.PrefixOrdinal),
-		fam(schema.PrefixConvo), fam(schema.PrefixExchange), fam(schema.PrefixOpen)}},
+		fam(schema.PrefixConvo), fam(schema.PrefixExchange), fam(schema.PrefixOpen),
+		fam(schema.PrefixMerge), fam(schema.PrefixJoin)}},
 	{"artifacts", [][2][]byte{fam(schema.PrefixArtifact)}},
 	{"project index", [][2][]byte{sub(schema.PrefixIndex, schema.MemProject)}},
 	{"other derived keys", [][2][]byte{
@@ -239,6 +240,26 @@ func (e *Engine) CallUsages(ctx context.Context, f SessionFilter, fn func(s *Ses
 		s := &sessions[i]
 		calls = calls[:0]
 		model := map[int]string{}
+		if s.Merged != nil {
+			// A merged session counts each call once: its view pairs the
+			// two records of a call.
+			view, err := e.Events(s.ID, EventFilter{})
+			if err != nil {
+				return err
+			}
+			for _, ev := range view {
+				switch {
+				case ev.Kind == KindModelCall && ev.Call != nil:
+					model[ev.Thread] = cmp.Or(ev.Call.Served, ev.Call.Model)
+				case ev.Kind == KindUsage && ev.Usage != nil:
+					calls = append(calls, CallUsage{Time: ev.Time, Model: model[ev.Thread], Thread: ev.Thread, Seq: ev.Seq, Usage: *ev.Usage})
+				}
+			}
+			if err := fn(s, calls); err != nil {
+				return err
+			}
+			continue
+		}
 		lo := schema.EventKey(nil, s.Ordinal, 1)
 		hi := schema.AppendU64Key(nil, schema.PrefixEvent, s.Ordinal+1)
 		err := e.scanRange(lo, hi, func(k, v []byte) error {

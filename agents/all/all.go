@@ -14,6 +14,7 @@ import (
 // clients bbengine knows without a directory.
 func init() {
 	for _, f := range agents.Families() {
-		engine.RegisterFamily(engine.Family{Name: f.Name, UserAgents: f.UserAgents, Sources: f.Sources, Coding: f.Coding})
+		engine.RegisterFamily(engine.Family{Name: f.Name, UserAgents: f.UserAgents, Sources: f.Sources, Coding: f.Coding,
+			JoinByID: f.JoinByID, SessionHeaders: f.SessionHeaders})
 	}
 }

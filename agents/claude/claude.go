@@ -79,7 +79,7 @@ func (Agent) SessionHeaders() []string { return []string{"X-Claude-Code-Session-
 // Family returns claude-code: requests whose User-Agent says claude-cli
 // (or claude-code), and the logs of import source "claude".
 func (Agent) Family() agents.Family {
-	return agents.Family{Name: "claude-code", UserAgents: []string{"claude-cli", "claude-code"}, Sources: []string{"claude"}}
+	return agents.Family{Name: "claude-code", UserAgents: []string{"claude-cli", "claude-code"}, Sources: []string{"claude"}, JoinByID: true}
 }
 
 // SessionFiles returns path and what belongs to its session beside it:

@@ -57,7 +57,7 @@ func (Agent) SessionHeaders() []string { return []string{"Session-Id", "Session_
 // Family returns codex: requests whose User-Agent or Originator header
 // says codex, and the logs of import source "codex".
 func (Agent) Family() agents.Family {
-	return agents.Family{Name: "codex", UserAgents: []string{"codex"}, Sources: []string{"codex"}}
+	return agents.Family{Name: "codex", UserAgents: []string{"codex"}, Sources: []string{"codex"}, JoinByID: true}
 }
 
 // SessionFiles returns path alone: a rollout holds its whole session.

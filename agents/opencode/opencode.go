@@ -93,7 +93,7 @@ func (Agent) SessionHeaders() []string { return []string{"x-session-affinity", "
 // Family returns opencode: requests whose User-Agent starts
 // opencode/1.18.33, and the storage of import source "opencode".
 func (Agent) Family() agents.Family {
-	return agents.Family{Name: Family, UserAgents: []string{"opencode"}, Sources: []string{Source}}
+	return agents.Family{Name: Family, UserAgents: []string{"opencode"}, Sources: []string{Source}, JoinByID: true}
 }
 
 // SessionFiles returns path alone for a database (every session of it is

@@ -179,12 +179,12 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "sessions":
 		since, _ := strconv.ParseInt(qv.Get("since"), 10, 64)
-		reply(q.e.Sessions(api.SessionsRequest{Since: since, Agent: qv.Get("agent")}))
+		reply(q.e.Sessions(api.SessionsRequest{Since: since, Agent: qv.Get("agent"), Unmerged: qv.Get("unmerged") == "1"}))
 	case strings.HasPrefix(path, "sessions/") && strings.HasSuffix(path, "/events"):
 		id, _ := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(path, "sessions/"), "/events"))
 		thread, _ := strconv.Atoi(qv.Get("thread"))
 		after, _ := strconv.ParseUint(qv.Get("after"), 10, 64)
-		reply(q.e.Events(id, engine.EventFilter{Task: qv.Get("task"), Thread: thread, After: after}))
+		reply(q.e.Events(id, engine.EventFilter{Task: qv.Get("task"), Thread: thread, After: after, Raw: qv.Get("raw") == "1"}))
 	case strings.HasPrefix(path, "sessions/"):
 		id, _ := url.PathUnescape(strings.TrimPrefix(path, "sessions/"))
 		reply(q.e.Session(id))

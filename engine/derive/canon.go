@@ -32,6 +32,7 @@ type Progress struct {
 	Artifacts int    // artifacts written (new or changed)
 	Skipped   int    // resent messages recognized and not decoded again
 	Resent    int    // requests whose resent part was found by hash, not scanned
+	Merges    int    // merge groups of a proxied and an imported session derived again
 	Applied   uint64 // WAL offset the derived state now covers
 }
 
@@ -119,6 +120,9 @@ type canonicalizer struct {
 	files          map[string]*ImportFileState
 	dirtyFiles     map[string]bool
 	pendingImports map[string]bool
+	// pendingMerges are the import sessions whose merge group to derive
+	// again after the imports (merge.go), marked in the store too.
+	pendingMerges map[string]bool
 	// handed are the events of the sessions deriveImports derived in
 	// this pass, for deriveMemory (importhand.go); handedBytes their
 	// encoded size.
@@ -167,6 +171,9 @@ type sessState struct {
 	// saved holds each thread's known keys as the store has them
 	// (convostore.go).
 	saved map[int][]string
+	// joined are the import sessions the join keys of this live session
+	// name that were written since it was loaded (merge.go).
+	joined map[string]bool
 }
 
 // requestBody reads the request body of x from its frames in the WAL: the
@@ -209,7 +216,7 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 // load reads the canonicalizer's persistent state.
 func (e *Pipeline) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: DeferRequestBodies, NewRequestBody: bodybuf.Get}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
-		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{},
+		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{}, pendingMerges: map[string]bool{},
 		handed: map[string][]Event{}, lastRecs: map[string][]byte{}, memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.applied(); err != nil {
@@ -233,7 +240,10 @@ func (e *Pipeline) loadCanon() (*canonicalizer, error) {
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	return c, c.loadPendingImports()
+	if err := c.loadPendingImports(); err != nil {
+		return nil, err
+	}
+	return c, c.loadPendingMerges()
 }
 
 // resumeOffset is where reading starts: the first frame of the oldest
@@ -360,6 +370,12 @@ func (e *Pipeline) pass(ctx context.Context, follow bool, limit uint64) (Progres
 			return c.progress, err
 		}
 		if err := c.commit(); err != nil {
+			return c.progress, err
+		}
+		// The merges read the sides as committed, and commit
+		// themselves: a crash in between leaves their marks.
+		if err := c.deriveMerges(ctx); err != nil {
+			c.discard()
 			return c.progress, err
 		}
 		pendingBytes = 0

@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,6 +265,11 @@ func (d *deriver) run() (int, error) {
 	var out []item
 	if resp != nil {
 		call.StopReason, call.ResponseID, call.Complete = resp.StopReason, resp.ID, resp.Complete
+		if x.Response != nil {
+			// The provider's own id of the request, which an agent's log
+			// may keep (Claude Code's requestId): a key to merge by.
+			call.UpstreamID = cmp.Or(header(x.Response.Headers, "Request-Id"), header(x.Response.Headers, "X-Request-Id"))
+		}
 		if resp.Model != "" && resp.Model != ex.Model {
 			call.Served = resp.Model
 		}
@@ -305,7 +311,46 @@ func (d *deriver) run() (int, error) {
 		ex.FirstSeq, ex.LastSeq = d.events[0].Seq, d.events[len(d.events)-1].Seq
 	}
 	d.account(call)
+	d.join()
 	return len(d.events), nil
+}
+
+// join writes the join keys of the agent session ids the exchange
+// carries (merge.go), once per live session and id, and marks the
+// groups they name to be merged again at the end of the pass.
+func (d *deriver) join() {
+	f := familyNamed(d.st.s.Agent)
+	s := d.x.Start
+	if f == nil || !f.JoinByID || len(f.Sources) == 0 || s == nil {
+		return
+	}
+	var ids []string
+	for _, h := range f.SessionHeaders {
+		if v := strings.TrimSpace(header(s.Headers, h)); v != "" && !slices.Contains(ids, v) {
+			ids = append(ids, v)
+		}
+	}
+	if src := s.SessionSource; (src == "body" || slices.ContainsFunc(f.SessionHeaders, func(h string) bool { return strings.EqualFold(h, src) })) &&
+		!slices.Contains(ids, d.ex.Session) {
+		ids = append(ids, d.ex.Session)
+	}
+	for _, id := range ids {
+		for _, src := range f.Sources {
+			imp := src + ":" + id
+			if imp == d.st.s.ID {
+				continue
+			}
+			if d.st.joined == nil {
+				d.st.joined = map[string]bool{}
+			}
+			if !d.st.joined[imp] {
+				d.st.joined[imp] = true
+				d.c.batch.Set(schema.JoinKey(imp, d.st.s.Ordinal), nil, nil)
+				d.c.batch.Set(schema.JoinLiveKey(d.st.s.Ordinal, imp), nil, nil)
+			}
+			d.c.markMergePending(imp)
+		}
+	}
 }
 
 // errors adds the error and interruption events of the exchange.

@@ -14,6 +14,10 @@
 //	                     │    importhand.go, ingest.go)
 //	                     ├─ memory and breaker frames ─▶ corrections,
 //	                     │    briefs, reports, breaker records
+//	                     ├─ after the pass's commit: the merge groups of a
+//	                     │    proxied session and its imported log marked
+//	                     │    pending, computed again (merge.go,
+//	                     │    mergeorder.go) ─▶ merge records
 //	                     └─ end of a pass: memory of the changed sessions
 //	                          (memory.go, memory_fold.go, memory_derive.go,
 //	                          memory_findings.go) ─▶ artifacts, memory

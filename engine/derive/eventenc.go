@@ -134,6 +134,7 @@ func (e *eventEncoder) event(ev *Event) {
 		e.b = strconv.AppendInt(e.b, c.TTFB, 10)
 		e.optStr(`,"stop_reason":`, c.StopReason)
 		e.optStr(`,"response_id":`, c.ResponseID)
+		e.optStr(`,"upstream_id":`, c.UpstreamID)
 		e.b = append(e.b, `,"complete":`...)
 		e.b = strconv.AppendBool(e.b, c.Complete)
 		e.b = append(e.b, `,"messages":`...)
@@ -175,8 +176,37 @@ func (e *eventEncoder) event(ev *Event) {
 		e.b = append(e.b, '}')
 	}
 	e.optRaw(`,"extra":`, &ev.Extra)
-	p := &ev.Prov
-	e.b = append(e.b, `,"prov":{"exchange":`...)
+	e.b = append(e.b, `,"prov":`...)
+	e.prov(&ev.Prov)
+	if len(ev.Also) > 0 {
+		// Set in merged views only, never on a stored event.
+		e.b = append(e.b, `,"also":[`...)
+		for i := range ev.Also {
+			c := &ev.Also[i]
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = append(e.b, `{"session":`...)
+			e.str(c.Session)
+			e.b = append(e.b, `,"seq":`...)
+			e.b = strconv.AppendUint(e.b, c.Seq, 10)
+			e.b = append(e.b, `,"time_ns":`...)
+			e.b = strconv.AppendInt(e.b, c.Time, 10)
+			e.optStr(`,"uuid":`, c.UUID)
+			e.b = append(e.b, `,"prov":`...)
+			e.prov(&c.Prov)
+			e.b = append(e.b, '}')
+		}
+		e.b = append(e.b, ']')
+	} else {
+		ev.Also = nil
+	}
+	e.b = append(e.b, '}')
+}
+
+// prov appends a provenance.
+func (e *eventEncoder) prov(p *Provenance) {
+	e.b = append(e.b, `{"exchange":`...)
 	e.b = strconv.AppendUint(e.b, p.Exchange, 10)
 	e.optStr(`,"request_id":`, p.RequestID)
 	e.b = append(e.b, `,"side":`...)
@@ -187,7 +217,7 @@ func (e *eventEncoder) event(ev *Event) {
 	e.b = strconv.AppendUint(e.b, p.Last, 10)
 	e.optStr(`,"file":`, p.File)
 	e.optInt(`,"line":`, p.Line)
-	e.b = append(e.b, "}}"...)
+	e.b = append(e.b, '}')
 }
 
 // parts appends a non-empty list of parts.

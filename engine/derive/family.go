@@ -21,6 +21,13 @@ type Family struct {
 	// Coding says it is a coding agent, whose system prompt is its own
 	// boilerplate, not the user's: memory takes nothing from it.
 	Coding bool
+	// JoinByID says the family's requests carry the session id its logs
+	// are named by: in one of SessionHeaders, or in the body (the
+	// proxy's session source "body"). A proxied session that sent id X
+	// and the imported session "<source>:X" of one of Sources are then
+	// merged (merge.go).
+	JoinByID       bool
+	SessionHeaders []string
 }
 
 // families are the registered families, in the order they are matched.
@@ -68,6 +75,27 @@ func agentOf(ua, originator string) (agent, client string) {
 func agentCLI(s *Session) bool {
 	for _, f := range families {
 		if f.Coding && f.Name == s.Agent || s.Import != nil && slices.Contains(f.Sources, s.Import.Source) {
+			return true
+		}
+	}
+	return false
+}
+
+// familyNamed returns the registered family called name, or nil.
+func familyNamed(name string) *Family {
+	for i := range families {
+		if families[i].Name == name {
+			return &families[i]
+		}
+	}
+	return nil
+}
+
+// joinsBySource reports whether the import source belongs to a family
+// that joins by id.
+func joinsBySource(source string) bool {
+	for _, f := range families {
+		if f.JoinByID && slices.Contains(f.Sources, source) {
 			return true
 		}
 	}

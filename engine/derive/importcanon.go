@@ -548,6 +548,9 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 	delete(c.folds, id)
 	c.batch.Delete(schema.ImportPendingKey(id), nil)
 	delete(c.pendingImports, id)
+	if joinsBySource(j.source) {
+		c.markMergePending(id)
+	}
 	return nil
 }
 

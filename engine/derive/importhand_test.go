@@ -140,6 +140,7 @@ func TestHandEventTypes(t *testing.T) {
 		reflect.TypeFor[json.RawMessage](): true, // Extra, Tool.Args, Part.Input, Part.Raw, Param.Value, Record.Raw
 		reflect.TypeFor[[]llm.Part]():      true, // Parts, Part.Content
 		reflect.TypeFor[[]llm.Param]():     true, // Call.Params
+		reflect.TypeFor[[]Counterpart]():   true, // Also
 	}
 	cleared := map[string]bool{"Part.TrimSHA256": true}
 	raws := 0

@@ -496,6 +496,16 @@ func (c *canonicalizer) deriveSessionMemory(b *pebble.Batch, id string, kept *me
 	if !ok {
 		return nil, 0, nil // a correction of a session not (yet) recorded
 	}
+	// A merged session's memory is derived from its merged view under
+	// its canonical id; an absorbed member derives none, which drops
+	// what it had (merge.go).
+	merged, view, err := c.mergedMemory(&s)
+	if err != nil {
+		return nil, 0, err
+	}
+	if merged {
+		kept, handed = nil, view
+	}
 	f, err := c.fold(&s, kept, handed)
 	if err != nil {
 		return nil, 0, err

@@ -198,7 +198,14 @@ func (e *Pipeline) scanLocked(p []byte, fn func(k, v []byte) error) error {
 // events, reports, brief, memoryState, artifact and pinRetention are
 // the Store's functions of the same names.
 func (e *Pipeline) events(session string, f EventFilter) ([]Event, error) {
+	// Derivation reads a session's own timeline, never a merged view.
+	f.Raw = true
 	return e.store.Events(session, f)
+}
+
+// view reads the merged view of a merged session (merge.go).
+func (e *Pipeline) view(session string) ([]Event, error) {
+	return e.store.Events(session, EventFilter{})
 }
 func (e *Pipeline) reports(session string) ([]Report, error) { return e.store.Reports(session) }
 func (e *Pipeline) brief(session string) (Brief, error)      { return e.store.Brief(session) }

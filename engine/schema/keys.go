@@ -23,7 +23,8 @@ const (
 
 // DerivedPrefixes lists every family Rebuild drops.
 var DerivedPrefixes = []byte{PrefixMeta, PrefixExchange, PrefixSession, PrefixOrdinal,
-	PrefixEvent, PrefixConvo, PrefixOpen, PrefixArtifact, PrefixIndex, PrefixImportFile, PrefixImportPending, PrefixBreaker}
+	PrefixEvent, PrefixConvo, PrefixOpen, PrefixArtifact, PrefixIndex, PrefixImportFile, PrefixImportPending, PrefixBreaker,
+	PrefixMerge, PrefixJoin}
 
 // Meta key names.
 var (
@@ -253,3 +254,63 @@ func ProjectPrefix(project string, kind byte, term string) []byte {
 	k = append(k, 0, kind)
 	return append(append(k, term...), 0)
 }
+
+// A proxied session and the imported log of the same agent session are
+// read as one timeline (docs/design/merge.md). Two families hold what
+// joins them; the sides' own keys do not change:
+//
+//	'j' 'a' import id 0x00 ordinal u64   empty        join by id: a live session (ordinal) sent the agent id the import session is named by
+//	'j' 'l' ordinal u64 import id        empty        the same join, by the live session
+//	'g' 'l' session id                   canonical id merge link, for every member (the canonical one too)
+//	'g' 'h' ordinal u64                  MergeHead    the merge of the group whose canonical member has the ordinal
+//	'g' 'o' ordinal u64                  order        the merged order (binary, see engine/derive's merge.go)
+//	'g' 'p' import id                    empty        the group of the import session must be merged again
+//
+// Derivation writes the 'j' keys as it derives live exchanges, marks the
+// group pending in the same batch, and recomputes the merge ('g' 'l',
+// 'h', 'o') at the end of the pass from the two stored timelines alone,
+// so Rebuild gives the same bytes.
+const (
+	PrefixMerge = 'g'
+	PrefixJoin  = 'j'
+
+	MergeLink    = 'l'
+	MergeHeadKey = 'h'
+	MergeOrder   = 'o'
+	MergePending = 'p'
+
+	JoinByImport = 'a'
+	JoinByLive   = 'l'
+)
+
+// JoinPrefix returns the prefix of the join keys of import session id;
+// JoinKey the key joining it to the live session with ordinal ord.
+func JoinPrefix(id string) []byte {
+	return append(append([]byte{PrefixJoin, JoinByImport}, id...), 0)
+}
+func JoinKey(id string, ord uint64) []byte {
+	return binary.BigEndian.AppendUint64(JoinPrefix(id), ord)
+}
+
+// JoinLivePrefix returns the prefix of the join keys of live session
+// ord; JoinLiveKey the key joining it to import session id.
+func JoinLivePrefix(ord uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{PrefixJoin, JoinByLive}, ord)
+}
+func JoinLiveKey(ord uint64, id string) []byte { return append(JoinLivePrefix(ord), id...) }
+
+// MergeLinkKey returns the key of the merge link of session id.
+func MergeLinkKey(id string) []byte { return append([]byte{PrefixMerge, MergeLink}, id...) }
+
+// MergeHeadKeyOf and MergeOrderKey return the keys of the head and the
+// order of the merge whose canonical member has ordinal ord.
+func MergeHeadKeyOf(ord uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{PrefixMerge, MergeHeadKey}, ord)
+}
+func MergeOrderKey(ord uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{PrefixMerge, MergeOrder}, ord)
+}
+
+// MergePendingKey returns the key marking the group of import session
+// id to merge again.
+func MergePendingKey(id string) []byte { return append([]byte{PrefixMerge, MergePending}, id...) }

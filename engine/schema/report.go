@@ -103,4 +103,7 @@ type EventFilter struct {
 	Thread int    `json:"thread,omitempty"`
 	// After keeps events with a larger sequence number.
 	After uint64 `json:"after,omitempty"`
+	// Raw reads the named session's own timeline, not the merged view of
+	// the merged session it is a member of (import --check, show --raw).
+	Raw bool `json:"raw,omitempty"`
 }

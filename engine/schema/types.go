@@ -9,7 +9,7 @@ import (
 // BuilderVersion names the canonicalizer's rules. Open rebuilds the
 // derived state when the stored version differs, so a change to what the
 // canonicalizer emits must change it.
-const BuilderVersion = "canon/6"
+const BuilderVersion = "canon/7"
 
 // SchemaVersion is the version of the Pebble key layout. Version 2
 // keeps a conversation's known item keys in chunks of their own
@@ -115,6 +115,23 @@ type Event struct {
 	Extra json.RawMessage `json:"extra,omitempty"`
 	// Prov says where the event came from.
 	Prov Provenance `json:"prov"`
+	// Also is the same fact as the other side of a merged session
+	// recorded it (a proxied and an imported session of one agent
+	// session, see Merged). It is set only in the merged view a reader
+	// composes, never stored with a side's events.
+	Also []Counterpart `json:"also,omitempty"`
+}
+
+// Counterpart is an event of one side of a merged session that the
+// merged view shows as part of another event.
+type Counterpart struct {
+	// Session is the side's own session id, Seq the event's seq there
+	// (show --raw reads it).
+	Session string     `json:"session"`
+	Seq     uint64     `json:"seq"`
+	Time    int64      `json:"time_ns"`
+	UUID    string     `json:"uuid,omitempty"`
+	Prov    Provenance `json:"prov"`
 }
 
 // Tool identifies a tool call or result.
@@ -146,6 +163,10 @@ type Call struct {
 	TTFB       int64  `json:"ttfb_ns"`
 	StopReason string `json:"stop_reason,omitempty"`
 	ResponseID string `json:"response_id,omitempty"`
+	// UpstreamID is the provider's own id of the request, from the
+	// response's Request-Id (Anthropic) or X-Request-Id (OpenAI)
+	// header: what Claude Code logs as requestId. Recorded calls only.
+	UpstreamID string `json:"upstream_id,omitempty"`
 	Complete   bool   `json:"complete"`
 	// Messages is the number of messages the request carried.
 	Messages int `json:"messages"`
@@ -262,6 +283,28 @@ type Session struct {
 	Agents []Agent `json:"agents,omitempty"`
 	// Import is set on a session derived from an agent's own log.
 	Import *ImportInfo `json:"import,omitempty"`
+	// Merged is set on the summary of a merged session: a proxied
+	// session and the imported log of the same agent session, read as
+	// one timeline.
+	Merged *Merged `json:"merged,omitempty"`
+}
+
+// Merged describes a merged session: its members and how their events
+// paired.
+type Merged struct {
+	// Members are every id of the group, the canonical (live) one first,
+	// then the imported one.
+	Members []string `json:"members"`
+	// Paired counts pairs of events (one fact both sides recorded),
+	// LiveOnly live events without a partner, LogOnly imported events
+	// without one (records included), Unpaired events of paired model
+	// calls left without a partner, Ambiguous keys that named two
+	// imported calls and were ignored.
+	Paired    int64 `json:"paired"`
+	LiveOnly  int64 `json:"live_only"`
+	LogOnly   int64 `json:"log_only"`
+	Unpaired  int64 `json:"unpaired"`
+	Ambiguous int64 `json:"ambiguous"`
 }
 
 // ModelUsage is one model's share of a session.

@@ -1,0 +1,799 @@
+package derive
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The merge of two timelines of one session, as pure functions of them
+// (merge.go stores what they give). Events pair only by exact keys,
+// never by text similarity or time: a model call by its response id, the
+// provider's request id, a tool call id or a thinking signature; a tool
+// result by its call's id; the user messages of a request by the
+// boundary rule (the import's texts, joined, equal the live ones or end
+// them after a newline). The live timeline is the backbone of the
+// merged order (docs/design/merge.md, 2.3 to 2.6).
+
+// The tags of an OrderEntry.
+const (
+	OrderLive      = 'L' // a live event without a partner
+	OrderImport    = 'I' // an imported event without a partner
+	OrderPair      = 'P' // a live and an imported event, one fact
+	OrderRemainder = 'W' // the live text before the boundary of a split user message
+)
+
+// OrderEntry is one event of a merged view: which side's event, or
+// which two, it is made of (seqs of each side's own timeline; 0 for
+// none).
+type OrderEntry struct {
+	Tag  byte
+	Live uint64
+	Imp  uint64
+}
+
+// AppendOrder appends the binary form of order to dst: per entry its tag
+// byte and the two seqs as uvarints.
+func AppendOrder(dst []byte, order []OrderEntry) []byte {
+	for _, o := range order {
+		dst = append(dst, o.Tag)
+		dst = binary.AppendUvarint(dst, o.Live)
+		dst = binary.AppendUvarint(dst, o.Imp)
+	}
+	return dst
+}
+
+// DecodeOrder decodes what AppendOrder wrote.
+func DecodeOrder(b []byte) ([]OrderEntry, error) {
+	var out []OrderEntry
+	for off := 0; off < len(b); {
+		o := OrderEntry{Tag: b[off]}
+		switch o.Tag {
+		case OrderLive, OrderImport, OrderPair, OrderRemainder:
+		default:
+			return nil, fmt.Errorf("merge order: unknown tag %q at byte %d", o.Tag, off)
+		}
+		off++
+		var n int
+		if o.Live, n = binary.Uvarint(b[off:]); n <= 0 {
+			return nil, fmt.Errorf("merge order: bad seq at byte %d", off)
+		}
+		off += n
+		if o.Imp, n = binary.Uvarint(b[off:]); n <= 0 {
+			return nil, fmt.Errorf("merge order: bad seq at byte %d", off)
+		}
+		off += n
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// group is a response group of one side: a model call and its output.
+type group struct {
+	call   int   // index of the model_call
+	events []int // indices of its events, the model call first
+	thread int
+	keys   []string
+}
+
+// responseKind reports whether an imported event belongs to the
+// response group open in its thread: the output of a model call and
+// its usage.
+func responseKind(ev *Event) bool {
+	switch ev.Kind {
+	case KindThinking, KindToolCall, KindUsage, KindError, KindInterruption:
+		return true
+	case KindMessage:
+		return ev.Role == "assistant"
+	}
+	return false
+}
+
+// groupKeys returns the exact keys of an event (this file's comment),
+// prefixed by their kind. The provider's request id is Call.UpstreamID
+// on the live side, Prov.RequestID on the imported one (Claude Code's
+// requestId).
+func groupKeys(ev *Event, live bool) []string {
+	var out []string
+	switch ev.Kind {
+	case KindModelCall:
+		if ev.Call != nil && ev.Call.ResponseID != "" {
+			out = append(out, "resp:"+ev.Call.ResponseID)
+		}
+		up := ev.Prov.RequestID
+		if live {
+			up = ""
+			if ev.Call != nil {
+				up = ev.Call.UpstreamID
+			}
+		}
+		if up != "" {
+			out = append(out, "up:"+up)
+		}
+	case KindToolCall:
+		if ev.Tool != nil && ev.Tool.ID != "" && !ev.Tool.SyntheticID {
+			out = append(out, "call:"+ev.Tool.ID)
+		}
+	case KindThinking:
+		if s := cmp.Or(ev.Signature, ev.Data); s != "" {
+			sum := sha256.Sum256([]byte(s))
+			out = append(out, "sig:"+hex.EncodeToString(sum[:]))
+		}
+	}
+	return out
+}
+
+// liveGroups returns the response groups of a live timeline: per
+// exchange, its model call and the response-side events after it.
+func liveGroups(live []Event) []group {
+	var out []group
+	at := map[uint64]int{}
+	for i := range live {
+		ev := &live[i]
+		if ev.Prov.Side != "response" || ev.Prov.Exchange == 0 {
+			continue
+		}
+		g, ok := at[ev.Prov.Exchange]
+		if !ok {
+			if ev.Kind != KindModelCall {
+				continue
+			}
+			at[ev.Prov.Exchange] = len(out)
+			out = append(out, group{call: i, thread: ev.Thread})
+			g = len(out) - 1
+		}
+		out[g].events = append(out[g].events, i)
+		out[g].keys = append(out[g].keys, groupKeys(ev, true)...)
+	}
+	return out
+}
+
+// importGroups returns the response groups of an imported timeline: a
+// model call and what follows it in its thread up to its usage.
+func importGroups(imp []Event) []group {
+	var out []group
+	open := map[int]int{} // thread → open group
+	for i := range imp {
+		ev := &imp[i]
+		if ev.Kind == KindModelCall {
+			open[ev.Thread] = len(out)
+			out = append(out, group{call: i, events: []int{i}, thread: ev.Thread, keys: groupKeys(ev, false)})
+			continue
+		}
+		g, ok := open[ev.Thread]
+		if !ok {
+			continue
+		}
+		if !responseKind(ev) {
+			delete(open, ev.Thread)
+			continue
+		}
+		out[g].events = append(out[g].events, i)
+		out[g].keys = append(out[g].keys, groupKeys(ev, false)...)
+		if ev.Kind == KindUsage {
+			delete(open, ev.Thread)
+		}
+	}
+	return out
+}
+
+// pairing is what MergeOrder found: partners by index.
+type pairing struct {
+	liveTo map[int][]int // live index → imported indices
+	impTo  map[int]int   // imported index → live index
+	// remainder marks a live user message whose text before the
+	// boundary is a wire remainder.
+	remainder map[int]bool
+	st        Merged
+}
+
+func (p *pairing) pair(l, i int) {
+	p.liveTo[l] = append(p.liveTo[l], i)
+	p.impTo[i] = l
+	p.st.Paired++
+}
+
+// MergeOrder pairs the events of a live and an imported timeline of one
+// session and returns the merged order, and the counts of Merged (less
+// Members). It is a pure function of the two timelines.
+func MergeOrder(live, imp []Event) ([]OrderEntry, Merged) {
+	p := &pairing{liveTo: map[int][]int{}, impTo: map[int]int{}, remainder: map[int]bool{}}
+	lg, ig := liveGroups(live), importGroups(imp)
+
+	// Exact keys: a key two imported groups share is ignored.
+	byKey := map[string]int{}
+	for gi := range ig {
+		for _, k := range ig[gi].keys {
+			if j, ok := byKey[k]; ok && j != gi {
+				if j >= 0 {
+					p.st.Ambiguous++
+				}
+				byKey[k] = -1
+				continue
+			}
+			byKey[k] = gi
+		}
+	}
+	// Live groups in live order; each pairs with the one imported group
+	// its keys name, when that one is not paired yet.
+	taken := map[int]bool{}
+	type groupPair struct{ l, i int }
+	var pairs []groupPair
+	for li := range lg {
+		cand, ok := -1, true
+		for _, k := range lg[li].keys {
+			j, found := byKey[k]
+			if !found || j < 0 {
+				continue
+			}
+			if cand >= 0 && cand != j {
+				ok = false
+			}
+			cand = j
+		}
+		if !ok || cand < 0 || taken[cand] {
+			continue
+		}
+		taken[cand] = true
+		pairs = append(pairs, groupPair{li, cand})
+		p.pairGroups(live, imp, &lg[li], &ig[cand])
+	}
+
+	// The request side of each paired exchange meets the imported
+	// events of its thread between the previous pair and this one.
+	reqs := map[uint64][]int{}
+	for i := range live {
+		if live[i].Prov.Side == "request" {
+			reqs[live[i].Prov.Exchange] = append(reqs[live[i].Prov.Exchange], i)
+		}
+	}
+	prev := map[int]int{} // imported thread → index of its last paired model call
+	for _, gp := range pairs {
+		g := &ig[gp.i]
+		from, seen := prev[g.thread]
+		if !seen {
+			from = -1
+		}
+		prev[g.thread] = max(from, g.call)
+		if g.call < from {
+			continue
+		}
+		var stretch []int
+		for k := from + 1; k < g.call; k++ {
+			if _, paired := p.impTo[k]; !paired && imp[k].Thread == g.thread {
+				stretch = append(stretch, k)
+			}
+		}
+		p.pairRequest(live, imp, reqs[live[lg[gp.l].call].Prov.Exchange], stretch)
+	}
+
+	p.pairLeftovers(live, imp)
+	order := mergedOrder(live, imp, p)
+	for _, o := range order {
+		switch o.Tag {
+		case OrderLive:
+			p.st.LiveOnly++
+		case OrderImport:
+			p.st.LogOnly++
+		}
+	}
+	return order, p.st
+}
+
+// pairGroups pairs the events of two response groups that are the same
+// call: the model calls, the usages, tool calls by id, thinking and
+// assistant messages by position (messages only when their trimmed
+// texts are equal).
+func (p *pairing) pairGroups(live, imp []Event, l, i *group) {
+	used := map[int]bool{}
+	nth := func(g *group, side []Event, kind Kind, n int) int {
+		for _, k := range g.events {
+			if side[k].Kind == kind && (kind != KindMessage || side[k].Role == "assistant") {
+				if n == 0 {
+					return k
+				}
+				n--
+			}
+		}
+		return -1
+	}
+	count := map[Kind]int{}
+	for _, a := range l.events {
+		ev := &live[a]
+		b := -1
+		switch ev.Kind {
+		case KindModelCall, KindUsage, KindThinking:
+			b = nth(i, imp, ev.Kind, count[ev.Kind])
+			count[ev.Kind]++
+		case KindMessage:
+			if ev.Role == "assistant" {
+				b = nth(i, imp, KindMessage, count[KindMessage])
+				count[KindMessage]++
+				if b >= 0 && (ev.TextBlob != "" || imp[b].TextBlob != "" || strings.TrimSpace(ev.Text) != strings.TrimSpace(imp[b].Text)) {
+					b = -1
+				}
+			}
+		case KindToolCall:
+			if ev.Tool != nil && !ev.Tool.SyntheticID {
+				for _, k := range i.events {
+					if imp[k].Kind == KindToolCall && imp[k].Tool != nil && imp[k].Tool.ID == ev.Tool.ID {
+						b = k
+						break
+					}
+				}
+			}
+		}
+		if b >= 0 && !used[b] {
+			used[b] = true
+			p.pair(a, b)
+		} else {
+			p.st.Unpaired++
+		}
+	}
+	for _, k := range i.events {
+		if !used[k] {
+			p.st.Unpaired++
+		}
+	}
+}
+
+// pairRequest pairs the request events of a live exchange (reqs) with
+// the unpaired imported events before its call (stretch): tool results
+// by id, user messages by the boundary rule.
+func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
+	var lu, iu, la []int
+	free := func(b int) bool { _, done := p.impTo[b]; return !done }
+	byKey := func(a int) {
+		keys := groupKeys(&live[a], true)
+		if live[a].Kind == KindToolResult && live[a].Tool != nil && live[a].Tool.ID != "" && !live[a].Tool.SyntheticID {
+			keys = []string{"result:" + live[a].Tool.ID}
+		}
+		if len(keys) == 0 {
+			return
+		}
+		for _, b := range stretch {
+			if !free(b) || imp[b].Kind != live[a].Kind {
+				continue
+			}
+			k := groupKeys(&imp[b], true)
+			if imp[b].Kind == KindToolResult && imp[b].Tool != nil {
+				k = []string{"result:" + imp[b].Tool.ID}
+			}
+			if len(k) > 0 && k[0] == keys[0] {
+				p.pair(a, b)
+				return
+			}
+		}
+	}
+	for _, a := range reqs {
+		ev := &live[a]
+		switch {
+		case ev.Kind == KindToolResult, ev.Kind == KindToolCall, ev.Kind == KindThinking:
+			// By id or signature; a request re-sends the calls and
+			// thinking of earlier output when the proxy saw only the
+			// later part of a session.
+			byKey(a)
+		case ev.Kind == KindMessage && ev.Role == "user":
+			lu = append(lu, a)
+		case ev.Kind == KindMessage && ev.Role == "assistant":
+			la = append(la, a)
+		}
+	}
+	// Assistant messages re-sent in a request, in order, when their
+	// trimmed texts are equal.
+	next := 0
+	for _, a := range la {
+		if live[a].TextBlob != "" {
+			continue
+		}
+		for k := next; k < len(stretch); k++ {
+			b := stretch[k]
+			if free(b) && imp[b].Kind == KindMessage && imp[b].Role == "assistant" && imp[b].TextBlob == "" &&
+				strings.TrimSpace(imp[b].Text) == strings.TrimSpace(live[a].Text) {
+				p.pair(a, b)
+				next = k + 1
+				break
+			}
+		}
+	}
+	for _, b := range stretch {
+		if _, done := p.impTo[b]; !done && imp[b].Kind == KindMessage && imp[b].Role == "user" {
+			iu = append(iu, b)
+		}
+	}
+	// The boundary rule, message by message in order: a live user
+	// message pairs with the next run of the log's user messages whose
+	// texts, joined with newlines, equal it or end it right after a
+	// newline (the wire put context in front); log messages the wire
+	// did not send are stepped over.
+	pos := 0
+	for _, a := range lu {
+		lt := live[a].Text
+		if live[a].TextBlob != "" {
+			continue // a text in a blob: not compared here
+		}
+	search:
+		for start := pos; start < len(iu); start++ {
+			var it string
+			for end := start + 1; end <= len(iu); end++ {
+				m := &imp[iu[end-1]]
+				if m.TextBlob != "" {
+					break
+				}
+				if end > start+1 {
+					it += "\n"
+				}
+				it += m.Text
+				if len(it) > len(lt) {
+					break
+				}
+				if it != "" && (lt == it || strings.HasSuffix(lt, "\n"+it)) {
+					for _, b := range iu[start:end] {
+						p.pair(a, b)
+					}
+					if lt != it && strings.TrimSpace(lt[:len(lt)-len(it)-1]) != "" {
+						p.remainder[a] = true
+					}
+					pos = end
+					break search
+				}
+			}
+		}
+	}
+}
+
+// leftoverKey is the exact key of a request-side event left unpaired: a
+// tool result by its call's id, a re-sent tool call by its id, re-sent
+// thinking by its signature.
+func leftoverKey(ev *Event) string {
+	switch ev.Kind {
+	case KindToolResult:
+		if ev.Tool != nil && ev.Tool.ID != "" && !ev.Tool.SyntheticID {
+			return "result:" + ev.Tool.ID
+		}
+	case KindToolCall, KindThinking:
+		if k := groupKeys(ev, true); len(k) > 0 {
+			return k[0]
+		}
+	}
+	return ""
+}
+
+// pairLeftovers pairs the request-side events still unpaired by their
+// exact keys across the whole session, when the key names one such event
+// on each side: a tool result whose next call paired nothing (a
+// text-only answer, which no exact key pairs) is still the same result.
+func (p *pairing) pairLeftovers(live, imp []Event) {
+	type cand struct{ i, n int }
+	byKey := map[string]*cand{}
+	for b := range imp {
+		if _, done := p.impTo[b]; done {
+			continue
+		}
+		if k := leftoverKey(&imp[b]); k != "" {
+			if c := byKey[k]; c != nil {
+				c.n++
+			} else {
+				byKey[k] = &cand{b, 1}
+			}
+		}
+	}
+	liveN := map[string]int{}
+	for a := range live {
+		if _, done := p.liveTo[a]; !done && live[a].Prov.Side == "request" {
+			if k := leftoverKey(&live[a]); k != "" {
+				liveN[k]++
+			}
+		}
+	}
+	for a := range live {
+		if _, done := p.liveTo[a]; done || live[a].Prov.Side != "request" {
+			continue
+		}
+		k := leftoverKey(&live[a])
+		if c := byKey[k]; k != "" && c != nil && c.n == 1 && liveN[k] == 1 && imp[c.i].Kind == live[a].Kind {
+			p.pair(a, c.i)
+		}
+	}
+}
+
+// mergedOrder orders the merged events: the live timeline is the
+// backbone, paired events sit at their live position, an imported event
+// without a partner goes after the last paired imported event of its
+// thread before it (at the start when there is none), and inside a gap
+// between two paired positions the events of the two sides without a
+// partner are merged by time, each side keeping its own order, live
+// first on a tie.
+func mergedOrder(live, imp []Event, p *pairing) []OrderEntry {
+	// The imported runs, by the paired imported event they follow (-1:
+	// the start).
+	runs := map[int][]int{}
+	last := map[int]int{}
+	for k := range imp {
+		if _, paired := p.impTo[k]; paired {
+			last[imp[k].Thread] = k
+			continue
+		}
+		a, ok := last[imp[k].Thread]
+		if !ok {
+			a = -1
+		}
+		runs[a] = append(runs[a], k)
+	}
+	var (
+		out     []OrderEntry
+		gapLive []int
+		pending [][]int
+	)
+	flush := func() {
+		lists := append([][]int{gapLive}, pending...)
+		pos := make([]int, len(lists))
+		for {
+			best := -1
+			var bt int64
+			for li, l := range lists {
+				if pos[li] == len(l) {
+					continue
+				}
+				var t int64
+				if li == 0 {
+					t = live[l[pos[li]]].Time
+				} else {
+					t = imp[l[pos[li]]].Time
+				}
+				if best < 0 || t < bt {
+					best, bt = li, t
+				}
+			}
+			if best < 0 {
+				break
+			}
+			k := lists[best][pos[best]]
+			pos[best]++
+			if best == 0 {
+				out = append(out, OrderEntry{Tag: OrderLive, Live: live[k].Seq})
+			} else {
+				out = append(out, OrderEntry{Tag: OrderImport, Imp: imp[k].Seq})
+			}
+		}
+		gapLive, pending = nil, nil
+	}
+	pending = append(pending, runs[-1])
+	for a := range live {
+		partners := p.liveTo[a]
+		if len(partners) == 0 {
+			gapLive = append(gapLive, a)
+			continue
+		}
+		flush()
+		if p.remainder[a] {
+			out = append(out, OrderEntry{Tag: OrderRemainder, Live: live[a].Seq})
+		}
+		for _, b := range partners {
+			out = append(out, OrderEntry{Tag: OrderPair, Live: live[a].Seq, Imp: imp[b].Seq})
+			if r := runs[b]; len(r) > 0 {
+				pending = append(pending, r)
+			}
+		}
+	}
+	flush()
+	return out
+}
+
+// MergeView composes the merged timeline of a live session (liveID,
+// its events live) and an imported one (impID, imp) in order, with seqs
+// 1..len(order). The winner of a pair gives the event (the import for a
+// user message, the live side otherwise); the other side's provenance
+// goes in Also. Imported threads take the live thread of their first
+// pair, the others the numbers after the live ones. It returns the
+// events and the thread map of the imported threads.
+func MergeView(liveID string, live []Event, impID string, imp []Event, order []OrderEntry) ([]Event, map[int]int, error) {
+	get := func(side []Event, seq uint64, id string) (*Event, error) {
+		if seq == 0 || seq > uint64(len(side)) || side[seq-1].Seq != seq {
+			return nil, fmt.Errorf("merge of %s: no event %d in %s (the merge is stale)", liveID, seq, id)
+		}
+		return &side[seq-1], nil
+	}
+	threads := map[int]int{}
+	top := 0
+	for i := range live {
+		top = max(top, live[i].Thread)
+	}
+	for _, o := range order {
+		if o.Tag != OrderPair {
+			continue
+		}
+		l, err := get(live, o.Live, liveID)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := get(imp, o.Imp, impID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := threads[m.Thread]; !ok {
+			threads[m.Thread] = l.Thread
+		}
+	}
+	thread := func(t int) int {
+		n, ok := threads[t]
+		if !ok {
+			top++
+			n = top
+			threads[t] = n
+		}
+		return n
+	}
+	out := make([]Event, 0, len(order))
+	for i := 0; i < len(order); i++ {
+		o := order[i]
+		var ev Event
+		switch o.Tag {
+		case OrderLive:
+			l, err := get(live, o.Live, liveID)
+			if err != nil {
+				return nil, nil, err
+			}
+			ev = *l
+		case OrderImport:
+			m, err := get(imp, o.Imp, impID)
+			if err != nil {
+				return nil, nil, err
+			}
+			ev = *m
+			ev.Thread = thread(m.Thread)
+		case OrderRemainder:
+			l, err := get(live, o.Live, liveID)
+			if err != nil {
+				return nil, nil, err
+			}
+			var texts []string
+			for j := i + 1; j < len(order) && order[j].Tag == OrderPair && order[j].Live == o.Live; j++ {
+				m, err := get(imp, order[j].Imp, impID)
+				if err != nil {
+					return nil, nil, err
+				}
+				texts = append(texts, m.Text)
+			}
+			it := strings.Join(texts, "\n")
+			if !strings.HasSuffix(l.Text, "\n"+it) {
+				return nil, nil, fmt.Errorf("merge of %s: event %d of %s does not end with what it was paired with (the merge is stale)", liveID, o.Live, liveID)
+			}
+			ev = Event{Kind: KindMessage, Time: l.Time, Thread: l.Thread, Task: l.Task, Run: l.Run, Role: "user",
+				Text: strings.TrimSpace(l.Text[:len(l.Text)-len(it)-1]), Meta: "meta", Prov: l.Prov}
+		case OrderPair:
+			l, err := get(live, o.Live, liveID)
+			if err != nil {
+				return nil, nil, err
+			}
+			m, err := get(imp, o.Imp, impID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if l.Kind == KindMessage && l.Role == "user" || l.Prov.Side == "request" && l.Kind != KindToolResult && l.Kind != KindSystem {
+				// The log splits and labels prompts; no wire text is
+				// lost (the remainder is an event of its own). Output a
+				// request re-sent is the log's record of it.
+				ev = *m
+				ev.Thread = l.Thread
+				ev.Also = []Counterpart{{Session: liveID, Seq: l.Seq, Time: l.Time, Prov: l.Prov}}
+				break
+			}
+			ev = *l
+			if ev.UUID == "" {
+				ev.UUID = m.UUID
+			}
+			if len(ev.Extra) == 0 {
+				ev.Extra = m.Extra
+			}
+			ev.Also = []Counterpart{{Session: impID, Seq: m.Seq, Time: m.Time, UUID: m.UUID, Prov: m.Prov}}
+		}
+		ev.Seq = uint64(len(out) + 1)
+		out = append(out, ev)
+	}
+	return out, threads, nil
+}
+
+// LiveSeqs maps the seqs of the live side of a merged order to the
+// first and last merged seq they make (a split user message makes two),
+// so that references stored as live seqs (Exchange.FirstSeq, a Task's
+// seqs) read as the view's.
+func LiveSeqs(order []OrderEntry) map[uint64][2]uint64 {
+	out := make(map[uint64][2]uint64, len(order))
+	for i, o := range order {
+		if o.Live == 0 {
+			continue
+		}
+		seq := uint64(i + 1)
+		r, ok := out[o.Live]
+		if !ok {
+			r[0] = seq
+		}
+		r[1] = seq
+		out[o.Live] = r
+	}
+	return out
+}
+
+// TranslateTasks makes the live seqs of tasks the merged view's.
+func TranslateTasks(tasks []Task, seqs map[uint64][2]uint64) {
+	for i := range tasks {
+		t := &tasks[i]
+		if r, ok := seqs[t.FirstSeq]; ok {
+			t.FirstSeq = r[0]
+		}
+		if r, ok := seqs[t.LastSeq]; ok {
+			t.LastSeq = r[1]
+		}
+	}
+}
+
+// MergeSummary returns the summary of a merged session: who it is from
+// the live member, what the log says from the imported one, the counts
+// over the view.
+func MergeSummary(live, imp *Session, view []Event, threads map[int]int, st Merged) Session {
+	s := *live
+	s.Tasks = slices.Clone(live.Tasks)
+	s.Title, s.CWD, s.Branch, s.Version, s.Import = imp.Title, imp.CWD, imp.Branch, imp.Version, imp.Import
+	s.Agents = nil
+	for _, a := range imp.Agents {
+		if t, ok := threads[a.Thread]; ok {
+			a.Thread = t
+		}
+		s.Agents = append(s.Agents, a)
+	}
+	if imp.First != 0 && (s.First == 0 || imp.First < s.First) {
+		s.First = imp.First
+	}
+	s.Last = max(s.Last, imp.Last)
+	s.Events = uint64(len(view))
+	s.Usage, s.Models, s.Threads = Usage{}, nil, 0
+	model := map[int]string{}
+	extraRequests, extraErrors := 0, 0
+	for i := range view {
+		ev := &view[i]
+		s.Threads = max(s.Threads, ev.Thread)
+		own := len(ev.Also) == 0 && ev.Prov.Side == "import"
+		switch ev.Kind {
+		case KindModelCall:
+			m := "unknown"
+			if ev.Call != nil {
+				m = cmp.Or(ev.Call.Served, ev.Call.Model, m)
+			}
+			model[ev.Thread] = m
+			if own {
+				extraRequests++
+			}
+			s.Models = addModel(s.Models, m, 1, Usage{})
+		case KindUsage:
+			if ev.Usage != nil {
+				s.Usage.Add(*ev.Usage)
+				s.Models = addModel(s.Models, cmp.Or(model[ev.Thread], "unknown"), 0, *ev.Usage)
+			}
+		case KindError:
+			if own {
+				extraErrors++
+			}
+		}
+	}
+	s.Requests = live.Requests + extraRequests
+	s.Errors = live.Errors + extraErrors
+	st.Members = []string{live.ID, imp.ID}
+	s.Merged = &st
+	return s
+}
+
+func addModel(ms []ModelUsage, model string, requests int, u Usage) []ModelUsage {
+	i := slices.IndexFunc(ms, func(m ModelUsage) bool { return m.Model == model })
+	if i < 0 {
+		ms = append(ms, ModelUsage{Model: model})
+		i = len(ms) - 1
+	}
+	ms[i].Requests += requests
+	ms[i].Usage.Add(u)
+	return ms
+}

@@ -23,6 +23,7 @@ type (
 	Importer        = derive.Importer
 	LogFormat       = derive.LogFormat
 	ImportFileState = derive.ImportFileState
+	RowPrint        = derive.RowPrint
 	FileImport      = derive.FileImport
 	Problem         = derive.Problem
 	MemoryProgress  = derive.MemoryProgress
@@ -113,3 +114,9 @@ func ProjectOf(s *Session) string { return derive.ProjectOf(s) }
 // ingestName is the event table's file while an import's pass writes it
 // (derive.IngestName); Open removes one a killed pass left.
 const ingestName = derive.IngestName
+
+// RowWindow is derive.RowWindow.
+const RowWindow = derive.RowWindow
+
+// RowHash is derive.RowHash.
+func RowHash(data []byte) string { return derive.RowHash(data) }

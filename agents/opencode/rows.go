@@ -57,9 +57,12 @@ type sessionState struct {
 	ids, dropped int64
 }
 
-// resolve applies records in order, the last version of an id winning
-// unless its time_updated is older than the one it would replace. A
-// record that does not decode is counted in bad.
+// resolve applies records in order, the last version of an id winning,
+// whatever its time_updated: a row may be rewritten with an older one (a
+// clock stepped back). Two imports racing may append an older version
+// after a newer one; it stands until the next read, which finds the row
+// differing from its fingerprint (engine.ImportFileState.RowChanged) and
+// imports it again. A record that does not decode is counted in bad.
 func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 	st := &sessionState{messages: map[string]*row{}, parts: map[string]*row{}, v2: map[string]*row{}}
 	seen := map[string]int{}
@@ -80,22 +83,6 @@ func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 				r.first = f
 			} else {
 				seen[key] = i
-			}
-			var prev *row
-			switch r.Table {
-			case "session":
-				prev = st.session
-			case "message":
-				prev = st.messages[r.ID]
-			case "part":
-				prev = st.parts[r.ID]
-			case "session_message":
-				prev = st.v2[r.ID]
-			}
-			if prev != nil && r.TimeUpdated < prev.TimeUpdated {
-				// An older version imported after a newer one (two
-				// imports racing): the newer stands.
-				continue
 			}
 			switch r.Table {
 			case "session":

@@ -27,9 +27,13 @@ import (
 // session are a unit of their own, named "<database>#<session id>", whose
 // records are, in order, the database's identity (the first time, and
 // again as a new generation when the database was replaced), then every
-// session, message, part and session_message row updated since the
-// unit's high-water mark (engine.ImportFileState End and Seen). Each
-// record's data is one JSON object:
+// session, message, part and session_message row that changed since it
+// was imported: the rows updated since engine.RowWindow before the
+// newest time_updated imported (engine.ImportFileState.RowSince) are
+// read and compared with their fingerprints (RowChanged), so a row
+// rewritten in the same millisecond, or with an older time_updated, is
+// imported again; the session record is built every time and imported
+// when it changed. Each record's data is one JSON object:
 //
 //	{"table":"db","created":<first migration's time_completed>,"migration":"<its id>"}
 //	{"table":"session","id":…,"project_id":…,"parent_id":…,"directory":…,"title":…,"version":…,
@@ -43,8 +47,8 @@ import (
 // own unit alone, and its message and session_message rows as they are
 // in message_ids, so that the importer leaves out the ones opencode has
 // deleted since they were imported (a revert deletes the messages after
-// its point when the session goes on, and updates the session row); it
-// is read again whenever any row of its unit is. No other table is read:
+// its point when the session goes on, and updates the session row); a
+// new or deleted message changes it. No other table is read:
 // account, control_account, credential and session_share hold access
 // tokens.
 
@@ -143,15 +147,16 @@ func need(path, table string, have map[string]bool, want []string) error {
 
 // unitMark is where reading a unit starts.
 type unitMark struct {
-	fresh bool // read every row
-	end   int64
-	seen  []string
+	fresh bool                    // read every row
+	st    *engine.ImportFileState // the unit's state, unless fresh
 	gen   uint64
 }
 
-// newer reports whether a row last updated at t is past the mark.
-func (m *unitMark) newer(id string, t int64) bool {
-	return m.fresh || t > m.end || t == m.end && !slices.Contains(m.seen, id)
+// changed reports whether the row id, updated at t and recorded as
+// data, is to be imported: every row of a fresh unit, else one that
+// differs from its version last imported.
+func (m *unitMark) changed(id string, t int64, data []byte) bool {
+	return m.fresh || m.st.RowChanged(id, t, data)
 }
 
 // readRows is the LogFormat.Rows of source "opencode".
@@ -427,7 +432,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 		m.gen = st.Gen + 1
 		r.fi.Replaced = true
 	default:
-		m = unitMark{end: st.End, seen: st.Seen, gen: st.Gen}
+		m = unitMark{st: st, gen: st.Gen}
 	}
 	session := "opencode:" + s.id
 	var recs []exchange.Import
@@ -437,10 +442,11 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	if m.fresh {
 		add(0, r.identity)
 	}
-	// Messages, then parts, updated since the mark.
-	since := m.end
-	if m.fresh {
-		since = -1 << 62
+	// Messages, then parts, updated since the window before the mark,
+	// that changed since they were imported.
+	since := int64(-1 << 62)
+	if !m.fresh {
+		since = m.st.RowSince()
 	}
 	tables := []struct {
 		table, query string
@@ -472,9 +478,6 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 			}
 			id := string(vals[0])
 			tu, _ := strconv.ParseInt(string(vals[t.n-1]), 10, 64)
-			if !m.newer(id, tu) {
-				continue
-			}
 			data := vals[t.n]
 			if !isObject(data) {
 				r.fi.Unreadable++
@@ -495,7 +498,9 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 			tc, _ := strconv.ParseInt(string(vals[t.n-2]), 10, 64)
 			b = fmt.Appendf(appendString(append(b, `,"session_id":`...), s.id), `,"time_created":%d,"time_updated":%d,"data":`, tc, tu)
 			b = append(append(b, bytes.TrimSpace(data)...), '}')
-			add(tu, b)
+			if m.changed(id, tu, b) {
+				add(tu, b)
+			}
 		}
 		err = rows.Err()
 		rows.Close()
@@ -503,21 +508,22 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 			return err
 		}
 	}
-	// The session row, when it changed or anything of its unit did (its
-	// children may have).
-	if len(recs) > 0 || m.newer(s.id, s.updated) {
-		b := s.obj
-		if len(kids) > 0 {
-			k, _ := json.Marshal(kids)
-			b = append(append(slices.Clip(b), `,"children":`...), k...)
-		}
-		ids, err := r.messageIDs(s.id)
-		if err != nil {
-			return err
-		}
-		k, _ := json.Marshal(ids)
-		b = append(append(slices.Clip(b), `,"message_ids":`...), k...)
-		b = append(slices.Clip(b), '}')
+	// The session row with its children and its message ids, when it
+	// changed: a new message, a deleted one, a new subagent or a column
+	// (opencode sets the title without moving time_updated).
+	b := s.obj
+	if len(kids) > 0 {
+		k, _ := json.Marshal(kids)
+		b = append(append(slices.Clip(b), `,"children":`...), k...)
+	}
+	ids, err := r.messageIDs(s.id)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", s.id, err)
+	}
+	k, _ := json.Marshal(ids)
+	b = append(append(slices.Clip(b), `,"message_ids":`...), k...)
+	b = append(slices.Clip(b), '}')
+	if m.changed(s.id, s.updated, b) {
 		rec := exchange.Import{Session: session, File: unit, Gen: m.gen, Offset: s.updated, Data: b}
 		i := 0
 		if m.fresh {

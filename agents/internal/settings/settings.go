@@ -105,7 +105,8 @@ func EditJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) er
 			if err != nil {
 				var se *jsonedit.SyntaxError
 				if errors.As(err, &se) {
-					return nil, fmt.Errorf("%s:%d:%d: not valid JSON: %s (near %q); fix the file, bbengine left it as it is", path, se.Line, se.Col, se.Msg, jsonedit.Line(b, se.Line))
+					// Line and column only: the line may hold an API key.
+					return nil, fmt.Errorf("%s:%d:%d: not valid JSON: %s; fix the file, bbengine left it as it is", path, se.Line, se.Col, se.Msg)
 				}
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	osexec "os/exec"
@@ -235,24 +234,7 @@ func TestSecretsAtRest(t *testing.T) {
 	if out, _ := bbengine(t, h, dir, "show", "opencode:"+fixtureSession); !strings.Contains(out, "echo hi") {
 		t.Fatalf("the session was not imported")
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		b, _ := io.ReadAll(f)
-		for _, s := range secrets {
-			if bytes.Contains(b, []byte(s)) {
-				t.Errorf("%s holds %s", p, s)
-			}
-		}
-		return nil
-	})
-
+	secretsIn(t, dir, secrets...)
 }
 
 // TestImportTreeCLI imports the hand-written JSON tree of 1.1 from a
@@ -291,17 +273,7 @@ func TestImportTreeCLI(t *testing.T) {
 	if out, _ := bbengine(t, h, dir, "import", "opencode", "--all"); !strings.Contains(out, "imported 0 records") {
 		t.Errorf("a second import took records again")
 	}
-	for _, s := range []string{"treeShareSecretQp12", "treeShareUrlRs34"} {
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(s)) {
-				t.Errorf("%s holds %s", p, s)
-			}
-			return nil
-		})
-	}
+	secretsIn(t, dir, "treeShareSecretQp12", "treeShareUrlRs34")
 }
 
 // TestConvert converts the fixture's database to ATIF with --check, as

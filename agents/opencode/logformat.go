@@ -13,7 +13,7 @@ import (
 // rows by countFiles.
 func init() {
 	engine.RegisterLogFormat(Source, engine.LogFormat{Rows: readRows, Session: treeSession, Census: countFiles,
-		Document: isDocument, CheckDoc: checkDoc})
+		Document: isDocument, CheckDoc: checkDoc, Clean: cleanDoc})
 }
 
 // countFiles is the source census of one session: its records resolved

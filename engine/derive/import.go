@@ -213,6 +213,13 @@ type LogFormat struct {
 	// a *agentlog.SyntaxError's offset is in the document. Nil: any JSON
 	// object is one.
 	CheckDoc func(doc []byte) error
+	// Clean, when set, returns a Document as it is to be stored: the
+	// format's secrets blanked out (opencode's share URL). It must keep
+	// the document's length (blank, not cut), so that the engine's state
+	// of the file (End, its size) still tells whether it was imported,
+	// and be a pure function of its input, which it must not modify.
+	// Nil: a document is stored as it is.
+	Clean func(path string, doc []byte) []byte
 	// Rows, when set, says the source's files that are no Document are
 	// databases, not logs: the engine calls it instead of reading the
 	// file's bytes (ReadRows).

@@ -508,6 +508,11 @@ func (fi *FileImport) readWhole(path string, st *ImportFileState) error {
 	if err != nil {
 		return err
 	}
+	if fn := formats[fi.Source].Clean; fn != nil {
+		if c := fn(path, data); len(c) == len(data) {
+			data = c
+		}
+	}
 	if st != nil && st.Records > 0 {
 		if st.End == int64(len(data)) && st.HeadSHA == sha(data) {
 			return nil // unchanged

@@ -311,3 +311,33 @@ func TestDoctorLogs(t *testing.T) {
 		t.Errorf("doctor after opencode wrote a row")
 	}
 }
+
+// TestImportNotSQLite: an opencode.db that is empty (or too short, or
+// not SQLite) beside its -wal is refused with an error naming it, and
+// the -wal is left as it was: SQLite would delete it on a read-only open
+// of an empty database.
+func TestImportNotSQLite(t *testing.T) {
+	for _, tc := range []struct{ name, db, want string }{
+		{"empty", "", "0 bytes, shorter than its 100-byte header"},
+		{"short", "SQLite format 3\x00", "16 bytes, shorter than its 100-byte header"},
+		{"other", strings.Repeat("not a database ", 10), `its first bytes are not "SQLite format 3"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, db := home(t)
+			if err := os.WriteFile(db, []byte(tc.db), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(db + "-wal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, code := bbengine(t, h, t.TempDir(), "import", "opencode", "--all")
+			if code == 0 || !strings.Contains(out, db+": not an SQLite database: "+tc.want) {
+				t.Errorf("exit %d, want an error naming %s", code, db)
+			}
+			if after, err := os.ReadFile(db + "-wal"); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("the -wal changed: %v", err)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
@@ -88,8 +89,13 @@ var jsonColumns = map[string]bool{"model": true}
 // (opencode keeps its recent rows there until a checkpoint) and takes
 // the ordinary shared lock, so reading is safe while opencode writes.
 // Never immutable=1, which ignores the -wal.
+//
+// A file that is not an SQLite database (shorter than its 100-byte
+// header, or without its magic string) is refused before SQLite sees it:
+// opening an empty opencode.db read-only would make SQLite delete the
+// opencode.db-wal beside it, the rows opencode has not checkpointed.
 func openDB(path string) (*sql.DB, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: "mode=ro&_pragma=busy_timeout(5000)"}
@@ -99,6 +105,30 @@ func openDB(path string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
+}
+
+// sqliteMagic begins every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// checkHeader returns an error naming path unless it begins with an
+// SQLite database header.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var h [100]byte
+	n, err := io.ReadFull(f, h[:])
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return fmt.Errorf("%s: not an SQLite database: %d bytes, shorter than its 100-byte header (bbengine did not open it, so that SQLite leaves its -wal alone; opencode makes the database when it starts)", path, n)
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case string(h[:len(sqliteMagic)]) != sqliteMagic:
+		return fmt.Errorf("%s: not an SQLite database: its first bytes are not %q", path, strings.TrimSuffix(sqliteMagic, "\x00"))
+	}
+	return nil
 }
 
 // openErr explains a database that SQLite would not open read-only.

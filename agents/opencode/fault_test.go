@@ -341,3 +341,33 @@ func TestImportNotSQLite(t *testing.T) {
 		})
 	}
 }
+
+// TestImportBadShape: a message and a part whose data is JSON of the
+// wrong shape (a tool state that is a string, a time that is a word) are
+// imported, reported naming the database, table and id, counted, and
+// what can be read of them kept: the message's other parts, the tool
+// call.
+func TestImportBadShape(t *testing.T) {
+	h, db := home(t)
+	exec(t, db, `update part set data = '{"type":"tool","tool":"bash","callID":"call_1","state":"oops"}' where id = 'prt_21cc8d148001TF8eRzpPWcHTvA'`,
+		`update message set data = '{"role":"assistant","time":{"created":"yesterday"}}' where id = 'msg_21cc8d22a001psOdOU9JeGlMAc'`)
+	dir := t.TempDir()
+	out, _ := bbengine(t, h, dir, "import", "opencode", "--all", "--check")
+	for _, w := range []string{
+		db + ": table part, id prt_21cc8d148001TF8eRzpPWcHTvA: data.state is a JSON string, not an object (imported, the rest of it read)",
+		db + ": table message, id msg_21cc8d22a001psOdOU9JeGlMAc: data.time.created is a JSON string, not a number (imported, the rest of it read)",
+		"2 problems", "nothing lost",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the output lacks %q", w)
+		}
+	}
+	show, _ := bbengine(t, h, dir, "show", "opencode:"+fixtureSession)
+	if !strings.Contains(show, "It printed hi.") || !strings.Contains(show, "bash") {
+		t.Errorf("the rows of the wrong shape, or their message's other parts, were dropped")
+	}
+	// A second import reports nothing again.
+	if out, _ := bbengine(t, h, dir, "import", "opencode", "--all"); !strings.Contains(out, "0 problems") {
+		t.Errorf("a second import reported the rows again")
+	}
+}

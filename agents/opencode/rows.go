@@ -3,6 +3,9 @@ package opencode
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -383,4 +386,59 @@ func blockText(bs []v2Block) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// decodeLenient decodes data, a row's data, into v as far as it goes: a
+// member of the wrong type (a tool state that is a string, a time that
+// is no number) is left as it was and the rest decoded, as
+// encoding/json does. ok reports whether data decoded at all, odd
+// whether a member was of the wrong type.
+func decodeLenient(data []byte, v any) (ok, odd bool) {
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return true, false
+	}
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te), true
+}
+
+// oddShape returns why the data of a row of table is not of the shape
+// opencode writes (the first member of the wrong type), or "".
+func oddShape(table string, data []byte) string {
+	var v any
+	switch table {
+	case "message":
+		v = new(message)
+	case "part":
+		v = new(part)
+	case "session_message":
+		v = new(v2Data)
+	default:
+		return ""
+	}
+	err := json.Unmarshal(data, v)
+	var te *json.UnmarshalTypeError
+	if err == nil || !errors.As(err, &te) {
+		return ""
+	}
+	want := "a number"
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		want = "an object"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "a boolean"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Interface:
+		want = "another value"
+	}
+	field := te.Field
+	if field == "" {
+		field = "data"
+	} else {
+		field = "data." + field
+	}
+	return fmt.Sprintf("%s is a JSON %s, not %s", field, te.Value, want)
 }

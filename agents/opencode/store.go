@@ -517,6 +517,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 				}
 				continue
 			}
+			odd := oddShape(t.table, data)
 			b := appendString(fmt.Appendf(nil, `{"table":%q,"id":`, t.table), id)
 			switch t.table {
 			case "part":
@@ -530,6 +531,14 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 			b = append(append(b, bytes.TrimSpace(data)...), '}')
 			if m.changed(id, tu, b) {
 				add(tu, b)
+				if odd != "" {
+					// Imported, and what could be read of it derived.
+					r.fi.Unreadable++
+					if len(r.fi.Problems) < 10 {
+						r.fi.Problems = append(r.fi.Problems, engine.Problem{File: r.path, Kept: true,
+							Err: fmt.Sprintf("table %s, id %s: %s", t.table, id, odd)})
+					}
+				}
 			}
 		}
 		err = rows.Err()

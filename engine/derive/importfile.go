@@ -49,7 +49,8 @@ type FileImport struct {
 	// Problems are the first records that were not imported, and why:
 	// a line that is not JSON (with its column), JSON that is not a
 	// record of the source, a line too long for a WAL frame, a
-	// compressed file that does not decompress from some point on.
+	// compressed file that does not decompress from some point on; or,
+	// Kept, a record imported of which a part could not be read.
 	// Unreadable counts all of them.
 	Problems   []Problem
 	Unreadable int64
@@ -86,18 +87,27 @@ type Problem struct {
 	Col    int64
 	Offset int64
 	Err    string
+	// Kept is set when the record was imported all the same, and what
+	// could be read of it derived (a database row whose data has a
+	// member of the wrong type).
+	Kept bool
 }
 
 // String formats p as "file:line:col: why (byte N, skipped)", or
-// "file: why (skipped)" for a whole file.
+// "file: why (skipped)" for a whole file; "imported, the rest of it
+// read" in place of "skipped" when p.Kept.
 func (p Problem) String() string {
+	what := "skipped"
+	if p.Kept {
+		what = "imported, the rest of it read"
+	}
 	switch {
 	case p.Line > 0 && p.Col > 0:
-		return fmt.Sprintf("%s:%d:%d: %s (byte %d, skipped)", p.File, p.Line, p.Col, p.Err, p.Offset)
+		return fmt.Sprintf("%s:%d:%d: %s (byte %d, %s)", p.File, p.Line, p.Col, p.Err, p.Offset, what)
 	case p.Line > 0:
-		return fmt.Sprintf("%s:%d: %s (byte %d, skipped)", p.File, p.Line, p.Err, p.Offset)
+		return fmt.Sprintf("%s:%d: %s (byte %d, %s)", p.File, p.Line, p.Err, p.Offset, what)
 	}
-	return fmt.Sprintf("%s: %s (skipped)", p.File, p.Err)
+	return fmt.Sprintf("%s: %s (%s)", p.File, p.Err, what)
 }
 
 func (fi *FileImport) problem(p Problem) {

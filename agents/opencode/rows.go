@@ -89,6 +89,13 @@ func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 			}
 			switch r.Table {
 			case "session":
+				if st.session != nil && st.session.MessageIDs != nil && r.MessageIDs == nil {
+					// A file of the JSON tree never replaces the
+					// database's row: opencode 1.2 migrated the tree
+					// into the database and left it in place, and the
+					// row names the subagents and messages.
+					continue
+				}
 				st.session = &r
 			case "message":
 				st.messages[r.ID] = &r

@@ -58,3 +58,20 @@ func TestInstallJSONCNoSecret(t *testing.T) {
 		t.Errorf("mcp from config.json: %+v", f)
 	}
 }
+
+// TestInstallRoundTripUsersFormat: install then uninstall on a file
+// written the user's way (tabs, objects on one line) gives back the
+// user's bytes, not ours.
+func TestInstallRoundTripUsersFormat(t *testing.T) {
+	project := t.TempDir()
+	file := filepath.Join(project, "opencode.json")
+	users := "{\n\t\"$schema\": \"https://opencode.ai/config.json\",\n\t\"model\": \"anthropic/claude-sonnet-4\",\n\t\"provider\": {\"anthropic\": {\"options\": {\"apiKey\": \"{env:ANTHROPIC_API_KEY}\"}}}\n}\n"
+	os.WriteFile(file, []byte(users), 0o600)
+	s := &agents.Setup{Exe: "/opt/bb/bbengine", BaseURL: "http://127.0.0.1:9", MCP: true, ProjectDir: project}
+	install(t, s, "updated")
+	s.Uninstall = true
+	install(t, s, "updated")
+	if b, _ := os.ReadFile(file); string(b) != users {
+		t.Errorf("after install and uninstall:\n%s\nwas:\n%s", b, users)
+	}
+}

@@ -7,6 +7,7 @@ package engine
 // result types are the engine's here as they were.
 
 import (
+	"context"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/redact"
@@ -85,8 +86,8 @@ func ReadRows(source, path string, state func(unit string) (*ImportFileState, er
 }
 
 // ScanRows is derive.ScanRows.
-func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
-	return derive.ScanRows(source, path, state, emit)
+func ScanRows(ctx context.Context, source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+	return derive.ScanRows(ctx, source, path, state, emit)
 }
 
 // ScanImport is derive.ScanImport.

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,7 +53,7 @@ func init() {
 }
 
 // rowdbRows is the LogFormat.Rows of "rowdb".
-func rowdbRows(path string, state func(string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+func rowdbRows(_ context.Context, path string, state func(string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
 	db, only, _ := strings.Cut(path, "#")
 	b, err := os.ReadFile(db)
 	if err != nil {

@@ -138,7 +138,7 @@ func TestManyRowsAtOneTime(t *testing.T) {
 	state := func(unit string) (*engine.ImportFileState, error) { return sink.State(unit) }
 	for pass := 1; pass <= 3; pass++ {
 		var got int
-		_, err := engine.ScanRows("opencode", db, state, func(recs []exchange.Import) error {
+		_, err := engine.ScanRows(context.Background(), "opencode", db, state, func(recs []exchange.Import) error {
 			got += len(recs)
 			return sink.Append(recs)
 		})
@@ -167,7 +167,7 @@ func TestSessionRecordOnlyWhenChanged(t *testing.T) {
 	state := func(unit string) (*engine.ImportFileState, error) { return sink.State(unit) }
 	for pass := range 5 {
 		exec(t, db, fmt.Sprintf(`update part set data = '{"type":"text","text":"streaming %d"}', time_updated = %d where id = 'prt_21cc8d28e001FcveW9Rl2oxsT1'`, pass, 1795779300000+pass))
-		fi, err := engine.ScanRows("opencode", db, state, func(recs []exchange.Import) error { return sink.Append(recs) })
+		fi, err := engine.ScanRows(context.Background(), "opencode", db, state, func(recs []exchange.Import) error { return sink.Append(recs) })
 		if err != nil {
 			t.Fatal(err)
 		}

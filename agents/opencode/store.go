@@ -189,17 +189,20 @@ func (m *unitMark) changed(id string, t int64, data []byte) bool {
 	return m.fresh || m.st.RowChanged(id, t, data)
 }
 
-// readRows is the LogFormat.Rows of source "opencode".
-func readRows(path string, state func(unit string) (*engine.ImportFileState, error), emit func([]exchange.Import) error) (*engine.FileImport, error) {
+// readRows is the LogFormat.Rows of source "opencode". ctx stops the
+// read between rows.
+func readRows(ctx context.Context, path string, state func(unit string) (*engine.ImportFileState, error), emit func([]exchange.Import) error) (*engine.FileImport, error) {
 	dbPath, only := splitUnit(path)
 	db, err := openDB(dbPath)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, openErr(dbPath, err)
 	}
 	defer tx.Rollback()
@@ -213,6 +216,8 @@ func readRows(path string, state func(unit string) (*engine.ImportFileState, err
 			return nil, err
 		case errors.As(err, &ee):
 			return nil, ee.error
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
 		}
 		if strings.Contains(err.Error(), "unable to open") || strings.Contains(err.Error(), "readonly") {
 			return nil, openErr(dbPath, err)
@@ -245,7 +250,7 @@ type rowReader struct {
 func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFileState, error)) error {
 	scols, err := columns(r.ctx, r.tx, "session")
 	if err != nil {
-		return err
+		return fmt.Errorf("table session: %w", err)
 	}
 	if err := need(r.path, "session", scols, sessionRequired); err != nil {
 		return &problemError{err}
@@ -256,7 +261,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 	}{{"message", messageColumns}, {"part", partColumns}} {
 		have, err := columns(r.ctx, r.tx, t.name)
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s: %w", t.name, err)
 		}
 		if err := need(r.path, t.name, have, t.want); err != nil {
 			return &problemError{err}
@@ -266,7 +271,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 	// it), is read when the database has it.
 	v2, err := columns(r.ctx, r.tx, "session_message")
 	if err != nil {
-		return err
+		return fmt.Errorf("table session_message: %w", err)
 	}
 	if v2 != nil {
 		if err := need(r.path, "session_message", v2, v2Columns); err != nil {
@@ -285,7 +290,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 	}
 	sessions, err := r.sessions(cols)
 	if err != nil {
-		return err
+		return fmt.Errorf("table session: %w", err)
 	}
 	children := map[string][]child{}
 	for _, s := range sessions {
@@ -314,7 +319,7 @@ func (r *rowReader) readIdentity() error {
 	)
 	err := r.tx.QueryRowContext(r.ctx, "select id, time_completed from migration order by time_completed, id limit 1").Scan(&id, &created)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
-		return err
+		return fmt.Errorf("table migration: %w", err)
 	}
 	r.identity = appendString(fmt.Appendf(nil, `{"table":"db","created":%d,"migration":`, created), id)
 	r.identity = append(r.identity, '}')
@@ -494,7 +499,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	for _, t := range tables {
 		rows, err := r.tx.QueryContext(r.ctx, t.query, s.id, since)
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s, session %s: %w", t.table, s.id, err)
 		}
 		vals := make([]sql.RawBytes, t.n+1)
 		ptrs := make([]any, len(vals))
@@ -504,7 +509,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 		for rows.Next() {
 			if err := rows.Scan(ptrs...); err != nil {
 				rows.Close()
-				return err
+				return fmt.Errorf("table %s, session %s: %w", t.table, s.id, err)
 			}
 			id := string(vals[0])
 			tu, _ := strconv.ParseInt(string(vals[t.n-1]), 10, 64)
@@ -544,7 +549,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s, session %s: %w", t.table, s.id, err)
 		}
 	}
 	// The session row with its children and its message ids, when it
@@ -557,7 +562,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	}
 	ids, err := r.messageIDs(s.id)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", s.id, err)
+		return fmt.Errorf("table message, session %s: %w", s.id, err)
 	}
 	k, _ := json.Marshal(ids)
 	b = append(append(slices.Clip(b), `,"message_ids":`...), k...)

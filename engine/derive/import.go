@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -236,7 +237,8 @@ type LogFormat struct {
 	// database was replaced), its records carrying the new Gen. The
 	// error return is for a database that cannot be read at all, or
 	// emit's.
-	Rows func(path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error)
+	// ctx stops the read: Rows returns its error.
+	Rows func(ctx context.Context, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error)
 }
 
 // formats maps a source to its log format.

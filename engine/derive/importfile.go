@@ -2,6 +2,7 @@ package derive
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -224,7 +225,7 @@ func IsRows(source, path string) bool {
 // rows are read.
 func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
 	var recs []exchange.Import
-	fi, err := ScanRows(source, path, state, func(chunk []exchange.Import) error {
+	fi, err := ScanRows(context.Background(), source, path, state, func(chunk []exchange.Import) error {
 		recs = append(recs, chunk...)
 		return nil
 	})
@@ -238,14 +239,14 @@ func ReadRows(source, path string, state func(unit string) (*ImportFileState, er
 // ScanRows reads path as ReadRows does, and hands the records of each
 // session to emit as it reads them, in the database's order: the
 // FileImport it returns has no Records. emit owns each chunk; an error
-// from emit stops the read and is returned. Memory is bounded by the
+// from emit, or ctx's when it is done, stops the read and is returned. Memory is bounded by the
 // largest session, whatever the database's size.
-func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+func ScanRows(ctx context.Context, source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
 	fn := formats[source].Rows
 	if fn == nil {
 		return nil, fmt.Errorf("engine: source %q has no database format", source)
 	}
-	fi, err := fn(path, state, func(chunk []exchange.Import) error {
+	fi, err := fn(ctx, path, state, func(chunk []exchange.Import) error {
 		for i := range chunk {
 			chunk[i].Source, chunk[i].Kind = source, exchange.ImportRow
 		}

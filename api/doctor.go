@@ -442,7 +442,7 @@ func (d *doctor) agent(a agents.Agent) {
 		case !done && known && stateErr == nil && engine.IsRows(a.Name(), p):
 			// A database: imported when no row is new since the
 			// marks of its sessions (the read stops at the first).
-			_, err := engine.ScanRows(a.Name(), p, d.importState, func([]exchange.Import) error { return errNewRows })
+			_, err := engine.ScanRows(d.ctx, a.Name(), p, d.importState, func([]exchange.Import) error { return errNewRows })
 			done = err == nil
 			if err != nil && !errors.Is(err, errNewRows) {
 				stateErr = err

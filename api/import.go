@@ -224,7 +224,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			// most about 1 MiB, as ScanImport hands a log's over
 			// (a chunk is of one session: the pipe places its
 			// derivation marks between sessions).
-			fi, err := engine.ScanRows(im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) },
+			fi, err := engine.ScanRows(ctx, im.source, p, func(unit string) (*engine.ImportFileState, error) { return im.sink.State(unit) },
 				func(recs []exchange.Import) error {
 					for len(recs) > 0 {
 						n, size := 0, 0
@@ -242,6 +242,14 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 				})
 			if perr := pipe.err(); perr != nil {
 				return st, perr
+			}
+			if err != nil {
+				// Read again next round, though the database did
+				// not change: the error may pass (a busy database).
+				delete(im.seen, p)
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return st, cerr // stopped (Ctrl-C): not a problem of the database
 			}
 			if err != nil {
 				rep.Say(fmt.Sprintf("%s: %v (skipped)", p, trimPath(err, p)))

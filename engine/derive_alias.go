@@ -7,6 +7,7 @@ package engine
 // result types are the engine's here as they were.
 
 import (
+	"context"
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/redact"
@@ -23,6 +24,7 @@ type (
 	Importer        = derive.Importer
 	LogFormat       = derive.LogFormat
 	ImportFileState = derive.ImportFileState
+	RowPrint        = derive.RowPrint
 	FileImport      = derive.FileImport
 	Problem         = derive.Problem
 	MemoryProgress  = derive.MemoryProgress
@@ -84,8 +86,8 @@ func ReadRows(source, path string, state func(unit string) (*ImportFileState, er
 }
 
 // ScanRows is derive.ScanRows.
-func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
-	return derive.ScanRows(source, path, state, emit)
+func ScanRows(ctx context.Context, source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+	return derive.ScanRows(ctx, source, path, state, emit)
 }
 
 // ScanImport is derive.ScanImport.
@@ -113,3 +115,9 @@ func ProjectOf(s *Session) string { return derive.ProjectOf(s) }
 // ingestName is the event table's file while an import's pass writes it
 // (derive.IngestName); Open removes one a killed pass left.
 const ingestName = derive.IngestName
+
+// RowWindow is derive.RowWindow.
+const RowWindow = derive.RowWindow
+
+// RowHash is derive.RowHash.
+func RowHash(data []byte) string { return derive.RowHash(data) }

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,7 +53,7 @@ func init() {
 }
 
 // rowdbRows is the LogFormat.Rows of "rowdb".
-func rowdbRows(path string, state func(string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+func rowdbRows(_ context.Context, path string, state func(string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
 	db, only, _ := strings.Cut(path, "#")
 	b, err := os.ReadFile(db)
 	if err != nil {
@@ -115,7 +116,7 @@ func rowdbRows(path string, state func(string) (*ImportFileState, error), emit f
 			recs = append(recs, exchange.Import{Session: "rowdb:" + s, File: unit, Gen: gen, Data: identity})
 		}
 		for _, r := range units[s] {
-			if fresh || r.T > st.End || r.T == st.End && !slices.Contains(st.Seen, r.ID) {
+			if fresh || r.T >= st.RowSince() && st.RowChanged(r.ID, r.T, r.data) {
 				recs = append(recs, exchange.Import{Session: "rowdb:" + s, File: unit, Gen: gen, Offset: r.T, Data: r.data})
 			}
 		}
@@ -185,16 +186,16 @@ func TestImportRows(t *testing.T) {
 		t.Fatalf("again: %d records", len(fi.Records))
 	}
 	st, _, _ := e.ImportState(db + "#a")
-	if st.End != 12 || !slices.Equal(st.Seen, []string{"m2"}) || st.Records != 3 {
-		t.Fatalf("state of a: end %d seen %v records %d", st.End, st.Seen, st.Records)
+	if st.End != 12 || len(st.Rows) != 2 || st.Rows["m2"].T != 12 || st.Records != 3 {
+		t.Fatalf("state of a: end %d rows %v records %d", st.End, st.Rows, st.Records)
 	}
-	// m1 is rewritten, and m3 comes at the same time as m2: both are
-	// taken, m2 is not.
-	write(append(base, `{"s":"a","id":"m1","t":13,"v":"uno"}`, `{"s":"a","id":"m3","t":12,"v":"three"}`)...)
-	if fi := importRows(t, e, db); len(fi.Records) != 2 || !slices.Equal(fi.Sessions, []string{"rowdb:a"}) {
+	// m1 is rewritten, m3 comes at the same time as m2, and m2 is
+	// rewritten in the same millisecond: the three are taken.
+	write(append(base[:3], `{"s":"a","id":"m2","t":12,"v":"two!"}`, `{"s":"a","id":"m1","t":13,"v":"uno"}`, `{"s":"a","id":"m3","t":12,"v":"three"}`)...)
+	if fi := importRows(t, e, db); len(fi.Records) != 3 || !slices.Equal(fi.Sessions, []string{"rowdb:a"}) {
 		t.Fatalf("rewritten: %d records, sessions %v", len(fi.Records), fi.Sessions)
 	}
-	if got, want := texts(t, e, "rowdb:a"), "1:m1=uno|2:m2=two|3:m3=three|"; got != want {
+	if got, want := texts(t, e, "rowdb:a"), "1:m1=uno|2:m2=two!|3:m3=three|"; got != want {
 		t.Fatalf("a: %s, want %s", got, want)
 	}
 	// One unit alone, every row of it (the census reads so).

@@ -13,8 +13,8 @@ import (
 )
 
 // Doctor checks opencode's setup: its version, the base URL of the
-// provider "bbengine" in the opencode.json files (the project's, then
-// the user's), bbengine's MCP server there, and its database: where it
+// provider "bbengine" in the config files (configFiles, read as JSONC as
+// opencode reads them), bbengine's MCP server there, and its database: where it
 // is ($OPENCODE_DB) and how much of it waits in its -wal. opencode runs
 // no hook commands and deletes no session on its own, so there is no
 // hook or cleanup check.
@@ -28,11 +28,8 @@ func (a Agent) Doctor(env *agents.DoctorEnv) []agents.Finding {
 	}
 	out := []agents.Finding{agents.VersionFinding(env, a.Name(), "opencode", "opencode")}
 	var docs []settings.Doc
-	for _, p := range []string{projFile, userFile} {
-		if p == projFile && filepath.Clean(env.ProjectDir) == filepath.Clean(filepath.Dir(userFile)) {
-			continue
-		}
-		d, err := settings.ReadDoc(p)
+	for _, p := range configFiles(env.ProjectDir, filepath.Dir(userFile)) {
+		d, err := settings.ReadDocJSONC(p)
 		if err != nil {
 			out = append(out, agents.Finding{Agent: a.Name(), Check: "settings", Severity: agents.Fail,
 				Message: err.Error(), Fix: "fix the file: opencode does not read it either"})
@@ -42,6 +39,19 @@ func (a Agent) Doctor(env *agents.DoctorEnv) []agents.Finding {
 	}
 	out = append(out, a.baseURL(env, docs, userFile), a.mcp(env, docs, userFile, projFile), a.database(env))
 	return out
+}
+
+// configFiles returns the config files opencode reads, the one that
+// wins first: the project's opencode.json and opencode.jsonc, then the
+// user's opencode.jsonc, opencode.json and config.json (opencode merges
+// them in the opposite order, a later file's values winning). opencode
+// reads each as JSONC.
+func configFiles(project, user string) []string {
+	var out []string
+	if filepath.Clean(project) != filepath.Clean(user) {
+		out = append(out, filepath.Join(project, "opencode.json"), filepath.Join(project, "opencode.jsonc"))
+	}
+	return append(out, filepath.Join(user, "opencode.jsonc"), filepath.Join(user, "opencode.json"), filepath.Join(user, "config.json"))
 }
 
 // get returns the value at keys in the first of docs that sets it, and

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	osexec "os/exec"
@@ -235,24 +234,7 @@ func TestSecretsAtRest(t *testing.T) {
 	if out, _ := bbengine(t, h, dir, "show", "opencode:"+fixtureSession); !strings.Contains(out, "echo hi") {
 		t.Fatalf("the session was not imported")
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		b, _ := io.ReadAll(f)
-		for _, s := range secrets {
-			if bytes.Contains(b, []byte(s)) {
-				t.Errorf("%s holds %s", p, s)
-			}
-		}
-		return nil
-	})
-
+	secretsIn(t, dir, secrets...)
 }
 
 // TestImportTreeCLI imports the hand-written JSON tree of 1.1 from a
@@ -291,17 +273,7 @@ func TestImportTreeCLI(t *testing.T) {
 	if out, _ := bbengine(t, h, dir, "import", "opencode", "--all"); !strings.Contains(out, "imported 0 records") {
 		t.Errorf("a second import took records again")
 	}
-	for _, s := range []string{"treeShareSecretQp12", "treeShareUrlRs34"} {
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(s)) {
-				t.Errorf("%s holds %s", p, s)
-			}
-			return nil
-		})
-	}
+	secretsIn(t, dir, "treeShareSecretQp12", "treeShareUrlRs34")
 }
 
 // TestConvert converts the fixture's database to ATIF with --check, as
@@ -337,5 +309,65 @@ func TestDoctorLogs(t *testing.T) {
 	exec(t, db, `insert into part (id, message_id, session_id, time_created, time_updated, data) values ('prt_zz1', 'msg_21cc8d22a001psOdOU9JeGlMAc', '`+fixtureSession+`', 1795779260000, 1795779260000, '{"type":"text","text":"more"}')`)
 	if out, _ := bbengine(t, h, dir, "doctor"); !strings.Contains(out, "1 logs in "+filepath.Dir(db)) || strings.Contains(out, "are imported") {
 		t.Errorf("doctor after opencode wrote a row")
+	}
+}
+
+// TestImportNotSQLite: an opencode.db that is empty (or too short, or
+// not SQLite) beside its -wal is refused with an error naming it, and
+// the -wal is left as it was: SQLite would delete it on a read-only open
+// of an empty database.
+func TestImportNotSQLite(t *testing.T) {
+	for _, tc := range []struct{ name, db, want string }{
+		{"empty", "", "0 bytes, shorter than its 100-byte header"},
+		{"short", "SQLite format 3\x00", "16 bytes, shorter than its 100-byte header"},
+		{"other", strings.Repeat("not a database ", 10), `its first bytes are not "SQLite format 3"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, db := home(t)
+			if err := os.WriteFile(db, []byte(tc.db), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(db + "-wal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, code := bbengine(t, h, t.TempDir(), "import", "opencode", "--all")
+			if code == 0 || !strings.Contains(out, db+": not an SQLite database: "+tc.want) {
+				t.Errorf("exit %d, want an error naming %s", code, db)
+			}
+			if after, err := os.ReadFile(db + "-wal"); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("the -wal changed: %v", err)
+			}
+		})
+	}
+}
+
+// TestImportBadShape: a message and a part whose data is JSON of the
+// wrong shape (a tool state that is a string, a time that is a word) are
+// imported, reported naming the database, table and id, counted, and
+// what can be read of them kept: the message's other parts, the tool
+// call.
+func TestImportBadShape(t *testing.T) {
+	h, db := home(t)
+	exec(t, db, `update part set data = '{"type":"tool","tool":"bash","callID":"call_1","state":"oops"}' where id = 'prt_21cc8d148001TF8eRzpPWcHTvA'`,
+		`update message set data = '{"role":"assistant","time":{"created":"yesterday"}}' where id = 'msg_21cc8d22a001psOdOU9JeGlMAc'`)
+	dir := t.TempDir()
+	out, _ := bbengine(t, h, dir, "import", "opencode", "--all", "--check")
+	for _, w := range []string{
+		db + ": table part, id prt_21cc8d148001TF8eRzpPWcHTvA: data.state is a JSON string, not an object (imported, the rest of it read)",
+		db + ": table message, id msg_21cc8d22a001psOdOU9JeGlMAc: data.time.created is a JSON string, not a number (imported, the rest of it read)",
+		"2 problems", "nothing lost",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the output lacks %q", w)
+		}
+	}
+	show, _ := bbengine(t, h, dir, "show", "opencode:"+fixtureSession)
+	if !strings.Contains(show, "It printed hi.") || !strings.Contains(show, "bash") {
+		t.Errorf("the rows of the wrong shape, or their message's other parts, were dropped")
+	}
+	// A second import reports nothing again.
+	if out, _ := bbengine(t, h, dir, "import", "opencode", "--all"); !strings.Contains(out, "0 problems") {
+		t.Errorf("a second import reported the rows again")
 	}
 }

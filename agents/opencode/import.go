@@ -164,18 +164,24 @@ func (oi *ocImport) run(st *sessionState) {
 			oi.v2(m)
 			continue
 		}
+		// A member of the wrong type is counted, and the rest of the
+		// message (and its parts) kept.
 		var d message
-		if json.Unmarshal(m.Data, &d) != nil {
+		if ok, odd := decodeLenient(m.Data, &d); !ok || odd {
 			s.Import.Errors++
-			continue
+			if !ok {
+				continue
+			}
 		}
 		var ps []part
 		var prow []*row
 		for _, p := range parts[m.ID] {
 			var pd part
-			if json.Unmarshal(p.Data, &pd) != nil {
+			if ok, odd := decodeLenient(p.Data, &pd); !ok || odd {
 				s.Import.Errors++
-				continue
+				if !ok {
+					continue
+				}
 			}
 			ps = append(ps, pd)
 			prow = append(prow, p)
@@ -392,9 +398,11 @@ func (oi *ocImport) tool(r *row, p *part, start int64) {
 func (oi *ocImport) v2(m *row) {
 	s := &oi.im.Session
 	var d v2Data
-	if json.Unmarshal(m.Data, &d) != nil {
+	if ok, odd := decodeLenient(m.Data, &d); !ok || odd {
 		s.Import.Errors++
-		return
+		if !ok {
+			return
+		}
 	}
 	prov := oi.prov(m)
 	at := d.Time.Created

@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -47,9 +48,23 @@ func (Agent) Install(s *agents.Setup) ([]*agents.Change, error) {
 		return editMCP(root, path, s)
 	})
 	if err != nil {
-		return nil, err
+		return nil, jsoncErr(path, err)
 	}
 	return []*agents.Change{ch}, nil
+}
+
+// jsoncErr explains err, EditJSON's refusal of path, when path is JSONC
+// that opencode reads (comments, trailing commas) but bbengine does not
+// rewrite, as it would lose them.
+func jsoncErr(path string, err error) error {
+	b, rerr := os.ReadFile(path)
+	if rerr != nil || !strings.Contains(err.Error(), "not valid JSON") {
+		return err
+	}
+	if _, perr := jsonedit.Parse(settings.JSONC(b)); perr != nil {
+		return err
+	}
+	return fmt.Errorf("%w (the file is JSONC, comments or trailing commas, which opencode reads but bbengine does not rewrite: it would lose them; add the settings by hand, or remove the comments and trailing commas and run install again)", err)
 }
 
 // editProvider adds, updates or removes provider.bbengine.

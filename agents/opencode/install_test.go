@@ -68,16 +68,16 @@ func TestInstallKeepsTheUsers(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", "")
 	file := filepath.Join(home, ".config", "opencode", "opencode.json")
-	v, err := jsonedit.Parse([]byte(`{
-  "$schema": "https://opencode.ai/config.json",
-  "model": "anthropic/claude-sonnet-4",
-  "provider": {"anthropic": {"options": {"apiKey": "{env:ANTHROPIC_API_KEY}"}}},
-  "mcp": {"other": {"type": "local", "command": ["other-server"]}}
-}`))
-	if err != nil {
+	// The user's own layout, not ours: uninstall gives it back.
+	users := `{
+	"$schema": "https://opencode.ai/config.json",
+	"model": "anthropic/claude-sonnet-4",
+	"provider": {"anthropic": {"options": {"apiKey": "{env:ANTHROPIC_API_KEY}"}}},
+	"mcp": {"other": {"type": "local", "command": ["other-server"]}}
+}`
+	if _, err := jsonedit.Parse([]byte(users)); err != nil {
 		t.Fatal(err)
 	}
-	users := string(jsonedit.Format(v)) // as install writes a file
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		t.Fatal(err)
 	}

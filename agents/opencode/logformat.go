@@ -1,8 +1,6 @@
 package opencode
 
 import (
-	"encoding/json"
-
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/engine"
 )
@@ -13,7 +11,7 @@ import (
 // rows by countFiles.
 func init() {
 	engine.RegisterLogFormat(Source, engine.LogFormat{Rows: readRows, Session: treeSession, Census: countFiles,
-		Document: isDocument, CheckDoc: checkDoc})
+		Document: isDocument, CheckDoc: checkDoc, Clean: cleanDoc})
 }
 
 // countFiles is the source census of one session: its records resolved
@@ -65,17 +63,21 @@ func count(st *sessionState) census.Counts {
 			continue
 		}
 		var d message
-		if json.Unmarshal(m.Data, &d) != nil {
+		if ok, odd := decodeLenient(m.Data, &d); !ok || odd {
 			c.ParseErrors++
-			continue
+			if !ok {
+				continue
+			}
 		}
 		var ps []part
 		var ids []string
 		for _, p := range parts[m.ID] {
 			var pd part
-			if json.Unmarshal(p.Data, &pd) != nil {
+			if ok, odd := decodeLenient(p.Data, &pd); !ok || odd {
 				c.ParseErrors++
-				continue
+				if !ok {
+					continue
+				}
 			}
 			ps = append(ps, pd)
 			ids = append(ids, p.ID)
@@ -193,9 +195,11 @@ func addTokens(c *census.Counts, t *tokens) {
 // unknown. Its UUID is the row's id, when it gives an event.
 func countV2(c *census.Counts, m *row, calls, results, uuids map[string]bool) {
 	var d v2Data
-	if json.Unmarshal(m.Data, &d) != nil {
+	if ok, odd := decodeLenient(m.Data, &d); !ok || odd {
 		c.ParseErrors++
-		return
+		if !ok {
+			return
+		}
 	}
 	switch m.Type {
 	case "user":

@@ -3,6 +3,9 @@ package opencode
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -57,9 +60,12 @@ type sessionState struct {
 	ids, dropped int64
 }
 
-// resolve applies records in order, the last version of an id winning
-// unless its time_updated is older than the one it would replace. A
-// record that does not decode is counted in bad.
+// resolve applies records in order, the last version of an id winning,
+// whatever its time_updated: a row may be rewritten with an older one (a
+// clock stepped back). Two imports racing may append an older version
+// after a newer one; it stands until the next read, which finds the row
+// differing from its fingerprint (engine.ImportFileState.RowChanged) and
+// imports it again. A record that does not decode is counted in bad.
 func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 	st := &sessionState{messages: map[string]*row{}, parts: map[string]*row{}, v2: map[string]*row{}}
 	seen := map[string]int{}
@@ -81,24 +87,15 @@ func resolve(datas [][]byte, decode func([]byte) ([]row, error)) *sessionState {
 			} else {
 				seen[key] = i
 			}
-			var prev *row
 			switch r.Table {
 			case "session":
-				prev = st.session
-			case "message":
-				prev = st.messages[r.ID]
-			case "part":
-				prev = st.parts[r.ID]
-			case "session_message":
-				prev = st.v2[r.ID]
-			}
-			if prev != nil && r.TimeUpdated < prev.TimeUpdated {
-				// An older version imported after a newer one (two
-				// imports racing): the newer stands.
-				continue
-			}
-			switch r.Table {
-			case "session":
+				if st.session != nil && st.session.MessageIDs != nil && r.MessageIDs == nil {
+					// A file of the JSON tree never replaces the
+					// database's row: opencode 1.2 migrated the tree
+					// into the database and left it in place, and the
+					// row names the subagents and messages.
+					continue
+				}
 				st.session = &r
 			case "message":
 				st.messages[r.ID] = &r
@@ -396,4 +393,59 @@ func blockText(bs []v2Block) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// decodeLenient decodes data, a row's data, into v as far as it goes: a
+// member of the wrong type (a tool state that is a string, a time that
+// is no number) is left as it was and the rest decoded, as
+// encoding/json does. ok reports whether data decoded at all, odd
+// whether a member was of the wrong type.
+func decodeLenient(data []byte, v any) (ok, odd bool) {
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return true, false
+	}
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te), true
+}
+
+// oddShape returns why the data of a row of table is not of the shape
+// opencode writes (the first member of the wrong type), or "".
+func oddShape(table string, data []byte) string {
+	var v any
+	switch table {
+	case "message":
+		v = new(message)
+	case "part":
+		v = new(part)
+	case "session_message":
+		v = new(v2Data)
+	default:
+		return ""
+	}
+	err := json.Unmarshal(data, v)
+	var te *json.UnmarshalTypeError
+	if err == nil || !errors.As(err, &te) {
+		return ""
+	}
+	want := "a number"
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		want = "an object"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "a boolean"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Interface:
+		want = "another value"
+	}
+	field := te.Field
+	if field == "" {
+		field = "data"
+	} else {
+		field = "data." + field
+	}
+	return fmt.Sprintf("%s is a JSON %s, not %s", field, te.Value, want)
 }

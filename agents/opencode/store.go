@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
@@ -27,9 +28,13 @@ import (
 // session are a unit of their own, named "<database>#<session id>", whose
 // records are, in order, the database's identity (the first time, and
 // again as a new generation when the database was replaced), then every
-// session, message, part and session_message row updated since the
-// unit's high-water mark (engine.ImportFileState End and Seen). Each
-// record's data is one JSON object:
+// session, message, part and session_message row that changed since it
+// was imported: the rows updated since engine.RowWindow before the
+// newest time_updated imported (engine.ImportFileState.RowSince) are
+// read and compared with their fingerprints (RowChanged), so a row
+// rewritten in the same millisecond, or with an older time_updated, is
+// imported again; the session record is built every time and imported
+// when it changed. Each record's data is one JSON object:
 //
 //	{"table":"db","created":<first migration's time_completed>,"migration":"<its id>"}
 //	{"table":"session","id":…,"project_id":…,"parent_id":…,"directory":…,"title":…,"version":…,
@@ -43,8 +48,8 @@ import (
 // own unit alone, and its message and session_message rows as they are
 // in message_ids, so that the importer leaves out the ones opencode has
 // deleted since they were imported (a revert deletes the messages after
-// its point when the session goes on, and updates the session row); it
-// is read again whenever any row of its unit is. No other table is read:
+// its point when the session goes on, and updates the session row); a
+// new or deleted message changes it. No other table is read:
 // account, control_account, credential and session_share hold access
 // tokens.
 
@@ -84,8 +89,13 @@ var jsonColumns = map[string]bool{"model": true}
 // (opencode keeps its recent rows there until a checkpoint) and takes
 // the ordinary shared lock, so reading is safe while opencode writes.
 // Never immutable=1, which ignores the -wal.
+//
+// A file that is not an SQLite database (shorter than its 100-byte
+// header, or without its magic string) is refused before SQLite sees it:
+// opening an empty opencode.db read-only would make SQLite delete the
+// opencode.db-wal beside it, the rows opencode has not checkpointed.
 func openDB(path string) (*sql.DB, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: "mode=ro&_pragma=busy_timeout(5000)"}
@@ -95,6 +105,30 @@ func openDB(path string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
+}
+
+// sqliteMagic begins every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// checkHeader returns an error naming path unless it begins with an
+// SQLite database header.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var h [100]byte
+	n, err := io.ReadFull(f, h[:])
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return fmt.Errorf("%s: not an SQLite database: %d bytes, shorter than its 100-byte header (bbengine did not open it, so that SQLite leaves its -wal alone; opencode makes the database when it starts)", path, n)
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case string(h[:len(sqliteMagic)]) != sqliteMagic:
+		return fmt.Errorf("%s: not an SQLite database: its first bytes are not %q", path, strings.TrimSuffix(sqliteMagic, "\x00"))
+	}
+	return nil
 }
 
 // openErr explains a database that SQLite would not open read-only.
@@ -143,28 +177,32 @@ func need(path, table string, have map[string]bool, want []string) error {
 
 // unitMark is where reading a unit starts.
 type unitMark struct {
-	fresh bool // read every row
-	end   int64
-	seen  []string
+	fresh bool                    // read every row
+	st    *engine.ImportFileState // the unit's state, unless fresh
 	gen   uint64
 }
 
-// newer reports whether a row last updated at t is past the mark.
-func (m *unitMark) newer(id string, t int64) bool {
-	return m.fresh || t > m.end || t == m.end && !slices.Contains(m.seen, id)
+// changed reports whether the row id, updated at t and recorded as
+// data, is to be imported: every row of a fresh unit, else one that
+// differs from its version last imported.
+func (m *unitMark) changed(id string, t int64, data []byte) bool {
+	return m.fresh || m.st.RowChanged(id, t, data)
 }
 
-// readRows is the LogFormat.Rows of source "opencode".
-func readRows(path string, state func(unit string) (*engine.ImportFileState, error), emit func([]exchange.Import) error) (*engine.FileImport, error) {
+// readRows is the LogFormat.Rows of source "opencode". ctx stops the
+// read between rows.
+func readRows(ctx context.Context, path string, state func(unit string) (*engine.ImportFileState, error), emit func([]exchange.Import) error) (*engine.FileImport, error) {
 	dbPath, only := splitUnit(path)
 	db, err := openDB(dbPath)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, openErr(dbPath, err)
 	}
 	defer tx.Rollback()
@@ -178,6 +216,8 @@ func readRows(path string, state func(unit string) (*engine.ImportFileState, err
 			return nil, err
 		case errors.As(err, &ee):
 			return nil, ee.error
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
 		}
 		if strings.Contains(err.Error(), "unable to open") || strings.Contains(err.Error(), "readonly") {
 			return nil, openErr(dbPath, err)
@@ -210,7 +250,7 @@ type rowReader struct {
 func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFileState, error)) error {
 	scols, err := columns(r.ctx, r.tx, "session")
 	if err != nil {
-		return err
+		return fmt.Errorf("table session: %w", err)
 	}
 	if err := need(r.path, "session", scols, sessionRequired); err != nil {
 		return &problemError{err}
@@ -221,7 +261,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 	}{{"message", messageColumns}, {"part", partColumns}} {
 		have, err := columns(r.ctx, r.tx, t.name)
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s: %w", t.name, err)
 		}
 		if err := need(r.path, t.name, have, t.want); err != nil {
 			return &problemError{err}
@@ -231,7 +271,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 	// it), is read when the database has it.
 	v2, err := columns(r.ctx, r.tx, "session_message")
 	if err != nil {
-		return err
+		return fmt.Errorf("table session_message: %w", err)
 	}
 	if v2 != nil {
 		if err := need(r.path, "session_message", v2, v2Columns); err != nil {
@@ -250,7 +290,7 @@ func (r *rowReader) read(only string, state func(unit string) (*engine.ImportFil
 	}
 	sessions, err := r.sessions(cols)
 	if err != nil {
-		return err
+		return fmt.Errorf("table session: %w", err)
 	}
 	children := map[string][]child{}
 	for _, s := range sessions {
@@ -279,7 +319,7 @@ func (r *rowReader) readIdentity() error {
 	)
 	err := r.tx.QueryRowContext(r.ctx, "select id, time_completed from migration order by time_completed, id limit 1").Scan(&id, &created)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
-		return err
+		return fmt.Errorf("table migration: %w", err)
 	}
 	r.identity = appendString(fmt.Appendf(nil, `{"table":"db","created":%d,"migration":`, created), id)
 	r.identity = append(r.identity, '}')
@@ -427,7 +467,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 		m.gen = st.Gen + 1
 		r.fi.Replaced = true
 	default:
-		m = unitMark{end: st.End, seen: st.Seen, gen: st.Gen}
+		m = unitMark{st: st, gen: st.Gen}
 	}
 	session := "opencode:" + s.id
 	var recs []exchange.Import
@@ -437,10 +477,11 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	if m.fresh {
 		add(0, r.identity)
 	}
-	// Messages, then parts, updated since the mark.
-	since := m.end
-	if m.fresh {
-		since = -1 << 62
+	// Messages, then parts, updated since the window before the mark,
+	// that changed since they were imported.
+	since := int64(-1 << 62)
+	if !m.fresh {
+		since = m.st.RowSince()
 	}
 	tables := []struct {
 		table, query string
@@ -458,7 +499,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 	for _, t := range tables {
 		rows, err := r.tx.QueryContext(r.ctx, t.query, s.id, since)
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s, session %s: %w", t.table, s.id, err)
 		}
 		vals := make([]sql.RawBytes, t.n+1)
 		ptrs := make([]any, len(vals))
@@ -468,13 +509,10 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 		for rows.Next() {
 			if err := rows.Scan(ptrs...); err != nil {
 				rows.Close()
-				return err
+				return fmt.Errorf("table %s, session %s: %w", t.table, s.id, err)
 			}
 			id := string(vals[0])
 			tu, _ := strconv.ParseInt(string(vals[t.n-1]), 10, 64)
-			if !m.newer(id, tu) {
-				continue
-			}
 			data := vals[t.n]
 			if !isObject(data) {
 				r.fi.Unreadable++
@@ -484,6 +522,7 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 				}
 				continue
 			}
+			odd := oddShape(t.table, data)
 			b := appendString(fmt.Appendf(nil, `{"table":%q,"id":`, t.table), id)
 			switch t.table {
 			case "part":
@@ -495,29 +534,40 @@ func (r *rowReader) unit(s sessionRow, kids []child, state func(unit string) (*e
 			tc, _ := strconv.ParseInt(string(vals[t.n-2]), 10, 64)
 			b = fmt.Appendf(appendString(append(b, `,"session_id":`...), s.id), `,"time_created":%d,"time_updated":%d,"data":`, tc, tu)
 			b = append(append(b, bytes.TrimSpace(data)...), '}')
-			add(tu, b)
+			if m.changed(id, tu, b) {
+				add(tu, b)
+				if odd != "" {
+					// Imported, and what could be read of it derived.
+					r.fi.Unreadable++
+					if len(r.fi.Problems) < 10 {
+						r.fi.Problems = append(r.fi.Problems, engine.Problem{File: r.path, Kept: true,
+							Err: fmt.Sprintf("table %s, id %s: %s", t.table, id, odd)})
+					}
+				}
+			}
 		}
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s, session %s: %w", t.table, s.id, err)
 		}
 	}
-	// The session row, when it changed or anything of its unit did (its
-	// children may have).
-	if len(recs) > 0 || m.newer(s.id, s.updated) {
-		b := s.obj
-		if len(kids) > 0 {
-			k, _ := json.Marshal(kids)
-			b = append(append(slices.Clip(b), `,"children":`...), k...)
-		}
-		ids, err := r.messageIDs(s.id)
-		if err != nil {
-			return err
-		}
-		k, _ := json.Marshal(ids)
-		b = append(append(slices.Clip(b), `,"message_ids":`...), k...)
-		b = append(slices.Clip(b), '}')
+	// The session row with its children and its message ids, when it
+	// changed: a new message, a deleted one, a new subagent or a column
+	// (opencode sets the title without moving time_updated).
+	b := s.obj
+	if len(kids) > 0 {
+		k, _ := json.Marshal(kids)
+		b = append(append(slices.Clip(b), `,"children":`...), k...)
+	}
+	ids, err := r.messageIDs(s.id)
+	if err != nil {
+		return fmt.Errorf("table message, session %s: %w", s.id, err)
+	}
+	k, _ := json.Marshal(ids)
+	b = append(append(slices.Clip(b), `,"message_ids":`...), k...)
+	b = append(slices.Clip(b), '}')
+	if m.changed(s.id, s.updated, b) {
 		rec := exchange.Import{Session: session, File: unit, Gen: m.gen, Offset: s.updated, Data: b}
 		i := 0
 		if m.fresh {

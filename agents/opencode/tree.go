@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -24,7 +25,10 @@ import (
 // them ("earlier migrations may have moved sessions to new directories
 // without updating the JSON"), but a part's session is its sessionID
 // member (its path names only its message). session_share/ (which holds
-// a secret), project/, todo/ and permission/ are never read.
+// a secret), project/, todo/ and permission/ are never read, and a
+// session file's share (its share URL), revert and permission members
+// are blanked out before it is stored (cleanDoc), as the database path
+// never reads those columns.
 
 // treeKind returns what a file of the tree holds ("session", "message"
 // or "part") and the id its directory names (project, session or
@@ -161,4 +165,63 @@ func isDocument(path string) bool { return filepath.Ext(path) == ".json" }
 func checkDoc(doc []byte) error {
 	_, err := agentlog.Fields(doc)
 	return err
+}
+
+// secretMembers are the members of a session file of the tree that are
+// never stored: share holds the session's public share URL, revert and
+// permission what the database path does not read either.
+var secretMembers = map[string]bool{"share": true, "revert": true, "permission": true}
+
+// cleanDoc returns doc, a file of the JSON tree, with the members of
+// secretMembers of a session file blanked out (LogFormat.Clean): each
+// becomes spaces, line breaks kept, so the document keeps its length and
+// lines. Any other file, or one that is no JSON object, is returned as
+// it is (the import then reports it).
+func cleanDoc(path string, doc []byte) []byte {
+	if kind, _ := treeKind(path); kind != "session" {
+		return doc
+	}
+	var out []byte
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return doc
+	}
+	kept := false
+	for dec.More() {
+		start := dec.InputOffset()
+		t, err := dec.Token()
+		if err != nil {
+			return doc
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return doc
+		}
+		end := dec.InputOffset()
+		if key, _ := t.(string); secretMembers[key] {
+			if out == nil {
+				out = bytes.Clone(doc)
+			}
+			if !kept {
+				// The comma after a first member goes with it.
+				for end < int64(len(out)) && strings.IndexByte(" \t\r\n", out[end]) >= 0 {
+					end++
+				}
+				if end < int64(len(out)) && out[end] == ',' {
+					end++
+				}
+			}
+			for i := start; i < end; i++ {
+				if out[i] != '\n' && out[i] != '\r' {
+					out[i] = ' '
+				}
+			}
+			continue
+		}
+		kept = true
+	}
+	if out == nil {
+		return doc
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -124,4 +125,49 @@ func TestTreeSession(t *testing.T) {
 			t.Errorf("treeSession(%s) = %q, want %q", c.path, got, c.want)
 		}
 	}
+}
+
+// TestCleanDoc: a session file's share, revert and permission members
+// are blanked out wherever they are, the file keeps its length and lines
+// and stays JSON; other files and members are left as they are.
+func TestCleanDoc(t *testing.T) {
+	const session = "/d/storage/session/prj/ses_1.json"
+	for _, tc := range []struct{ path, in, want string }{
+		{session, `{"id":"ses_1","share":{"url":"u"}}`, `{"id":"ses_1"}`},
+		{session, `{"share":{"url":"u"},"id":"ses_1"}`, `{"id":"ses_1"}`},
+		{session, "{\"revert\": 1,\n \"share\": {\n\"url\": \"u\"},\n \"id\": 2, \"permission\": []}", `{"id":2}`},
+		{session, `{"share":1}`, `{}`},
+		{session, `{"id":"ses_1","x":{"share":1}}`, `{"id":"ses_1","x":{"share":1}}`},
+		{"/d/storage/message/ses_1/msg_1.json", `{"share":1,"id":"m"}`, `{"share":1,"id":"m"}`},
+		{session, `{"share":`, ``},
+	} {
+		got := cleanDoc(tc.path, []byte(tc.in))
+		if len(got) != len(tc.in) || strings.Count(string(got), "\n") != strings.Count(tc.in, "\n") {
+			t.Errorf("cleanDoc(%q) = %q: length or lines changed", tc.in, got)
+		}
+		if tc.want == "" {
+			if string(got) != tc.in {
+				t.Errorf("cleanDoc(%q) = %q, want it as it is", tc.in, got)
+			}
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Errorf("cleanDoc(%q) = %q: %v", tc.in, got, err)
+			continue
+		}
+		if b, _ := json.Marshal(v); !jsonEqual(string(b), tc.want) {
+			t.Errorf("cleanDoc(%q) = %s, want %s", tc.in, b, tc.want)
+		}
+	}
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(a, b string) bool {
+	var x, y any
+	json.Unmarshal([]byte(a), &x)
+	json.Unmarshal([]byte(b), &y)
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
 }

@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -213,6 +214,13 @@ type LogFormat struct {
 	// a *agentlog.SyntaxError's offset is in the document. Nil: any JSON
 	// object is one.
 	CheckDoc func(doc []byte) error
+	// Clean, when set, returns a Document as it is to be stored: the
+	// format's secrets blanked out (opencode's share URL). It must keep
+	// the document's length (blank, not cut), so that the engine's state
+	// of the file (End, its size) still tells whether it was imported,
+	// and be a pure function of its input, which it must not modify.
+	// Nil: a document is stored as it is.
+	Clean func(path string, doc []byte) []byte
 	// Rows, when set, says the source's files that are no Document are
 	// databases, not logs: the engine calls it instead of reading the
 	// file's bytes (ReadRows).
@@ -229,7 +237,8 @@ type LogFormat struct {
 	// database was replaced), its records carrying the new Gen. The
 	// error return is for a database that cannot be read at all, or
 	// emit's.
-	Rows func(path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error)
+	// ctx stops the read: Rows returns its error.
+	Rows func(ctx context.Context, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error)
 }
 
 // formats maps a source to its log format.

@@ -52,9 +52,11 @@ type ImportFileState struct {
 	HeadSHA    string `json:"head_sha"`
 	LastSHA    string `json:"last_sha"`
 	LastOffset int64  `json:"last_offset"`
-	// Seen, for a database's unit (exchange.ImportRow), are the ids of
-	// the rows imported whose time_updated is End, the newest imported.
-	Seen []string `json:"seen,omitempty"`
+	// Rows, for a database's unit (exchange.ImportRow), fingerprint
+	// the rows last imported whose time_updated is within RowWindow of
+	// End (then the newest imported), and always the row whose id names
+	// the unit (its session): see RowChanged.
+	Rows map[string]RowPrint `json:"rows,omitempty"`
 	// Runs locate the records' frames in the WAL.
 	Runs []walRun `json:"runs"`
 }
@@ -155,22 +157,76 @@ func (c *canonicalizer) importFrame(off uint64, p []byte) error {
 	return nil
 }
 
-// rowMark moves the high-water mark of st, a database unit's state, to
-// rec, one of its rows: End is the newest time_updated imported, Seen
-// the ids of the rows imported at it, so that the next read takes the
-// rows updated since and none twice (see LogFormat.Rows). A record with
-// no id (a database's identity) leaves the mark alone.
+// RowWindow is how far before the newest time_updated imported of a
+// database's unit (ImportFileState.End, in the Offset's unit: opencode's
+// milliseconds) its rows are read again and compared with their
+// fingerprints: a row rewritten without moving its time_updated past
+// the newest (in the same millisecond, a column its writer sets without
+// bumping time_updated, a clock stepped back by less than RowWindow) is
+// imported again. A row whose time_updated is older than that is not
+// read again.
+const RowWindow = 5 * 60 * 1000
+
+// RowPrint is the fingerprint of a database row's last imported record:
+// its time_updated (the record's Offset) and the first 8 bytes of the
+// SHA-256 of its data, in hex.
+type RowPrint struct {
+	T int64  `json:"t"`
+	H string `json:"h"`
+}
+
+// RowHash returns the hash of RowPrint of a record whose data is data.
+func RowHash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// RowSince returns the oldest time_updated of the rows of st's unit an
+// importer reads again (see LogFormat.Rows): End - RowWindow.
+func (st *ImportFileState) RowSince() int64 { return st.End - RowWindow }
+
+// RowChanged reports whether the row id of st's unit, updated at t and
+// recorded as data (the record's Data), differs from its version last
+// imported: an importer emits the rows for which it is true among those
+// updated since RowSince, and the unit's session row whatever its time.
+func (st *ImportFileState) RowChanged(id string, t int64, data []byte) bool {
+	p, ok := st.Rows[id]
+	return !ok || p.T != t || p.H != RowHash(data)
+}
+
+// rowMark moves the mark of st, a database unit's state, to rec, one of
+// its rows: End is the newest time_updated imported, Rows fingerprint
+// the rows within RowWindow of it and the unit's own (session) row, so
+// that the next read takes the rows changed since and none twice (see
+// LogFormat.Rows). A record with no id (a database's identity) leaves
+// the mark alone. The fingerprints outside the window are dropped when
+// End moves into a new window-sized bucket, so that the state stays
+// bounded and depends only on the records, in order.
 func rowMark(st *ImportFileState, rec *exchange.Import) {
 	v, err := agentlog.Fields(rec.Data, "id")
-	if err != nil || v[0] == "" || rec.Offset < st.End {
+	if err != nil || v[0] == "" {
 		return
 	}
+	id := v[0]
+	own := strings.HasSuffix(rec.File, "#"+id)
 	if rec.Offset > st.End {
-		st.End, st.Seen = rec.Offset, st.Seen[:0]
+		if st.End/RowWindow != rec.Offset/RowWindow {
+			for k, p := range st.Rows {
+				if p.T < rec.Offset-RowWindow && !strings.HasSuffix(rec.File, "#"+k) {
+					delete(st.Rows, k)
+				}
+			}
+		}
+		st.End = rec.Offset
 	}
-	if !slices.Contains(st.Seen, v[0]) {
-		st.Seen = append(st.Seen, v[0])
+	if !own && rec.Offset < st.End-RowWindow {
+		delete(st.Rows, id)
+		return
 	}
+	if st.Rows == nil {
+		st.Rows = map[string]RowPrint{}
+	}
+	st.Rows[id] = RowPrint{T: rec.Offset, H: RowHash(rec.Data)}
 }
 
 // importFile returns the cached state of path, loading it.

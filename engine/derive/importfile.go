@@ -2,6 +2,7 @@ package derive
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -49,7 +50,8 @@ type FileImport struct {
 	// Problems are the first records that were not imported, and why:
 	// a line that is not JSON (with its column), JSON that is not a
 	// record of the source, a line too long for a WAL frame, a
-	// compressed file that does not decompress from some point on.
+	// compressed file that does not decompress from some point on; or,
+	// Kept, a record imported of which a part could not be read.
 	// Unreadable counts all of them.
 	Problems   []Problem
 	Unreadable int64
@@ -86,18 +88,27 @@ type Problem struct {
 	Col    int64
 	Offset int64
 	Err    string
+	// Kept is set when the record was imported all the same, and what
+	// could be read of it derived (a database row whose data has a
+	// member of the wrong type).
+	Kept bool
 }
 
 // String formats p as "file:line:col: why (byte N, skipped)", or
-// "file: why (skipped)" for a whole file.
+// "file: why (skipped)" for a whole file; "imported, the rest of it
+// read" in place of "skipped" when p.Kept.
 func (p Problem) String() string {
+	what := "skipped"
+	if p.Kept {
+		what = "imported, the rest of it read"
+	}
 	switch {
 	case p.Line > 0 && p.Col > 0:
-		return fmt.Sprintf("%s:%d:%d: %s (byte %d, skipped)", p.File, p.Line, p.Col, p.Err, p.Offset)
+		return fmt.Sprintf("%s:%d:%d: %s (byte %d, %s)", p.File, p.Line, p.Col, p.Err, p.Offset, what)
 	case p.Line > 0:
-		return fmt.Sprintf("%s:%d: %s (byte %d, skipped)", p.File, p.Line, p.Err, p.Offset)
+		return fmt.Sprintf("%s:%d: %s (byte %d, %s)", p.File, p.Line, p.Err, p.Offset, what)
 	}
-	return fmt.Sprintf("%s: %s (skipped)", p.File, p.Err)
+	return fmt.Sprintf("%s: %s (%s)", p.File, p.Err, what)
 }
 
 func (fi *FileImport) problem(p Problem) {
@@ -214,7 +225,7 @@ func IsRows(source, path string) bool {
 // rows are read.
 func ReadRows(source, path string, state func(unit string) (*ImportFileState, error)) (*FileImport, error) {
 	var recs []exchange.Import
-	fi, err := ScanRows(source, path, state, func(chunk []exchange.Import) error {
+	fi, err := ScanRows(context.Background(), source, path, state, func(chunk []exchange.Import) error {
 		recs = append(recs, chunk...)
 		return nil
 	})
@@ -228,14 +239,14 @@ func ReadRows(source, path string, state func(unit string) (*ImportFileState, er
 // ScanRows reads path as ReadRows does, and hands the records of each
 // session to emit as it reads them, in the database's order: the
 // FileImport it returns has no Records. emit owns each chunk; an error
-// from emit stops the read and is returned. Memory is bounded by the
+// from emit, or ctx's when it is done, stops the read and is returned. Memory is bounded by the
 // largest session, whatever the database's size.
-func ScanRows(source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
+func ScanRows(ctx context.Context, source, path string, state func(unit string) (*ImportFileState, error), emit func([]exchange.Import) error) (*FileImport, error) {
 	fn := formats[source].Rows
 	if fn == nil {
 		return nil, fmt.Errorf("engine: source %q has no database format", source)
 	}
-	fi, err := fn(path, state, func(chunk []exchange.Import) error {
+	fi, err := fn(ctx, path, state, func(chunk []exchange.Import) error {
 		for i := range chunk {
 			chunk[i].Source, chunk[i].Kind = source, exchange.ImportRow
 		}
@@ -507,6 +518,11 @@ func (fi *FileImport) readWhole(path string, st *ImportFileState) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	if fn := formats[fi.Source].Clean; fn != nil {
+		if c := fn(path, data); len(c) == len(data) {
+			data = c
+		}
 	}
 	if st != nil && st.Records > 0 {
 		if st.End == int64(len(data)) && st.HeadSHA == sha(data) {

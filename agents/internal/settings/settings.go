@@ -89,7 +89,8 @@ func IsOurExe(path, exe string) bool {
 // EditJSON reads a JSON file (an empty object when it does not exist),
 // lets edit change it and returns the change. A file that edit leaves
 // equal to what it was (key order aside) stays byte for byte; one left
-// empty by an uninstall is removed.
+// equal to one of its backups (an uninstall after an install) gets that
+// backup's bytes; one left empty by an uninstall is removed.
 func EditJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) error) (*agents.Change, error) {
 	root := jsonedit.NewObject()
 	var (
@@ -105,7 +106,8 @@ func EditJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) er
 			if err != nil {
 				var se *jsonedit.SyntaxError
 				if errors.As(err, &se) {
-					return nil, fmt.Errorf("%s:%d:%d: not valid JSON: %s (near %q); fix the file, bbengine left it as it is", path, se.Line, se.Col, se.Msg, jsonedit.Line(b, se.Line))
+					// Line and column only: the line may hold an API key.
+					return nil, fmt.Errorf("%s:%d:%d: not valid JSON: %s; fix the file, bbengine left it as it is", path, se.Line, se.Col, se.Msg)
 				}
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
@@ -134,9 +136,38 @@ func EditJSON(path string, perm fs.FileMode, edit func(root *jsonedit.Object) er
 	case prev == nil && root.Len() == 0:
 		after = nil
 	default:
-		after = jsonedit.Format(root)
+		after = backupOf(path, root)
+		if after == nil {
+			after = jsonedit.Format(root)
+		}
 	}
 	return agents.NewChange(path, perm, prev, after), nil
+}
+
+// maxBackups is how many of a file's backups backupOf reads.
+const maxBackups = 20
+
+// backupOf returns the bytes of the newest backup of path
+// (agents.Change's path.bak-STAMP) that holds the tree root, or nil: an
+// uninstall that leaves the file as it was before install gives back the
+// user's own bytes (their indentation, their layout), not ours.
+func backupOf(path string, root *jsonedit.Object) []byte {
+	names, _ := filepath.Glob(path + ".bak-*")
+	// Newest first: the stamps sort by time, a -N suffix after its stamp.
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(b, a) })
+	for i, name := range names {
+		if i == maxBackups {
+			break
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		if v, err := jsonedit.Parse(b); err == nil && jsonedit.Equal(v, root) {
+			return b
+		}
+	}
+	return nil
 }
 
 // JSONText writes a settings value as it would be written in the file.

@@ -629,6 +629,10 @@ func MergeView(liveID string, live []Event, impID string, imp []Event, order []O
 		return n
 	}
 	out := make([]Event, 0, len(order))
+	// task and run are those of the last live event placed: a log-only
+	// event takes them, as it would have had them had the proxy seen it
+	// (the log knows no task of bbengine's).
+	var task, run string
 	for i := 0; i < len(order); i++ {
 		o := order[i]
 		var ev Event
@@ -646,6 +650,7 @@ func MergeView(liveID string, live []Event, impID string, imp []Event, order []O
 			}
 			ev = *m
 			ev.Thread = thread(m.Thread)
+			ev.Task, ev.Run = task, run
 		case OrderRemainder:
 			l, err := get(live, o.Live, liveID)
 			if err != nil {
@@ -679,7 +684,7 @@ func MergeView(liveID string, live []Event, impID string, imp []Event, order []O
 				// lost (the remainder is an event of its own). Output a
 				// request re-sent is the log's record of it.
 				ev = *m
-				ev.Thread = l.Thread
+				ev.Thread, ev.Task, ev.Run = l.Thread, l.Task, l.Run
 				ev.Also = []Counterpart{{Session: liveID, Seq: l.Seq, Time: l.Time, Prov: l.Prov}}
 				break
 			}
@@ -691,6 +696,9 @@ func MergeView(liveID string, live []Event, impID string, imp []Event, order []O
 				ev.Extra = m.Extra
 			}
 			ev.Also = []Counterpart{{Session: impID, Seq: m.Seq, Time: m.Time, UUID: m.UUID, Prov: m.Prov}}
+		}
+		if o.Tag != OrderImport {
+			task, run = ev.Task, ev.Run
 		}
 		ev.Seq = uint64(len(out) + 1)
 		out = append(out, ev)

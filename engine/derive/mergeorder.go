@@ -347,6 +347,10 @@ func (p *pairing) pairGroups(live, imp []Event, l, i *group) {
 func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
 	var lu, iu, la []int
 	free := func(b int) bool { _, done := p.impTo[b]; return !done }
+	// index maps the first key of each event of the stretch to those
+	// events, in stretch order: made once, at the first lookup, so that
+	// a request re-sending a long history pairs in time linear in it.
+	var index map[string][]int
 	byKey := func(a int) {
 		keys := groupKeys(&live[a], true)
 		if live[a].Kind == KindToolResult && live[a].Tool != nil && live[a].Tool.ID != "" && !live[a].Tool.SyntheticID {
@@ -355,15 +359,20 @@ func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
 		if len(keys) == 0 {
 			return
 		}
-		for _, b := range stretch {
-			if !free(b) || imp[b].Kind != live[a].Kind {
-				continue
+		if index == nil {
+			index = map[string][]int{}
+			for _, b := range stretch {
+				k := groupKeys(&imp[b], true)
+				if imp[b].Kind == KindToolResult && imp[b].Tool != nil {
+					k = []string{"result:" + imp[b].Tool.ID}
+				}
+				if len(k) > 0 {
+					index[k[0]] = append(index[k[0]], b)
+				}
 			}
-			k := groupKeys(&imp[b], true)
-			if imp[b].Kind == KindToolResult && imp[b].Tool != nil {
-				k = []string{"result:" + imp[b].Tool.ID}
-			}
-			if len(k) > 0 && k[0] == keys[0] {
+		}
+		for _, b := range index[keys[0]] {
+			if free(b) && imp[b].Kind == live[a].Kind {
 				p.pair(a, b)
 				return
 			}

@@ -256,13 +256,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 				problems++
 				continue
 			}
-			for _, pr := range fi.Problems {
-				rep.Say(fmt.Sprint(pr))
-			}
-			if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
-				rep.Say(fmt.Sprintf("%s: %d more records skipped, not listed", p, n))
-			}
-			problems += fi.Unreadable
+			problems += sayProblems(rep, p, fi)
 			if len(fi.Sessions) == 0 {
 				unchanged++
 				continue
@@ -299,13 +293,7 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 			problems++
 			continue
 		}
-		for _, pr := range fi.Problems {
-			rep.Say(fmt.Sprint(pr))
-		}
-		if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
-			rep.Say(fmt.Sprintf("%s: %d more records skipped, not listed", p, n))
-		}
-		problems += fi.Unreadable
+		problems += sayProblems(rep, p, fi)
 		switch {
 		case fi.Unreadable > 0 && n == 0 && state == nil:
 			rep.Say(fmt.Sprintf("%s: no %s record in it; nothing imported, no session", p, im.source))
@@ -353,6 +341,19 @@ func (im *Importer) Round(ctx context.Context, roots []string, defaults, verbose
 	}
 	return ImportStats{Found: len(files), Records: records, Bytes: bytesIn, Files: changed, Sessions: len(sessions), Unchanged: unchanged, Replaced: replaced,
 		Problems: problems, Merged: merged, Took: time.Since(start)}, nil
+}
+
+// sayProblems reports the records of path that fi could not read, each
+// listed one and how many more were left unlisted, and returns how many
+// there were.
+func sayProblems(rep ImportReporter, path string, fi *engine.FileImport) int64 {
+	for _, pr := range fi.Problems {
+		rep.Say(fmt.Sprint(pr))
+	}
+	if n := fi.Unreadable - int64(len(fi.Problems)); n > 0 {
+		rep.Say(fmt.Sprintf("%s: %d more records skipped, not listed", path, n))
+	}
+	return fi.Unreadable
 }
 
 // trimPath drops a leading "path: " from err's text, which names path

@@ -65,3 +65,26 @@ func TestMergeKeepsTasks(t *testing.T) {
 		e.Close()
 	}
 }
+
+// TestNoMergeWithoutImport: a proxied session that names its agent's
+// session id but whose log was never imported derives no merge group (a
+// review found every pass deriving one, and committing an extra batch);
+// its log imported later still merges.
+func TestNoMergeWithoutImport(t *testing.T) {
+	const id = "lonely-claude-1"
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	defer e.Close()
+	live, path := claudePair(t, id, 3)
+	var c clock
+	for i := range live {
+		writeWAL(t, log, &c, uint64(i), live[i:i+1])
+		if p := catchUp(t, e); p.Merges != 0 {
+			t.Fatalf("turn %d: %d merge groups derived with no log imported", i, p.Merges)
+		}
+	}
+	importPath(t, e, "claude", path)
+	if s, err := e.Session(id); err != nil || s.Merged == nil {
+		t.Fatalf("the log imported later: not merged (%v)", err)
+	}
+}

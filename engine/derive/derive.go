@@ -348,7 +348,12 @@ func (d *deriver) join() {
 				d.c.batch.Set(schema.JoinKey(imp, d.st.s.Ordinal), nil, nil)
 				d.c.batch.Set(schema.JoinLiveKey(d.st.s.Ordinal, imp), nil, nil)
 			}
-			d.c.markMergePending(imp)
+			// Most proxied sessions have no imported log: their
+			// group has nothing to derive, and the import, when it
+			// comes, marks it itself (importcanon.go).
+			if v, err := d.c.e.getMeta(schema.SessionKey(nil, imp)); err != nil || v != nil {
+				d.c.markMergePending(imp)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bbengine/bbengine/codec/jsonscan"
 	"github.com/bbengine/bbengine/codec/llm"
@@ -91,9 +92,13 @@ type tipSession struct {
 // decodes it, once. The kept replies are bounded (tips.keep).
 type judgement struct {
 	path  string
+	api   llm.API
 	reply []byte // nil once decided or dropped
-	// good: quickGood vouched that the reply did not fail.
-	good    bool
+	// vouched is quickGood's word on the reply: 0 not asked yet, 1
+	// good, 2 not sure. The handler asks once its client has the reply
+	// (Proxy.vouch), off the exchange's path; whoever needs it first
+	// asks it then (good). Atomic: the handler holds no lock of tips.
+	vouched atomic.Int32
 	decided bool
 	failed  bool
 	out     uint64
@@ -127,10 +132,35 @@ func (j *judgement) get(ts *tips) (failed bool, out uint64, id string) {
 	return j.failed, j.out, j.id
 }
 
+// vouch asks quickGood about reply, the judgement's reply, unless that
+// was done.
+func (j *judgement) vouch(reply []byte) bool {
+	switch j.vouched.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	good := quickGood(j.api, reply)
+	j.vouched.Store(2 - b2i(good))
+	return good
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// good reports whether quickGood vouched for the reply, which must not
+// be decided yet.
+func (j *judgement) good() bool { return j.vouch(j.reply) }
+
 // isFailed reports whether the reply failed, decoding it only when
 // quickGood did not vouch for it.
 func (j *judgement) isFailed(ts *tips) bool {
-	if j.good && !j.decided {
+	if !j.decided && j.good() {
 		return false
 	}
 	failed, _, _ := j.get(ts)
@@ -166,7 +196,7 @@ func (ts *tips) keep(j *judgement) {
 		ts.kept = ts.kept[1:]
 		switch {
 		case old.decided:
-		case old.good:
+		case old.good():
 			ts.keptBytes -= len(old.reply)
 			old.reply, old.decided = nil, true
 		default:

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bbengine/bbengine/codec/jsonscan"
 	"github.com/bbengine/bbengine/codec/llm"
@@ -770,7 +771,8 @@ func TestKeptRepliesBounded(t *testing.T) {
 	reply := rec.Body.Bytes()
 	var js []*judgement
 	for i := range 100 {
-		j := &judgement{path: "/v1/messages", reply: reply, good: i%2 == 0}
+		j := &judgement{path: "/v1/messages", api: llm.AnthropicMessages, reply: reply}
+		j.vouched.Store(2 - b2i(i%2 == 0))
 		js = append(js, j)
 		ts.keep(j)
 		if ts.keptBytes > maxKeptReplies {
@@ -847,12 +849,48 @@ func TestKeptSweptRarely(t *testing.T) {
 	reply := make([]byte, 1024)
 	const n = 30000
 	for range n {
-		ts.keep(&judgement{path: "/v1/messages", reply: reply, good: true})
+		j := &judgement{path: "/v1/messages", reply: reply}
+		j.vouched.Store(1)
+		ts.keep(j)
 	}
 	if ts.keptBytes != n*len(reply) || len(ts.kept) != n {
 		t.Fatalf("kept %d replies, %d bytes; want %d, %d", len(ts.kept), ts.keptBytes, n, n*len(reply))
 	}
 	if ts.keptSwept > 4*n {
 		t.Errorf("sweeps looked at %d entries for %d replies kept", ts.keptSwept, n)
+	}
+}
+
+// TestVouchedOffPath: the reply of a request with no session id is
+// vouched for (quickGood) by its handler once the client has it, not
+// while the client waits, and is not decoded for that.
+func TestVouchedOffPath(t *testing.T) {
+	reply := `{"id":"msg_v","type":"message","role":"assistant","model":"claude-sonnet-4","content":[{"type":"text","text":"All done."}],"stop_reason":"end_turn","usage":{"input_tokens":9,"output_tokens":3}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, reply)
+	}))
+	defer srv.Close()
+	rg := newRigWith(t, &upstream{Server: srv}, nil)
+	resp, body := rg.post(t, "/v1/messages", `{"model":"claude-sonnet-4","messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Anthropic-Version": "2023-06-01"})
+	if resp.StatusCode != http.StatusOK || string(body) != reply {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var vouched int32
+	var decided bool
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		rg.p.rec.rmu.Lock()
+		if n := len(rg.p.rec.tips.kept); n == 1 {
+			j := rg.p.rec.tips.kept[0]
+			vouched, decided = j.vouched.Load(), j.decided
+		}
+		rg.p.rec.rmu.Unlock()
+		if vouched != 0 {
+			break
+		}
+	}
+	if vouched != 1 || decided {
+		t.Errorf("the reply's judgement: vouched %d, decided %v; want vouched for (1) by the handler, not decoded", vouched, decided)
 	}
 }

@@ -405,12 +405,17 @@ type exch struct {
 	// maxReplyKept bytes, decoded once when it ends (per chunk only a
 	// copy: a chunk may be recorded on the request's goroutine);
 	// replyLong says it was longer.
-	tip       tipKey
-	tipped    bool
-	reply     []byte
-	replyLong bool
-	ended     atomic.Bool
-	complete  bool // ended whole: the client had every byte
+	tip    tipKey
+	tipped bool
+	// vouch is the judgement of the reply (vouchReply) that quickGood
+	// is asked about once the client has it (Proxy.vouch); set by the
+	// recorder before it acknowledges the end.
+	vouch      *judgement
+	vouchReply []byte
+	reply      []byte
+	replyLong  bool
+	ended      atomic.Bool
+	complete   bool // ended whole: the client had every byte
 	// The times of the added-latency metric, since arrived (0: not
 	// reached), all taken on the handler's goroutine: the request handed
 	// to the upstream transport, its response headers, first body byte
@@ -531,6 +536,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 		p.metrics.observeAdded(x, time.Since(x.arrived))
+		if j := x.vouch; j != nil {
+			// The client has its reply: what is left of recording it is
+			// off its path.
+			j.vouch(x.vouchReply)
+			x.vouch, x.vouchReply = nil, nil
+		}
 	}()
 	x.redact.r = p.red
 	w.Header().Set("X-Bb-Request-Id", x.requestID)

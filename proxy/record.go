@@ -803,7 +803,13 @@ func (r *recorder) answered(x *exch, ok bool) {
 		// Too long to keep: judged by its status, told apart by model
 		// and system prompt only.
 	case len(x.reply) > 0:
-		j = &judgement{path: x.start.Path, reply: x.reply, good: quickGood(api, x.reply)}
+		j = &judgement{path: x.start.Path, api: api, reply: x.reply}
+		if x.recorded != nil {
+			// Asked once the client has its reply (Proxy.vouch).
+			x.vouch, x.vouchReply = j, x.reply
+		} else {
+			j.vouch(x.reply) // degrade mode: no handler waits for this
+		}
 	case x.encoding == "" && x.respBytes == 0:
 		failed = true // no reply at all
 	}

@@ -645,3 +645,51 @@ func TestMergeCostOneGroup(t *testing.T) {
 		t.Errorf("%d sessions (%v), want %d", len(ss), err, n+n/2+1)
 	}
 }
+
+// Join ids are checked as session ids are: a header id too long or
+// holding control characters writes no join key, and an imported log
+// whose agent id holds a NUL (a join key's prefix ends at one) joins no
+// live session whose id it starts with.
+func TestMergeJoinIDsChecked(t *testing.T) {
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	long := strings.Repeat("a", exchange.MaxNoteID)
+	live, _ := claudePair(t, "s9", 2)
+	live[0].reqHeaders = exchange.Headers{"X-Claude-Code-Session-Id": {long}}
+	live[1].reqHeaders = exchange.Headers{"X-Claude-Code-Session-Id": {"s9\x01x"}}
+	var c clock
+	writeWAL(t, log, &c, 0, live)
+	catchUp(t, e)
+	for _, id := range []string{"claude:" + long, "claude:s9\x01x"} {
+		if n := countPrefix(t, e, schema.JoinPrefix(id)); n != 0 {
+			t.Errorf("%d join keys for %.20q…", n, id)
+		}
+	}
+	if n := countPrefix(t, e, schema.JoinPrefix("claude:s9")); n != 1 {
+		t.Errorf("%d join keys for claude:s9, want 1", n)
+	}
+
+	// The log of the same session, its agent id with a NUL after it.
+	_, path := claudePair(t, "s9", 2)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), `"sessionId":"s9"`, `"sessionId":"s9\u0000"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	importPath(t, e, "claude", path)
+	ss, err := e.Sessions(SessionFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		if s.Merged != nil {
+			t.Errorf("session %q merged with %q", s.ID, s.Merged.Members)
+		}
+	}
+	if n := countPrefix(t, e, []byte{schema.PrefixMerge}); n != 0 {
+		t.Errorf("%d merge keys", n)
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs with ids that cannot join")
+}

@@ -337,7 +337,10 @@ func (d *deriver) join() {
 	for _, id := range ids {
 		for _, src := range f.Sources {
 			imp := src + ":" + id
-			if imp == d.st.s.ID {
+			if imp == d.st.s.ID || !exchange.ValidID(imp) {
+				// A join key holds the id up to a NUL: an id the
+				// proxy would not take as a session's (too long,
+				// control characters) names no log.
 				continue
 			}
 			if d.st.joined == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine/schema"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -143,6 +144,11 @@ func (c *canonicalizer) deriveMerges(ctx context.Context) error {
 // joinedLives returns the ordinals of the live sessions that sent the
 // agent id import session id is named by.
 func (c *canonicalizer) joinedLives(id string) ([]uint64, error) {
+	if !exchange.ValidID(id) {
+		// No join key names it (deriver.join), and the prefix of one
+		// holding a NUL would match another id's keys.
+		return nil, nil
+	}
 	var out []uint64
 	p := schema.JoinPrefix(id)
 	err := c.e.scan(p, func(k, _ []byte) error {

@@ -337,10 +337,11 @@ func (d *deriver) join() {
 	for _, id := range ids {
 		for _, src := range f.Sources {
 			imp := src + ":" + id
-			if imp == d.st.s.ID || !exchange.ValidID(imp) {
-				// A join key holds the id up to a NUL: an id the
-				// proxy would not take as a session's (too long,
-				// control characters) names no log.
+			if imp == d.st.s.ID || !exchange.ValidID(id) {
+				// An id the proxy would not take as a session's
+				// (over MaxNoteID bytes, control characters) names
+				// no log; one holding a NUL would also read, in the
+				// join keys, as another id's key.
 				continue
 			}
 			if d.st.joined == nil {

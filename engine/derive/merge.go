@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
-	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine/schema"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -144,9 +144,9 @@ func (c *canonicalizer) deriveMerges(ctx context.Context) error {
 // joinedLives returns the ordinals of the live sessions that sent the
 // agent id import session id is named by.
 func (c *canonicalizer) joinedLives(id string) ([]uint64, error) {
-	if !exchange.ValidID(id) {
-		// No join key names it (deriver.join), and the prefix of one
-		// holding a NUL would match another id's keys.
+	if strings.IndexByte(id, 0) >= 0 {
+		// No join key names it (deriver.join), and its prefix would
+		// match another id's keys.
 		return nil, nil
 	}
 	var out []uint64

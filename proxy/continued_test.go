@@ -872,6 +872,10 @@ func TestVouchedOffPath(t *testing.T) {
 		io.WriteString(w, reply)
 	}))
 	defer srv.Close()
+	// When the client has the reply, it is not vouched for yet.
+	atRelease := make(chan int32, 1)
+	testReleased = func(x *exch) { atRelease <- x.vouch.vouched.Load() }
+	t.Cleanup(func() { testReleased = nil }) // after the rig's cleanup
 	rg := newRigWith(t, &upstream{Server: srv}, nil)
 	resp, body := rg.post(t, "/v1/messages", `{"model":"claude-sonnet-4","messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Anthropic-Version": "2023-06-01"})
 	if resp.StatusCode != http.StatusOK || string(body) != reply {
@@ -892,5 +896,8 @@ func TestVouchedOffPath(t *testing.T) {
 	}
 	if vouched != 1 || decided {
 		t.Errorf("the reply's judgement: vouched %d, decided %v; want vouched for (1) by the handler, not decoded", vouched, decided)
+	}
+	if v := <-atRelease; v != 0 {
+		t.Errorf("vouched %d when the client had its reply; want 0 (not asked yet)", v)
 	}
 }

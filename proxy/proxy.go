@@ -412,6 +412,7 @@ type exch struct {
 	// recorder before it acknowledges the end.
 	vouch      *judgement
 	vouchReply []byte
+	sized      bool // the response has a Content-Length
 	reply      []byte
 	replyLong  bool
 	ended      atomic.Bool
@@ -468,6 +469,11 @@ type mark struct {
 	end int
 	t   int64
 }
+
+// testReleased, when set (by tests, before any request), is called by a
+// handler whose client was given its reply, before the handler vouches
+// for it.
+var testReleased func(x *exch)
 
 // ServeHTTP forwards one request and records it.
 //
@@ -537,9 +543,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.metrics.observeAdded(x, time.Since(x.arrived))
 		if j := x.vouch; j != nil {
-			// The client has its reply: what is left of recording it is
-			// off its path.
-			j.vouch(x.vouchReply)
+			if testReleased != nil {
+				testReleased(x)
+			}
+			if x.sized {
+				// The client has every byte of a reply of known length:
+				// what is left of recording it is off its path.
+				j.vouch(x.vouchReply)
+			} else {
+				// A stream ends for its client only once the handler
+				// returns.
+				go j.vouch(x.vouchReply)
+			}
 			x.vouch, x.vouchReply = nil, nil
 		}
 	}()
@@ -789,6 +804,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	x.ttfb = time.Since(x.arrived)
 	x.status = resp.StatusCode
+	x.sized = resp.ContentLength >= 0
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		x.encoding = enc
 	}

@@ -3,6 +3,9 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/codec/jsonscan"
@@ -135,6 +138,10 @@ func (s *sniffer) doc(b []byte) {
 		if *dst == nil {
 			*dst = new(usageObject)
 		}
+		if u, ok := plainUsage(**dst, v); ok {
+			**dst = u
+			return true
+		}
 		return json.Unmarshal(v, *dst) == nil
 	}
 	nested := func(dst **usageObject, v []byte) bool {
@@ -224,4 +231,99 @@ func (s *sniffer) result() *exchange.Usage {
 		}
 	}
 	return &u
+}
+
+// usageCounts are the usageObject members plainUsage reads: the counts
+// every provider sends as plain integers.
+var usageCounts = [...]string{
+	"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+	"prompt_tokens", "completion_tokens", "total_tokens", "promptTokenCount",
+	"candidatesTokenCount", "totalTokenCount", "cachedContentTokenCount", "thoughtsTokenCount",
+	"toolUsePromptTokenCount",
+}
+
+// plainUsage decodes v, a usage object, into a copy of u as
+// json.Unmarshal would, for the common case only: members named exactly
+// as usageObject's, with non-negative integer values (or null, for the
+// cached counts). It reports false, having decided nothing, for anything
+// else (a name that matches one only when case is ignored, a nested
+// object, another kind of value, a syntax error), which json.Unmarshal
+// then decodes. FuzzSnifferDoc compares the two.
+func plainUsage(u usageObject, v []byte) (usageObject, bool) {
+	if len(v) == 0 || v[0] != '{' {
+		return u, false
+	}
+	var cache [2]int64
+	ok := true
+	err := jsonscan.Fields(v, func(k, val []byte) bool {
+		i := slices.Index(usageCounts[:], string(k))
+		if i < 0 {
+			for _, name := range usageCounts {
+				if bytes.EqualFold(k, []byte(name)) {
+					ok = false // encoding/json would match it
+					return false
+				}
+			}
+			for _, name := range [...]string{"prompt_tokens_details", "input_tokens_details"} {
+				if bytes.EqualFold(k, []byte(name)) {
+					ok = false
+					return false
+				}
+			}
+			return true // a member usageObject does not have
+		}
+		if string(val) == "null" {
+			switch i {
+			case 2:
+				u.CacheReadInputTokens = nil
+			case 3:
+				u.CacheCreationInputTokens = nil
+			}
+			return true // null leaves an integer as it was
+		}
+		if len(val) > 18 || strings.Trim(string(val), "0123456789") != "" {
+			ok = false // a sign, a fraction, another kind, or a long number
+			return false
+		}
+		n, err := strconv.ParseInt(string(val), 10, 64)
+		if err != nil {
+			ok = false
+			return false
+		}
+		switch i {
+		case 0:
+			u.InputTokens = n
+		case 1:
+			u.OutputTokens = n
+		case 2:
+			cache[0] = n
+			u.CacheReadInputTokens = &cache[0]
+		case 3:
+			cache[1] = n
+			u.CacheCreationInputTokens = &cache[1]
+		case 4:
+			u.PromptTokens = n
+		case 5:
+			u.CompletionTokens = n
+		case 6:
+			u.TotalTokens = n
+		case 7:
+			u.PromptTokenCount = n
+		case 8:
+			u.CandidatesTokenCount = n
+		case 9:
+			u.TotalTokenCount = n
+		case 10:
+			u.CachedContentTokenCount = n
+		case 11:
+			u.ThoughtsTokenCount = n
+		case 12:
+			u.ToolUsePromptTokenCount = n
+		}
+		return true
+	})
+	if !ok || err != nil {
+		return u, false
+	}
+	return u, true
 }

@@ -51,6 +51,27 @@ var usageSeeds = []string{
 	`{"usage":{"input_tokens":"x"}}`,
 	`{"usage":{"input_tokens":1}`,
 	`{"usage":{"input_tokens":1}} x`,
+	// Where plainUsage hands over to encoding/json.
+	`{"usage":{"input_tokens":12,"INPUT_TOKENS":3}}`,
+	`{"usage":{"input_to\u212Aens":5,"output_tokens":2}}`,
+	"{\"usage\":{\"input_to\u212aens\":5}}",
+	`{"usage":{"input_tokens":1.0}}`,
+	`{"usage":{"input_tokens":-1,"output_tokens":4}}`,
+	`{"usage":{"cache_read_input_tokens":null,"input_tokens":2}}`,
+	`{"usage":{"cache_read_input_tokens":5},"usage":{"cache_read_input_tokens":null}}`,
+	`{"usage":{"cache_read_input_tokens":5},"usage":{"input_tokens":1}}`,
+	`{"usage":{"input_tokens":99999999999999999999}}`,
+	`{"usage":{"input_tokens":999999999999999999}}`,
+	`{"usage":{"input_tokens":1,"prompt_tokens_details":{"cached_tokens":3}}}`,
+	`{"usage":{"input_tokens":1,"Prompt_Tokens_Details":{"cached_tokens":3}}}`,
+	`{"usage":{"input_tokens":1,"extra":{"a":[1,2]},"x":"y"}}`,
+	`{"usage":{"input_\u0074okens":7}}`,
+	`{"usage":{"total_tokens":"7"}}`,
+	`{"usage":{"input_tokens":true}}`,
+	`{"usage":{"input_tokens":1,}}`,
+	`{"usage":{"input_tokens":0,"output_tokens":00}}`,
+	`{"usage":{}}`,
+	`{"usage":[]}`,
 }
 
 func TestSnifferDocMatchesDecode(t *testing.T) {

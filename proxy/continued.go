@@ -94,8 +94,8 @@ type judgement struct {
 	path  string
 	api   llm.API
 	reply []byte // nil once decided or dropped
-	// vouched is quickGood's word on the reply: 0 not asked yet, 1
-	// good, 2 not sure. The handler asks once its client has the reply
+	// vouched is quickGood's word on the reply: unasked, vouchedGood
+	// or notVouched (not sure). The handler asks once its client has the reply
 	// (Proxy.vouch), off the exchange's path; whoever needs it first
 	// asks it then (good). Atomic: the handler holds no lock of tips.
 	vouched atomic.Int32
@@ -132,25 +132,26 @@ func (j *judgement) get(ts *tips) (failed bool, out uint64, id string) {
 	return j.failed, j.out, j.id
 }
 
+// quickGood's word on a reply, as judgement.vouched holds it.
+const (
+	unasked int32 = iota
+	vouchedGood
+	notVouched
+)
+
 // vouch asks quickGood about reply, the judgement's reply, unless that
 // was done.
 func (j *judgement) vouch(reply []byte) bool {
-	switch j.vouched.Load() {
-	case 1:
-		return true
-	case 2:
-		return false
+	if v := j.vouched.Load(); v != unasked {
+		return v == vouchedGood
 	}
 	good := quickGood(j.api, reply)
-	j.vouched.Store(2 - b2i(good))
-	return good
-}
-
-func b2i(b bool) int32 {
-	if b {
-		return 1
+	v := notVouched
+	if good {
+		v = vouchedGood
 	}
-	return 0
+	j.vouched.Store(v)
+	return good
 }
 
 // good reports whether quickGood vouched for the reply, which must not

@@ -772,7 +772,11 @@ func TestKeptRepliesBounded(t *testing.T) {
 	var js []*judgement
 	for i := range 100 {
 		j := &judgement{path: "/v1/messages", api: llm.AnthropicMessages, reply: reply}
-		j.vouched.Store(2 - b2i(i%2 == 0))
+		if i%2 == 0 {
+			j.vouched.Store(vouchedGood)
+		} else {
+			j.vouched.Store(notVouched)
+		}
 		js = append(js, j)
 		ts.keep(j)
 		if ts.keptBytes > maxKeptReplies {
@@ -850,7 +854,7 @@ func TestKeptSweptRarely(t *testing.T) {
 	const n = 30000
 	for range n {
 		j := &judgement{path: "/v1/messages", reply: reply}
-		j.vouched.Store(1)
+		j.vouched.Store(vouchedGood)
 		ts.keep(j)
 	}
 	if ts.keptBytes != n*len(reply) || len(ts.kept) != n {
@@ -894,10 +898,10 @@ func TestVouchedOffPath(t *testing.T) {
 			break
 		}
 	}
-	if vouched != 1 || decided {
+	if vouched != vouchedGood || decided {
 		t.Errorf("the reply's judgement: vouched %d, decided %v; want vouched for (1) by the handler, not decoded", vouched, decided)
 	}
-	if v := <-atRelease; v != 0 {
+	if v := <-atRelease; v != unasked {
 		t.Errorf("vouched %d when the client had its reply; want 0 (not asked yet)", v)
 	}
 }

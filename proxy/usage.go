@@ -233,51 +233,48 @@ func (s *sniffer) result() *exchange.Usage {
 	return &u
 }
 
-// usageCounts are the usageObject members plainUsage reads: the counts
-// every provider sends as plain integers.
+// usageCounts are the names of the usageObject members plainUsage
+// reads, in the order of plainUsage's counts; the two cached counts,
+// *int64, come first. TestUsageCountsNames checks them against the
+// struct's tags.
 var usageCounts = [...]string{
-	"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-	"prompt_tokens", "completion_tokens", "total_tokens", "promptTokenCount",
-	"candidatesTokenCount", "totalTokenCount", "cachedContentTokenCount", "thoughtsTokenCount",
-	"toolUsePromptTokenCount",
+	"cache_read_input_tokens", "cache_creation_input_tokens",
+	"input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
+	"promptTokenCount", "candidatesTokenCount", "totalTokenCount", "cachedContentTokenCount",
+	"thoughtsTokenCount", "toolUsePromptTokenCount",
 }
+
+// usageDetails are the nested members plainUsage leaves to
+// json.Unmarshal.
+var usageDetails = [...]string{"prompt_tokens_details", "input_tokens_details"}
 
 // plainUsage decodes v, a usage object, into a copy of u as
 // json.Unmarshal would, for the common case only: members named exactly
-// as usageObject's, with non-negative integer values (or null, for the
-// cached counts). It reports false, having decided nothing, for anything
-// else (a name that matches one only when case is ignored, a nested
-// object, another kind of value, a syntax error), which json.Unmarshal
-// then decodes. FuzzSnifferDoc compares the two.
+// as usageObject's, with non-negative integers (or null) as values. It
+// reports false, having decided nothing, for anything else (a name that
+// matches one only when case is ignored, a nested object, another kind
+// of value, a syntax error), which json.Unmarshal then decodes.
+// FuzzSnifferDoc compares the two.
 func plainUsage(u usageObject, v []byte) (usageObject, bool) {
 	if len(v) == 0 || v[0] != '{' {
 		return u, false
 	}
-	var cache [2]int64
+	cached := [...]**int64{&u.CacheReadInputTokens, &u.CacheCreationInputTokens}
+	counts := [...]*int64{nil, nil, &u.InputTokens, &u.OutputTokens, &u.PromptTokens, &u.CompletionTokens,
+		&u.TotalTokens, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount,
+		&u.CachedContentTokenCount, &u.ThoughtsTokenCount, &u.ToolUsePromptTokenCount}
 	ok := true
 	err := jsonscan.Fields(v, func(k, val []byte) bool {
 		i := slices.Index(usageCounts[:], string(k))
 		if i < 0 {
-			for _, name := range usageCounts {
-				if bytes.EqualFold(k, []byte(name)) {
-					ok = false // encoding/json would match it
-					return false
-				}
-			}
-			for _, name := range [...]string{"prompt_tokens_details", "input_tokens_details"} {
-				if bytes.EqualFold(k, []byte(name)) {
-					ok = false
-					return false
-				}
-			}
-			return true // a member usageObject does not have
+			// encoding/json matches names ignoring case.
+			fold := func(name string) bool { return bytes.EqualFold(k, []byte(name)) }
+			ok = !slices.ContainsFunc(usageCounts[:], fold) && !slices.ContainsFunc(usageDetails[:], fold)
+			return ok // else a member usageObject does not have
 		}
 		if string(val) == "null" {
-			switch i {
-			case 2:
-				u.CacheReadInputTokens = nil
-			case 3:
-				u.CacheCreationInputTokens = nil
+			if i < len(cached) {
+				*cached[i] = nil
 			}
 			return true // null leaves an integer as it was
 		}
@@ -286,39 +283,14 @@ func plainUsage(u usageObject, v []byte) (usageObject, bool) {
 			return false
 		}
 		n, err := strconv.ParseInt(string(val), 10, 64)
-		if err != nil {
-			ok = false
+		if ok = err == nil; !ok {
 			return false
 		}
-		switch i {
-		case 0:
-			u.InputTokens = n
-		case 1:
-			u.OutputTokens = n
-		case 2:
-			cache[0] = n
-			u.CacheReadInputTokens = &cache[0]
-		case 3:
-			cache[1] = n
-			u.CacheCreationInputTokens = &cache[1]
-		case 4:
-			u.PromptTokens = n
-		case 5:
-			u.CompletionTokens = n
-		case 6:
-			u.TotalTokens = n
-		case 7:
-			u.PromptTokenCount = n
-		case 8:
-			u.CandidatesTokenCount = n
-		case 9:
-			u.TotalTokenCount = n
-		case 10:
-			u.CachedContentTokenCount = n
-		case 11:
-			u.ThoughtsTokenCount = n
-		case 12:
-			u.ToolUsePromptTokenCount = n
+		if i < len(cached) {
+			c := n
+			*cached[i] = &c
+		} else {
+			*counts[i] = n
 		}
 		return true
 	})

@@ -2,6 +2,10 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/exchange"
@@ -129,5 +133,45 @@ func TestSnifferGeminiUsage(t *testing.T) {
 	u := resp.Usage
 	if got == nil || got.InputTokens != u.Input || got.OutputTokens != u.Output || got.CacheReadTokens != u.CacheRead || got.TotalTokens != 156 {
 		t.Errorf("sniffed %+v; codec/llm: input %d, output %d, cache read %d (total 156)", got, u.Input, u.Output, u.CacheRead)
+	}
+}
+
+// TestUsageCountsNames: plainUsage's names are usageObject's json tags,
+// each count lands in its own member (every count given a distinct
+// value decodes as json.Unmarshal decodes it), and the nested members
+// are the ones it leaves to json.Unmarshal.
+func TestUsageCountsNames(t *testing.T) {
+	var counts, details []string
+	ty := reflect.TypeFor[usageObject]()
+	for i := range ty.NumField() {
+		f := ty.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Struct:
+			details = append(details, f.Tag.Get("json"))
+		default:
+			counts = append(counts, f.Tag.Get("json"))
+		}
+	}
+	slices.Sort(counts)
+	slices.Sort(details)
+	if got := slices.Sorted(slices.Values(usageCounts[:])); !slices.Equal(got, counts) {
+		t.Errorf("usageCounts %v, usageObject's counts %v", got, counts)
+	}
+	if got := slices.Sorted(slices.Values(usageDetails[:])); !slices.Equal(got, details) {
+		t.Errorf("usageDetails %v, usageObject's nested members %v", got, details)
+	}
+	var doc strings.Builder
+	doc.WriteString("{")
+	for i, name := range usageCounts {
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		fmt.Fprintf(&doc, "%q:%d", name, 100+i)
+	}
+	doc.WriteString("}")
+	got, ok := plainUsage(usageObject{}, []byte(doc.String()))
+	var want usageObject
+	if err := json.Unmarshal([]byte(doc.String()), &want); err != nil || !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("plainUsage(%s) = %+v, %v; json.Unmarshal gives %+v, %v", doc.String(), got, ok, want, err)
 	}
 }

@@ -27,6 +27,16 @@
 //     (gemini_live_test.go); its own log is imported, checked and exported
 //     to ATIF, and its hooks and MCP server, as install writes them, are
 //     run by it (gemini_import_test.go);
+//   - Codex CLI (@openai/codex 0.169.0, its native binary from the
+//     platform package npm picks) runs `codex exec` through `bbengine
+//     proxy` to a fake Responses API: an exec_command call, its output
+//     and a text answer; its config.toml names a provider of its own
+//     with supports_websockets = false (Codex ignores OPENAI_BASE_URL
+//     and its built-in provider tries a WebSocket first), analytics and
+//     plugins off. The rollout it writes is imported into the recorded
+//     directory and merged with the proxied session, checked with
+//     import --check, ATIF export --check and rebuild
+//     (codex_test.go);
 //   - `bbengine proxy` is killed with SIGKILL again and again while
 //     clients stream, in the clear and in an encrypted directory, and
 //     every exchange a client got whole is in the WAL (fault_kill_test.go);
@@ -40,7 +50,7 @@
 //	npm ci --prefix e2e/node
 //
 // The tests skip when node/node_modules is missing. Nothing leaves the
-// machine: every server is an httptest server on 127.0.0.1; Claude Code's
+// machine: every server is an httptest server on 127.0.0.1; the agents'
 // HTTP(S)_PROXY points at a local tripwire that refuses, and the test
 // reports, any request for another host; the node scripts give the SDKs a
 // fetch that refuses any URL not on loopback.

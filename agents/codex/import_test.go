@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bbengine/bbengine/codec/agentlog/agentlogtest"
+	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
 	"github.com/bbengine/bbengine/engine"
@@ -323,5 +324,72 @@ func BenchmarkImportCodex(b *testing.B) {
 		if _, err := engine.DeriveImport("codex", "codex:x", []engine.ImportFile{file}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// fixture0169 is the rollout the real Codex CLI 0.169.0 wrote in e2e's
+// TestCodex: one `codex exec` through bbengine proxy to a fake Responses
+// API, an exec_command call of `echo hello`, its output, then a
+// text-only answer.
+const (
+	fixture0169        = "testdata/codex-0.169.0-tool.jsonl"
+	fixture0169Session = "01a21dff-d575-7003-9b96-4b029ce49315"
+)
+
+// TestImportCodex0169 derives the 0.169.0 rollout and checks its census,
+// what import --check compares, by exact counts. 0.169 writes no
+// user_message event (the prompt is an item_completed UserMessage), so
+// the prompt counts as injected context with the two context items; of
+// its new lines, world_state, thread_settings_applied and the two
+// token_usage_records (which name the response id) are kept as records
+// of unknown type.
+func TestImportCodex0169(t *testing.T) {
+	file, lines := readRollout(t, fixture0169)
+	im := deriveRollout(t, file)
+	got, want := engine.Census(&im.Session, im.Events), codex.Count(lines)
+	if got != want {
+		t.Errorf("census of the events differs from the source census:\n got %+v\nwant %+v", got, want)
+	}
+	// The numbers `bbengine import codex --check` printed for this
+	// rollout in TestCodex.
+	exact := census.Counts{Records: 21, MetaUser: 3, Assistant: 1, Responses: 2, Thinking: 1,
+		ToolCalls: 1, ToolResults: 1, CallIDs: 1, TokensIn: 9741, TokensOut: 53, CacheRead: 9472, Kept: 8, Unknown: 4}
+	if want != exact {
+		t.Errorf("source census:\n got %+v\nwant %+v", want, exact)
+	}
+	s := im.Session
+	if s.ID != "codex:"+fixture0169Session || s.Agent != "codex" || s.Version != "0.169.0" || s.Requests != 2 || s.CWD == "" {
+		t.Errorf("session = %+v", s)
+	}
+	if s.Usage.Input != 9538+9675 || s.Usage.Output != 41+12 || s.Usage.CacheRead != 9472 || s.Usage.Reasoning != 24 {
+		t.Errorf("usage = %+v, want input 19213, output 53, cache read 9472, reasoning 24", s.Usage)
+	}
+	var kinds, unknown []string
+	for _, ev := range im.Events {
+		switch {
+		case ev.Kind == engine.KindRecord && !ev.Record.Known:
+			unknown = append(unknown, ev.Record.Type)
+		case ev.Kind == engine.KindToolCall:
+			if ev.Tool.ID != "call_E2eExecEchoHello0001" || ev.Tool.Name != "exec_command" || string(ev.Tool.Args) != `{"cmd":"echo hello"}` {
+				t.Errorf("tool call = %+v", ev.Tool)
+			}
+		case ev.Kind == engine.KindToolResult:
+			if ev.Tool.ID != "call_E2eExecEchoHello0001" || !strings.Contains(ev.Text, "hello") {
+				t.Errorf("tool result = %+v %q", ev.Tool, ev.Text)
+			}
+		case ev.Kind == engine.KindMessage && ev.Role == "assistant":
+			if ev.Text != "E2E done: the shell said hello." {
+				t.Errorf("answer = %q", ev.Text)
+			}
+		}
+		if ev.Kind != engine.KindRecord {
+			kinds = append(kinds, string(ev.Kind))
+		}
+	}
+	if w := "world_state event_msg/thread_settings_applied token_usage_record token_usage_record"; strings.Join(unknown, " ") != w {
+		t.Errorf("unknown records %v, want %s", unknown, w)
+	}
+	if w := "message message message model_call thinking tool_call tool_result usage model_call message usage"; strings.Join(kinds, " ") != w {
+		t.Errorf("events:\n got %v\nwant %v", kinds, w)
 	}
 }

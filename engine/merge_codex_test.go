@@ -16,8 +16,8 @@ import (
 // the same session, written in the golden corpus's shapes with the
 // recording's ids: the tool-using response pairs by its call_id and its
 // encrypted reasoning; the text-only answer has no exact key (a rollout
-// keeps no response id), so until pairing by content it stays unpaired
-// on both sides and its usage counts twice.
+// keeps no response id), so it pairs by content: the next imported
+// response of the thread after the tool-using one has the same reply.
 func TestMergeCodex(t *testing.T) {
 	const session = "0199a3b2-7c1d-7e4f-9a2b-3c4d5e6f7a8b"
 	dir := t.TempDir()
@@ -126,23 +126,23 @@ func TestMergeCodex(t *testing.T) {
 		counts[k]++
 	}
 	t.Logf("merged timeline: %d events %v", len(evs), counts)
-	// The tool-using response pairs whole: its call, thinking, tool
-	// call and usage; the result by its call_id; the prompt.
-	for _, k := range []string{"model_call paired", "thinking paired", "tool_call " + call + " paired", "usage paired", "tool_result " + call + " paired"} {
-		if counts[k] != 1 {
-			t.Errorf("%q: %d, want 1", k, counts[k])
+	// Both responses pair whole: the tool-using one by its keys (its
+	// call, thinking, tool call and usage), the text-only answer by its
+	// reply (its call, text and usage); the result by its call_id; the
+	// prompt.
+	for k, want := range map[string]int{"model_call paired": 2, "usage paired": 2, "thinking paired": 1,
+		"tool_call " + call + " paired": 1, "tool_result " + call + " paired": 1} {
+		if counts[k] != want {
+			t.Errorf("%q: %d, want %d", k, counts[k], want)
 		}
 	}
-	if counts["tool_call "+call] != 0 || counts["tool_result "+call] != 0 {
-		t.Errorf("the tool call or result is in the timeline twice: %v", counts)
+	for _, k := range []string{"model_call", "usage", "tool_call " + call, "tool_result " + call} {
+		if counts[k] != 0 {
+			t.Errorf("%q: %d unpaired, want none: %v", k, counts[k], counts)
+		}
 	}
-	// The text-only answer: unpaired on both sides (left: pairing by
-	// content), so two model calls and two usages.
-	if counts["model_call"] != 2 || counts["usage"] != 2 {
-		t.Errorf("unpaired calls %d, usages %d; want the text-only answer on both sides", counts["model_call"], counts["usage"])
-	}
-	if s.Requests != 3 {
-		t.Errorf("%d requests, want 3 (the text-only answer counts twice until pairing by content)", s.Requests)
+	if s.Requests != 2 {
+		t.Errorf("%d requests, want 2: each response counted once", s.Requests)
 	}
 	sameAfterRebuild(t, e, dump(t, e), "rebuild differs for a merged Codex session")
 }

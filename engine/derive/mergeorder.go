@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bbengine/bbengine/codec/llm"
 )
 
 // The merge of two timelines of one session, as pure functions of them
@@ -153,23 +155,34 @@ func liveGroups(live []Event) []group {
 }
 
 // importGroups returns the response groups of an imported timeline: a
-// model call and what follows it in its thread up to its usage.
+// model call and what follows it in its thread up to its usage. A usage
+// that comes after something else of the thread (Codex 0.169 writes a
+// response's token_count after the output of its tool call) still ends
+// the thread's last group when that one has none and no model call came
+// between.
 func importGroups(imp []Event) []group {
 	var out []group
-	open := map[int]int{} // thread → open group
+	open := map[int]int{}  // thread → open group
+	owing := map[int]int{} // thread → its last group, closed without a usage
 	for i := range imp {
 		ev := &imp[i]
 		if ev.Kind == KindModelCall {
 			open[ev.Thread] = len(out)
+			delete(owing, ev.Thread)
 			out = append(out, group{call: i, events: []int{i}, thread: ev.Thread, keys: groupKeys(ev, false)})
 			continue
 		}
 		g, ok := open[ev.Thread]
 		if !ok {
+			if g, ok := owing[ev.Thread]; ok && ev.Kind == KindUsage {
+				out[g].events = append(out[g].events, i)
+				delete(owing, ev.Thread)
+			}
 			continue
 		}
 		if !responseKind(ev) {
 			delete(open, ev.Thread)
+			owing[ev.Thread] = g
 			continue
 		}
 		out[g].events = append(out[g].events, i)
@@ -188,7 +201,10 @@ type pairing struct {
 	// remainder marks a live user message whose text before the
 	// boundary is a wire remainder.
 	remainder map[int]bool
-	st        Merged
+	// toolIDs maps the id of a paired live tool call to its partner's,
+	// for results of calls the sides name differently.
+	toolIDs map[string]string
+	st      Merged
 }
 
 func (p *pairing) pair(l, i int) {
@@ -201,7 +217,24 @@ func (p *pairing) pair(l, i int) {
 // session and returns the merged order, and the counts of Merged (less
 // Members). It is a pure function of the two timelines.
 func MergeOrder(live, imp []Event) ([]OrderEntry, Merged) {
-	p := &pairing{liveTo: map[int][]int{}, impTo: map[int]int{}, remainder: map[int]bool{}}
+	p, _, _, _ := pairAll(live, imp)
+	order := mergedOrder(live, imp, p)
+	for _, o := range order {
+		switch o.Tag {
+		case OrderLive:
+			p.st.LiveOnly++
+		case OrderImport:
+			p.st.LogOnly++
+		}
+	}
+	return order, p.st
+}
+
+// pairAll pairs the events of two timelines of one session (MergeOrder)
+// and returns the pairing, the response groups of each side and which of
+// them pair, in live order.
+func pairAll(live, imp []Event) (*pairing, []group, []group, []groupPair) {
+	p := &pairing{liveTo: map[int][]int{}, impTo: map[int]int{}, remainder: map[int]bool{}, toolIDs: map[string]string{}}
 	lg, ig := liveGroups(live), importGroups(imp)
 
 	// Exact keys: a key two imported groups share is ignored.
@@ -221,7 +254,6 @@ func MergeOrder(live, imp []Event) ([]OrderEntry, Merged) {
 	// Live groups in live order; each pairs with the one imported group
 	// its keys name, when that one is not paired yet.
 	taken := map[int]bool{}
-	type groupPair struct{ l, i int }
 	var pairs []groupPair
 	for li := range lg {
 		cand, ok := -1, true
@@ -242,6 +274,11 @@ func MergeOrder(live, imp []Event) ([]OrderEntry, Merged) {
 		pairs = append(pairs, groupPair{li, cand})
 		p.pairGroups(live, imp, &lg[li], &ig[cand])
 	}
+	for _, gp := range pairContent(live, imp, lg, ig, byKey, taken, pairs) {
+		pairs = append(pairs, gp)
+		p.pairGroups(live, imp, &lg[gp.l], &ig[gp.i])
+	}
+	slices.SortFunc(pairs, func(a, b groupPair) int { return cmp.Compare(a.l, b.l) })
 
 	// The request side of each paired exchange meets the imported
 	// events of its thread between the previous pair and this one.
@@ -272,16 +309,215 @@ func MergeOrder(live, imp []Event) ([]OrderEntry, Merged) {
 	}
 
 	p.pairLeftovers(live, imp)
-	order := mergedOrder(live, imp, p)
-	for _, o := range order {
-		switch o.Tag {
-		case OrderLive:
-			p.st.LiveOnly++
-		case OrderImport:
-			p.st.LogOnly++
+	return p, lg, ig, pairs
+}
+
+// groupPair is a live response group and the imported one it pairs
+// with, by their indices in liveGroups and importGroups.
+type groupPair struct{ l, i int }
+
+// pairContent pairs the live groups that no exact key names with
+// imported groups of the same reply (docs/design/merge.md, 2.3,
+// "Content"): Codex keeps no response id in its rollout, so a text-only
+// answer has no exact key, and Gemini CLI's log and wire name a tool
+// call differently. A live thread maps to the imported thread of its
+// first pair. A live group after a pair of its thread is compared with
+// the next unpaired imported group of the mapped thread after that
+// pair's partner; one before the first pair of its thread, with the
+// last unpaired one before the next pair's partner. The first group of a
+// thread with no pair pairs with the first unpaired imported group of
+// equal reply and equal usage: the prompt's token count grows with the
+// conversation, so it pins the place. Only equal reply keys pair; a
+// group whose reply has no key (thinking alone, a text in a blob on one
+// side only) stays apart. It returns the new pairs; taken gains their
+// imported groups.
+func pairContent(live, imp []Event, lg, ig []group, byKey map[string]int, taken map[int]bool, exact []groupPair) []groupPair {
+	partner := make([]int, len(lg)) // live group → imported group, -1
+	for i := range partner {
+		partner[i] = -1
+	}
+	for _, gp := range exact {
+		partner[gp.l] = gp.i
+	}
+	// A live group some exact key names a group for is not content's:
+	// the key was ambiguous, or its group taken by another.
+	eligible := func(li int) bool {
+		if partner[li] >= 0 {
+			return false
+		}
+		for _, k := range lg[li].keys {
+			if _, found := byKey[k]; found {
+				return false
+			}
+		}
+		return true
+	}
+	replies := map[*group]string{}
+	reply := func(side []Event, g *group) string {
+		if k, ok := replies[g]; ok {
+			return k
+		}
+		k := replyKey(side, g)
+		replies[g] = k
+		return k
+	}
+	same := func(li, gi int) bool {
+		k := reply(live, &lg[li])
+		return k != "" && !taken[gi] && k == reply(imp, &ig[gi])
+	}
+	threads := map[int]int{} // live thread → imported thread
+	for li := range lg {
+		if gi := partner[li]; gi >= 0 {
+			if _, ok := threads[lg[li].thread]; !ok {
+				threads[lg[li].thread] = ig[gi].thread
+			}
 		}
 	}
-	return order, p.st
+	var out []groupPair
+	add := func(li, gi int) {
+		partner[li] = gi
+		taken[gi] = true
+		out = append(out, groupPair{li, gi})
+		if _, ok := threads[lg[li].thread]; !ok {
+			threads[lg[li].thread] = ig[gi].thread
+		}
+	}
+	// next is the first paired live group of li's thread after it, -1.
+	next := func(li int) int {
+		for n := li + 1; n < len(lg); n++ {
+			if lg[n].thread == lg[li].thread && partner[n] >= 0 {
+				return n
+			}
+		}
+		return -1
+	}
+	// Forward: after a pair of the thread, or the thread's first group.
+	last := map[int]int{} // live thread → its last paired live group so far
+	for li := range lg {
+		t := lg[li].thread
+		if partner[li] >= 0 {
+			last[t] = li
+			continue
+		}
+		if !eligible(li) {
+			continue
+		}
+		if pl, ok := last[t]; ok {
+			limit := len(ig)
+			if n := next(li); n >= 0 {
+				limit = partner[n]
+			}
+			u := threads[t]
+			for gi := partner[pl] + 1; gi < limit; gi++ {
+				if ig[gi].thread != u || taken[gi] {
+					continue
+				}
+				if same(li, gi) {
+					add(li, gi)
+					last[t] = li
+				}
+				break
+			}
+			continue
+		}
+		if _, mapped := threads[t]; mapped {
+			continue // before the thread's first pair: backward, below
+		}
+		want := groupUsage(live, &lg[li])
+		for gi := range ig {
+			if same(li, gi) && want != nil && equalUsage(want, groupUsage(imp, &ig[gi])) {
+				add(li, gi)
+				last[t] = li
+				break
+			}
+		}
+	}
+	// Backward: before the first pair of the thread, from the last.
+	for li := len(lg) - 1; li >= 0; li-- {
+		if !eligible(li) {
+			continue
+		}
+		n := next(li)
+		if n < 0 {
+			continue
+		}
+		u := threads[lg[li].thread]
+		for gi := partner[n] - 1; gi >= 0; gi-- {
+			if ig[gi].thread != u || taken[gi] {
+				continue
+			}
+			if same(li, gi) {
+				add(li, gi)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// replyKey is the content of a response group's reply: its assistant
+// texts (trimmed, runs of white space as one space; a text in a blob by
+// the blob's digest) and its tool calls by name and canonical arguments,
+// without ids, in order. Thinking is left out (a log may omit it). It
+// is "" for a reply with none of these.
+func replyKey(side []Event, g *group) string {
+	h := sha256.New()
+	n := 0
+	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
+	for _, k := range g.events {
+		ev := &side[k]
+		switch {
+		case ev.Kind == KindMessage && ev.Role == "assistant":
+			w("m")
+			if ev.TextBlob != "" {
+				w("blob:" + ev.TextBlob)
+			} else {
+				w(strings.Join(strings.Fields(ev.Text), " "))
+			}
+		case ev.Kind == KindToolCall && ev.Tool != nil:
+			w("t")
+			w(ev.Tool.Name)
+			w(string(llm.CanonicalJSON(ev.Tool.Args)))
+		default:
+			continue
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return string(h.Sum(nil))
+}
+
+// sameText reports whether two texts are equal but for runs of white
+// space and white space at their ends.
+func sameText(a, b string) bool {
+	if strings.TrimSpace(a) == strings.TrimSpace(b) {
+		return true
+	}
+	return strings.Join(strings.Fields(a), " ") == strings.Join(strings.Fields(b), " ")
+}
+
+// sameCall reports whether two tool calls have the same name and
+// canonical arguments.
+func sameCall(a, b *Tool) bool {
+	return a != nil && b != nil && a.Name == b.Name && string(llm.CanonicalJSON(a.Args)) == string(llm.CanonicalJSON(b.Args))
+}
+
+// groupUsage is the usage of a response group, nil for none.
+func groupUsage(side []Event, g *group) *Usage {
+	for _, k := range g.events {
+		if side[k].Kind == KindUsage && side[k].Usage != nil {
+			return side[k].Usage
+		}
+	}
+	return nil
+}
+
+// equalUsage reports whether two usages agree on what both sides of a
+// call report: input, output, cache reads and reasoning.
+func equalUsage(a, b *Usage) bool {
+	return b != nil && a.Input == b.Input && a.Output == b.Output && a.CacheRead == b.CacheRead && a.Reasoning == b.Reasoning
 }
 
 // pairGroups pairs the events of two response groups that are the same
@@ -313,7 +549,7 @@ func (p *pairing) pairGroups(live, imp []Event, l, i *group) {
 			if ev.Role == "assistant" {
 				b = nth(i, imp, KindMessage, count[KindMessage])
 				count[KindMessage]++
-				if b >= 0 && (ev.TextBlob != "" || imp[b].TextBlob != "" || strings.TrimSpace(ev.Text) != strings.TrimSpace(imp[b].Text)) {
+				if b >= 0 && (ev.TextBlob != "" || imp[b].TextBlob != "" || !sameText(ev.Text, imp[b].Text)) {
 					b = -1
 				}
 			}
@@ -326,10 +562,22 @@ func (p *pairing) pairGroups(live, imp []Event, l, i *group) {
 					}
 				}
 			}
+			if b < 0 && ev.Tool != nil {
+				// A call the two sides name differently (a synthetic
+				// id, Gemini CLI's own): by position, name and
+				// canonical arguments.
+				if k := nth(i, imp, KindToolCall, count[KindToolCall]); k >= 0 && !used[k] && sameCall(ev.Tool, imp[k].Tool) {
+					b = k
+				}
+			}
+			count[KindToolCall]++
 		}
 		if b >= 0 && !used[b] {
 			used[b] = true
 			p.pair(a, b)
+			if ev.Kind == KindToolCall && ev.Tool.ID != "" && imp[b].Tool.ID != "" {
+				p.toolIDs[ev.Tool.ID] = imp[b].Tool.ID
+			}
 		} else {
 			p.st.Unpaired++
 		}
@@ -353,8 +601,12 @@ func (p *pairing) pairRequest(live, imp []Event, reqs, stretch []int) {
 	var index map[string][]int
 	byKey := func(a int) {
 		keys := groupKeys(&live[a], true)
-		if live[a].Kind == KindToolResult && live[a].Tool != nil && live[a].Tool.ID != "" && !live[a].Tool.SyntheticID {
-			keys = []string{"result:" + live[a].Tool.ID}
+		if t := live[a].Tool; live[a].Kind == KindToolResult && t != nil && t.ID != "" {
+			if id, ok := p.toolIDs[t.ID]; ok {
+				keys = []string{"result:" + id}
+			} else if !t.SyntheticID {
+				keys = []string{"result:" + t.ID}
+			}
 		}
 		if len(keys) == 0 {
 			return

@@ -37,7 +37,13 @@ func msg(role, s string) Event { return Event{Kind: KindMessage, Role: role, Tex
 func tcall(id string) Event {
 	return Event{Kind: KindToolCall, Role: "assistant", Tool: &Tool{ID: id, Name: "Bash"}}
 }
-func tresult(id string) Event { return Event{Kind: KindToolResult, Role: "user", Tool: &Tool{ID: id}} }
+
+// tcallArgs is a tool call with arguments; an id with '#' is synthetic.
+func tcallArgs(id, name, args string) Event {
+	return Event{Kind: KindToolCall, Role: "assistant", Tool: &Tool{ID: id, Name: name, Args: []byte(args), SyntheticID: strings.Contains(id, "#")}}
+}
+func synthetic(ev Event) Event { ev.Tool.SyntheticID = true; return ev }
+func tresult(id string) Event  { return Event{Kind: KindToolResult, Role: "user", Tool: &Tool{ID: id}} }
 func think(sig string) Event {
 	return Event{Kind: KindThinking, Role: "assistant", Text: "hmm", Signature: sig}
 }
@@ -154,7 +160,84 @@ func TestMergeOrder(t *testing.T) {
 		name: "a tool result before a call no key pairs still pairs by its id",
 		live: tl(lresp(1, call("", "")), lresp(1, tcall("t1")), lresp(1, usage(5)), lreq(2, tresult("t1")), lresp(2, call("", "")), lresp(2, msg("assistant", "done")), lresp(2, usage(6))),
 		imp:  tl(imp(call("", ""), ""), imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("", ""), ""), imp(msg("assistant", "done"), ""), imp(usage(6), "")),
+		want: "P1:1 P2:2 P3:3 P4:4 P5:5 P6:6 P7:7", paired: 7,
+	}, {
+		name: "a tool result before a call whose reply differs pairs by its id",
+		live: tl(lresp(1, call("", "")), lresp(1, tcall("t1")), lresp(1, usage(5)), lreq(2, tresult("t1")), lresp(2, call("", "")), lresp(2, msg("assistant", "done")), lresp(2, usage(6))),
+		imp:  tl(imp(call("", ""), ""), imp(tcall("t1"), ""), imp(usage(5), ""), imp(tresult("t1"), ""), imp(call("", ""), ""), imp(msg("assistant", "finished"), ""), imp(usage(6), "")),
 		want: "P1:1 P2:2 P3:3 P4:4 L5 I5 L6 I6 L7 I7", paired: 4,
+	}, {
+		name: "content: a text-only answer after a pair pairs by its reply (Codex)",
+		live: tl(lresp(1, call("resp_1", "")), lresp(1, tcall("c1")), lresp(1, usage(5)), lreq(2, tresult("c1")),
+			lresp(2, call("resp_2", "req_2")), lresp(2, msg("assistant", "All  tests\npass.")), lresp(2, usage(9))),
+		imp: tl(imp(call("", ""), ""), imp(tcall("c1"), ""), imp(usage(5), ""), imp(tresult("c1"), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "All tests pass. "), ""), imp(usage(7), "")),
+		want: "P1:1 P2:2 P3:3 P4:4 P5:5 P6:6 P7:7", paired: 7,
+	}, {
+		name: "a usage the log writes after the tool's output ends its call (Codex 0.169)",
+		live: tl(lresp(1, call("resp_1", "")), lresp(1, tcall("c1")), lresp(1, usage(5)), lreq(2, tresult("c1")),
+			lresp(2, call("resp_2", "")), lresp(2, msg("assistant", "ok")), lresp(2, usage(9))),
+		imp: tl(imp(call("resp_1", ""), ""), imp(tcall("c1"), ""), imp(tresult("c1"), ""), imp(usage(5), ""),
+			imp(call("resp_2", ""), ""), imp(msg("assistant", "ok"), ""), imp(record("x"), ""), imp(usage(9), "")),
+		want: "P1:1 P2:2 P3:4 P4:3 P5:5 P6:6 I7 P7:8", paired: 7,
+	}, {
+		name: "a usage after the next call is not the last call's",
+		live: tl(lresp(1, call("resp_1", "")), lresp(1, tcall("c1")), lresp(1, usage(5))),
+		imp:  tl(imp(call("resp_1", ""), ""), imp(tcall("c1"), ""), imp(tresult("c1"), ""), imp(call("", ""), ""), imp(usage(5), "")),
+		want: "P1:1 P2:2 L3 I3 I4 I5", paired: 2,
+	}, {
+		name: "content: only the next imported group of the thread is compared",
+		live: tl(lresp(1, call("", "")), lresp(1, tcall("c1")), lresp(1, usage(5)),
+			lresp(2, call("", "")), lresp(2, msg("assistant", "b")), lresp(2, usage(6))),
+		imp: tl(imp(call("", ""), ""), imp(tcall("c1"), ""), imp(usage(5), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "a"), ""), imp(usage(6), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "b"), ""), imp(usage(6), "")),
+		want: "P1:1 P2:2 P3:3 L4 I4 L5 I5 L6 I6 I7 I8 I9", paired: 3,
+	}, {
+		name: "content: no exact key at all pairs the first group by reply and usage (Gemini)",
+		live: tl(lresp(1, call("", "")), lresp(1, tcallArgs("read#1.0", "read", `{"b":1,"a":"x"}`)), lresp(1, usage(100)),
+			lreq(2, synthetic(tresult("read#1.0"))), lresp(2, call("", "")), lresp(2, msg("assistant", "done")), lresp(2, usage(130))),
+		imp: tl(imp(call("", ""), ""), imp(tcallArgs("read__c1", "read", `{"a":"x","b":1}`), ""), imp(usage(100), ""),
+			imp(tresult("read__c1"), ""), imp(call("", ""), ""), imp(msg("assistant", "done"), ""), imp(usage(130), "")),
+		want: "P1:1 P2:2 P3:3 P4:4 P5:5 P6:6 P7:7", paired: 7,
+	}, {
+		name: "content: a tool call pairs by name and canonical arguments only",
+		live: tl(lresp(1, call("", "")), lresp(1, tcallArgs("read#1.0", "read", `{"a":"x"}`)), lresp(1, msg("assistant", "t")), lresp(1, usage(100))),
+		imp:  tl(imp(call("", ""), ""), imp(tcallArgs("c1", "read", `{"a":"y"}`), ""), imp(msg("assistant", "t"), ""), imp(usage(100), "")),
+		want: "L1 I1 L2 I2 L3 I3 L4 I4",
+	}, {
+		name: "content: the first group's usage must agree",
+		live: tl(lresp(1, call("", "")), lresp(1, msg("assistant", "done")), lresp(1, usage(100))),
+		imp:  tl(imp(call("", ""), ""), imp(msg("assistant", "done"), ""), imp(usage(101), "")),
+		want: "L1 I1 L2 I2 L3 I3",
+	}, {
+		name: "content: the first group's place is found by its usage",
+		live: tl(lresp(5, call("", "")), lresp(5, msg("assistant", "ok")), lresp(5, usage(300))),
+		imp: tl(imp(call("", ""), ""), imp(msg("assistant", "ok"), ""), imp(usage(100), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "ok"), ""), imp(usage(300), "")),
+		want: "I1 I2 I3 P1:4 P2:5 P3:6", paired: 3,
+	}, {
+		name: "content: groups before the thread's first exact pair pair backwards",
+		live: tl(lresp(1, call("", "")), lresp(1, msg("assistant", "one")), lresp(1, usage(1)),
+			lresp(2, call("", "")), lresp(2, msg("assistant", "two")), lresp(2, usage(2)),
+			lresp(3, call("msg_3", "")), lresp(3, usage(3))),
+		imp: tl(imp(call("", ""), ""), imp(msg("assistant", "zero"), ""), imp(usage(0), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "one"), ""), imp(usage(9), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "two"), ""), imp(usage(9), ""),
+			imp(call("msg_3", ""), ""), imp(usage(3), "")),
+		want: "I1 I2 I3 P1:4 P2:5 P3:6 P4:7 P5:8 P6:9 P7:10 P8:11", paired: 8,
+	}, {
+		name: "content: a reply of thinking alone has no key",
+		live: tl(lresp(1, call("", "")), lresp(1, tcall("c1")), lresp(1, usage(5)), lresp(2, call("", "")), lresp(2, think("")), lresp(2, usage(6))),
+		imp:  tl(imp(call("", ""), ""), imp(tcall("c1"), ""), imp(usage(5), ""), imp(call("", ""), ""), imp(think(""), ""), imp(usage(6), "")),
+		want: "P1:1 P2:2 P3:3 L4 I4 L5 I5 L6 I6", paired: 3,
+	}, {
+		name: "content: a live group an exact key names elsewhere is not content's",
+		live: tl(lresp(1, call("msg_1", "")), lresp(1, msg("assistant", "x")), lresp(1, usage(5)),
+			lresp(2, call("msg_1", "")), lresp(2, msg("assistant", "x")), lresp(2, usage(5))),
+		imp: tl(imp(call("msg_1", ""), ""), imp(msg("assistant", "x"), ""), imp(usage(5), ""),
+			imp(call("", ""), ""), imp(msg("assistant", "x"), ""), imp(usage(5), "")),
+		want: "P1:1 P2:2 P3:3 L4 I4 L5 I5 L6 I6", paired: 3,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			order, st := MergeOrder(tc.live, tc.imp)

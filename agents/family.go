@@ -28,6 +28,10 @@ type Family struct {
 	// its own log is named by (SessionHeaders, or the body), so that a
 	// proxied session and its imported log are read as one session.
 	JoinByID bool
+	// JoinByContent says the agent sends no session id its log is named
+	// by, so a proxied session and an imported log are read as one
+	// session when their replies are the same (Gemini CLI).
+	JoinByContent bool
 	// SessionHeaders are the request headers the agent sends its session
 	// id in; Families sets them from the Agent.
 	SessionHeaders []string

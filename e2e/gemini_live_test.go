@@ -544,7 +544,105 @@ func TestGeminiLiveSessions(t *testing.T) {
 			if sum != total {
 				t.Errorf("the sessions hold %d requests, the upstream got %d", sum, total)
 			}
+			if keep := os.Getenv("BBENGINE_GEMINI_PAIR"); keep != "" && c.name == "runs=1" {
+				gemLiveKeepPair(t, dir, runs[0].home, keep)
+			}
+			gemLiveImportJoins(t, bin, dir, runs, total)
 		})
+	}
+}
+
+// gemLiveKeepPair copies the proxy's WAL in dir and the log the run in
+// home wrote to keep/wal and keep/session.jsonl: the pair
+// engine/testdata/merge/gemini-cli-0.61.0 was made so.
+func gemLiveKeepPair(t *testing.T, dir, home, keep string) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("the run's logs: %v, %v", logs, err)
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("the WAL's segments: %v, %v", segs, err)
+	}
+	if err := os.MkdirAll(filepath.Join(keep, "wal"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile := func(src, dst string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range segs {
+		copyFile(s, filepath.Join(keep, "wal", filepath.Base(s)))
+	}
+	copyFile(logs[0], filepath.Join(keep, "session.jsonl"))
+}
+
+// gemLiveImportJoins imports the logs the runs wrote into the directory
+// their proxied sessions are in: each log joins its run's session by
+// content (the CLI sends no session id), so each run is still one
+// session, whose tool calls each have their result once, and each call
+// counts once.
+func gemLiveImportJoins(t *testing.T, bin, dir string, runs []*gemLiveRun, total int) {
+	t.Helper()
+	var homes []string
+	for _, r := range runs {
+		if !slices.Contains(homes, r.home) {
+			homes = append(homes, r.home)
+		}
+	}
+	merged := 0
+	for _, h := range homes {
+		cmd := exec.Command(bin, "--dir", dir, "import", "gemini", "--all", "--check")
+		cmd.Env = append(os.Environ(), "HOME="+h, "GEMINI_CLI_HOME=")
+		out, err := cmd.CombinedOutput()
+		t.Logf("bbengine import gemini --all --check (HOME=%s):\n%s", h, out)
+		if err != nil {
+			t.Fatalf("bbengine import gemini: %v", err)
+		}
+		if !bytes.Contains(out, []byte("nothing lost")) {
+			t.Errorf("import --check did not say nothing lost")
+		}
+		var m int
+		if i := bytes.Index(out, []byte("merged ")); i >= 0 {
+			fmt.Sscanf(string(out[i:]), "merged %d", &m)
+		}
+		merged += m
+	}
+	if merged != len(runs) {
+		t.Errorf("the imports merged %d sessions with proxied ones, want %d", merged, len(runs))
+	}
+	list := gemLiveSessions(t, bin, dir)
+	if len(list) != len(runs) {
+		t.Fatalf("%d sessions after the import, want %d: each log joins its run's session", len(list), len(runs))
+	}
+	sum := 0
+	for _, s := range list {
+		sum += s.Requests
+	}
+	if sum != total {
+		t.Errorf("after the import the sessions hold %d requests, the upstream got %d: a call counted twice or lost", sum, total)
+	}
+	for _, r := range runs {
+		var in []string
+		for _, s := range list {
+			out, err := exec.Command(bin, "--dir", dir, "show", s.ID, "--format", "json").Output()
+			if err != nil {
+				t.Fatalf("bbengine show %s: %v", s.ID, err)
+			}
+			if bytes.Contains(out, []byte(r.mark)) {
+				in = append(in, s.ID)
+			}
+		}
+		if len(in) != 1 {
+			t.Fatalf("after the import %s is in sessions %v, want exactly one", r.mark, in)
+		}
+		gemLiveCheckSession(t, bin, dir, in[0], r)
 	}
 }
 

@@ -15,6 +15,6 @@ import (
 func init() {
 	for _, f := range agents.Families() {
 		engine.RegisterFamily(engine.Family{Name: f.Name, UserAgents: f.UserAgents, Sources: f.Sources, Coding: f.Coding,
-			JoinByID: f.JoinByID, SessionHeaders: f.SessionHeaders})
+			JoinByID: f.JoinByID, JoinByContent: f.JoinByContent, SessionHeaders: f.SessionHeaders})
 	}
 }

@@ -75,9 +75,10 @@ func (Agent) SessionHeaders() []string { return nil }
 
 // Family returns gemini-cli: requests whose User-Agent says GeminiCLI
 // (GeminiCLI/0.61.0/<model> (linux; x64; …)), and the logs of import
-// source "gemini".
+// source "gemini". Its sessions join their logs by content: it sends no
+// session id its log is named by.
 func (Agent) Family() agents.Family {
-	return agents.Family{Name: Family, UserAgents: []string{"geminicli", "gemini-cli"}, Sources: []string{Source}}
+	return agents.Family{Name: Family, UserAgents: []string{"geminicli", "gemini-cli"}, Sources: []string{Source}, JoinByContent: true}
 }
 
 // SessionFiles returns path alone: a log holds its whole session (a

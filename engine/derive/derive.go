@@ -311,18 +311,23 @@ func (d *deriver) run() (int, error) {
 		ex.FirstSeq, ex.LastSeq = d.events[0].Seq, d.events[len(d.events)-1].Seq
 	}
 	d.account(call)
-	d.join()
+	if err := d.join(); err != nil {
+		return 0, fmt.Errorf("engine: exchange %d: %w", x.ID, err)
+	}
 	return len(d.events), nil
 }
 
 // join writes the join keys of the agent session ids the exchange
 // carries (merge.go), once per live session and id, and marks the
 // groups they name to be merged again at the end of the pass.
-func (d *deriver) join() {
+func (d *deriver) join() error {
 	f := familyNamed(d.st.s.Agent)
 	s := d.x.Start
+	if f != nil && f.JoinByContent && len(f.Sources) > 0 {
+		return d.joinContent()
+	}
 	if f == nil || !f.JoinByID || len(f.Sources) == 0 || s == nil {
-		return
+		return nil
 	}
 	var ids []string
 	for _, h := range f.SessionHeaders {
@@ -360,6 +365,7 @@ func (d *deriver) join() {
 			}
 		}
 	}
+	return nil
 }
 
 // errors adds the error and interruption events of the exchange.

@@ -28,6 +28,10 @@ type Family struct {
 	// merged (merge.go).
 	JoinByID       bool
 	SessionHeaders []string
+	// JoinByContent says the family's requests carry no id its logs are
+	// named by: a proxied session and an imported one of its Sources
+	// are merged when their first replies are the same (mergecontent.go).
+	JoinByContent bool
 }
 
 // families are the registered families, in the order they are matched.
@@ -96,6 +100,17 @@ func familyNamed(name string) *Family {
 func joinsBySource(source string) bool {
 	for _, f := range families {
 		if f.JoinByID && slices.Contains(f.Sources, source) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinsByContent reports whether the import source belongs to a family
+// that joins by content.
+func joinsByContent(source string) bool {
+	for _, f := range families {
+		if f.JoinByContent && slices.Contains(f.Sources, source) {
 			return true
 		}
 	}

@@ -583,6 +583,11 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 			}
 			size += len(v)
 		}
+		if joinsByContent(j.source) {
+			if err := c.importReplies(s.Ordinal, r.im.Events); err != nil {
+				return err
+			}
+		}
 		if c.handedBytes+size <= maxHanded {
 			// Memory derivation, later in this pass, takes them
 			// instead of reading them back.
@@ -604,7 +609,12 @@ func (c *canonicalizer) applyImported(id string, j *importJob, r importResult, t
 	delete(c.folds, id)
 	c.batch.Delete(schema.ImportPendingKey(id), nil)
 	delete(c.pendingImports, id)
-	if joinsBySource(j.source) {
+	if r.im == nil && joinsByContent(j.source) {
+		if err := c.importReplies(s.Ordinal, nil); err != nil {
+			return err
+		}
+	}
+	if joinsBySource(j.source) || joinsByContent(j.source) {
 		c.markMergePending(id)
 	}
 	return nil

@@ -104,6 +104,11 @@ func (c *canonicalizer) deriveMerges(ctx context.Context) error {
 	work := map[string]bool{}
 	for id := range c.pendingMerges {
 		work[id] = true
+		// The group a content candidate of id is in now is decided
+		// again too: id may take its live session.
+		if err := c.contentRivals(id, work); err != nil {
+			return err
+		}
 		ords, err := c.joinedLives(id)
 		if err != nil {
 			return err
@@ -124,6 +129,13 @@ func (c *canonicalizer) deriveMerges(ctx context.Context) error {
 	}
 	slices.Sort(ids)
 	c.ensureBatch()
+	// Every old group goes before any is formed again: a group formed
+	// here must not be dropped as another import's old one.
+	for _, id := range ids {
+		if err := c.unmerge(id); err != nil {
+			return fmt.Errorf("engine: merge of %s: %w", id, err)
+		}
+	}
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -158,18 +170,22 @@ func (c *canonicalizer) joinedLives(id string) ([]uint64, error) {
 	return out, err
 }
 
-// merge derives the merge group of import session id again: it drops
-// the group's old record and, when the group still forms, writes the
-// new one.
-func (c *canonicalizer) merge(id string) error {
+// unmerge drops the old record of the merge group of import session id,
+// if it has one.
+func (c *canonicalizer) unmerge(id string) error {
 	canon, err := c.e.getMeta(schema.MergeLinkKey(id))
-	if err != nil {
+	if err != nil || canon == nil {
 		return err
 	}
-	if canon != nil {
-		if err := c.dropMerge(string(canon), id); err != nil {
-			return err
-		}
+	return c.dropMerge(string(canon), id)
+}
+
+// merge derives the merge group of import session id again, once its
+// old record is dropped (unmerge): when the group still forms, it writes
+// the new one.
+func (c *canonicalizer) merge(id string) error {
+	if src, _, ok := strings.Cut(id, ":"); ok && joinsByContent(src) {
+		return c.mergeContent(id)
 	}
 	// The join keys first: most imports have none, and a prefix scan
 	// costs less than decoding the session.
@@ -225,13 +241,20 @@ func (c *canonicalizer) merge(id string) error {
 		// on the wire and in the log). Left apart, each counts its own.
 		return nil
 	}
+	return c.writeMerge(&lv, liveEvents, &imp, impEvents, order, st)
+}
+
+// writeMerge writes the record of the group of live session lv and
+// import session imp, whose events pair as order says, and marks the
+// memory of both to be derived again.
+func (c *canonicalizer) writeMerge(lv *Session, liveEvents []Event, imp *Session, impEvents []Event, order []OrderEntry, st Merged) error {
 	view, threads, err := MergeView(lv.ID, liveEvents, imp.ID, impEvents, order)
 	if err != nil {
 		return err
 	}
 	h := MergeHead{Live: lv.ID, LiveOrdinal: lv.Ordinal, LiveEvents: uint64(len(liveEvents)),
 		Import: imp.ID, ImportOrdinal: imp.Ordinal, ImportEvents: uint64(len(impEvents)),
-		Summary: MergeSummary(&lv, &imp, view, threads, st)}
+		Summary: MergeSummary(lv, imp, view, threads, st)}
 	TranslateTasks(h.Summary.Tasks, LiveSeqs(order))
 	if err := c.setJSON(schema.MergeHeadKeyOf(lv.Ordinal), &h); err != nil {
 		return err
@@ -279,6 +302,7 @@ func (c *canonicalizer) dropMerge(canon, id string) error {
 	}
 	c.batch.Delete(key, nil)
 	c.batch.Delete(schema.MergeOrderKey(s.Ordinal), nil)
+	c.batch.Delete(schema.JoinContentKey(s.Ordinal), nil)
 	return nil
 }
 

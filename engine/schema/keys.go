@@ -261,6 +261,9 @@ func ProjectPrefix(project string, kind byte, term string) []byte {
 //
 //	'j' 'a' import id 0x00 ordinal u64   empty        join by id: a live session (ordinal) sent the agent id the import session is named by
 //	'j' 'l' ordinal u64 import id        empty        the same join, by the live session
+//	'j' 'r' reply key [32] side ordinal  empty        join by content: a reply of a live session's first 8 calls (side 'L') or of an import's (side 'I')
+//	'j' 'k' ordinal u64                  reply keys   the reply keys an import session wrote, 32 bytes each, so the next derivation of it deletes them
+//	'j' 'c' ordinal u64                  import id    a live session merged by content, and its import
 //	'g' 'l' session id                   canonical id merge link, for every member (the canonical one too)
 //	'g' 'h' ordinal u64                  MergeHead    the merge of the group whose canonical member has the ordinal
 //	'g' 'o' ordinal u64                  order        the merged order (binary, see engine/derive's merge.go)
@@ -281,7 +284,37 @@ const (
 
 	JoinByImport = 'a'
 	JoinByLive   = 'l'
+	JoinReply    = 'r'
+	JoinKeys     = 'k'
+	JoinContent  = 'c'
+
+	// The sides of a JoinReplyKey.
+	ReplyLive   = 'L'
+	ReplyImport = 'I'
+
+	// ReplyKeyLen is the length of a reply key (a SHA-256).
+	ReplyKeyLen = 32
 )
+
+// JoinReplyPrefix returns the prefix of the join keys by content of
+// reply key key on side ('L' or 'I'); JoinReplyKey the key of the
+// session with ordinal ord.
+func JoinReplyPrefix(key []byte, side byte) []byte {
+	return append(append([]byte{PrefixJoin, JoinReply}, key...), side)
+}
+func JoinReplyKey(key []byte, side byte, ord uint64) []byte {
+	return binary.BigEndian.AppendUint64(JoinReplyPrefix(key, side), ord)
+}
+
+// JoinKeysKey returns the key of the reply keys import session ord
+// wrote; JoinContentKey the key of the import a live session ord is
+// merged with by content.
+func JoinKeysKey(ord uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{PrefixJoin, JoinKeys}, ord)
+}
+func JoinContentKey(ord uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{PrefixJoin, JoinContent}, ord)
+}
 
 // JoinPrefix returns the prefix of the join keys of import session id;
 // JoinKey the key joining it to the live session with ordinal ord.

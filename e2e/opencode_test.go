@@ -317,6 +317,9 @@ type ocTimeline struct {
 		ID      string `json:"id"`
 		Agent   string `json:"agent"`
 		Threads int    `json:"threads"`
+		Usage   struct {
+			Input, Output, CacheRead int64
+		} `json:"usage"`
 	} `json:"session"`
 	Events []struct {
 		Kind   string `json:"kind"`
@@ -377,7 +380,9 @@ func ocCheckTool(t *testing.T, what string, tl ocTimeline) {
 // is one session filed under opencode's ses_ id, with the title call a
 // thread of its own beside the main one, and the bash call with its
 // result; imported from the database opencode wrote (every row still in
-// its -wal), with --check; and exported to ATIF with --check.
+// its -wal), with --check; and exported to ATIF with --check. Imported
+// into the directory that recorded it, the log merges with the proxied
+// session (issue 22 part 6): one session, each call counted once.
 func TestOpencodeProxy(t *testing.T) {
 	bin := buildBBEngine(t, t.TempDir())
 	f := newFake(t, ocAnswer)
@@ -492,6 +497,34 @@ func TestOpencodeProxy(t *testing.T) {
 	out, err = exec.Command(bin, "--dir", idir, "export", id, "--to", "atif", "--check").CombinedOutput()
 	if err != nil {
 		t.Errorf("export %s --to atif --check: %v\n%s", id, err, out)
+	}
+
+	// Imported into the directory that recorded it: one session, the
+	// proxied one, whose calls count once (issue 22 part 6).
+	imp = exec.Command(bin, "--dir", dir, "import", "opencode", "--all", "--check")
+	imp.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "OPENCODE_DB=")
+	out, err = imp.CombinedOutput()
+	t.Logf("import into the proxied directory:\n%s", out)
+	if err != nil || !bytes.Contains(out, []byte("nothing lost")) || !bytes.Contains(out, []byte("merged 1 sessions with proxied ones")) {
+		t.Fatalf("import opencode --all --check into the proxied directory: %v", err)
+	}
+	merged := gemLiveSessions(t, bin, dir)
+	if len(merged) != 1 || merged[0].ID != list[0].ID || merged[0].Requests != 3 {
+		text, _ := exec.Command(bin, "--dir", dir, "show", id).CombinedOutput()
+		t.Logf("show %s:\n%s", id, text)
+		t.Fatalf("sessions after the import %+v, want %s alone with its 3 requests", merged, list[0].ID)
+	}
+	view := ocShow(t, bin, dir, id)
+	if view.Session.ID != list[0].ID {
+		t.Errorf("%s reads as %s, want the merged session %s", id, view.Session.ID, list[0].ID)
+	}
+	ocCheckTool(t, "merged", view)
+	if view.Session.Usage != live.Session.Usage {
+		t.Errorf("merged usage %+v, want the proxied session's %+v: each call once", view.Session.Usage, live.Session.Usage)
+	}
+	out, err = exec.Command(bin, "--dir", dir, "export", list[0].ID, "--to", "atif", "--check").CombinedOutput()
+	if err != nil {
+		t.Errorf("export of the merged session --to atif --check: %v\n%s", err, out)
 	}
 	ocKeepFixture(t, home)
 }

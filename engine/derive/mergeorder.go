@@ -155,7 +155,8 @@ func liveGroups(live []Event) []group {
 }
 
 // importGroups returns the response groups of an imported timeline: a
-// model call and what follows it in its thread up to its usage. A usage
+// model call and what follows it in its thread up to its usage, records
+// stepped over. A usage
 // that comes after something else of the thread (Codex 0.169 writes a
 // response's token_count after the output of its tool call) still ends
 // the thread's last group when that one has none and no model call came
@@ -170,6 +171,11 @@ func importGroups(imp []Event) []group {
 			open[ev.Thread] = len(out)
 			delete(owing, ev.Thread)
 			out = append(out, group{call: i, events: []int{i}, thread: ev.Thread, keys: groupKeys(ev, false)})
+			continue
+		}
+		if ev.Kind == KindRecord {
+			// A record of the log's own (opencode's step-start) is
+			// neither the reply nor what ends it.
 			continue
 		}
 		g, ok := open[ev.Thread]

@@ -181,6 +181,11 @@ func TestMergeOrder(t *testing.T) {
 			imp(call("resp_2", ""), ""), imp(msg("assistant", "ok"), ""), imp(record("x"), ""), imp(usage(9), "")),
 		want: "P1:1 P2:2 P3:4 P4:3 P5:5 P6:6 I7 P7:8", paired: 7,
 	}, {
+		name: "a record inside an imported reply does not end it (opencode's step-start)",
+		live: tl(lresp(1, call("", "")), lresp(1, msg("assistant", "run")), lresp(1, tcall("c1")), lresp(1, usage(5))),
+		imp:  tl(imp(call("", ""), ""), imp(record("step-start"), ""), imp(msg("assistant", "run"), ""), imp(tcall("c1"), ""), imp(usage(4), "")),
+		want: "P1:1 I2 P2:3 P3:4 P4:5", paired: 4,
+	}, {
 		name: "a usage after the next call is not the last call's",
 		live: tl(lresp(1, call("resp_1", "")), lresp(1, tcall("c1")), lresp(1, usage(5))),
 		imp:  tl(imp(call("resp_1", ""), ""), imp(tcall("c1"), ""), imp(tresult("c1"), ""), imp(call("", ""), ""), imp(usage(5), "")),

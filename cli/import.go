@@ -30,8 +30,8 @@ const importMemoryLimit = 112 << 20
 func importCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "import",
-		Usage:     "import the logs agents write themselves (Claude Code, Codex, Gemini CLI, ATIF) into the WAL",
-		ArgsUsage: "claude|codex|gemini|atif [PATH...] | --all",
+		Usage:     "import the logs agents write themselves (Claude Code, Codex, Gemini CLI, opencode, ATIF) into the WAL",
+		ArgsUsage: "claude|codex|gemini|opencode|atif [PATH...] | --all",
 		Description: "Each record (a JSONL line, a subagent's meta file, a spilled tool output, an ATIF\n" +
 			"document) is written to the WAL as an import frame naming its file, byte offset and\n" +
 			"line, then derived into a session like captured traffic (\"claude:<session id>\", …),\n" +
@@ -41,7 +41,9 @@ func importCommand() *ucli.Command {
 			"--all reads the agent's default locations: ~/.claude/projects (or $CLAUDE_CONFIG_DIR,\n" +
 			"comma-separated) with subagents/ and tool-results/, ~/.codex/sessions and\n" +
 			"archived_sessions (or $CODEX_HOME) including .jsonl.zst, ~/.gemini/tmp/*/chats (or\n" +
-			"$GEMINI_CLI_HOME/.gemini) with subagents' chats. A line that is not a record\n" +
+			"$GEMINI_CLI_HOME/.gemini) with subagents' chats, opencode's opencode.db (and its\n" +
+			"-wal) and storage/ tree in ~/.local/share/opencode (or $XDG_DATA_HOME/opencode,\n" +
+			"or $OPENCODE_DB). A line that is not a record\n" +
 			"of the agent (not JSON, or JSON of another shape) is skipped and reported as\n" +
 			"file:line[:col]; so is the rest of a compressed file that does not decompress, with\n" +
 			"its byte offset; the readable records are imported all the same, and a file with\n" +

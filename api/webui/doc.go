@@ -1,0 +1,44 @@
+// Package webui is the web UI of a data directory: its sessions, each
+// session's timeline of canonical events, and the raw WAL frames of each
+// recorded exchange, as HTML pages under /_bb/ui/.
+//
+// It is an adapter over api.Service and api.ExchangeFrames and
+// api.ReadTrace, like the CLI: every answer comes from the service; the
+// package only selects a page of it and renders it. Pages are
+// html/template with go:embed and read without JavaScript; one
+// hand-written script (static/ui.js) adds live updates over server-sent
+// events and keyboard navigation.
+//
+// Routes, all under Prefix:
+//
+//	/                 sessions: filters agent, project, from, to, q; page
+//	/live             server-sent events: "change" when the engine moved
+//	/s/<session>      one session's timeline, a window of its events (page, at)
+//	/x/<exchange>     the exchange's WAL frames, decoded as bbengine trace
+//	/static/<file>    the stylesheet and the script
+//
+// Security: the UI shows every transcript, so every request must pass
+// these checks, in order, before it reaches a page:
+//
+//   - Host: only localhost or a loopback address (internal/guard), else
+//     421: a page rebinding its DNS name to 127.0.0.1 is refused.
+//   - Origin: a request with an Origin other than the UI's own, or with
+//     Sec-Fetch-Site: cross-site, is refused with 403.
+//   - Token: a GET with ?token=<Options.Token> sets an HttpOnly,
+//     SameSite=Strict cookie (its value derived from the token, never
+//     the token) and redirects to the same URL without the token; a
+//     request without that cookie is refused with 401.
+//   - State changes: no route changes state yet; any method but GET and
+//     HEAD needs the page's CSRF token (header X-Bb-Csrf or form field
+//     csrf) and the UI's own Origin, else 403, and then answers 405.
+//
+// Every answer carries Content-Security-Policy: default-src 'self' (no
+// inline script or style is used), X-Content-Type-Options: nosniff,
+// Referrer-Policy: no-referrer and frame-ancestors 'none'. Model and
+// tool text is HTML-escaped by html/template and shown as preformatted
+// text: Markdown is not rendered.
+//
+// A *UI is safe for concurrent use. Close ends the live streams (call it
+// before shutting down the http.Server that serves it); it does not close
+// the service or the WAL, which the caller owns.
+package webui

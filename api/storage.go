@@ -93,7 +93,7 @@ const StoreMethod = "a scan of the live keys and values (bytes before compressio
 
 // knownParts are the top-level entries of a data directory bbengine owns.
 var knownParts = map[string]bool{"wal": true, "db": true, "index": true, "blobs": true, "snapshot": true, "expired.json": true,
-	crypt.KeysFile: true, lockFile: true, "api.token": true, "mcp.token": true, "run.log": true, "hooks": true}
+	crypt.KeysFile: true, lockFile: true, "api.token": true, "mcp.token": true, "ui.token": true, "run.log": true, "hooks": true}
 
 // lockFile is the engine's lock file (engine.lock).
 const lockFile = "engine.lock"

@@ -191,6 +191,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 			sessionsCommand(),
 			showCommand(),
 			traceCommand(),
+			uiCommand(),
 			rebuildCommand(),
 			backupCommand(),
 			restoreCommand(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/api/httpapi"
+	"github.com/bbengine/bbengine/api/webui"
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
@@ -62,6 +64,10 @@ type proxyEngine struct {
 	metrics *proxyMetrics
 	// retainer runs the user's retention, when set.
 	retainer *retainer
+	// uiToken is the web UI's token ("" for no UI); ui serves it once
+	// the engine is open.
+	uiToken string
+	ui      *webui.UI
 }
 
 // applied returns the engine's applied offset for the derivation lag
@@ -163,9 +169,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics, rt *retainer) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics, rt *retainer, uiToken string) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm, retainer: rt}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm, retainer: rt, uiToken: uiToken}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -228,8 +234,18 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 	if err != nil {
 		logf("query endpoint off: %v (sessions and show wait until the proxy stops)", err)
 	}
+	var ui *webui.UI
+	if pe.uiToken != "" {
+		var svc api.Service = mem
+		if mem == nil {
+			svc = api.NewLocal(e, nil)
+		}
+		if ui, err = webui.New(&webui.Options{Service: svc, WAL: log, Token: pe.uiToken, Version: e.Applied}); err != nil {
+			logf("web UI off: %v", err)
+		}
+	}
 	pe.mu.Lock()
-	pe.e, pe.qs, pe.mem, pe.ix = e, qs, mem, ix
+	pe.e, pe.qs, pe.mem, pe.ix, pe.ui = e, qs, mem, ix, ui
 	if pe.addr != "" {
 		e.SetProxy(pe.addr)
 	}
@@ -260,6 +276,33 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 			return
 		case <-time.After(5 * time.Second):
 		}
+	}
+}
+
+// serveUI answers the web UI's paths: the UI once the engine is open,
+// else 503.
+func (pe *proxyEngine) serveUI(w http.ResponseWriter, r *http.Request) {
+	pe.mu.Lock()
+	ui := pe.ui
+	pe.mu.Unlock()
+	if ui == nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "bbengine proxy: the web UI is not up: derivation is %s\n", pe.Status())
+		return
+	}
+	ui.ServeHTTP(w, r)
+}
+
+// closeUI ends the web UI's live streams, so that the server's shutdown
+// does not wait for them.
+func (pe *proxyEngine) closeUI() {
+	pe.mu.Lock()
+	ui := pe.ui
+	pe.mu.Unlock()
+	if ui != nil {
+		ui.Close()
 	}
 }
 
@@ -395,6 +438,9 @@ func (pe *proxyEngine) close() error {
 	defer pe.mu.Unlock()
 	if pe.e == nil {
 		return nil
+	}
+	if pe.ui != nil {
+		pe.ui.Close()
 	}
 	if pe.qs != nil {
 		pe.qs.Close()

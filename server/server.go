@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/api/httpapi"
+	"github.com/bbengine/bbengine/api/webui"
 	"github.com/bbengine/bbengine/codec/redact"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/internal/guard"
@@ -140,7 +142,13 @@ func Run(ctx context.Context, stdout, stderr io.Writer, cfg Config, ready chan<-
 		}
 		p.SetRetention(rt.Status)
 	}
-	eng := startEngine(cfg.Dir, log, red, opts.Logf, p.Breaker(), pol, cfg.FS, pm, rt)
+	// The web UI's token is kept in the data directory, owner-only:
+	// bbengine ui reads it and gives it in the URL it opens.
+	uiToken, _, _, err := BearerToken(cfg.Dir, UITokenFile, "")
+	if err != nil {
+		opts.Logf("warning: web UI off: %v", err)
+	}
+	eng := startEngine(cfg.Dir, log, red, opts.Logf, p.Breaker(), pol, cfg.FS, pm, rt, uiToken)
 	p.SetDerivation(eng.Status)
 	eng.setBusy(p.Active)
 	pm.start(cmp.Or(cfg.LagEvery, lagEvery), cmp.Or(cfg.SizeEvery, sizeEvery), eng.applied)
@@ -203,7 +211,8 @@ func Run(ctx context.Context, stdout, stderr io.Writer, cfg Config, ready chan<-
 			cfg.APIReady <- harness.Addr()
 		}
 	}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: withUI(p, eng.serveUI), ReadHeaderTimeout: 30 * time.Second}
+	srv.RegisterOnShutdown(eng.closeUI)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if ready != nil {
@@ -263,5 +272,21 @@ func printWiring(w io.Writer, addr, walDir string, mode proxy.Mode, p *proxy.Pro
 	for _, u := range p.Upstreams() {
 		fmt.Fprintf(w, "  %-10s %s\n", u[0], u[1])
 	}
-	fmt.Fprintf(w, "\nHealth %s/_bb/health, metrics %s/_bb/metrics. Ctrl-C stops and syncs the WAL.\n", base, base)
+	fmt.Fprintf(w, "\nHealth %s/_bb/health, metrics %s/_bb/metrics, web UI %s/_bb/ui/ (bbengine ui opens it). Ctrl-C stops and syncs the WAL.\n", base, base, base)
+}
+
+// UITokenFile is the file of the data directory that keeps the web UI's
+// token (mode 0600).
+const UITokenFile = "ui.token"
+
+// withUI routes the web UI's paths (webui.Prefix) to ui, everything else
+// to the proxy.
+func withUI(p http.Handler, ui http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, webui.Prefix) || r.URL.Path == strings.TrimSuffix(webui.Prefix, "/") {
+			ui(w, r)
+			return
+		}
+		p.ServeHTTP(w, r)
+	})
 }

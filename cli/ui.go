@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/api/webui"
+	"github.com/bbengine/bbengine/server"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func uiCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "ui",
+		Usage:     "open the web UI: sessions, timelines and raw frames in the browser",
+		ArgsUsage: " ",
+		Description: "Prints the URL of the web UI with a one-time token (the browser swaps it for a\n" +
+			"cookie) and opens the browser when there is one. The running proxy of the data\n" +
+			"directory serves it under /_bb/ui/; when none runs, this command serves it on\n" +
+			"127.0.0.1 until Ctrl-C, holding the directory meanwhile. Loopback only.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "no-open", Usage: "print the URL without opening a browser"},
+			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "loopback address of the UI's own server, when no proxy runs"},
+		},
+		Action: func(c *ucli.Context) error {
+			dir := c.String("dir")
+			if r := api.Dial(dir); r != nil && r.Proxy != "" {
+				token, _, _, err := server.BearerToken(dir, server.UITokenFile, "")
+				if err != nil {
+					return fmt.Errorf("ui: %w", err)
+				}
+				u := "http://" + loopbackOf(r.Proxy) + webui.Prefix + "?token=" + token
+				fmt.Fprintln(c.App.Writer, u)
+				fmt.Fprintf(c.App.ErrWriter, "bbengine ui: served by the proxy at %s (pid %d)\n", r.Proxy, r.PID)
+				openBrowser(c, u)
+				return nil
+			}
+			addr, err := server.LoopbackAddr(c.String("listen"))
+			if err != nil {
+				return usagef("ui: --listen %v", err)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serveUI(ctx, c, addr)
+		},
+	}
+}
+
+// serveUI serves the web UI of the data directory on addr until ctx
+// ends: the service of the directory (opened here, or a client of the
+// process that holds it) and its WAL, read-only.
+func serveUI(ctx context.Context, c *ucli.Context, addr string) error {
+	log, err := openWALReadOnly(c)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	svc, closeSvc, err := openReader(c)
+	if err != nil {
+		return err
+	}
+	defer closeSvc()
+	var b [24]byte
+	rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	ui, err := webui.New(&webui.Options{Service: svc, WAL: log, Token: token})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("ui: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(func() { ui.Close() })
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	u := "http://" + ln.Addr().String() + webui.Prefix + "?token=" + token
+	fmt.Fprintln(c.App.Writer, u)
+	fmt.Fprintf(c.App.ErrWriter, "bbengine ui: no proxy runs for %s; serving it here until Ctrl-C\n", c.String("dir"))
+	openBrowser(c, u)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("ui: serve: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// loopbackOf returns the proxy's address with an unspecified host
+// (0.0.0.0, [::]) replaced by loopback, which a browser can open.
+func loopbackOf(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// openBrowser opens u in the user's browser when there is one: $BROWSER,
+// else xdg-open with a display (open on macOS). It never fails: without
+// a browser the printed URL is the way in.
+func openBrowser(c *ucli.Context, u string) {
+	if c.Bool("no-open") {
+		return
+	}
+	var cmd *exec.Cmd
+	switch b := os.Getenv("BROWSER"); {
+	case b != "":
+		cmd = exec.Command(b, u)
+	case runtime.GOOS == "darwin":
+		cmd = exec.Command("open", u)
+	case runtime.GOOS == "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", u)
+	case os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "":
+		if p, err := exec.LookPath("xdg-open"); err == nil {
+			cmd = exec.Command(p, u)
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintln(c.App.ErrWriter, "bbengine ui: no browser found; open the URL above")
+		return
+	}
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "bbengine ui: could not open a browser (%v); open the URL above\n", err)
+		return
+	}
+	go cmd.Wait()
+}

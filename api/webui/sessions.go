@@ -83,17 +83,22 @@ type sessionsPage struct {
 	Live    bool
 	Nav     string
 	Summary string
+	// Version is the live stream's version read before the sessions:
+	// the script refreshes the rows when the stream starts at another.
+	Version uint64
 }
 
 // serveSessions answers the sessions page, or with ?frag=rows its table
 // body alone.
 func (u *UI) serveSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	v, _ := u.version()
 	p, err := u.sessions(parseFilter(q))
 	if err != nil {
 		u.refuse(w, statusOf(err), "bbengine ui: sessions: "+err.Error())
 		return
 	}
+	p.Version = v
 	if q.Get("frag") == "rows" {
 		w.Header().Set("X-Bb-Summary", p.CountLine())
 		u.render(w, http.StatusOK, "rows", p)

@@ -11,7 +11,12 @@
   if (live && frag && rows && window.EventSource) {
     const dot = document.getElementById("live");
     const es = new EventSource(live);
-    es.addEventListener("hello", function () { if (dot) dot.hidden = false; });
+    // The stream starts at the version it reads now: when that is not
+    // the version the page was rendered at, something changed between.
+    es.addEventListener("hello", function (ev) {
+      if (dot) dot.hidden = false;
+      if (ev.data !== body.dataset.version) refresh();
+    });
     es.addEventListener("change", refresh);
     es.onerror = function () { if (dot) dot.hidden = true; };
     let busy = false, again = false;

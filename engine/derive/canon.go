@@ -123,6 +123,10 @@ type canonicalizer struct {
 	// pendingMerges are the import sessions whose merge group to derive
 	// again after the imports (merge.go), marked in the store too.
 	pendingMerges map[string]bool
+	// viewMerges are the import sessions merged by content whose group
+	// to compose again from its grown sides, without deciding it again
+	// (mergecontent.go).
+	viewMerges map[string]bool
 	// handed are the events of the sessions deriveImports derived in
 	// this pass, for deriveMemory (importhand.go); handedBytes their
 	// encoded size.
@@ -216,7 +220,7 @@ func (c *canonicalizer) requestBody(x *exchange.Exchange) ([]byte, error) {
 // load reads the canonicalizer's persistent state.
 func (e *Pipeline) loadCanon() (*canonicalizer, error) {
 	c := &canonicalizer{e: e, asm: exchange.Assembler{SkipResponseBodies: true, DeferRequestBodies: DeferRequestBodies, NewRequestBody: bodybuf.Get}, sessions: map[string]*sessState{}, open: map[uint64]*pending{}, replay: map[uint64]bool{},
-		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{}, pendingMerges: map[string]bool{},
+		files: map[string]*ImportFileState{}, dirtyFiles: map[string]bool{}, pendingImports: map[string]bool{}, pendingMerges: map[string]bool{}, viewMerges: map[string]bool{},
 		handed: map[string][]Event{}, lastRecs: map[string][]byte{}, memPending: map[string]bool{}, corrections: map[string]*CorrectionState{}, briefs: map[string]*Brief{}, folds: map[string]*memFold{}}
 	var err error
 	if c.applied, err = e.applied(); err != nil {

@@ -499,6 +499,12 @@ func (c *canonicalizer) importJob(id string) (*importJob, error) {
 		f.Runs = slices.Clone(fs.Runs)
 		j.files = append(j.files, f)
 	}
+	if j.source == "" && st.s.Import != nil {
+		// Every file moved to another session: the session is emptied,
+		// and its source still says how it joins (its keys and group
+		// go).
+		j.source = st.s.Import.Source
+	}
 	return j, nil
 }
 

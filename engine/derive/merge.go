@@ -16,16 +16,18 @@ import (
 // two timelines of one session (docs/design/merge.md). They stay derived
 // as they are, each under its own ordinal; a merge group joins them: the
 // live session (the canonical member, whose id names the merged session)
-// and the import session "<source>:<agent id>" its requests named. At the
+// and the import session "<source>:<agent id>" its requests named, or,
+// for a family that sends no such id, whose replies it has
+// (mergecontent.go). At the
 // end of a pass the group's merge record is computed again from the two
 // stored timelines alone (MergeOrder, MergeView, MergeSummary), so an
 // incremental derivation and a rebuild give the same bytes; readers
 // compose the merged view from the two timelines and the record.
 //
-// A group forms when exactly one live session sent the import session's
-// agent id, that live session sent no other id whose log was imported,
-// and at least one event pairs: anything else is left apart. How events
-// pair and order is mergeorder.go's.
+// A group joined by id forms when exactly one live session sent the
+// import session's agent id, that live session sent no other id whose
+// log was imported, and at least one event pairs: anything else is left
+// apart. How events pair and order is mergeorder.go's.
 
 // MergeHead is the stored record of a merge group ('g' 'h'): its
 // members, how many events of each side it was computed from, and the
@@ -84,11 +86,29 @@ func (c *canonicalizer) markMergePending(id string) {
 	}
 }
 
+// markMergeView marks the group of import session id, merged by
+// content, to be composed again at the end of the pass, durably in the
+// batch.
+func (c *canonicalizer) markMergeView(id string) {
+	c.ensureBatch()
+	if !c.viewMerges[id] {
+		c.viewMerges[id] = true
+		c.batch.Set(schema.MergeViewKey(id), nil, nil)
+	}
+}
+
 // loadPendingMerges reads the groups left pending by an earlier pass.
 func (c *canonicalizer) loadPendingMerges() error {
 	p := []byte{schema.PrefixMerge, schema.MergePending}
-	return c.e.scan(p, func(k, _ []byte) error {
+	err := c.e.scan(p, func(k, _ []byte) error {
 		c.pendingMerges[string(k[2:])] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.e.scan([]byte{schema.PrefixMerge, schema.MergeView}, func(k, _ []byte) error {
+		c.viewMerges[string(k[2:])] = true
 		return nil
 	})
 }
@@ -98,7 +118,7 @@ func (c *canonicalizer) loadPendingMerges() error {
 // with a pending one is derived again too, so a live session that came
 // to name two logs leaves both groups.
 func (c *canonicalizer) deriveMerges(ctx context.Context) error {
-	if len(c.pendingMerges) == 0 {
+	if len(c.pendingMerges) == 0 && len(c.viewMerges) == 0 {
 		return nil
 	}
 	work := map[string]bool{}
@@ -146,7 +166,22 @@ func (c *canonicalizer) deriveMerges(ctx context.Context) error {
 		c.batch.Delete(schema.MergePendingKey(id), nil)
 		c.progress.Merges++
 	}
+	views := make([]string, 0, len(c.viewMerges))
+	for id := range c.viewMerges {
+		views = append(views, id)
+	}
+	slices.Sort(views)
+	for _, id := range views {
+		if !work[id] {
+			if err := c.recompose(id); err != nil {
+				return fmt.Errorf("engine: merge of %s: %w", id, err)
+			}
+			c.progress.Merges++
+		}
+		c.batch.Delete(schema.MergeViewKey(id), nil)
+	}
 	clear(c.pendingMerges)
+	clear(c.viewMerges)
 	if err := c.e.hold(ctx); err != nil {
 		return err
 	}

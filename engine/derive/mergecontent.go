@@ -1,8 +1,13 @@
 package derive
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/bbengine/bbengine/engine/schema"
 )
@@ -32,38 +37,98 @@ const contentGroups = 16
 
 // joinContent writes the join key of the exchange's reply when it is one
 // of its live session's first calls, marks the imports with the same
-// reply pending, and marks the import the session is merged with pending.
+// reply pending, and marks the import the session is merged with: to be
+// decided again while the session is within its first calls, to be
+// composed again after them (the decision reads only those).
 func (d *deriver) joinContent() error {
 	c, ord := d.c, d.st.s.Ordinal
+	early := d.st.s.Requests <= contentGroups
 	v, err := c.e.getMeta(schema.JoinContentKey(ord))
 	if err != nil {
 		return err
 	}
-	if v != nil {
+	switch {
+	case v != nil && early:
 		c.markMergePending(string(v))
+	case v != nil:
+		c.markMergeView(string(v))
 	}
-	if d.st.s.Requests > contentGroups {
+	if !early {
 		return nil
 	}
-	g := group{call: -1}
+	// The key of the reply as it is stored, redacted: the import's
+	// events and every later reading of this one are.
+	var resp []Event
 	for i := range d.events {
-		ev := &d.events[i]
-		if ev.Prov.Side != "response" {
-			continue
+		if d.events[i].Prov.Side == "response" {
+			ev, err := c.storedEvent(&d.events[i])
+			if err != nil {
+				return err
+			}
+			resp = append(resp, ev)
 		}
-		if ev.Kind == KindModelCall && g.call < 0 {
+	}
+	g := group{call: -1}
+	for i := range resp {
+		if resp[i].Kind == KindModelCall && g.call < 0 {
 			g.call = i
 		}
 		if g.call >= 0 {
 			g.events = append(g.events, i)
 		}
 	}
-	key := replyKey(d.events, &g)
+	key := replyKey(resp, &g)
 	if g.call < 0 || key == "" {
 		return nil
 	}
 	c.batch.Set(schema.JoinReplyKey([]byte(key), schema.ReplyLive, ord), nil, nil)
 	return c.markReplyImports([]byte(key))
+}
+
+// storedEvent returns ev as the store keeps it (setJSON): redacted.
+func (c *canonicalizer) storedEvent(ev *Event) (Event, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return Event{}, err
+	}
+	r := c.e.opts.Redactor.JSON(b)
+	if len(r) == len(b) && string(r) == string(b) {
+		return *ev, nil
+	}
+	var out Event
+	if err := jsonv1.Unmarshal(r, &out); err != nil {
+		return Event{}, fmt.Errorf("decode a redacted event: %w", err)
+	}
+	return out, nil
+}
+
+// errEnough stops firstEvents' scan.
+var errEnough = errors.New("enough")
+
+// firstEvents reads the committed timeline of live session s up to its
+// first contentGroups calls (and the start of the next exchange): what
+// the decision to join it reads.
+func (c *canonicalizer) firstEvents(s *Session) ([]Event, error) {
+	var out []Event
+	calls := 0
+	p := schema.AppendU64Key(nil, schema.PrefixEvent, s.Ordinal)
+	err := c.e.scan(p, func(k, v []byte) error {
+		var ev Event
+		if err := jsonv1.Unmarshal(v, &ev); err != nil {
+			return fmt.Errorf("decode event %d of session %s: %w", schema.U64(k[9:]), s.ID, err)
+		}
+		if ev.Kind == KindModelCall && ev.Prov.Side == "response" {
+			if calls++; calls > contentGroups {
+				return errEnough
+			}
+		}
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil && err != errEnough {
+		return nil, err
+	}
+	return out, nil
 }
 
 // markReplyImports marks pending every import session that wrote reply
@@ -141,9 +206,18 @@ func (c *canonicalizer) contentCandidates(ord uint64) ([]uint64, error) {
 	return slices.Compact(out), nil
 }
 
-// contentRivals adds to work the imports merged by content with a live
-// session that could join import session id: deciding id's group may
-// take their live session, or give it back.
+// contentRivals adds to work the imports whose decision deciding import
+// session id again may change. For each live session L that id may join
+// (a candidate), or is merged with now:
+//   - an import left apart that shares a first reply of L: it may have
+//     been tied with id, and no longer be;
+//   - the import merged with L, when id now pairs with L as well as it
+//     does: id may take L from it, or tie.
+//
+// An import merged with another live session is that session's to
+// decide. So one log that changes decides again only the groups whose
+// live session it pairs with, not every group that shares a first reply
+// with it.
 func (c *canonicalizer) contentRivals(id string, work map[string]bool) error {
 	if src, _, _ := strings.Cut(id, ":"); !joinsByContent(src) {
 		return nil
@@ -156,16 +230,119 @@ func (c *canonicalizer) contentRivals(id string, work map[string]bool) error {
 	if err != nil {
 		return err
 	}
+	if canon, err := c.e.getMeta(schema.MergeLinkKey(id)); err != nil {
+		return err
+	} else if canon != nil {
+		if lv, ok, err := c.stored(string(canon)); err != nil {
+			return err
+		} else if ok && !slices.Contains(ords, lv.Ordinal) {
+			ords = append(ords, lv.Ordinal)
+		}
+	}
+	var impEvents []Event
+	if imp.Import != nil && imp.Events > 0 {
+		if impEvents, err = c.sideEvents(&imp); err != nil {
+			return err
+		}
+	}
 	for _, o := range ords {
-		v, err := c.e.getMeta(schema.JoinContentKey(o))
+		lv, ok, err := c.ordinalSession(o)
 		if err != nil {
 			return err
 		}
-		if v != nil {
-			work[string(v)] = true
+		if !ok {
+			continue
+		}
+		first, err := c.firstEvents(&lv)
+		if err != nil {
+			return err
+		}
+		score := 0
+		if len(impEvents) > 0 {
+			score = contentScore(first, impEvents)
+		}
+		rivals, err := c.liveImports(first, imp.Ordinal)
+		if err != nil {
+			return err
+		}
+		for _, r := range rivals {
+			v, err := c.e.getMeta(schema.OrdinalKey(nil, r))
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				continue
+			}
+			canon, err := c.e.getMeta(schema.MergeLinkKey(string(v)))
+			if err != nil {
+				return err
+			}
+			switch {
+			case canon == nil:
+				work[string(v)] = true
+			case score > 0 && string(canon) == lv.ID:
+				other, ok, err := c.stored(string(v))
+				if err != nil {
+					return err
+				}
+				if !ok || other.Import == nil || other.Events == 0 {
+					work[string(v)] = true
+					continue
+				}
+				events, err := c.sideEvents(&other)
+				if err != nil {
+					return err
+				}
+				if score >= contentScore(first, events) {
+					work[string(v)] = true
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// ordinalSession reads the committed summary of the session with
+// ordinal ord.
+func (c *canonicalizer) ordinalSession(ord uint64) (Session, bool, error) {
+	v, err := c.e.getMeta(schema.OrdinalKey(nil, ord))
+	if err != nil || v == nil {
+		return Session{}, false, err
+	}
+	return c.stored(string(v))
+}
+
+// recompose composes the group of import session id, merged by content,
+// again from its sides as they are now, with the same live member: its
+// live session grew past the calls that decided it.
+func (c *canonicalizer) recompose(id string) error {
+	canon, err := c.e.getMeta(schema.MergeLinkKey(id))
+	if err != nil || canon == nil {
+		return err // no longer merged
+	}
+	lv, ok, err := c.stored(string(canon))
+	if err != nil || !ok {
+		return err
+	}
+	v, err := c.e.getMeta(schema.JoinContentKey(lv.Ordinal))
+	if err != nil || string(v) != id {
+		return err
+	}
+	// The stored live summary of a merged session is its own side's.
+	imp, ok, err := c.stored(id)
+	if err != nil || !ok {
+		return err
+	}
+	liveEvents, err := c.sideEvents(&lv)
+	if err != nil {
+		return err
+	}
+	impEvents, err := c.sideEvents(&imp)
+	if err != nil {
+		return err
+	}
+	order, st := MergeOrder(liveEvents, impEvents)
+	return c.writeMerge(&lv, liveEvents, &imp, impEvents, order, st)
 }
 
 // mergeContent forms the group of import session id, of a family that
@@ -192,21 +369,14 @@ func (c *canonicalizer) mergeContent(id string) error {
 	var best *cand
 	tie := false
 	for _, o := range ords {
-		v, err := c.e.getMeta(schema.OrdinalKey(nil, o))
-		if err != nil {
-			return err
-		}
-		if v == nil {
-			continue
-		}
-		lv, ok, err := c.stored(string(v))
+		lv, ok, err := c.ordinalSession(o)
 		if err != nil {
 			return err
 		}
 		if !ok || lv.Import != nil || lv.Merged != nil {
 			continue
 		}
-		events, err := c.sideEvents(&lv)
+		events, err := c.firstEvents(&lv)
 		if err != nil {
 			return err
 		}
@@ -251,8 +421,12 @@ func (c *canonicalizer) mergeContent(id string) error {
 			return nil
 		}
 	}
-	order, st := MergeOrder(best.events, impEvents)
-	if err := c.writeMerge(&best.s, best.events, &imp, impEvents, order, st); err != nil {
+	liveEvents, err := c.sideEvents(&best.s)
+	if err != nil {
+		return err
+	}
+	order, st := MergeOrder(liveEvents, impEvents)
+	if err := c.writeMerge(&best.s, liveEvents, &imp, impEvents, order, st); err != nil {
 		return err
 	}
 	return c.batch.Set(schema.JoinContentKey(best.s.Ordinal), []byte(imp.ID), nil)
@@ -297,7 +471,7 @@ func contentScore(live, imp []Event) int {
 	if len(lg) == 0 {
 		return 0
 	}
-	if len(lg) > contentGroups {
+	if len(lg) >= contentGroups {
 		// The events of the first calls' exchanges, and what came before.
 		last := lg[contentGroups-1]
 		x := live[last.call].Prov.Exchange
@@ -323,6 +497,9 @@ func contentScore(live, imp []Event) int {
 	for _, gp := range pairs {
 		if gp.l == head {
 			first = true
+		}
+		if !gp.content {
+			continue // an exact key says it is the same call
 		}
 		lu, iu := groupUsage(live, &lg[gp.l]), groupUsage(imp, &ig[gp.i])
 		if (lu == nil) != (iu == nil) || lu != nil && !equalUsage(lu, iu) {

@@ -13,13 +13,15 @@ import (
 )
 
 // The merge of two timelines of one session, as pure functions of them
-// (merge.go stores what they give). Events pair only by exact keys,
-// never by text similarity or time: a model call by its response id, the
-// provider's request id, a tool call id or a thinking signature; a tool
-// result by its call's id; the user messages of a request by the
-// boundary rule (the import's texts, joined, equal the live ones or end
-// them after a newline). The live timeline is the backbone of the
-// merged order (docs/design/merge.md, 2.3 to 2.6).
+// (merge.go stores what they give). Events pair by exact keys or exact
+// content, never by text similarity or time: a model call by its
+// response id, the provider's request id, a tool call id or a thinking
+// signature, else by its reply (the same texts and tool calls, in its
+// thread's place: pairContent); a tool result by its call's id; the user
+// messages of a request by the boundary rule (the import's texts,
+// joined, equal the live ones or end them after a newline). The live
+// timeline is the backbone of the merged order (docs/design/merge.md,
+// 2.3 to 2.6).
 
 // The tags of an OrderEntry.
 const (
@@ -156,11 +158,10 @@ func liveGroups(live []Event) []group {
 
 // importGroups returns the response groups of an imported timeline: a
 // model call and what follows it in its thread up to its usage, records
-// stepped over. A usage
-// that comes after something else of the thread (Codex 0.169 writes a
-// response's token_count after the output of its tool call) still ends
-// the thread's last group when that one has none and no model call came
-// between.
+// stepped over. A usage that comes after something else of the thread
+// (Codex 0.169 writes a response's token_count after the output of its
+// tool call) still ends the thread's last group when that one has none
+// and no model call came between.
 func importGroups(imp []Event) []group {
 	var out []group
 	open := map[int]int{}  // thread → open group
@@ -277,7 +278,7 @@ func pairAll(live, imp []Event) (*pairing, []group, []group, []groupPair) {
 			continue
 		}
 		taken[cand] = true
-		pairs = append(pairs, groupPair{li, cand})
+		pairs = append(pairs, groupPair{l: li, i: cand})
 		p.pairGroups(live, imp, &lg[li], &ig[cand])
 	}
 	for _, gp := range pairContent(live, imp, lg, ig, byKey, taken, pairs) {
@@ -319,8 +320,12 @@ func pairAll(live, imp []Event) (*pairing, []group, []group, []groupPair) {
 }
 
 // groupPair is a live response group and the imported one it pairs
-// with, by their indices in liveGroups and importGroups.
-type groupPair struct{ l, i int }
+// with, by their indices in liveGroups and importGroups; content is set
+// for a pair made by content (pairContent), not by an exact key.
+type groupPair struct {
+	l, i    int
+	content bool
+}
 
 // pairContent pairs the live groups that no exact key names with
 // imported groups of the same reply (docs/design/merge.md, 2.3,
@@ -383,7 +388,7 @@ func pairContent(live, imp []Event, lg, ig []group, byKey map[string]int, taken 
 	add := func(li, gi int) {
 		partner[li] = gi
 		taken[gi] = true
-		out = append(out, groupPair{li, gi})
+		out = append(out, groupPair{l: li, i: gi, content: true})
 		if _, ok := threads[lg[li].thread]; !ok {
 			threads[lg[li].thread] = ig[gi].thread
 		}
@@ -438,9 +443,17 @@ func pairContent(live, imp []Event, lg, ig []group, byKey map[string]int, taken 
 			}
 		}
 	}
-	// Backward: before the first pair of the thread, from the last.
+	// Backward: before the first pair of the thread, from the last. A
+	// group after a pair of its thread had its chance forwards: going
+	// back from the next pair it could pass the previous one.
+	first := map[int]int{} // live thread → its first paired live group
 	for li := len(lg) - 1; li >= 0; li-- {
-		if !eligible(li) {
+		if partner[li] >= 0 {
+			first[lg[li].thread] = li
+		}
+	}
+	for li := len(lg) - 1; li >= 0; li-- {
+		if f, ok := first[lg[li].thread]; !eligible(li) || !ok || f < li {
 			continue
 		}
 		n := next(li)
@@ -462,10 +475,12 @@ func pairContent(live, imp []Event, lg, ig []group, byKey map[string]int, taken 
 }
 
 // replyKey is the content of a response group's reply: its assistant
-// texts (trimmed, runs of white space as one space; a text in a blob by
-// the blob's digest) and its tool calls by name and canonical arguments,
-// without ids, in order. Thinking is left out (a log may omit it). It
-// is "" for a reply with none of these.
+// texts and its tool calls by name and canonical arguments, without ids,
+// in order. A short text counts trimmed, runs of white space as one
+// space; a text of longTextKey bytes or more by its SHA-256, the digest a
+// text in a blob is named by (a live text over Options.TextLimit is in a
+// blob, the log's is whole). Thinking is left out (a log may omit it).
+// It is "" for a reply with none of these.
 func replyKey(side []Event, g *group) string {
 	h := sha256.New()
 	n := 0
@@ -475,9 +490,13 @@ func replyKey(side []Event, g *group) string {
 		switch {
 		case ev.Kind == KindMessage && ev.Role == "assistant":
 			w("m")
-			if ev.TextBlob != "" {
+			switch {
+			case ev.TextBlob != "":
 				w("blob:" + ev.TextBlob)
-			} else {
+			case len(ev.Text) >= longTextKey:
+				sum := sha256.Sum256([]byte(ev.Text))
+				w("blob:" + hex.EncodeToString(sum[:]))
+			default:
 				w(strings.Join(strings.Fields(ev.Text), " "))
 			}
 		case ev.Kind == KindToolCall && ev.Tool != nil:
@@ -504,11 +523,32 @@ func sameText(a, b string) bool {
 	return strings.Join(strings.Fields(a), " ") == strings.Join(strings.Fields(b), " ")
 }
 
+// sameMessage reports whether two messages have the same text: equal
+// but for white space (sameText), or, when one is in a blob, the same
+// bytes by the blob's digest.
+func sameMessage(a, b *Event) bool {
+	switch {
+	case a.TextBlob == "" && b.TextBlob == "":
+		return sameText(a.Text, b.Text)
+	case a.TextBlob != "" && b.TextBlob != "":
+		return a.TextBlob == b.TextBlob
+	case a.TextBlob != "":
+		a, b = b, a
+	}
+	sum := sha256.Sum256([]byte(a.Text))
+	return hex.EncodeToString(sum[:]) == b.TextBlob
+}
+
 // sameCall reports whether two tool calls have the same name and
 // canonical arguments.
 func sameCall(a, b *Tool) bool {
 	return a != nil && b != nil && a.Name == b.Name && string(llm.CanonicalJSON(a.Args)) == string(llm.CanonicalJSON(b.Args))
 }
+
+// longTextKey is the length from which replyKey takes a text by its
+// digest; below it Options.TextLimit, which puts a text in a blob, is
+// taken to be never set.
+const longTextKey = 1024
 
 // groupUsage is the usage of a response group, nil for none.
 func groupUsage(side []Event, g *group) *Usage {
@@ -555,7 +595,7 @@ func (p *pairing) pairGroups(live, imp []Event, l, i *group) {
 			if ev.Role == "assistant" {
 				b = nth(i, imp, KindMessage, count[KindMessage])
 				count[KindMessage]++
-				if b >= 0 && (ev.TextBlob != "" || imp[b].TextBlob != "" || !sameText(ev.Text, imp[b].Text)) {
+				if b >= 0 && !sameMessage(ev, &imp[b]) {
 					b = -1
 				}
 			}

@@ -1,6 +1,8 @@
 package derive
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,6 +54,12 @@ func system(s string) Event   { return Event{Kind: KindSystem, Role: "system", T
 func blobText(role string) Event {
 	return Event{Kind: KindMessage, Role: role, Text: "cut", TextBlob: "ab"}
 }
+
+// longText is a text replyKey takes by its digest, longSum the digest.
+var (
+	longText = strings.Repeat("a long answer. ", 100)
+	longSum  = func() string { s := sha256.Sum256([]byte(longText)); return hex.EncodeToString(s[:]) }()
+)
 
 // orderString writes an order as "P1:2 L3 I4 W5".
 func orderString(order []OrderEntry) string {
@@ -231,6 +239,13 @@ func TestMergeOrder(t *testing.T) {
 			imp(call("", ""), ""), imp(msg("assistant", "two"), ""), imp(usage(9), ""),
 			imp(call("msg_3", ""), ""), imp(usage(3), "")),
 		want: "I1 I2 I3 P1:4 P2:5 P3:6 P4:7 P5:8 P6:9 P7:10 P8:11", paired: 8,
+	}, {
+		name: "content: a long text in a blob pairs with the same text whole",
+		live: tl(lresp(1, call("", "")), lresp(1, tcall("c1")), lresp(1, usage(5)),
+			lresp(2, call("", "")), lresp(2, Event{Kind: KindMessage, Role: "assistant", Text: "cut", TextBlob: longSum}), lresp(2, usage(6))),
+		imp: tl(imp(call("", ""), ""), imp(tcall("c1"), ""), imp(usage(5), ""),
+			imp(call("", ""), ""), imp(msg("assistant", longText), ""), imp(usage(6), "")),
+		want: "P1:1 P2:2 P3:3 P4:4 P5:5 P6:6", paired: 6,
 	}, {
 		name: "content: a reply of thinking alone has no key",
 		live: tl(lresp(1, call("", "")), lresp(1, tcall("c1")), lresp(1, usage(5)), lresp(2, call("", "")), lresp(2, think("")), lresp(2, usage(6))),

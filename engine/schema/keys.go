@@ -261,13 +261,14 @@ func ProjectPrefix(project string, kind byte, term string) []byte {
 //
 //	'j' 'a' import id 0x00 ordinal u64   empty        join by id: a live session (ordinal) sent the agent id the import session is named by
 //	'j' 'l' ordinal u64 import id        empty        the same join, by the live session
-//	'j' 'r' reply key [32] side ordinal  empty        join by content: a reply of a live session's first 8 calls (side 'L') or of an import's (side 'I')
+//	'j' 'r' reply key [32] side ordinal  empty        join by content: a reply of a live session's first 16 calls (side 'L') or of an import's (side 'I')
 //	'j' 'k' ordinal u64                  reply keys   the reply keys an import session wrote, 32 bytes each, so the next derivation of it deletes them
 //	'j' 'c' ordinal u64                  import id    a live session merged by content, and its import
 //	'g' 'l' session id                   canonical id merge link, for every member (the canonical one too)
 //	'g' 'h' ordinal u64                  MergeHead    the merge of the group whose canonical member has the ordinal
 //	'g' 'o' ordinal u64                  order        the merged order (binary, see engine/derive's merge.go)
 //	'g' 'p' import id                    empty        the group of the import session must be merged again
+//	'g' 'v' import id                    empty        the group (merged by content) must be composed again, not decided again
 //
 // Derivation writes the 'j' keys as it derives live exchanges, marks the
 // group pending in the same batch, and recomputes the merge ('g' 'l',
@@ -281,6 +282,7 @@ const (
 	MergeHeadKey = 'h'
 	MergeOrder   = 'o'
 	MergePending = 'p'
+	MergeView    = 'v'
 
 	JoinByImport = 'a'
 	JoinByLive   = 'l'
@@ -347,3 +349,8 @@ func MergeOrderKey(ord uint64) []byte {
 // MergePendingKey returns the key marking the group of import session
 // id to merge again.
 func MergePendingKey(id string) []byte { return append([]byte{PrefixMerge, MergePending}, id...) }
+
+// MergeViewKey returns the key marking the group of import session id,
+// merged by content, to be composed again from its sides without being
+// decided again: its live session grew past the calls that decide.
+func MergeViewKey(id string) []byte { return append([]byte{PrefixMerge, MergeView}, id...) }

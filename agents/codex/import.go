@@ -19,11 +19,14 @@ import (
 // codec/codex, so that Census over its events equals codex.Count over
 // the file:
 //
-//   - A user_message event is a user prompt (Meta ""). The user-role
-//     message item just before it is the same prompt: the pair makes one
-//     event (Text from the event, images from the item). Other user-,
-//     developer- and system-role items are injected context: role user,
-//     Meta "developer", Extra {"role": <role>} when not user.
+//   - A prompt event is a user prompt (Meta ""): a user_message, or in
+//     Codex 0.169, which writes none, an item_completed of a UserMessage
+//     item (Text its text parts joined; one beside a user_message is
+//     that prompt again and stays a record). The user-role message item
+//     just before it is the same prompt: the pair makes one event (Text
+//     from the event, images from the item). Other user-, developer-
+//     and system-role items are injected context: role user, Meta
+//     "developer", Extra {"role": <role>} when not user.
 //   - A model response (a run of output items, see codex.Census) starts
 //     with a model_call (API openai-responses, Provider the session's
 //     model_provider or "openai", Model the latest turn_context.model),
@@ -32,12 +35,19 @@ import (
 //     calls → tool_call. The token_count that raises the cumulative
 //     total ends it with a usage event (the delta; Extra the token_count
 //     payload). A raise with no response waiting gets a model_call of
-//     its own.
-//   - agent_message and agent_reasoning events mirror the item after
-//     them and fold into its event; web_search_end folds into the
+//     its own. A token_usage_record (0.169) gives the model_call its
+//     Call.ResponseID, the id the proxied side of the call carries too:
+//     the last model_call when it has none yet, else the one the next
+//     raise mints. It adds no usage (the token_count has it) and mints
+//     no call.
+//   - agent_message and agent_reasoning events, and 0.169's
+//     item_completed AgentMessage and Reasoning events, mirror the item
+//     after them and fold into its event; web_search_end folds into the
 //     web_search_call after it (the call's id, Extra); exec_command_end,
-//     patch_apply_end and mcp_tool_call_end fold into the tool_result of
-//     their call_id (Extra {"exec_command_end": …}).
+//     patch_apply_end, mcp_tool_call_end and 0.169's item_completed of a
+//     call's item (CommandExecution, …: its id is the call_id) fold
+//     into the tool_result of their call_id (Extra {"exec_command_end":
+//     …} or {"item_completed": …}).
 //   - Tool arguments are JSON-decoded into Tool.Args; a custom tool's
 //     free-text input becomes {"input": "<text>"}; a function_call whose
 //     arguments are not JSON keeps them in Text. web_search_call is a
@@ -46,8 +56,9 @@ import (
 //   - compacted is a rewrite (compaction, Text the summary) and a record
 //     keeping the line (replacement_history included) verbatim.
 //   - Every other line is a record (Known unless its type is unknown):
-//     session_meta, turn_context, repeated token_counts, task_started,
-//     … A subagent or forked rollout is a session of its own; its
+//     session_meta, turn_context, world_state, token_usage_record,
+//     repeated token_counts, task_started, thread_settings_applied, …
+//     A subagent or forked rollout is a session of its own; its
 //     session_meta record's Extra names the parent ({"parent":
 //     "codex:<thread>", "forked_from": "codex:<id>"}) and Agents stays
 //     empty (subagents are other files, other sessions).
@@ -73,7 +84,7 @@ func importCodex(session string, files []engine.ImportFile) (*engine.Imported, e
 			continue
 		}
 		s.Import.Files = append(s.Import.Files, f.Path)
-		ci := &codexImport{im: im, file: f.Path, provider: "openai"}
+		ci := &codexImport{im: im, file: f.Path, provider: "openai", call: -1}
 		ci.run(f.Records)
 	}
 	im.SpanEvents()
@@ -94,7 +105,12 @@ type codexImport struct {
 	// the last response has no usage yet (respModel its model).
 	open, waiting bool
 	respModel     string
-	names         map[string]string // call id → tool name
+	// call is the index in im.Events of the last model_call (-1 before
+	// the first); respID a token_usage_record's response id that found
+	// no model_call to name, for the one a token_count mints next.
+	call   int
+	respID string
+	names  map[string]string // call id → tool name
 }
 
 func (ci *codexImport) run(records []engine.ImportRecord) {
@@ -110,10 +126,10 @@ func (ci *codexImport) run(records []engine.ImportRecord) {
 		ci.lines = append(ci.lines, l)
 	}
 	folded := codex.FoldedEnds(ci.lines)
-	ends := map[string][]int{} // call id → folded *_end events
+	ends := map[string][]int{} // call id → folded end events
 	for i, ok := range folded {
 		if ok {
-			id := ci.lines[i].Event.CallID
+			id := ci.lines[i].Event.EndCallID()
 			ends[id] = append(ends[id], i)
 		}
 	}
@@ -152,12 +168,38 @@ func (ci *codexImport) output(i int) {
 	if ci.open {
 		return
 	}
+	ci.respID = ""
 	ci.modelCall(i)
 	ci.open, ci.waiting = true, true
 }
 
+// responseID names a model call by the response id of the
+// token_usage_record at line i, written after the response's output
+// items and before or after its token_count: the last model_call when
+// it has no id yet; else (a call with no recorded output) the one the
+// next token_count mints. A record no call takes names none: the
+// import never mints a call for it.
+func (ci *codexImport) responseID(i int) {
+	id := ci.lines[i].Usage.ResponseID
+	if id == "" {
+		return
+	}
+	if ci.call >= 0 {
+		c := ci.im.Events[ci.call].Call
+		if c.ResponseID == "" {
+			c.ResponseID = id
+			return
+		}
+		if c.ResponseID == id {
+			return
+		}
+	}
+	ci.respID = id
+}
+
 func (ci *codexImport) modelCall(i int) {
 	s := &ci.im.Session
+	ci.call = len(ci.im.Events)
 	ci.add(engine.Event{Kind: engine.KindModelCall, Call: &engine.Call{API: llm.OpenAIResponses, Provider: ci.provider, Model: ci.model, Complete: true, Status: 200}, Prov: ci.prov(i)}, i)
 	s.Requests++
 	ci.respModel = ci.model
@@ -219,7 +261,10 @@ func (ci *codexImport) line(i int, folded []bool, ends map[string][]int) {
 			s.CWD = l.Turn.CWD
 		}
 		ci.record(i, l.Type, true, nil)
-	case l.Type == codex.TypeLegacyState:
+	case l.Usage != nil:
+		ci.responseID(i)
+		ci.record(i, l.Type, true, nil)
+	case l.Type == codex.TypeLegacyState, l.Type == codex.TypeWorldState:
 		ci.record(i, l.Type, true, nil)
 	default:
 		ci.record(i, l.Type, false, nil)
@@ -236,11 +281,10 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 		ci.open = false
 	}
 	// mirror returns the event_msg lines folded into item i.
-	mirror := func(typ string) []int {
+	mirror := func() []int {
 		idx := []int{i}
 		for j := i - 1; j >= 0; j-- {
-			ev := ci.lines[j].Event
-			if ev == nil || ev.Type != typ || codex.Mirror(ci.lines, j) != i {
+			if ci.lines[j].Event == nil || codex.Mirror(ci.lines, j) != i {
 				break
 			}
 			idx = append(idx, j)
@@ -250,16 +294,15 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 	switch it.Type {
 	case "message":
 		if it.Role == "assistant" {
-			ev := engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(mirror("agent_message")...)}
+			ev := engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(mirror()...)}
 			if it.Phase != "" {
 				ev.Extra = jsonObject("phase", it.Phase)
 			}
 			ci.add(ev, i)
 			return
 		}
-		if it.Role == "user" && i+1 < len(ci.lines) && codex.MirrorsUser(ci.lines, i+1) &&
-			ci.lines[i+1].Event != nil && ci.lines[i+1].Event.Type == "user_message" {
-			return // the user_message after it makes the event
+		if it.Role == "user" && codex.PromptOf(ci.lines, i) >= 0 {
+			return // the prompt event after it makes the event
 		}
 		ev := engine.Event{Kind: engine.KindMessage, Role: "user", Meta: "developer", Text: codex.Text(it.Content), Parts: codexParts(it.Content), Prov: ci.prov(i)}
 		if it.Role != "user" {
@@ -271,7 +314,7 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 		if text == "" {
 			text = codex.Text(it.Reasoning)
 		}
-		ci.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: text, Data: it.Encrypted, Prov: ci.prov(mirror("agent_reasoning")...)}, i)
+		ci.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: text, Data: it.Encrypted, Prov: ci.prov(mirror()...)}, i)
 	case "function_call", "custom_tool_call", "local_shell_call":
 		tool := &engine.Tool{ID: it.CallID, Name: it.Name}
 		ev := engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: ci.prov(i)}
@@ -299,7 +342,7 @@ func (ci *codexImport) item(i int, ends map[string][]int) {
 	case "web_search_call":
 		id := codex.WebSearchID(ci.lines, i, ci.recs[i].Line)
 		tool := &engine.Tool{ID: id, Name: "web_search", Args: it.Action, Server: true, SyntheticID: strings.HasPrefix(id, "web_search#")}
-		idx := mirror("web_search_end")
+		idx := mirror()
 		ev := engine.Event{Kind: engine.KindToolCall, Role: "assistant", Tool: tool, Prov: ci.prov(idx...)}
 		if len(idx) > 1 {
 			ev.Extra = rawObject(map[string]json.RawMessage{"web_search_end": ci.lines[idx[1]].Payload})
@@ -335,21 +378,9 @@ func (ci *codexImport) event(i int, folded []bool) {
 	typ := "event_msg/" + ev.Type
 	switch ev.Type {
 	case "user_message":
-		ci.open = false
-		out := engine.Event{Kind: engine.KindMessage, Role: "user", Text: ev.Message, Prov: ci.prov(i)}
-		if codex.MirrorsUser(ci.lines, i) {
-			out.Prov = ci.prov(i-1, i)
-			for _, p := range ci.lines[i-1].Item.Content {
-				if p.Type == "input_image" {
-					out.Parts = append(out.Parts, imagePart(p.ImageURL))
-				}
-			}
-		} else {
-			for _, u := range ev.Images {
-				out.Parts = append(out.Parts, imagePart(u))
-			}
-		}
-		ci.add(out, i)
+		ci.prompt(i, ev.Message, ev.Images)
+	case "item_completed":
+		ci.completed(i, folded)
 	case "agent_message":
 		if codex.Mirror(ci.lines, i) >= 0 {
 			return
@@ -382,6 +413,9 @@ func (ci *codexImport) event(i int, folded []bool) {
 		}
 		if !ci.waiting {
 			ci.modelCall(i)
+			if ci.respID != "" {
+				ci.im.Events[ci.call].Call.ResponseID, ci.respID = ci.respID, ""
+			}
 		}
 		ci.open, ci.waiting = false, false
 		u := engine.Usage{Input: d.Input, Output: d.Output, CacheRead: d.Cached, Reasoning: d.Reasoning}
@@ -397,6 +431,81 @@ func (ci *codexImport) event(i int, folded []bool) {
 		if !folded[i] {
 			ci.record(i, typ, codex.KnownEvent(ev.Type), nil)
 		}
+	}
+}
+
+// prompt adds the user prompt of the prompt event at line i (text and
+// image URLs): with the user item it mirrors, images from the item.
+func (ci *codexImport) prompt(i int, text string, images []string) {
+	ci.open = false
+	out := engine.Event{Kind: engine.KindMessage, Role: "user", Text: text, Prov: ci.prov(i)}
+	if j := codex.MirrorsUser(ci.lines, i); j >= 0 {
+		out.Prov = ci.prov(j, i)
+		for _, p := range ci.lines[j].Item.Content {
+			if p.Type == "input_image" {
+				out.Parts = append(out.Parts, imagePart(p.ImageURL))
+			}
+		}
+	} else {
+		for _, u := range images {
+			out.Parts = append(out.Parts, imagePart(u))
+		}
+	}
+	ci.add(out, i)
+}
+
+// completed imports an item_completed event (Codex 0.169 writes one per
+// item of a turn): a UserMessage is the user prompt (codex.Prompt), an
+// AgentMessage or Reasoning mirrors the item after it as agent_message
+// and agent_reasoning do, a call's item folds into the call's result;
+// the rest are records.
+func (ci *codexImport) completed(i int, folded []bool) {
+	ev := ci.lines[i].Event
+	it := ev.Item
+	switch ev.ItemType() {
+	case "UserMessage":
+		if !codex.Prompt(ci.lines, i) {
+			break
+		}
+		// Codex joins a UserMessage's text parts with nothing between
+		// them into a user_message's text.
+		var text strings.Builder
+		var images []string
+		for _, p := range it.Content {
+			switch p.Type {
+			case "text":
+				text.WriteString(p.Text)
+			case "image":
+				images = append(images, p.ImageURL)
+			}
+		}
+		ci.prompt(i, text.String(), images)
+		return
+	case "AgentMessage":
+		if codex.Mirror(ci.lines, i) >= 0 {
+			return
+		}
+		ci.output(i)
+		out := engine.Event{Kind: engine.KindMessage, Role: "assistant", Text: codex.Text(it.Content), Prov: ci.prov(i)}
+		if it.Phase != "" {
+			out.Extra = jsonObject("phase", it.Phase)
+		}
+		ci.add(out, i)
+		return
+	case "Reasoning":
+		if codex.Mirror(ci.lines, i) >= 0 {
+			return
+		}
+		ci.output(i)
+		text := strings.Join(it.SummaryText, "\n")
+		if text == "" {
+			text = strings.Join(it.RawContent, "\n")
+		}
+		ci.add(engine.Event{Kind: engine.KindThinking, Role: "assistant", Text: text, Prov: ci.prov(i)}, i)
+		return
+	}
+	if !folded[i] {
+		ci.record(i, "event_msg/"+ev.Type, true, nil)
 	}
 }
 

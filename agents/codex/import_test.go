@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/bbengine/bbengine/codec/census"
 	"github.com/bbengine/bbengine/codec/codex"
 	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/llm"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/klauspost/compress/zstd"
 )
@@ -337,12 +339,12 @@ const (
 )
 
 // TestImportCodex0169 derives the 0.169.0 rollout and checks its census,
-// what import --check compares, by exact counts. 0.169 writes no
-// user_message event (the prompt is an item_completed UserMessage), so
-// the prompt counts as injected context with the two context items; of
-// its new lines, world_state, thread_settings_applied and the two
-// token_usage_records (which name the response id) are kept as records
-// of unknown type.
+// its session and its events exactly: the prompt (a user item mirrored
+// by an item_completed UserMessage, no user_message) is one user
+// prompt, the skills and environment context are injected context, the
+// item_completed events of the reasoning and the answer fold into their
+// items and the CommandExecution into the call's result, and each model
+// call carries the response id of its token_usage_record.
 func TestImportCodex0169(t *testing.T) {
 	file, lines := readRollout(t, fixture0169)
 	im := deriveRollout(t, file)
@@ -350,46 +352,128 @@ func TestImportCodex0169(t *testing.T) {
 	if got != want {
 		t.Errorf("census of the events differs from the source census:\n got %+v\nwant %+v", got, want)
 	}
-	// The numbers `bbengine import codex --check` printed for this
-	// rollout in TestCodex.
-	exact := census.Counts{Records: 21, MetaUser: 3, Assistant: 1, Responses: 2, Thinking: 1,
-		ToolCalls: 1, ToolResults: 1, CallIDs: 1, TokensIn: 9741, TokensOut: 53, CacheRead: 9472, Kept: 8, Unknown: 4}
+	exact := census.Counts{Records: 21, UserPrompts: 1, MetaUser: 2, Assistant: 1, Responses: 2, Thinking: 1,
+		ToolCalls: 1, ToolResults: 1, CallIDs: 1, TokensIn: 9741, TokensOut: 53, CacheRead: 9472, Kept: 8}
 	if want != exact {
 		t.Errorf("source census:\n got %+v\nwant %+v", want, exact)
 	}
 	s := im.Session
-	if s.ID != "codex:"+fixture0169Session || s.Agent != "codex" || s.Version != "0.169.0" || s.Requests != 2 || s.CWD == "" {
+	if s.ID != "codex:"+fixture0169Session || s.Agent != "codex" || s.Version != "0.169.0" || s.Requests != 2 || s.CWD == "" || s.Import.Unknown != 0 || s.Import.Errors != 0 {
 		t.Errorf("session = %+v", s)
 	}
 	if s.Usage.Input != 9538+9675 || s.Usage.Output != 41+12 || s.Usage.CacheRead != 9472 || s.Usage.Reasoning != 24 {
 		t.Errorf("usage = %+v, want input 19213, output 53, cache read 9472, reasoning 24", s.Usage)
 	}
-	var kinds, unknown []string
+	var got2 []string
 	for _, ev := range im.Events {
+		e := fmt.Sprintf("%d-%d %s", ev.Prov.First, ev.Prov.Last, ev.Kind)
 		switch {
-		case ev.Kind == engine.KindRecord && !ev.Record.Known:
-			unknown = append(unknown, ev.Record.Type)
-		case ev.Kind == engine.KindToolCall:
-			if ev.Tool.ID != "call_E2eExecEchoHello0001" || ev.Tool.Name != "exec_command" || string(ev.Tool.Args) != `{"cmd":"echo hello"}` {
-				t.Errorf("tool call = %+v", ev.Tool)
+		case ev.Kind == engine.KindRecord:
+			e += fmt.Sprintf(" %s known=%v", ev.Record.Type, ev.Record.Known)
+		case ev.Kind == engine.KindMessage:
+			txt, _, _ := strings.Cut(ev.Text, "\n")
+			e += fmt.Sprintf(" %s meta=%q %q", ev.Role, ev.Meta, txt)
+		case ev.Kind == engine.KindModelCall:
+			e += " " + ev.Call.ResponseID
+		case ev.Kind == engine.KindToolCall, ev.Kind == engine.KindToolResult:
+			e += fmt.Sprintf(" %s %s", ev.Tool.ID, ev.Tool.Name)
+		case ev.Kind == engine.KindUsage:
+			e += fmt.Sprintf(" in=%d out=%d cache=%d", ev.Usage.Input, ev.Usage.Output, ev.Usage.CacheRead)
+		}
+		got2 = append(got2, e)
+	}
+	wantEvents := []string{
+		"1-1 record session_meta known=true",
+		"2-2 record event_msg/task_started known=true",
+		`3-3 message user meta="developer" "<skills_instructions>"`,
+		`4-4 message user meta="developer" "<environment_context>"`,
+		"5-5 record world_state known=true",
+		"6-6 record turn_context known=true",
+		"7-7 record event_msg/thread_settings_applied known=true",
+		`8-9 message user meta="" "E2E-CODEX-5b2e: run ` + "`echo hello`" + ` in the shell and tell me what it printed."`,
+		"11-11 model_call resp_0e2ec0de0000000000000001",
+		"10-11 thinking",
+		"12-12 tool_call call_E2eExecEchoHello0001 exec_command",
+		"13-13 record token_usage_record known=true",
+		"14-15 tool_result call_E2eExecEchoHello0001 exec_command",
+		"16-16 usage in=9538 out=41 cache=0",
+		"18-18 model_call resp_0e2ec0de0000000000000002",
+		`17-18 message assistant meta="" "E2E done: the shell said hello."`,
+		"19-19 record token_usage_record known=true",
+		"20-20 usage in=9675 out=12 cache=9472",
+		"21-21 record event_msg/task_complete known=true",
+	}
+	if strings.Join(got2, "\n") != strings.Join(wantEvents, "\n") {
+		t.Errorf("events:\n%s\nwant\n%s", strings.Join(got2, "\n"), strings.Join(wantEvents, "\n"))
+	}
+	for _, ev := range im.Events {
+		switch ev.Kind {
+		case engine.KindToolCall:
+			if string(ev.Tool.Args) != `{"cmd":"echo hello"}` {
+				t.Errorf("tool args = %s", ev.Tool.Args)
 			}
-		case ev.Kind == engine.KindToolResult:
-			if ev.Tool.ID != "call_E2eExecEchoHello0001" || !strings.Contains(ev.Text, "hello") {
-				t.Errorf("tool result = %+v %q", ev.Tool, ev.Text)
-			}
-		case ev.Kind == engine.KindMessage && ev.Role == "assistant":
-			if ev.Text != "E2E done: the shell said hello." {
-				t.Errorf("answer = %q", ev.Text)
+		case engine.KindToolResult:
+			var x map[string]json.RawMessage
+			if !strings.Contains(ev.Text, "hello") || json.Unmarshal(ev.Extra, &x) != nil || !bytes.Contains(x["item_completed"], []byte(`"aggregated_output":"hello\n"`)) {
+				t.Errorf("tool result = %q, extra %s", ev.Text, ev.Extra)
 			}
 		}
-		if ev.Kind != engine.KindRecord {
-			kinds = append(kinds, string(ev.Kind))
+	}
+}
+
+// TestImportCodexResponseIDs checks that each model call takes the
+// response id of its token_usage_record whether the record comes before
+// or after the call's token_count, that a call with no recorded output
+// takes its record's id, and that no record mints a call or adds usage.
+// It also checks an item_completed UserMessage alone: the prompt, with
+// its images.
+func TestImportCodexResponseIDs(t *testing.T) {
+	const (
+		meta    = `{"timestamp":"2026-11-27T17:13:55.000Z","type":"session_meta","payload":{"id":"s","cwd":"/w","originator":"codex_exec","cli_version":"0.169.0"}}`
+		prompt  = `{"timestamp":"2026-11-27T17:13:55.001Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","id":"u1","content":[{"type":"text","text":"look "},{"type":"image","image_url":"data:image/png;base64,AA=="},{"type":"text","text":"here"}]}}}`
+		call    = `{"timestamp":"2026-11-27T17:13:55.002Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_1"}}`
+		output  = `{"timestamp":"2026-11-27T17:13:55.003Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"ok"}}`
+		recA    = `{"timestamp":"2026-11-27T17:13:55.004Z","type":"token_usage_record","payload":{"response_id":"resp_A","usage":{"input_tokens":100,"output_tokens":10,"total_tokens":110}}}`
+		countA  = `{"timestamp":"2026-11-27T17:13:55.005Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"output_tokens":10,"total_tokens":110},"last_token_usage":{"input_tokens":100,"output_tokens":10,"total_tokens":110}}}}`
+		recB    = `{"timestamp":"2026-11-27T17:13:55.006Z","type":"token_usage_record","payload":{"response_id":"resp_B","usage":{"input_tokens":120,"output_tokens":5,"total_tokens":125}}}`
+		countB  = `{"timestamp":"2026-11-27T17:13:55.007Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":220,"output_tokens":15,"total_tokens":235},"last_token_usage":{"input_tokens":120,"output_tokens":5,"total_tokens":125}}}}`
+		answer  = `{"timestamp":"2026-11-27T17:13:55.008Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}`
+		recC    = `{"timestamp":"2026-11-27T17:13:55.010Z","type":"token_usage_record","payload":{"response_id":"resp_C","usage":{"input_tokens":130,"output_tokens":1,"total_tokens":131}}}`
+		countC  = `{"timestamp":"2026-11-27T17:13:55.009Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":350,"output_tokens":16,"total_tokens":366},"last_token_usage":{"input_tokens":130,"output_tokens":1,"total_tokens":131}}}}`
+		countC2 = `{"timestamp":"2026-11-27T17:13:55.011Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":350,"output_tokens":16,"total_tokens":366},"last_token_usage":{"input_tokens":130,"output_tokens":1,"total_tokens":131}}}}`
+	)
+	// A: record before the token_count; B: a call with no output; C:
+	// record after the token_count (then a repeat).
+	lines := []string{meta, prompt, call, recA, output, countA, recB, countB, answer, countC, recC, countC2}
+	file := engine.ImportFile{Path: "/h/.codex/sessions/2026/11/27/rollout-2026-11-27T17-13-55-s.jsonl"}
+	var raw [][]byte
+	for i, l := range lines {
+		raw = append(raw, []byte(l))
+		file.Records = append(file.Records, engine.ImportRecord{Import: exchange.Import{Source: "codex", Kind: exchange.ImportLine, Line: int64(i + 1), Data: []byte(l)}, WAL: uint64(i + 1)})
+	}
+	im := deriveRollout(t, file)
+	got, want := engine.Census(&im.Session, im.Events), codex.Count(raw)
+	if got != want {
+		t.Errorf("census of the events differs from the source census:\n got %+v\nwant %+v", got, want)
+	}
+	if want.UserPrompts != 1 || want.Responses != 3 || want.Kept != 5 || want.TokensIn != 350 || want.TokensOut != 16 {
+		t.Errorf("source census %+v", want)
+	}
+	var ids []string
+	usage := 0
+	for _, ev := range im.Events {
+		switch ev.Kind {
+		case engine.KindModelCall:
+			ids = append(ids, ev.Call.ResponseID)
+		case engine.KindUsage:
+			usage++
+		case engine.KindMessage:
+			if ev.Role == "user" && (ev.Meta != "" || ev.Text != "look here" || len(ev.Parts) != 1 || ev.Parts[0].Type != llm.PartImage || ev.Parts[0].Size != 1) {
+				t.Errorf("prompt = %+v", ev)
+			}
 		}
 	}
-	if w := "world_state event_msg/thread_settings_applied token_usage_record token_usage_record"; strings.Join(unknown, " ") != w {
-		t.Errorf("unknown records %v, want %s", unknown, w)
-	}
-	if w := "message message message model_call thinking tool_call tool_result usage model_call message usage"; strings.Join(kinds, " ") != w {
-		t.Errorf("events:\n got %v\nwant %v", kinds, w)
+	if strings.Join(ids, " ") != "resp_A resp_B resp_C" || usage != 3 || im.Session.Requests != 3 || im.Session.Usage.Input != 350 {
+		t.Errorf("model calls %q, %d usage events, %d requests, usage %+v; want resp_A resp_B resp_C, 3, 3, input 350", ids, usage, im.Session.Requests, im.Session.Usage)
 	}
 }

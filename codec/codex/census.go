@@ -10,34 +10,44 @@ import (
 // lines; an importer that follows them emits events whose census (see
 // engine.Census) equals Count's.
 //
-//   - User prompts are the event_msg/user_message events. A user-role
-//     message item written just before a user_message (the line before
-//     it) is the same prompt, not another message: the pair is one
-//     prompt ("mirrored").
+//   - User prompts are the event_msg/user_message events and, since
+//     Codex 0.169 writes none, the item_completed events of a
+//     UserMessage item (Prompt); an item_completed UserMessage beside a
+//     user_message (the line before or after it) is that prompt again
+//     and is kept. A user-role message item written just before a
+//     prompt event (the line before it; for a user_message, the line
+//     before an item_completed UserMessage just before it) is the same
+//     prompt, not another message: the pair is one prompt ("mirrored").
 //   - Meta user messages are the other user-, developer- and
 //     system-role message items: context Codex injected (AGENTS.md,
-//     <environment_context>, permissions and collaboration-mode
+//     <environment_context>, skills, permissions and collaboration-mode
 //     instructions). Text cannot tell them apart in redacted rollouts;
 //     position can.
 //   - Assistant messages are the assistant message items. An
-//     agent_message event mirrors the item that follows it (Mirror); an
-//     agent_message no item follows is an assistant message of its own.
-//     Likewise agent_reasoning events mirror the reasoning item after
+//     agent_message event, or an item_completed of an AgentMessage item
+//     (0.169), mirrors the item that follows it (Mirror; one of each may
+//     stand in front of the item); one no item follows is an assistant
+//     message of its own. Likewise agent_reasoning events and
+//     item_completed Reasoning events mirror the reasoning item after
 //     them, and thinking blocks are the reasoning items plus the
-//     agent_reasoning events that mirror none.
+//     agent_reasoning and item_completed Reasoning events that mirror
+//     none.
 //   - Tool calls are the distinct call_ids of function_call,
 //     custom_tool_call and local_shell_call items, plus one per
 //     web_search_call (the provider ran it; its id is the call_id of the
 //     web_search_end event just before it, or "web_search#<line>");
 //     tool results the distinct call_ids of the output items.
 //   - Model responses are the runs of model output (assistant messages,
-//     reasoning, calls, unmirrored agent_message/agent_reasoning events)
-//     that no input (a user, developer or system message item, a tool
-//     output, a user_message event, a compaction) and no token_count
-//     increase interrupts, plus the token_count increases that find no
-//     response waiting for its usage (a model call with no recorded
-//     output). In every golden rollout that has token_count events, the
-//     runs and the increases are the same number.
+//     reasoning, calls, unmirrored agent_message/agent_reasoning and
+//     item_completed AgentMessage/Reasoning events) that no input (a
+//     user, developer or system message item, a tool output, a prompt
+//     event, a compaction) and no token_count increase interrupts, plus
+//     the token_count increases that find no response waiting for its
+//     usage (a model call with no recorded output). In every golden
+//     rollout that has token_count events, the runs and the increases
+//     are the same number. A token_usage_record (0.169, written after a
+//     response's output items) names its response (response_id) but
+//     neither starts nor ends one, and adds no tokens.
 //   - Tokens are the deltas of the cumulative total_token_usage of
 //     token_count events: a token_count whose total equals the previous
 //     one is a repeat and adds nothing; one with any field smaller is a
@@ -46,16 +56,19 @@ import (
 //     input, TokensOut the output (reasoning included), CacheCreation 0.
 //   - Errors are the event_msg/error events.
 //   - Kept are the records with no timeline meaning of their own, kept
-//     verbatim: session_meta, turn_context, compacted, legacy header and
-//     state lines, repeated or null token_counts, response items of a
-//     known raw-only type (tool_search_call, ghost_snapshot, …), and
-//     known event_msg types except the ones above and the
-//     exec_command_end, patch_apply_end, mcp_tool_call_end and
-//     web_search_end events folded into their call (an *_end event folds
-//     into the output item of its call_id, the first of its type per
-//     call; web_search_end into the web_search_call just after it).
-//     Unknown are lines of a type (envelope, item or event) the package
-//     does not know.
+//     verbatim: session_meta, turn_context, compacted, world_state,
+//     token_usage_record, legacy header and state lines, repeated or
+//     null token_counts, response items of a known raw-only type
+//     (tool_search_call, ghost_snapshot, …), and known event_msg types
+//     (thread_settings_applied, task_started, item_completed of a Plan,
+//     …) except the ones above and the events folded into their call:
+//     an exec_command_end, patch_apply_end or mcp_tool_call_end, or
+//     (0.169) an item_completed of a call's item (CommandExecution,
+//     FileChange, McpToolCall, …, whose id is the call_id) folds into
+//     the output item of its call_id, the first of its type per call
+//     (EndCallID, FoldedEnds); a web_search_end into the
+//     web_search_call just after it. Unknown are lines of a type
+//     (envelope, item or event) the package does not know.
 //   - UUIDs: rollouts have none (0).
 
 // Tally is the census of a rollout, with the figures the golden
@@ -66,13 +79,14 @@ type Tally struct {
 	Types map[string]int64
 
 	UserMessages   int64 // event_msg/user_message
+	CompletedUser  int64 // item_completed UserMessage events that are prompts
 	UserItems      int64 // user-role message items
 	DeveloperItems int64 // developer- and system-role message items
-	MirroredUser   int64 // user items mirrored by a user_message
+	MirroredUser   int64 // user items mirrored by a prompt event
 	AssistantItems int64
-	AgentMessages  int64 // agent_message events that mirror no item
+	AgentMessages  int64 // agent_message and item_completed AgentMessage events that mirror no item
 	ReasoningItems int64
-	AgentReasoning int64 // agent_reasoning events that mirror no item
+	AgentReasoning int64 // agent_reasoning and item_completed Reasoning events that mirror no item
 	Calls, Outputs int64 // distinct call_ids of calls and outputs
 	WebSearches    int64
 	CallIDs        int64 // distinct over calls (web searches included) and outputs
@@ -94,7 +108,7 @@ func (t *Tally) Counts() census.Counts {
 	return census.Counts{
 		Records:     t.Lines,
 		ParseErrors: t.ParseErrors,
-		UserPrompts: t.UserMessages,
+		UserPrompts: t.UserMessages + t.CompletedUser,
 		MetaUser:    t.UserItems + t.DeveloperItems - t.MirroredUser,
 		Assistant:   t.AssistantItems + t.AgentMessages,
 		Responses:   t.Responses,
@@ -193,8 +207,35 @@ func Census(raw [][]byte) *Tally {
 			case "user_message":
 				t.UserMessages++
 				open = false
-				if MirrorsUser(lines, i) {
+				if MirrorsUser(lines, i) >= 0 {
 					t.MirroredUser++
+				}
+			case "item_completed":
+				switch ev.ItemType() {
+				case "UserMessage":
+					if !Prompt(lines, i) {
+						t.Kept++
+						break
+					}
+					t.CompletedUser++
+					open = false
+					if MirrorsUser(lines, i) >= 0 {
+						t.MirroredUser++
+					}
+				case "AgentMessage":
+					if Mirror(lines, i) < 0 {
+						t.AgentMessages++
+						output()
+					}
+				case "Reasoning":
+					if Mirror(lines, i) < 0 {
+						t.AgentReasoning++
+						output()
+					}
+				default:
+					if !ends[i] {
+						t.Kept++
+					}
 				}
 			case "agent_message":
 				if Mirror(lines, i) < 0 {
@@ -247,7 +288,7 @@ func Census(raw [][]byte) *Tally {
 			t.Compacted++
 			t.Kept++
 			open = false
-		case l.Meta != nil, l.Turn != nil, l.Type == TypeLegacyState:
+		case l.Meta != nil, l.Turn != nil, l.Usage != nil, l.Type == TypeLegacyState, l.Type == TypeWorldState:
 			t.Kept++
 		default:
 			t.Unknown++
@@ -303,51 +344,111 @@ func (k *Tokens) Add(info *TokenInfo) (TokenUsage, Step) {
 	}, StepDelta
 }
 
-// MirrorsUser reports whether the user_message event lines[i] mirrors
-// the user-role message item just before it.
-func MirrorsUser(lines []Line, i int) bool {
-	if i == 0 {
+// Prompt reports whether the event lines[i] is a user prompt: a
+// user_message, or an item_completed of a UserMessage item (Codex 0.169
+// writes no user_message) with no user_message event beside it.
+func Prompt(lines []Line, i int) bool {
+	ev := lines[i].Event
+	switch {
+	case ev == nil:
+		return false
+	case ev.Type == "user_message":
+		return true
+	case ev.ItemType() != "UserMessage":
 		return false
 	}
-	p := lines[i-1].Item
-	return p != nil && p.Type == "message" && p.Role == "user"
+	return !isEvent(lines, i-1, "user_message") && !isEvent(lines, i+1, "user_message")
+}
+
+func isEvent(lines []Line, i int, typ string) bool {
+	return i >= 0 && i < len(lines) && lines[i].Event != nil && lines[i].Event.Type == typ
+}
+
+// MirrorsUser returns the index of the user-role message item the
+// prompt event lines[i] mirrors, or -1: the item just before it, or for
+// a user_message the item before an item_completed UserMessage just
+// before it.
+func MirrorsUser(lines []Line, i int) int {
+	j := i - 1
+	if j > 0 && lines[i].Event != nil && lines[i].Event.Type == "user_message" &&
+		lines[j].Event != nil && lines[j].Event.ItemType() == "UserMessage" {
+		j--
+	}
+	if j < 0 {
+		return -1
+	}
+	if p := lines[j].Item; p != nil && p.Type == "message" && p.Role == "user" {
+		return j
+	}
+	return -1
+}
+
+// PromptOf returns the index of the prompt event that mirrors the user
+// message item lines[i] (Prompt, MirrorsUser), or -1.
+func PromptOf(lines []Line, i int) int {
+	for j := i + 1; j <= i+2 && j < len(lines); j++ {
+		if Prompt(lines, j) && MirrorsUser(lines, j) == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// mirrors names the kind of item an event mirrors: an assistant
+// message, a reasoning item or a web search call; "" for an event that
+// mirrors none.
+func mirrors(ev *EventMsg) string {
+	switch ev.Type {
+	case "agent_message":
+		return "message"
+	case "agent_reasoning":
+		return "reasoning"
+	case "web_search_end":
+		return "web_search_call"
+	case "item_completed":
+		switch ev.ItemType() {
+		case "AgentMessage":
+			return "message"
+		case "Reasoning":
+			return "reasoning"
+		}
+	}
+	return ""
 }
 
 // Mirror returns the index of the item the event lines[i] mirrors, or
-// -1: an agent_message mirrors the assistant message item after it, an
-// agent_reasoning the reasoning item after it (across a run of
-// agent_reasoning events, one per summary part), a web_search_end the
-// web_search_call after it.
+// -1: an agent_message or item_completed AgentMessage mirrors the
+// assistant message item after it, an agent_reasoning or
+// item_completed Reasoning the reasoning item after it, a
+// web_search_end the web_search_call after it. Between the event and
+// the item may stand the other events that mirror the same item: a run
+// of agent_reasoning events (one per summary part), and an
+// item_completed beside the older event of its kind. Two agent_message
+// events (or two item_completed events) in a row are two messages.
 func Mirror(lines []Line, i int) int {
 	ev := lines[i].Event
 	if ev == nil {
 		return -1
 	}
+	kind := mirrors(ev)
+	if kind == "" {
+		return -1
+	}
 	j := i + 1
-	if ev.Type == "agent_reasoning" {
-		for j < len(lines) && lines[j].Event != nil && lines[j].Event.Type == "agent_reasoning" {
-			j++
+	for ; j < len(lines); j++ {
+		e := lines[j].Event
+		if e == nil || mirrors(e) != kind || e.Type == ev.Type && ev.Type != "agent_reasoning" {
+			break
 		}
 	}
 	if j >= len(lines) || lines[j].Item == nil {
 		return -1
 	}
 	it := lines[j].Item
-	switch ev.Type {
-	case "agent_message":
-		if it.Type == "message" && it.Role == "assistant" {
-			return j
-		}
-	case "agent_reasoning":
-		if it.Type == "reasoning" {
-			return j
-		}
-	case "web_search_end":
-		if it.Type == "web_search_call" {
-			return j
-		}
+	if it.Type != kind || kind == "message" && it.Role != "assistant" {
+		return -1
 	}
-	return -1
+	return j
 }
 
 // WebSearchID returns the id of the web_search_call item lines[i] (at
@@ -372,9 +473,9 @@ func EndEvent(t string) bool {
 	return false
 }
 
-// FoldedEnds marks the *_end events (EndEvent) that fold into the output
-// item of their call: the first of each type per call_id that has an
-// output item anywhere in the rollout.
+// FoldedEnds marks the events that say how a call ended (EndCallID)
+// that fold into the output item of their call: the first of each event
+// type per call_id that has an output item anywhere in the rollout.
 func FoldedEnds(lines []Line) []bool {
 	outputs := map[string]bool{}
 	for i := range lines {
@@ -386,10 +487,14 @@ func FoldedEnds(lines []Line) []bool {
 	seen := map[[2]string]bool{}
 	for i := range lines {
 		ev := lines[i].Event
-		if ev == nil || !EndEvent(ev.Type) || !outputs[ev.CallID] {
+		if ev == nil {
 			continue
 		}
-		k := [2]string{ev.Type, ev.CallID}
+		id := ev.EndCallID()
+		if id == "" || !outputs[id] {
+			continue
+		}
+		k := [2]string{ev.Type, id}
 		if !seen[k] {
 			seen[k] = true
 			folded[i] = true

@@ -17,6 +17,11 @@ const (
 	TypeResponseItem = "response_item"
 	TypeEventMsg     = "event_msg"
 	TypeCompacted    = "compacted"
+	// TypeWorldState and TypeTokenUsageRecord are Codex 0.169's: the
+	// state Codex injects as context (full or a patch of it), and one
+	// model response's id and usage.
+	TypeWorldState       = "world_state"
+	TypeTokenUsageRecord = "token_usage_record"
 	// TypeLegacyHeader and TypeLegacyState are the pre-envelope header
 	// line and its {"record_type":"state"} markers.
 	TypeLegacyHeader = "legacy_header"
@@ -28,8 +33,10 @@ const (
 var ErrLine = errors.New("codex: not a rollout line")
 
 // Line is one decoded rollout line. Exactly one of Meta, Turn, Item,
-// Event and Compacted is set for a line of a known type; none for a type
-// the package does not know (Type still names it).
+// Event, Compacted and Usage is set for a line of a known type, except
+// the types kept only raw (world_state, legacy state markers); none for
+// a type the package does not know (Type still names it; see
+// KnownType).
 type Line struct {
 	// Timestamp is the envelope's timestamp as written; Time the same in
 	// unix nanoseconds (0 when absent or not RFC 3339).
@@ -49,6 +56,17 @@ type Line struct {
 	Item      *Item
 	Event     *EventMsg
 	Compacted *Compacted
+	Usage     *UsageRecord
+}
+
+// KnownType reports whether the package knows an envelope type.
+func KnownType(t string) bool {
+	switch t {
+	case TypeSessionMeta, TypeTurnContext, TypeResponseItem, TypeEventMsg, TypeCompacted,
+		TypeWorldState, TypeTokenUsageRecord, TypeLegacyHeader, TypeLegacyState:
+		return true
+	}
+	return false
 }
 
 // SessionMeta is the first line of a rollout.
@@ -253,6 +271,67 @@ type EventMsg struct {
 	// LastAgentMessage is a task_complete's; Reason a turn_aborted's.
 	LastAgentMessage string `json:"last_agent_message"`
 	Reason           string `json:"reason"`
+	// Item is an item_completed's item (nil for other events).
+	Item *TurnItem `json:"-"`
+}
+
+// TurnItem is the item of an item_completed event (Codex's TurnItem,
+// codex-rs/protocol/src/items.rs). Codex 0.169 persists one for every
+// item of a turn; earlier versions only for Plan and Sleep items. An
+// item whose fields below have other JSON types keeps only Type and ID.
+type TurnItem struct {
+	// Type is UserMessage, AgentMessage, Reasoning, CommandExecution,
+	// FileChange, McpToolCall, WebSearch, Plan, … ID is the item's id:
+	// for a call, its call_id.
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Content is a UserMessage's input (text, image with ImageURL,
+	// local_image, skill) or an AgentMessage's text (type Text); Phase an
+	// AgentMessage's.
+	Content []Part `json:"content"`
+	Phase   string `json:"phase"`
+	// SummaryText and RawContent are a Reasoning's.
+	SummaryText []string `json:"summary_text"`
+	RawContent  []string `json:"raw_content"`
+}
+
+// ItemType returns the type of an item_completed's item, or "".
+func (ev *EventMsg) ItemType() string {
+	if ev.Type != "item_completed" || ev.Item == nil {
+		return ""
+	}
+	return ev.Item.Type
+}
+
+// EndCallID returns the call an event says the end of: an *_end
+// event's call_id (EndEvent), or the id of an item_completed's item of
+// a call (CommandExecution, FileChange, McpToolCall, …: every type but
+// the messages, reasoning and plans, whose ids are no call_ids); else "".
+func (ev *EventMsg) EndCallID() string {
+	switch {
+	case EndEvent(ev.Type):
+		return ev.CallID
+	case ev.Type == "item_completed" && ev.Item != nil:
+		switch ev.Item.Type {
+		case "UserMessage", "AgentMessage", "Reasoning", "Plan", "HookPrompt", "ContextCompaction":
+			return ""
+		}
+		return ev.Item.ID
+	}
+	return ""
+}
+
+// UsageRecord is a token_usage_record (Codex 0.169): written after a
+// model response's output items, it names the response (the Responses
+// API id) and its usage; TurnUsage and ThreadUsage are the running
+// totals of the turn and of the thread.
+type UsageRecord struct {
+	ResponseID  string     `json:"response_id"`
+	ThreadID    string     `json:"thread_id"`
+	TurnID      string     `json:"turn_id"`
+	Usage       TokenUsage `json:"usage"`
+	TurnUsage   TokenUsage `json:"turn_token_usage"`
+	ThreadUsage TokenUsage `json:"thread_token_usage"`
 }
 
 // KnownEvent reports whether the package knows an event_msg type.
@@ -264,7 +343,7 @@ func KnownEvent(t string) bool {
 		"web_search_end", "mcp_tool_call_end", "view_image_tool_call", "entered_review_mode",
 		"exited_review_mode", "thread_rolled_back", "undo_completed", "item_completed",
 		"collab_agent_spawn_end", "collab_waiting_end", "error", "stream_error", "warning",
-		"plan_update", "turn_diff":
+		"plan_update", "turn_diff", "thread_settings_applied":
 		return true
 	}
 	return false
@@ -336,10 +415,13 @@ func ParseLine(b []byte) (Line, error) {
 		err = l.Item.decode(env.Payload)
 	case TypeEventMsg:
 		l.Event = new(EventMsg)
-		err = json.Unmarshal(env.Payload, l.Event)
+		err = l.Event.decode(env.Payload)
 	case TypeCompacted:
 		l.Compacted = new(Compacted)
 		err = json.Unmarshal(env.Payload, l.Compacted)
+	case TypeTokenUsageRecord:
+		l.Usage = new(UsageRecord)
+		err = json.Unmarshal(env.Payload, l.Usage)
 	}
 	if err != nil {
 		return Line{}, fmt.Errorf("%w: %s payload: %v", ErrLine, env.Type, err)
@@ -426,6 +508,37 @@ func (m *SessionMeta) decode(b []byte) error {
 			return err
 		}
 		m.Instructions = bi.Text
+	}
+	return nil
+}
+
+// decode decodes an event; an item_completed's item too (other events'
+// "item", such as a raw_response_item's, is not read).
+func (ev *EventMsg) decode(b []byte) error {
+	type plain EventMsg
+	var p struct {
+		plain
+		Item json.RawMessage `json:"item"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*ev = EventMsg(p.plain)
+	if ev.Type != "item_completed" || len(p.Item) == 0 || bytes.Equal(p.Item, []byte("null")) {
+		return nil
+	}
+	ev.Item = new(TurnItem)
+	if err := json.Unmarshal(p.Item, ev.Item); err != nil {
+		// An item of a shape this package does not know keeps its type
+		// and id: the event stays what its type says.
+		var id struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}
+		if err := json.Unmarshal(p.Item, &id); err != nil {
+			return fmt.Errorf("item: %w", err)
+		}
+		*ev.Item = TurnItem{Type: id.Type, ID: id.ID}
 	}
 	return nil
 }

@@ -8,7 +8,9 @@
 //	{"timestamp":"2026-02-23T19:34:26.098Z","type":<type>,"payload":{…}}
 //
 // with type session_meta, turn_context, response_item, event_msg or
-// compacted. ParseLine decodes the payloads it knows into typed fields
+// compacted, and since Codex 0.169 world_state and token_usage_record
+// (0.169 also adds an "ordinal" to the envelope and a "metadata" to
+// response items, which the package does not read). ParseLine decodes the payloads it knows into typed fields
 // and keeps every payload raw, so a type it does not know (Codex adds
 // some every few releases) is kept, never an error. Mid-2025
 // "pre-envelope" rollouts (a header {id,timestamp,instructions,git},

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine/schema"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -22,29 +21,7 @@ var geminiPair = filepath.Join("testdata", "merge", "gemini-cli-0.61.0")
 // copyFrames appends the frames of the WAL in dir to log, as they are.
 func copyFrames(t *testing.T, dir string, log *wal.Log) {
 	t.Helper()
-	src, err := wal.Open(dir, &wal.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	r := src.NewReader()
-	defer r.Close()
-	for r.Next() {
-		h := r.Header()
-		if h.Kind == frame.KindSegmentHeader {
-			continue
-		}
-		p, err := r.Payload()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := log.Append(wal.Record{Kind: h.Kind, Exchange: h.Exchange, Time: h.Time, Last: h.Flags&frame.FlagLast != 0, Payload: p}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
+	copyFramesEdited(t, dir, log, 0)
 }
 
 // geminiLog returns the pair's log with each old string replaced by its

@@ -403,24 +403,22 @@ func gemLiveCheckSession(t *testing.T, bin, dir, session string, r *gemLiveRun) 
 	}
 }
 
-// gemLiveSessions lists the sessions in dir.
-func gemLiveSessions(t *testing.T, bin, dir string) []struct {
+// gemLiveSession is the part of `sessions --json` read here.
+type gemLiveSession struct {
 	ID       string `json:"id"`
 	Source   string `json:"source"`
 	Requests int    `json:"requests"`
 	Agent    string `json:"agent"`
-} {
+}
+
+// gemLiveSessions lists the sessions in dir.
+func gemLiveSessions(t *testing.T, bin, dir string) []gemLiveSession {
 	t.Helper()
 	out, err := exec.Command(bin, "--dir", dir, "sessions", "--json").Output()
 	if err != nil {
 		t.Fatalf("bbengine sessions: %v", err)
 	}
-	var list []struct {
-		ID       string `json:"id"`
-		Source   string `json:"source"`
-		Requests int    `json:"requests"`
-		Agent    string `json:"agent"`
-	}
+	var list []gemLiveSession
 	if err := json.Unmarshal(out, &list); err != nil {
 		t.Fatalf("bbengine sessions --json: %v\n%s", err, out)
 	}
@@ -517,23 +515,7 @@ func TestGeminiLiveSessions(t *testing.T) {
 			if len(list) != n {
 				t.Fatalf("%d sessions, want %d", len(list), n)
 			}
-			// Each run's mark is in exactly one session.
-			for _, r := range runs {
-				var in []string
-				for _, s := range list {
-					out, err := exec.Command(bin, "--dir", dir, "show", s.ID, "--format", "json").Output()
-					if err != nil {
-						t.Fatalf("bbengine show %s: %v", s.ID, err)
-					}
-					if bytes.Contains(out, []byte(r.mark)) {
-						in = append(in, s.ID)
-					}
-				}
-				if len(in) != 1 {
-					t.Fatalf("%s is in sessions %v, want exactly one", r.mark, in)
-				}
-				gemLiveCheckSession(t, bin, dir, in[0], r)
-			}
+			gemLiveCheckRuns(t, bin, dir, list, runs)
 			sum := 0
 			for _, s := range list {
 				sum += s.Requests
@@ -628,6 +610,13 @@ func gemLiveImportJoins(t *testing.T, bin, dir string, runs []*gemLiveRun, total
 	if sum != total {
 		t.Errorf("after the import the sessions hold %d requests, the upstream got %d: a call counted twice or lost", sum, total)
 	}
+	gemLiveCheckRuns(t, bin, dir, list, runs)
+}
+
+// gemLiveCheckRuns checks that each run's mark is in exactly one of the
+// sessions of list, which holds the run's calls and results.
+func gemLiveCheckRuns(t *testing.T, bin, dir string, list []gemLiveSession, runs []*gemLiveRun) {
+	t.Helper()
 	for _, r := range runs {
 		var in []string
 		for _, s := range list {
@@ -640,7 +629,7 @@ func gemLiveImportJoins(t *testing.T, bin, dir string, runs []*gemLiveRun, total
 			}
 		}
 		if len(in) != 1 {
-			t.Fatalf("after the import %s is in sessions %v, want exactly one", r.mark, in)
+			t.Fatalf("%s is in sessions %v, want exactly one", r.mark, in)
 		}
 		gemLiveCheckSession(t, bin, dir, in[0], r)
 	}

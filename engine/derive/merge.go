@@ -261,11 +261,7 @@ func (c *canonicalizer) merge(id string) error {
 	if err != nil || !ok || lv.Import != nil || lv.Merged != nil {
 		return err
 	}
-	liveEvents, err := c.sideEvents(&lv)
-	if err != nil {
-		return err
-	}
-	impEvents, err := c.sideEvents(&imp)
+	liveEvents, impEvents, err := c.bothSides(&lv, &imp)
 	if err != nil {
 		return err
 	}
@@ -346,6 +342,18 @@ func (c *canonicalizer) stored(id string) (Session, bool, error) {
 	var s Session
 	ok, err := c.e.getJSON(schema.SessionKey(nil, id), &s)
 	return s, ok, err
+}
+
+// bothSides reads the committed timelines of a live and an import
+// session.
+func (c *canonicalizer) bothSides(lv, imp *Session) (live, imported []Event, err error) {
+	if live, err = c.sideEvents(lv); err != nil {
+		return nil, nil, err
+	}
+	if imported, err = c.sideEvents(imp); err != nil {
+		return nil, nil, err
+	}
+	return live, imported, nil
 }
 
 // sideEvents reads the committed timeline of session s.

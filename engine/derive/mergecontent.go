@@ -333,11 +333,7 @@ func (c *canonicalizer) recompose(id string) error {
 	if err != nil || !ok {
 		return err
 	}
-	liveEvents, err := c.sideEvents(&lv)
-	if err != nil {
-		return err
-	}
-	impEvents, err := c.sideEvents(&imp)
+	liveEvents, impEvents, err := c.bothSides(&lv, &imp)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func ReadTrace(s Service, log *wal.Log, req TraceRequest) (*Trace, error) {
 		return nil, err
 	}
 	if t.x == nil {
-		return nil, fmt.Errorf("exchange %d: no frames in the WAL (retention removed them, or the id is wrong)", id)
+		return nil, fmt.Errorf("%w: exchange %d: no frames in the WAL (retention removed them, or the id is wrong)", engine.ErrNotFound, id)
 	}
 	t.offsets = ex.Offsets
 	if indexed {

@@ -27,10 +27,11 @@ func uiCommand() *ucli.Command {
 		Name:      "ui",
 		Usage:     "open the web UI: sessions, timelines and raw frames in the browser",
 		ArgsUsage: " ",
-		Description: "Prints the URL of the web UI with a one-time token (the browser swaps it for a\n" +
-			"cookie) and opens the browser when there is one. The running proxy of the data\n" +
-			"directory serves it under /_bb/ui/; when none runs, this command serves it on\n" +
-			"127.0.0.1 until Ctrl-C, holding the directory meanwhile. Loopback only.",
+		Description: "Prints the URL of the web UI with a ticket (the browser swaps it for a cookie;\n" +
+			"it signs in once, within 2 minutes) and opens the browser when there is one. The\n" +
+			"running proxy of the data directory serves it under /_bb/ui/, live; when none runs,\n" +
+			"this command serves a snapshot of it on 127.0.0.1 until Ctrl-C, holding the\n" +
+			"directory meanwhile. It answers this machine only (loopback).",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "no-open", Usage: "print the URL without opening a browser"},
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "loopback address of the UI's own server, when no proxy runs"},
@@ -42,9 +43,15 @@ func uiCommand() *ucli.Command {
 				if err != nil {
 					return fmt.Errorf("ui: %w", err)
 				}
-				u := "http://" + loopbackOf(r.Proxy) + webui.Prefix + "?token=" + token
+				addr := loopbackOf(r.Proxy)
+				u := "http://" + addr + webui.Prefix + "?token=" + webui.Ticket(token, time.Now())
 				fmt.Fprintln(c.App.Writer, u)
 				fmt.Fprintf(c.App.ErrWriter, "bbengine ui: served by the proxy at %s (pid %d)\n", r.Proxy, r.PID)
+				if host, _, err := net.SplitHostPort(addr); err == nil {
+					if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
+						fmt.Fprintf(c.App.ErrWriter, "bbengine ui: the proxy listens on %s only, and the UI answers loopback only: start it with --listen 127.0.0.1:PORT (or 0.0.0.0:PORT) to use the UI\n", r.Proxy)
+					}
+				}
 				openBrowser(c, u)
 				return nil
 			}
@@ -76,7 +83,9 @@ func serveUI(ctx context.Context, c *ucli.Context, addr string) error {
 	var b [24]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	ui, err := webui.New(&webui.Options{Service: svc, WAL: log, Token: token})
+	// Nothing else can write the directory this command holds: the pages
+	// are a snapshot, without live updates.
+	ui, err := webui.New(&webui.Options{Service: svc, WAL: log, Token: token, Snapshot: true})
 	if err != nil {
 		return err
 	}
@@ -88,9 +97,9 @@ func serveUI(ctx context.Context, c *ucli.Context, addr string) error {
 	srv.RegisterOnShutdown(func() { ui.Close() })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	u := "http://" + ln.Addr().String() + webui.Prefix + "?token=" + token
+	u := "http://" + ln.Addr().String() + webui.Prefix + "?token=" + webui.Ticket(token, time.Now())
 	fmt.Fprintln(c.App.Writer, u)
-	fmt.Fprintf(c.App.ErrWriter, "bbengine ui: no proxy runs for %s; serving it here until Ctrl-C\n", c.String("dir"))
+	fmt.Fprintf(c.App.ErrWriter, "bbengine ui: no proxy runs for %s; serving a snapshot of it here until Ctrl-C (start the proxy for live pages)\n", c.String("dir"))
 	openBrowser(c, u)
 	select {
 	case <-ctx.Done():

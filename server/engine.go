@@ -67,7 +67,10 @@ type proxyEngine struct {
 	// uiToken is the web UI's token ("" for no UI); ui serves it once
 	// the engine is open.
 	uiToken string
-	ui      *webui.UI
+	// uiDown says why the web UI could not start, "" while it is up or
+	// not yet tried.
+	uiDown string
+	ui     *webui.UI
 }
 
 // applied returns the engine's applied offset for the derivation lag
@@ -242,6 +245,9 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		}
 		if ui, err = webui.New(&webui.Options{Service: svc, WAL: log, Token: pe.uiToken, Version: e.Applied}); err != nil {
 			logf("web UI off: %v", err)
+			pe.mu.Lock()
+			pe.uiDown = err.Error()
+			pe.mu.Unlock()
 		}
 	}
 	pe.mu.Lock()
@@ -283,13 +289,17 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 // else 503.
 func (pe *proxyEngine) serveUI(w http.ResponseWriter, r *http.Request) {
 	pe.mu.Lock()
-	ui := pe.ui
+	ui, down, token := pe.ui, pe.uiDown, pe.uiToken
 	pe.mu.Unlock()
 	if ui == nil {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Retry-After", "2")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "bbengine proxy: the web UI is not up: derivation is %s\n", pe.Status())
+		switch {
+		case down != "":
+		case token == "":
+			down = "it has no token (see the proxy's log)"
+		default:
+			down = "the engine is not open yet: derivation is " + pe.Status()
+		}
+		webui.Unavailable(w, r, down)
 		return
 	}
 	ui.ServeHTTP(w, r)

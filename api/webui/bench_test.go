@@ -2,7 +2,6 @@ package webui
 
 import (
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ func BenchmarkTimeline(b *testing.B) {
 	if err != nil || len(evs) < 5000 {
 		b.Fatalf("events %d, %v", len(evs), err)
 	}
-	ck := &http.Cookie{Name: r.ui.cookie.Name, Value: r.ui.cookie.Value}
+	ck := r.ui.testCookie()
 	for _, bc := range []struct{ name, path string }{
 		{"window=first", Prefix + "s/sess-long"},
 		{"window=middle", fmt.Sprintf("%ss/sess-long?at=%d", Prefix, evs[len(evs)/2].Seq)},
@@ -71,7 +70,7 @@ func BenchmarkSessions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ck := &http.Cookie{Name: ui.cookie.Name, Value: ui.cookie.Value}
+	ck := ui.testCookie()
 	for _, bc := range []struct{ name, query string }{
 		{"filter=none", ""},
 		{"filter=text", "?q=project-7&agent=codex&page=2"},

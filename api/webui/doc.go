@@ -20,14 +20,19 @@
 // Security: the UI shows every transcript, so every request must pass
 // these checks, in order, before it reaches a page:
 //
+//   - Peer: only a loopback peer address, else 403, whatever Host it
+//     names (the proxy may listen beyond loopback).
 //   - Host: only localhost or a loopback address (internal/guard), else
 //     421: a page rebinding its DNS name to 127.0.0.1 is refused.
-//   - Origin: a request with an Origin other than the UI's own, or with
-//     Sec-Fetch-Site: cross-site, is refused with 403.
-//   - Token: a GET with ?token=<Options.Token> sets an HttpOnly,
-//     SameSite=Strict cookie (its value derived from the token, never
-//     the token) and redirects to the same URL without the token; a
-//     request without that cookie is refused with 401.
+//   - Origin: a request with an Origin other than the UI's own, or with a
+//     Sec-Fetch-Site other than same-origin or none (another site, or
+//     another loopback port), is refused with 403.
+//   - Ticket: a GET with ?token=<a Ticket of Options.Token>, made within
+//     two minutes and never used before, sets an HttpOnly,
+//     SameSite=Strict cookie with a random value (a session kept in
+//     memory for 12 hours) and redirects to the same URL without the
+//     ticket; a request without a live session's cookie is refused with
+//     401. The token itself never travels.
 //   - State changes: no route changes state yet; any method but GET and
 //     HEAD needs the page's CSRF token (header X-Bb-Csrf or form field
 //     csrf) and the UI's own Origin, else 403, and then answers 405.

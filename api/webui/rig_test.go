@@ -11,12 +11,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 )
+
+// testCookie returns the cookie of a browser signed in now.
+func (u *UI) testCookie() *http.Cookie {
+	return &http.Cookie{Name: u.cookie, Value: u.newSession(time.Now())}
+}
 
 // testToken is the UI token of the tests.
 const testToken = "0123456789abcdef0123456789abcdef"
@@ -127,7 +133,7 @@ func (r *rig) client(t testing.TB) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(r.srv.URL + Prefix + "?token=" + testToken)
+	resp, err := c.Get(r.srv.URL + Prefix + "?token=" + Ticket(testToken, time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}

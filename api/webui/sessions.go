@@ -144,7 +144,7 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 	slices.SortFunc(kept, func(a, b int) int {
 		return cmp.Or(cmp.Compare(all[b].Last, all[a].Last), strings.Compare(all[a].ID, all[b].ID))
 	})
-	p := &sessionsPage{Title: "sessions", F: f, Total: len(kept), All: len(all), Live: true, Nav: "sessions"}
+	p := &sessionsPage{Title: "sessions", F: f, Total: len(kept), All: len(all), Live: !u.snapshot, Nav: "sessions"}
 	for a := range agents {
 		p.Agents = append(p.Agents, a)
 	}

@@ -74,9 +74,9 @@ type pageRef struct {
 
 // serveTimeline answers one session's timeline: a window of its events,
 // chosen by ?page= (1-based) or ?at=<seq> (the window holding it).
-func (u *UI) serveTimeline(w http.ResponseWriter, r *http.Request, rawID string) {
-	id, err := url.PathUnescape(rawID)
-	if err != nil || id == "" {
+func (u *UI) serveTimeline(w http.ResponseWriter, r *http.Request, id string) {
+	// r.URL.Path is decoded already: an id may hold '%'.
+	if id == "" {
 		u.refuse(w, http.StatusBadRequest, "bbengine ui: no session id in "+r.URL.Path)
 		return
 	}

@@ -53,7 +53,7 @@ func TestRefusals(t *testing.T) {
 		{name: "POST, nothing to change", method: "POST", path: Prefix, origin: "self", csrf: r.ui.CSRF(), cookie: true, want: 405},
 		{name: "POST without cookie", method: "POST", path: Prefix, origin: "self", csrf: r.ui.CSRF(), want: 401},
 		{name: "wrong token", method: "GET", path: Prefix + "?token=nope", want: 401},
-		{name: "token on POST", method: "POST", path: Prefix + "?token=" + testToken, origin: "self", want: 401},
+		{name: "token on POST", method: "POST", path: Prefix + "?token=" + Ticket(testToken, time.Now()), origin: "self", want: 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, r.srv.URL+tc.path, nil)
@@ -105,7 +105,8 @@ func TestSignIn(t *testing.T) {
 	r := newRig(t)
 	r.serve(t)
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(r.srv.URL + Prefix + "s/abc?token=" + testToken + "&page=2")
+	ticket := Ticket(testToken, time.Now())
+	resp, err := c.Get(r.srv.URL + Prefix + "s/abc?token=" + ticket + "&page=2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,18 +122,43 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("cookies %v", cs)
 	}
 	ck := cs[0]
-	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != Prefix {
-		t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path=%s", ck, Prefix)
-	}
-	if strings.Contains(ck.Value, testToken) || strings.Contains(ck.Name, testToken) {
-		t.Errorf("the cookie carries the token: %s", ck)
-	}
 	raw := resp.Header.Get("Set-Cookie")
 	for _, want := range []string{"HttpOnly", "SameSite=Strict"} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("Set-Cookie %q lacks %s", raw, want)
 		}
 	}
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != Prefix {
+		t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path=%s", ck, Prefix)
+	}
+	if strings.Contains(ck.Value, testToken) || strings.Contains(ck.Name, testToken) || strings.Contains(ck.Value, ticket) {
+		t.Errorf("the cookie carries the token or the ticket: %s", ck)
+	}
+	if ck.MaxAge <= 0 || ck.MaxAge > int(sessionLife/time.Second) {
+		t.Errorf("cookie Max-Age %d, want a session of at most %v", ck.MaxAge, sessionLife)
+	}
+	// The ticket signed in once: again, or the token itself, it does not
+	// (a URL in the history, the scrollback or a process list).
+	for _, tok := range []string{ticket, testToken} {
+		resp, err := c.Get(r.srv.URL + Prefix + "?token=" + tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) > 0 {
+			t.Errorf("signing in again with %q: %d, cookies %v; want 401 and none", tok, resp.StatusCode, resp.Cookies())
+		}
+	}
+	// An old ticket does not sign in.
+	resp, err = c.Get(r.srv.URL + Prefix + "?token=" + Ticket(testToken, time.Now().Add(-ticketLife-time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an expired ticket: %d, want 401", resp.StatusCode)
+	}
+
 	// The cookie alone now opens the pages.
 	req, _ := http.NewRequest("GET", r.srv.URL+Prefix, nil)
 	req.AddCookie(ck)
@@ -264,7 +290,7 @@ func TestTimelineToFrames(t *testing.T) {
 			t.Errorf("frame @%d (%s) not on the page", h.Offset, h.Kind)
 			return nil
 		}
-		if got := html.UnescapeString(m[1]); got != string(p) {
+		if got := browserPreText(m[1]); got != string(p) {
 			t.Errorf("frame @%d (%s): page shows\n%q\nstored\n%q", h.Offset, h.Kind, got, p)
 		}
 		if h.Kind == frame.KindRequestBody && !strings.Contains(string(p), "And its TTL?") {
@@ -335,7 +361,7 @@ func TestLive(t *testing.T) {
 	srv := httptest.NewServer(ui)
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+Prefix+"live", nil)
-	req.AddCookie(&http.Cookie{Name: ui.cookie.Name, Value: ui.cookie.Value})
+	req.AddCookie(ui.testCookie())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

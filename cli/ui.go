@@ -37,23 +37,8 @@ func uiCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "loopback address of the UI's own server, when no proxy runs"},
 		},
 		Action: func(c *ucli.Context) error {
-			dir := c.String("dir")
-			if r := api.Dial(dir); r != nil && r.Proxy != "" {
-				token, _, _, err := server.BearerToken(dir, server.UITokenFile, "")
-				if err != nil {
-					return fmt.Errorf("ui: %w", err)
-				}
-				addr := loopbackOf(r.Proxy)
-				u := "http://" + addr + webui.Prefix + "?token=" + webui.Ticket(token, time.Now())
-				fmt.Fprintln(c.App.Writer, u)
-				fmt.Fprintf(c.App.ErrWriter, "bbengine ui: served by the proxy at %s (pid %d)\n", r.Proxy, r.PID)
-				if host, _, err := net.SplitHostPort(addr); err == nil {
-					if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
-						fmt.Fprintf(c.App.ErrWriter, "bbengine ui: the proxy listens on %s only, and the UI answers loopback only: start it with --listen 127.0.0.1:PORT (or 0.0.0.0:PORT) to use the UI\n", r.Proxy)
-					}
-				}
-				openBrowser(c, u)
-				return nil
+			if r := api.Dial(c.String("dir")); r != nil && r.Proxy != "" {
+				return proxyUI(c, r)
 			}
 			addr, err := server.LoopbackAddr(c.String("listen"))
 			if err != nil {
@@ -64,6 +49,26 @@ func uiCommand() *ucli.Command {
 			return serveUI(ctx, c, addr)
 		},
 	}
+}
+
+// proxyUI prints (and opens) the URL of the web UI the running proxy r
+// serves, with a ticket.
+func proxyUI(c *ucli.Context, r *api.Remote) error {
+	token, _, _, err := server.BearerToken(c.String("dir"), server.UITokenFile, "")
+	if err != nil {
+		return fmt.Errorf("ui: %w", err)
+	}
+	addr := loopbackOf(r.Proxy)
+	u := "http://" + addr + webui.Prefix + "?token=" + webui.Ticket(token, time.Now())
+	fmt.Fprintln(c.App.Writer, u)
+	fmt.Fprintf(c.App.ErrWriter, "bbengine ui: served by the proxy at %s (pid %d)\n", r.Proxy, r.PID)
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
+			fmt.Fprintf(c.App.ErrWriter, "bbengine ui: the proxy listens on %s only, and the UI answers loopback only: start it with --listen 127.0.0.1:PORT (or 0.0.0.0:PORT) to use the UI\n", r.Proxy)
+		}
+	}
+	openBrowser(c, u)
+	return nil
 }
 
 // serveUI serves the web UI of the data directory on addr until ctx
@@ -80,6 +85,11 @@ func serveUI(ctx context.Context, c *ucli.Context, addr string) error {
 		return err
 	}
 	defer closeSvc()
+	if r, ok := svc.(*api.Remote); ok && r.Proxy != "" {
+		// A proxy took the directory since this command looked: it
+		// serves the UI, live.
+		return proxyUI(c, r)
+	}
 	var b [24]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])

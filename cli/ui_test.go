@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/proxy"
 )
 
@@ -29,9 +30,23 @@ func TestUICommand(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 
+	// The proxy's engine opens after its listener: wait for its
+	// endpoint, as a user who runs `bbengine ui` a moment later does.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r := api.Dial(dir); r != nil && r.Proxy != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy never published its endpoint")
+		}
+	}
 	var out, errb syncBuffer
-	if code := Main([]string{"bbengine", "--dir", dir, "ui", "--no-open"}, &out, &errb); code != 0 {
-		t.Fatalf("ui: exit %d\n%s", code, errb.String())
+	// Bounded: a ui that serves by itself (it found no proxy) runs
+	// until its context ends.
+	uctx, ucancel := context.WithTimeout(context.Background(), time.Minute)
+	defer ucancel()
+	if code := MainContext(uctx, []string{"bbengine", "--dir", dir, "ui", "--no-open"}, &out, &errb); code != 0 || uctx.Err() != nil {
+		t.Fatalf("ui: exit %d (%v)\n%s", code, uctx.Err(), errb.String())
 	}
 	u := strings.TrimSpace(out.String())
 	if !strings.HasPrefix(u, "http://"+addr+"/_bb/ui/?token=") {

@@ -33,6 +33,7 @@ func BenchmarkTimeline(b *testing.B) {
 				w := httptest.NewRecorder()
 				req := httptest.NewRequest("GET", bc.path, nil)
 				req.Host = "127.0.0.1:1"
+				req.RemoteAddr = "127.0.0.1:40000" // a loopback peer
 				req.AddCookie(ck)
 				r.ui.ServeHTTP(w, req)
 				if w.Code != 200 {
@@ -81,6 +82,7 @@ func BenchmarkSessions(b *testing.B) {
 				w := httptest.NewRecorder()
 				req := httptest.NewRequest("GET", Prefix+bc.query, nil)
 				req.Host = "127.0.0.1:1"
+				req.RemoteAddr = "127.0.0.1:40000" // a loopback peer
 				req.AddCookie(ck)
 				ui.ServeHTTP(w, req)
 				if w.Code != 200 {

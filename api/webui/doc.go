@@ -1,6 +1,7 @@
 // Package webui is the web UI of a data directory: its sessions, each
-// session's timeline of canonical events, and the raw WAL frames of each
-// recorded exchange, as HTML pages under /_bb/ui/.
+// session's timeline of canonical events, the raw WAL frames of each
+// recorded exchange, memory (artifacts with their evidence), the memory
+// search and the context pack preview, as HTML pages under /_bb/ui/.
 //
 // It is an adapter over api.Service and api.ExchangeFrames and
 // api.ReadTrace, like the CLI: every answer comes from the service; the
@@ -15,6 +16,10 @@
 //	/live             server-sent events: "change" when the engine moved
 //	/s/<session>      one session's timeline, a window of its events (page, at)
 //	/x/<exchange>     the exchange's WAL frames, decoded as bbengine trace
+//	/m/               memory of a session or a project: session, project
+//	/a/<artifact>     one artifact: chain, neighbours, evidence linked to events and frames
+//	/search           Service.Find as bbengine mem search asks it: q, session, task, project, type, k
+//	/pack             the context pack of Service.Context: session, task, budget
 //	/static/<file>    the stylesheet and the script
 //
 // Security: the UI shows every transcript, so every request must pass
@@ -33,7 +38,8 @@
 //     memory for 12 hours) and redirects to the same URL without the
 //     ticket; a request without a live session's cookie is refused with
 //     401. The token itself never travels.
-//   - State changes: no route changes state yet; any method but GET and
+//   - State changes: no route changes state yet (forget and pin are not
+//     on the pages); any method but GET and
 //     HEAD needs the page's CSRF token (header X-Bb-Csrf or form field
 //     csrf) and the UI's own Origin, else 403, and then answers 405.
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/wal"
 )
@@ -39,6 +40,8 @@ type rig struct {
 	p     *proxy.Proxy
 	front *httptest.Server // the proxy
 	e     *engine.Engine
+	ix    *index.Index
+	svc   *api.Local // over e and ix, as the proxy's
 	ui    *UI
 	srv   *httptest.Server // the UI
 }
@@ -53,8 +56,11 @@ func newRig(t testing.TB) *rig {
 		}
 		json.NewDecoder(req.Body).Decode(&body)
 		text := "Done."
-		if strings.Contains(req.Header.Get("X-Test-Reply"), "xss") {
+		switch reply := req.Header.Get("X-Test-Reply"); {
+		case strings.Contains(reply, "xss"):
 			text = "Here is what the tool said: " + xss
+		case strings.HasPrefix(reply, "text:"):
+			text = strings.TrimPrefix(reply, "text:")
 		}
 		b, _ := json.Marshal(map[string]any{
 			"id": fmt.Sprintf("msg_%d", len(body.Messages)), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -81,7 +87,8 @@ func newRig(t testing.TB) *rig {
 }
 
 // send posts one Messages request of session with messages (JSON) through
-// the proxy; reply "xss" makes the fake answer with the XSS text.
+// the proxy; reply "xss" makes the fake answer with the XSS text,
+// "text:<t>" with t.
 func (r *rig) send(t testing.TB, session, messages, reply string) {
 	t.Helper()
 	body := `{"model":"claude-sonnet-4-5","max_tokens":256,"messages":` + messages + `}`
@@ -103,7 +110,8 @@ func (r *rig) send(t testing.TB, session, messages, reply string) {
 }
 
 // serve stops the proxy (its recorder flushes), derives the WAL with a
-// real engine and serves the UI over it.
+// real engine, brings a real Bluge index up to its memory and serves the
+// UI over both, as the proxy does.
 func (r *rig) serve(t testing.TB) {
 	t.Helper()
 	r.front.Close()
@@ -119,7 +127,16 @@ func (r *rig) serve(t testing.TB) {
 	if _, err := r.e.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r.ui, err = New(&Options{Service: api.NewLocal(r.e, nil), WAL: r.log, Token: testToken})
+	r.ix, err = index.Open(api.IndexDir(r.dir), &index.Options{Keys: r.e.Keys()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.ix.Close() })
+	r.svc = api.NewLocal(r.e, &api.LocalOptions{Index: r.ix})
+	if err := r.svc.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r.ui, err = New(&Options{Service: r.svc, WAL: r.log, Token: testToken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,10 @@ type timelinePage struct {
 	Prev    string
 	Next    string
 	PageRef []pageRef
+
+	// Memory, ProjectMemory and Pack link the session's memory, its
+	// project's and its pack preview.
+	Memory, ProjectMemory, Pack string
 }
 
 // pageRef links one window of the timeline.
@@ -103,6 +107,10 @@ func (u *UI) timeline(id string, page int, at uint64) (*timelinePage, error) {
 		return nil, err
 	}
 	p := &timelinePage{Title: "session " + shortID(s.ID), Nav: "timeline", S: rowOf(&s), Total: len(evs)}
+	p.Memory, p.Pack = memoryURL(s.ID, ""), Prefix+"pack?"+url.Values{"session": {s.ID}}.Encode()
+	if d := engine.ProjectOf(&s); d != "" {
+		p.ProjectMemory = memoryURL("", d)
+	}
 	for _, m := range s.Models {
 		p.Models = append(p.Models, fmt.Sprintf("%s ×%d", m.Model, m.Requests))
 	}
@@ -151,11 +159,7 @@ func viewOf(session string, e *engine.Event) eventView {
 	t := time.Unix(0, e.Time)
 	v := eventView{Seq: e.Seq, Kind: string(e.Kind), Class: "k-" + string(e.Kind), Label: string(e.Kind),
 		Time: t.Format("15:04:05.000"), TimeFull: t.Format(time.RFC3339Nano), Thread: e.Thread, Partial: e.Partial}
-	if x := e.Prov.Exchange; x != 0 && e.Prov.Side != "import" {
-		q := url.Values{"s": {session}, "e": {strconv.FormatUint(e.Seq, 10)},
-			"first": {strconv.FormatUint(e.Prov.First, 10)}, "last": {strconv.FormatUint(e.Prov.Last, 10)}}
-		v.Frames = fmt.Sprintf("%sx/%d?%s#o%d", Prefix, x, q.Encode(), e.Prov.First)
-	}
+	v.Frames = framesURL(session, e.Seq, e.Prov)
 	if e.Prov.File != "" {
 		v.Meta = append(v.Meta, fmt.Sprintf("from %s:%d", e.Prov.File, e.Prov.Line))
 	}
@@ -258,6 +262,18 @@ func viewOf(session string, e *engine.Event) eventView {
 		v.Summary = fmt.Sprintf("%s … (%d lines, %s)", clip(first, 120), lines, size(len(text)))
 	}
 	return v
+}
+
+// framesURL is the raw frames page of the exchange the event seq of
+// session came from, marking its frames and linking back to it; "" for
+// an imported event, which has no exchange.
+func framesURL(session string, seq uint64, p engine.Provenance) string {
+	if p.Exchange == 0 || p.Side == "import" {
+		return ""
+	}
+	q := url.Values{"s": {session}, "e": {strconv.FormatUint(seq, 10)},
+		"first": {strconv.FormatUint(p.First, 10)}, "last": {strconv.FormatUint(p.Last, 10)}}
+	return fmt.Sprintf("%sx/%d?%s#o%d", Prefix, p.Exchange, q.Encode(), p.First)
 }
 
 // indentJSON returns raw JSON indented, or as it is when it is not JSON.

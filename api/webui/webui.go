@@ -240,7 +240,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"sessions", "timeline", "frames", "error"} {
+	for _, name := range []string{"sessions", "timeline", "frames", "memory", "artifact", "search", "pack", "error"} {
 		t, err := base.Clone()
 		if err == nil {
 			t, err = t.ParseFS(templateFS, "templates/"+name+".html")
@@ -441,6 +441,14 @@ func (u *UI) route(w http.ResponseWriter, r *http.Request) {
 		u.serveTimeline(w, r, strings.TrimPrefix(p, Prefix+"s/"))
 	case strings.HasPrefix(p, Prefix+"x/"):
 		u.serveFrames(w, r, strings.TrimPrefix(p, Prefix+"x/"))
+	case p == Prefix+"m/":
+		u.serveMemory(w, r)
+	case strings.HasPrefix(p, Prefix+"a/"):
+		u.serveArtifact(w, r, strings.TrimPrefix(p, Prefix+"a/"))
+	case p == Prefix+"search":
+		u.serveSearch(w, r)
+	case p == Prefix+"pack":
+		u.servePack(w, r)
 	case strings.HasPrefix(p, Prefix+"static/"):
 		u.serveStatic(w, r, strings.TrimPrefix(p, Prefix+"static/"))
 	default:

@@ -69,12 +69,12 @@
     if (ev.key === "j") { move(1); ev.preventDefault(); }
     else if (ev.key === "k") { move(-1); ev.preventDefault(); }
     else if (ev.key === "/") {
-      const q = document.getElementById("q");
+      const q = document.getElementById("q") || document.getElementById("find");
       if (q) { q.focus(); q.select(); ev.preventDefault(); }
     } else if (ev.key === "Enter" || ev.key === "o") {
       const c = document.querySelector(".cur");
       if (!c) return;
-      const a = c.querySelector("a.sid, a.frames, details > summary");
+      const a = c.querySelector("a.sid, a.rtitle, a.aid, a.frames, details > summary");
       if (a) { a.click(); ev.preventDefault(); }
     }
   });

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,12 @@ import (
 // recording traffic from a fake Anthropic upstream. They skip when no
 // browser is found. BBENGINE_UI_SCREENSHOT=<file> also writes the
 // timeline's screenshot there (docs/ui-timeline.png).
+
+// uiDecision is a user message that states a decision.
+const uiDecision = "We decided to use BoltDB for the job queue because it needs no server."
+
+// jsQuote quotes s for a JavaScript string literal.
+func jsQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // uiXSS is tool output and model text that must render inert.
 const uiXSS = `<script>alert(1)</script> <a href="javascript:alert(1)">click</a> <img src=x onerror=alert(1)>`
@@ -308,6 +316,76 @@ func TestUIBrowser(t *testing.T) {
 		t.Errorf("the markup shows as text in %d places, want the tool result and the answer at least", injected.Shown)
 	}
 	shot("xss")
+
+	// Memory: a session whose user states a decision. From the decision's
+	// card to its evidence event, to the raw frame holding its words.
+	memBody := px.send(t, "memory-session", `[{"role":"user","content":"`+uiDecision+`"}]`)
+	waitFor := func(url, sel string) {
+		t.Helper()
+		// The proxy derives memory and syncs its index in the
+		// background: load the page again until it shows.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			do(chromedp.Navigate(url))
+			n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+jsQuote(sel)+`).length`))
+			if err == nil && n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				shot("memory-missing")
+				t.Fatalf("%s shows no %s after a minute (%v)", url, sel, err)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	waitFor(base+"s/memory-session", `a#memory`)
+	do(chromedp.Click(chromedp.ID("memory")), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	waitFor(location(), `li.c-decision`)
+	shot("memory")
+	do(chromedp.Click(chromedp.CSS(`li.c-decision a.aid`)), chromedp.WaitVisible(chromedp.CSS(`li.evidence`)))
+	artURL := location()
+	shot("artifact")
+	do(chromedp.Click(chromedp.CSS(`li.evidence a.timeline`)), chromedp.WaitVisible(chromedp.CSS(`li.ev:target`)))
+	target, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("li.ev:target pre.txt").textContent`))
+	if err != nil || !strings.Contains(target, uiDecision) {
+		t.Errorf("the evidence link shows the event %q (%v), want the decision's message", target, err)
+	}
+	do(chromedp.Navigate(artURL), chromedp.WaitVisible(chromedp.CSS(`li.evidence a.frames`)))
+	do(chromedp.Click(chromedp.CSS(`li.evidence a.frames`)), chromedp.WaitVisible(chromedp.ID("back")))
+	frames, err = chromedp.Run(ctx, chromedp.Evaluate[[]struct{ Kind, Payload string }](`Array.from(document.querySelectorAll("li.frame.mark")).map(li => ({Kind: li.querySelector(".lbl").textContent, Payload: (li.querySelector("pre.payload")||{}).textContent||""}))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found = false
+	for _, f := range frames {
+		if f.Kind == "request-body" {
+			found = f.Payload == memBody
+		}
+	}
+	if !found {
+		t.Errorf("the decision's raw frames hold no request-body frame equal to the body sent %q: %+v", memBody, frames)
+	}
+	shot("decision-frames")
+
+	// Search finds it, the query's words marked.
+	waitFor(base+"search?q="+url.QueryEscape("BoltDB job queue")+"&type=decision", `li.c-decision mark`)
+	marks, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("li.c-decision .ctitle mark")).map(m => m.textContent)`))
+	if err != nil || !slices.Contains(marks, "BoltDB") {
+		t.Errorf("the search result marks %q (%v), want BoltDB", marks, err)
+	}
+	shot("search")
+
+	// The pack preview is what `bbengine mem context` prints.
+	task := "add a retry to the job queue"
+	do(chromedp.Navigate(base+"pack?session=memory-session&task="+url.QueryEscape(task)), chromedp.WaitVisible(chromedp.ID("pack")))
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("pack").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := bb(t, px.dir, "mem", "context", "--session", "memory-session", "--task", task); shown != want {
+		t.Errorf("the pack preview shows\n%s\nmem context prints\n%s", shown, want)
+	}
+	shot("pack")
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	if len(dialogs) > 0 {

@@ -360,6 +360,10 @@ func TestCryptCrash(t *testing.T) {
 		return r
 	}
 	clear, enc := run(nil), run(keys)
+	// How many stale documents the first sync deletes depends on whether
+	// Bluge had persisted the second sync's batch when the directory was
+	// copied (it persists in the background): not on the encryption.
+	clear.first.Deleted, enc.first.Deleted = 0, 0
 	if clear.first != enc.first || clear.second != enc.second {
 		t.Errorf("syncs after the crash: encrypted %+v then %+v, clear %+v then %+v", enc.first, enc.second, clear.first, clear.second)
 	}

@@ -361,7 +361,7 @@ func TestCodex(t *testing.T) {
 		t.Errorf("the WAL holds %d exchanges, the upstream saw %d requests", len(ex), len(reqs))
 	}
 	for _, x := range ex {
-		checkExchange(t, x, reqs)
+		checkExchangeEnd(t, x, reqs, true)
 		if x.Start == nil || x.End == nil {
 			continue
 		}

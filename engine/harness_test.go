@@ -25,6 +25,7 @@ type fx struct {
 	resp          []byte
 	chunks        int  // response body frames; default 4
 	incomplete    bool // the client went away mid-stream
+	hangup        bool // the client went away once the whole stream came
 }
 
 // clock is a fake WAL clock.
@@ -95,8 +96,14 @@ func (x fx) frames(t testing.TB, id uint64, c *clock) []wal.Record {
 	if x.incomplete {
 		add(frame.KindError, enc(&exchange.Error{Stage: "client", Error: "context canceled", Received: int64(len(body))}), false)
 	}
+	end := ""
+	if x.hangup {
+		add(frame.KindError, enc(&exchange.Error{Stage: "client", Error: fmt.Sprintf("client went away after %d response bytes: context canceled", len(body)),
+			Received: int64(len(body)), Status: status}), false)
+		end = "client disconnected"
+	}
 	add(frame.KindResponseEnd, enc(&exchange.ResponseEnd{Status: status, TTFB: 2e6, Duration: c.ns - start, RequestBytes: int64(len(x.req)),
-		ResponseBytes: int64(len(body)), Chunks: int64(n), Complete: !x.incomplete, SessionID: x.session}), false)
+		ResponseBytes: int64(len(body)), Chunks: int64(n), Complete: !x.incomplete && !x.hangup, Error: end, SessionID: x.session}), false)
 	return recs
 }
 

@@ -146,3 +146,37 @@ func TestMergeCodex(t *testing.T) {
 	}
 	sameAfterRebuild(t, e, dump(t, e), "rebuild differs for a merged Codex session")
 }
+
+// TestClientHangupWhole: a client that goes away once the whole stream
+// reached the proxy (Codex closes its connection on response.completed,
+// at times before the upstream's end of stream) interrupted nothing; one
+// that goes away mid-stream did.
+func TestClientHangupWhole(t *testing.T) {
+	dir, log := newData(t)
+	e := open(t, dir, log, nil)
+	whole, _ := claudePair(t, "hangup-whole", 2)
+	whole[1].hangup = true
+	cut, _ := claudePair(t, "hangup-cut", 2)
+	cut[1].incomplete = true
+	var c clock
+	xid := writeWAL(t, log, &c, 0, whole)
+	writeWAL(t, log, &c, xid, cut)
+	catchUp(t, e)
+	for id, want := range map[string]int{"hangup-whole": 0, "hangup-cut": 1} {
+		evs, err := e.Events(id, EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ev := range evs {
+			if ev.Kind == KindInterruption {
+				n++
+				t.Logf("%s: interruption %q", id, ev.Text)
+			}
+		}
+		if n != want {
+			t.Errorf("%s: %d interruptions, want %d", id, n, want)
+		}
+	}
+	sameAfterRebuild(t, e, dump(t, e), "rebuild differs with a client that hung up")
+}

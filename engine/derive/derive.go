@@ -389,9 +389,19 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 		}
 		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: "upstream", Status: ex.Status, Message: msg}, Prov: d.respProv()})
 	}
+	// A client that hangs up once the stream's final event came (Codex
+	// closes its connection on response.completed, at times before the
+	// upstream's end of stream reaches the proxy) interrupted nothing:
+	// the reply is whole. The WAL keeps the client's error.
+	whole := resp != nil && resp.Stream && resp.Complete && ex.Status < 400 && !upstream
+	hungUp := false
 	var why []string
 	for _, e := range x.Errors {
 		if e.Stage == "client" {
+			if whole && strings.HasPrefix(e.Error, "client went away after") {
+				hungUp = true
+				continue
+			}
 			why = append(why, "the client went away: "+e.Error)
 			continue
 		}
@@ -400,7 +410,7 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 	switch {
 	case x.End == nil:
 		why = append(why, d.ex.Note)
-	case !x.End.Complete && ex.Status < 400 && len(why) == 0:
+	case !x.End.Complete && ex.Status < 400 && len(why) == 0 && !(hungUp && x.End.Error == "client disconnected"):
 		msg := x.End.Error
 		if msg == "" {
 			msg = "the response did not complete"

@@ -9,7 +9,7 @@ import (
 // BuilderVersion names the canonicalizer's rules. Open rebuilds the
 // derived state when the stored version differs, so a change to what the
 // canonicalizer emits must change it.
-const BuilderVersion = "canon/9"
+const BuilderVersion = "canon/10"
 
 // SchemaVersion is the version of the Pebble key layout. Version 2
 // keeps a conversation's known item keys in chunks of their own

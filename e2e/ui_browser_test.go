@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,7 +63,7 @@ func startUIProxy(t *testing.T) *uiProxy {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	var logs lockedBuffer
+	var logs syncBuffer
 	cfg := server.Config{Dir: px.dir, Listen: "127.0.0.1:0", Sync: wal.SyncInterval, Shutdown: 5 * time.Second}
 	cfg.Proxy.Upstreams = map[string]string{"anthropic": up.URL}
 	go func() { done <- server.Run(ctx, io.Discard, &logs, cfg, ready) }()
@@ -86,24 +85,6 @@ func startUIProxy(t *testing.T) *uiProxy {
 	}
 	px.token = strings.TrimSpace(string(b))
 	return px
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // answerCoding answers like a coding model: a thinking block and a Bash

@@ -393,16 +393,14 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 	// closes its connection on response.completed, at times before the
 	// upstream's end of stream reaches the proxy) interrupted nothing:
 	// the reply is whole. The WAL keeps the client's error.
-	whole := resp != nil && resp.Stream && resp.Complete && ex.Status < 400 && !upstream
-	hungUp := false
+	hungUp := resp != nil && resp.Stream && resp.Complete && ex.Status < 400 && !upstream &&
+		x.End != nil && x.End.Error == "client disconnected"
 	var why []string
 	for _, e := range x.Errors {
 		if e.Stage == "client" {
-			if whole && strings.HasPrefix(e.Error, "client went away after") {
-				hungUp = true
-				continue
+			if !hungUp {
+				why = append(why, "the client went away: "+e.Error)
 			}
-			why = append(why, "the client went away: "+e.Error)
 			continue
 		}
 		d.add(Event{Kind: KindError, Time: t, Error: &Error{Stage: e.Stage, Status: e.Status, Message: e.Error}, Prov: d.respProv()})
@@ -410,7 +408,7 @@ func (d *deriver) errors(resp *llm.Response, respErr error) {
 	switch {
 	case x.End == nil:
 		why = append(why, d.ex.Note)
-	case !x.End.Complete && ex.Status < 400 && len(why) == 0 && !(hungUp && x.End.Error == "client disconnected"):
+	case !x.End.Complete && ex.Status < 400 && len(why) == 0 && !hungUp:
 		msg := x.End.Error
 		if msg == "" {
 			msg = "the response did not complete"

@@ -101,8 +101,20 @@ func startHarnessRig(t *testing.T, upstream string) *harnessRig {
 }
 
 // call sends a harness API request and decodes the JSON answer into v
-// (when not nil); it returns the status and the raw body.
+// (when not nil); it returns the status and the raw body. While the
+// proxy's engine is still opening the API answers 503 with Retry-After,
+// and call retries as a client should.
 func (rg *harnessRig) call(t *testing.T, method, path, token, body string, v any) (int, string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, b := rg.callOnce(t, method, path, token, body, v)
+		if code != http.StatusServiceUnavailable || !strings.Contains(b, "not open yet") || time.Now().After(deadline) {
+			return code, b
+		}
+	}
+}
+
+func (rg *harnessRig) callOnce(t *testing.T, method, path, token, body string, v any) (int, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {

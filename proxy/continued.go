@@ -270,7 +270,7 @@ func quickGood(api llm.API, reply []byte) bool {
 		return false
 	}
 	if doc {
-		return bytes.Contains(reply, []byte(kind)) && json.Valid(reply)
+		return bytes.Contains(reply, []byte(kind)) && jsonscan.Valid(reply)
 	}
 	if !bytes.HasPrefix(t, []byte("event:")) && !bytes.HasPrefix(t, []byte("data:")) {
 		return false
@@ -294,7 +294,7 @@ func quickGood(api llm.API, reply []byte) bool {
 		// it too, on a line of valid JSON.
 		return string(data) == "[DONE]"
 	}
-	return json.Valid(data)
+	return jsonscan.Valid(data)
 }
 
 // onlyIndexZero reports whether every "index" key in b has the value 0:

@@ -367,6 +367,26 @@ func TestUIBrowser(t *testing.T) {
 		t.Errorf("the pack preview shows\n%s\nmem context prints\n%s", shown, want)
 	}
 	shot("pack")
+
+	// Forget from the decision's page: the correction is in the proxy's
+	// WAL and memory at once, as `bbengine mem forget` would have it.
+	decID := artURL[strings.LastIndex(artURL, "/")+1:]
+	do(chromedp.Navigate(artURL), chromedp.WaitVisible(chromedp.CSS(`form.correct button[value="forget"]`)))
+	do(chromedp.SendKeys(chromedp.CSS(`form.correct input[name="reason"]`), "decided in the meeting instead"),
+		chromedp.Click(chromedp.CSS(`form.correct button[value="forget"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.correct button[value="unforget"]`)))
+	if loc := location(); loc != artURL {
+		t.Errorf("after forget the browser is at %s, want %s", loc, artURL)
+	}
+	shot("forgotten")
+	got := bbJSON[struct {
+		Forgotten bool `json:"forgotten"`
+	}](t, px.dir, "mem", "get", decID)
+	if !got.Forgotten {
+		t.Errorf("after the UI's forget, bbengine mem get %s says it is not forgotten", decID)
+	}
+	do(chromedp.Click(chromedp.CSS(`form.correct button[value="unforget"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.correct button[value="forget"]`)))
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	if len(dialogs) > 0 {

@@ -38,14 +38,15 @@
 //     memory for 12 hours) and redirects to the same URL without the
 //     ticket; a request without a live session's cookie is refused with
 //     401. The token itself never travels.
-//   - State changes: no route changes state yet (forget and pin are not
-//     on the pages); any method but GET and
-//     HEAD needs the page's CSRF token (header X-Bb-Csrf or form field
-//     csrf) and the UI's own Origin, else 403, and then answers 405.
+//   - State changes: any method but GET and HEAD needs the page's CSRF
+//     token (header X-Bb-Csrf or form field csrf) and the UI's own
+//     Origin, else 403. The one state change is a POST to
+//     /_bb/ui/correct, the memory pages' forget and pin forms
+//     (Service.Correct); anything else answers 405.
 //
 // Every answer carries Content-Security-Policy: default-src 'self' (no
 // inline script or style is used), X-Content-Type-Options: nosniff,
-// Referrer-Policy: no-referrer and frame-ancestors 'none'. Model and
+// Referrer-Policy: same-origin and frame-ancestors 'none'. Model and
 // tool text is HTML-escaped by html/template and shown as preformatted
 // text: Markdown is not rendered.
 //

@@ -49,6 +49,8 @@ type cardView struct {
 	// Other marks a search result from another project (Project).
 	Other   bool
 	Project string
+	// Fix is the card's forget and pin form, on the pages that offer it.
+	Fix *correctView
 }
 
 // chainLink is one step of a supersession chain.
@@ -78,6 +80,7 @@ type memoryPage struct {
 	Total    int
 	Pack     string
 	Err      string
+	Snapshot bool // no forget and pin forms: the UI cannot write
 }
 
 // projectRef links the memory of one project.
@@ -152,7 +155,7 @@ func chainOf(a *engine.Artifact) []chainLink {
 // engine.ProjectOf, it is); without either, the projects to pick from.
 func (u *UI) serveMemory(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := &memoryPage{Title: "memory", Nav: "memory", Session: strings.TrimSpace(q.Get("session")), Project: strings.TrimSpace(q.Get("project"))}
+	p := &memoryPage{Title: "memory", Nav: "memory", Snapshot: u.snapshot, Session: strings.TrimSpace(q.Get("session")), Project: strings.TrimSpace(q.Get("project"))}
 	var cards []engine.Card
 	switch {
 	case p.Session != "":
@@ -218,6 +221,7 @@ func (u *UI) serveMemory(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			v := cardOf(&cards[i])
+			v.Fix = u.correctFor(&v, r.URL.RequestURI())
 			if t.Type == engine.ArtifactDecision || t.Type == engine.ArtifactConstraint {
 				// The card has no chain: the artifact has.
 				if a, err := u.svc.Get(cards[i].ID); err == nil {
@@ -264,6 +268,7 @@ type artifactPage struct {
 	Evidence   []evidenceView
 	ClosedBy   *evidenceView
 	RelatedErr string
+	Snapshot   bool // no forget and pin form: the UI cannot write
 }
 
 // serveArtifact answers one artifact: its text and facts, its
@@ -281,7 +286,8 @@ func (u *UI) serveArtifact(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	c := a.Card()
 	p := &artifactPage{Title: string(a.Type) + " " + shortID(a.ID), Nav: "memory", A: a, Card: cardOf(&c),
-		Memory: memoryURL(a.Session, ""), Chain: chainOf(&a)}
+		Memory: memoryURL(a.Session, ""), Chain: chainOf(&a), Snapshot: u.snapshot}
+	p.Card.Fix = u.correctFor(&p.Card, artifactURL(a.ID))
 	if a.First != 0 {
 		p.First = time.Unix(0, a.First).Format(time.RFC3339)
 	}

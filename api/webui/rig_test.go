@@ -132,7 +132,7 @@ func (r *rig) serve(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.ix.Close() })
-	r.svc = api.NewLocal(r.e, &api.LocalOptions{Index: r.ix})
+	r.svc = api.NewLocal(r.e, &api.LocalOptions{Index: r.ix, WAL: r.log})
 	if err := r.svc.Sync(); err != nil {
 		t.Fatal(err)
 	}

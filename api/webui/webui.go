@@ -266,7 +266,10 @@ const csp = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ance
 func setHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with a form's POST, which the Origin check refuses.
+	// No referrer leaves the UI either way.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
 }
@@ -329,6 +332,10 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if !sameOrigin(r) || !u.csrfOK(r) {
 			u.refuse(w, http.StatusForbidden, "bbengine ui: refused a "+r.Method+" without this UI's Origin and CSRF token")
+			return
+		}
+		if r.Method == http.MethodPost && r.URL.Path == correctPath {
+			u.serveCorrect(w, r)
 			return
 		}
 		h.Set("Allow", "GET, HEAD")
@@ -449,6 +456,9 @@ func (u *UI) route(w http.ResponseWriter, r *http.Request) {
 		u.serveSearch(w, r)
 	case p == Prefix+"pack":
 		u.servePack(w, r)
+	case p == correctPath:
+		w.Header().Set("Allow", "POST")
+		u.refuse(w, http.StatusMethodNotAllowed, "bbengine ui: a correction is a POST of the memory pages' forms")
 	case strings.HasPrefix(p, Prefix+"static/"):
 		u.serveStatic(w, r, strings.TrimPrefix(p, Prefix+"static/"))
 	default:

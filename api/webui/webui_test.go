@@ -61,6 +61,14 @@ func TestRefusals(t *testing.T) {
 		{name: "POST with a wrong csrf", method: "POST", path: Prefix, origin: "self", csrf: "00", cookie: true, want: 403},
 		{name: "POST, nothing to change", method: "POST", path: Prefix, origin: "self", csrf: r.ui.CSRF(), cookie: true, want: 405},
 		{name: "POST without cookie", method: "POST", path: Prefix, origin: "self", csrf: r.ui.CSRF(), want: 401},
+		{name: "correct without cookie", method: "POST", path: correctPath, origin: "self", csrf: r.ui.CSRF(), want: 401},
+		{name: "correct cross-site with csrf", method: "POST", path: correctPath, origin: "http://evil.example", csrf: r.ui.CSRF(), cookie: true, want: 403},
+		{name: "correct from another port", method: "POST", path: correctPath, origin: "self", site: "same-site", csrf: r.ui.CSRF(), cookie: true, want: 403},
+		{name: "correct without csrf", method: "POST", path: correctPath, origin: "self", cookie: true, want: 403},
+		{name: "correct without origin", method: "POST", path: correctPath, csrf: r.ui.CSRF(), cookie: true, want: 403},
+		{name: "correct, bad host", method: "POST", path: correctPath, host: "evil.example:80", origin: "self", csrf: r.ui.CSRF(), cookie: true, want: 421},
+		{name: "correct by GET", method: "GET", path: correctPath, cookie: true, want: 405},
+		{name: "correct, nothing asked", method: "POST", path: correctPath, origin: "self", csrf: r.ui.CSRF(), cookie: true, want: 400},
 		{name: "wrong token", method: "GET", path: Prefix + "?token=nope", want: 401},
 		{name: "token on POST", method: "POST", path: Prefix + "?token=" + Ticket(testToken, time.Now()), origin: "self", want: 401},
 	} {
@@ -99,7 +107,7 @@ func TestRefusals(t *testing.T) {
 			if resp.Header.Get("Set-Cookie") != "" {
 				t.Errorf("a refused or plain request set a cookie: %s", resp.Header.Get("Set-Cookie"))
 			}
-			for k, v := range map[string]string{"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+			for k, v := range map[string]string{"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"} {
 				if got := resp.Header.Get(k); got != v {
 					t.Errorf("%s = %q, want %q", k, got, v)
 				}

@@ -73,7 +73,7 @@ type fake struct {
 	reqs   []*seen
 }
 
-func newFake(t *testing.T, answer func(s *seen, w http.ResponseWriter)) *fake {
+func newFake(t testing.TB, answer func(s *seen, w http.ResponseWriter)) *fake {
 	f := &fake{answer: answer}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)

@@ -39,7 +39,7 @@ func jsQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 const uiXSS = `<script>alert(1)</script> <a href="javascript:alert(1)">click</a> <img src=x onerror=alert(1)>`
 
 // findChromium returns the path of a Chromium or Chrome, or skips.
-func findChromium(t *testing.T) string {
+func findChromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -56,7 +56,7 @@ type uiProxy struct {
 	dir, addr, token string
 }
 
-func startUIProxy(t *testing.T) *uiProxy {
+func startUIProxy(t testing.TB) *uiProxy {
 	t.Helper()
 	up := newFake(t, answerCoding)
 	px := &uiProxy{dir: t.TempDir()}
@@ -109,7 +109,7 @@ func answerCoding(s *seen, w http.ResponseWriter) {
 
 // send posts one Messages request of session through the proxy and
 // returns the body it sent.
-func (px *uiProxy) send(t *testing.T, session, messages string) string {
+func (px *uiProxy) send(t testing.TB, session, messages string) string {
 	t.Helper()
 	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":` + messages + `}`
 	req, _ := http.NewRequest("POST", "http://"+px.addr+"/v1/messages", strings.NewReader(body))

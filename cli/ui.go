@@ -19,6 +19,7 @@ import (
 	"github.com/bbengine/bbengine/api"
 	"github.com/bbengine/bbengine/api/webui"
 	"github.com/bbengine/bbengine/server"
+	"github.com/bbengine/bbengine/wal"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -95,7 +96,8 @@ func serveUI(ctx context.Context, c *ucli.Context, addr string) error {
 	token := hex.EncodeToString(b[:])
 	// Nothing else can write the directory this command holds: the pages
 	// are a snapshot, without live updates.
-	ui, err := webui.New(&webui.Options{Service: svc, WAL: log, Token: token, Snapshot: true})
+	ui, err := webui.New(&webui.Options{Service: svc, WAL: log, Token: token, Snapshot: true,
+		Health: func() webui.Health { return snapshotHealth(c.String("dir"), walDir(c), svc, log) }})
 	if err != nil {
 		return err
 	}
@@ -122,6 +124,35 @@ func serveUI(ctx context.Context, c *ucli.Context, addr string) error {
 		return err
 	}
 	return nil
+}
+
+// snapshotHealth is the health page of a directory no proxy runs for:
+// its sizes, measured now, and how far its derived state is behind the
+// WAL. Nothing records meanwhile, so there are no recording or latency
+// figures, and the page says why.
+func snapshotHealth(dir, walDir string, svc api.Service, log *wal.Log) webui.Health {
+	now := time.Now()
+	h := webui.Health{Note: "No proxy is running for " + dir + ": this is the snapshot `bbengine ui` serves while it holds the directory. " +
+		"Nothing records meanwhile, so there is no recording status and no latency of the proxy to show; start `bbengine proxy` for them.",
+		SizedAt: now}
+	h.WALSize, h.DirSize = server.Sizes(dir, walDir)
+	l, ok := svc.(*api.Local)
+	if !ok {
+		h.Derivation = "not read here: another process holds " + dir + " and derives it"
+		return h
+	}
+	applied, err := l.Engine().Applied()
+	if err != nil {
+		h.Derivation = fmt.Sprintf("not running (no proxy); reading the derived state of %s failed: %v", dir, err)
+		return h
+	}
+	h.Derivation = fmt.Sprintf("not running (no proxy): `bbengine ui` derived the WAL up to offset %d when it opened the directory", applied)
+	if b, sec, err := server.DerivationLag(log, applied, now); err != nil {
+		h.Derivation += fmt.Sprintf("; its lag could not be measured: reading the WAL in %s: %v", walDir, err)
+	} else {
+		h.LagKnown, h.LagBytes, h.LagSeconds = true, b, sec
+	}
+	return h
 }
 
 // loopbackOf returns the proxy's address with an unspecified host

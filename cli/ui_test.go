@@ -2,14 +2,19 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/api/webui"
+	"github.com/bbengine/bbengine/internal/bytesize"
 	"github.com/bbengine/bbengine/proxy"
 )
 
@@ -78,7 +83,38 @@ func TestUICommand(t *testing.T) {
 	if !strings.HasPrefix(u2, "http://127.0.0.1:") || strings.HasPrefix(u2, "http://"+addr) {
 		t.Fatalf("ui printed %q, want its own loopback server", u2)
 	}
-	waitPage(t, u2, "ui-cli-session")
+	c := waitPage(t, u2, "ui-cli-session")
+	// Its health page shows the sizes measured here, says that no proxy
+	// runs, and shows no recording or latency figure.
+	resp, err = c.Get(strings.Replace(u2[:strings.Index(u2, "?")], webui.Prefix, webui.Prefix+"health", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	health := string(b)
+	var walBytes int64
+	ents, err := os.ReadDir(filepath.Join(dir, "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			walBytes += info.Size()
+		}
+	}
+	for _, want := range []string{"No proxy is running for " + dir, `id="norecording"`, `id="nolatency"`,
+		fmt.Sprintf(`<dd id="walsize">%s (%d bytes)</dd>`, bytesize.Format(walBytes), walBytes), `<dd id="dirsize">`,
+		`<dd id="lag">0 bytes behind the WAL: caught up</dd>`} {
+		if resp.StatusCode != 200 || !strings.Contains(health, want) {
+			t.Errorf("the snapshot's health page (%s) lacks %s:\n%s", resp.Status, want, health)
+		}
+	}
+	for _, bad := range []string{`id="recorded"`, `<svg`, `id="first-count"`} {
+		if strings.Contains(health, bad) {
+			t.Errorf("the snapshot's health page shows %s, which only a proxy measures", bad)
+		}
+	}
 	cancel()
 	select {
 	case code := <-done:
@@ -91,8 +127,9 @@ func TestUICommand(t *testing.T) {
 }
 
 // waitPage opens u (a token URL) as a browser would, following the
-// redirect with the cookie, until the page holds want.
-func waitPage(t *testing.T, u, want string) {
+// redirect with the cookie, until the page holds want; it returns the
+// signed-in client.
+func waitPage(t *testing.T, u, want string) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
@@ -109,8 +146,9 @@ func waitPage(t *testing.T, u, want string) {
 			if strings.Contains(resp.Request.URL.RawQuery, "token") {
 				t.Errorf("the page kept the token in its URL: %s", resp.Request.URL)
 			}
-			return
+			return c
 		}
 	}
 	t.Fatalf("%s never showed %q:\n%s", u, want, body)
+	return nil
 }

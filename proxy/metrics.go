@@ -103,6 +103,13 @@ func (m *metrics) observeAdded(x *exch, end time.Duration) {
 	m.addedTotal.Observe(max(end-(upEnd-x.upSend), 0))
 }
 
+// Added returns the latency the proxy added so far
+// (bbengine_proxy_overhead_seconds), to the first response byte and in
+// total, read from the histograms /_bb/metrics serves.
+func (p *Proxy) Added() (first, total metric.Snapshot) {
+	return p.metrics.addedFirst.Snapshot(), p.metrics.addedTotal.Snapshot()
+}
+
 // Register adds c to the collectors served at /_bb/metrics: what the
 // process around the proxy measures (derivation, retrieval, sizes).
 func (p *Proxy) Register(c prometheus.Collector) error { return p.metrics.reg.Register(c) }

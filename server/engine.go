@@ -17,6 +17,7 @@ import (
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/internal/guard"
+	"github.com/bbengine/bbengine/proxy"
 	"github.com/bbengine/bbengine/proxy/breaker"
 	"github.com/bbengine/bbengine/wal"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -62,6 +63,9 @@ type proxyEngine struct {
 	runUntil time.Time
 	// metrics times derivation and retrieval for /_bb/metrics.
 	metrics *proxyMetrics
+	// proxy is the recording proxy the engine runs beside: the web UI's
+	// health page shows its state.
+	proxy *proxy.Proxy
 	// retainer runs the user's retention, when set.
 	retainer *retainer
 	// uiToken is the web UI's token ("" for no UI); ui serves it once
@@ -172,9 +176,9 @@ func (pe *proxyEngine) setProxy(addr string) {
 	}
 }
 
-func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), brk *breaker.Breaker, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics, rt *retainer, uiToken string) *proxyEngine {
+func startEngine(dir string, log *wal.Log, red *redact.Redactor, logf func(string, ...any), p *proxy.Proxy, pol *guard.Policy, fs vfs.FS, pm *proxyMetrics, rt *retainer, uiToken string) *proxyEngine {
 	ctx, cancel := context.WithCancel(context.Background())
-	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: brk, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm, retainer: rt, uiToken: uiToken}
+	pe := &proxyEngine{cancel: cancel, done: make(chan struct{}), memory: make(chan struct{}, 1), brk: p.Breaker(), proxy: p, restored: make(chan struct{}), guard: pol, fs: fs, metrics: pm, retainer: rt, uiToken: uiToken}
 	go pe.run(ctx, dir, log, red, logf)
 	return pe
 }
@@ -243,7 +247,7 @@ func (pe *proxyEngine) run(ctx context.Context, dir string, log *wal.Log, red *r
 		if mem == nil {
 			svc = api.NewLocal(e, nil)
 		}
-		if ui, err = webui.New(&webui.Options{Service: svc, WAL: log, Token: pe.uiToken, Version: e.Applied}); err != nil {
+		if ui, err = webui.New(&webui.Options{Service: svc, WAL: log, Token: pe.uiToken, Version: e.Applied, Health: pe.uiHealth}); err != nil {
 			logf("web UI off: %v", err)
 			pe.mu.Lock()
 			pe.uiDown = err.Error()

@@ -79,6 +79,10 @@ type proxyMetrics struct {
 	// applied is the engine's applied offset as last read, used while
 	// the engine cannot be asked (it stopped after a panic).
 	applied atomic.Uint64
+	// sizedAt is when walSize and dirSize were measured (unix ns), 0
+	// before the first time; sizeEvery is how often they are.
+	sizedAt   atomic.Int64
+	sizeEvery time.Duration
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -169,6 +173,7 @@ func (pm *proxyMetrics) register(p *proxy.Proxy) error {
 // applied returns the engine's applied offset, ok false while it cannot
 // say.
 func (pm *proxyMetrics) start(lag, size time.Duration, applied func() (uint64, bool)) {
+	pm.sizeEvery = size
 	pm.wg.Add(1)
 	go func() {
 		defer pm.wg.Done()
@@ -209,7 +214,7 @@ func (pm *proxyMetrics) refreshLag(applied func() (uint64, bool)) {
 	} else {
 		a = pm.applied.Load()
 	}
-	bytes, seconds, err := derivationLag(pm.log, a, time.Now())
+	bytes, seconds, err := DerivationLag(pm.log, a, time.Now())
 	if err != nil {
 		return
 	}
@@ -217,10 +222,10 @@ func (pm *proxyMetrics) refreshLag(applied func() (uint64, bool)) {
 	pm.lagSeconds.Store(math.Float64bits(seconds))
 }
 
-// derivationLag returns how far derivation that reached applied is
+// DerivationLag returns how far derivation that reached applied is
 // behind log: in bytes to its end, and in the age at now of the first
 // frame at or after applied. Both are 0 when no frame is there.
-func derivationLag(log *wal.Log, applied uint64, now time.Time) (bytes uint64, seconds float64, err error) {
+func DerivationLag(log *wal.Log, applied uint64, now time.Time) (bytes uint64, seconds float64, err error) {
 	end, err := log.End()
 	if err != nil || end <= applied {
 		return 0, 0, err
@@ -252,23 +257,34 @@ func derivationLag(log *wal.Log, applied uint64, now time.Time) (bytes uint64, s
 	return end - applied, max(age, 0), nil
 }
 
-// refreshSizes walks the data directory.
+// refreshSizes measures the WAL and the data directory.
 func (pm *proxyMetrics) refreshSizes() {
-	var walSize, dirSize int64
-	filepath.WalkDir(pm.dir, func(path string, d fs.DirEntry, err error) error {
+	walSize, dirSize := Sizes(pm.dir, pm.walDir)
+	pm.walSize.Store(math.Float64bits(float64(walSize)))
+	pm.dirSize.Store(math.Float64bits(float64(dirSize)))
+	pm.sizedAt.Store(time.Now().UnixNano())
+}
+
+// Sizes walks the data directory dir and returns the bytes of the files
+// directly in walDir (the WAL's segments) and of every regular file
+// under dir, walDir's included: the figures of bbengine_wal_size_bytes
+// and bbengine_data_dir_size_bytes. A file removed during the walk (a
+// compaction, retention) is not counted.
+func Sizes(dir, walDir string) (walSize, dirSize int64) {
+	dir, walDir = filepath.Clean(dir), filepath.Clean(walDir)
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
-			return nil // a file removed during the walk (a compaction, retention)
+			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
 			return nil
 		}
 		dirSize += info.Size()
-		if filepath.Dir(path) == pm.walDir {
+		if filepath.Dir(path) == walDir {
 			walSize += info.Size()
 		}
 		return nil
 	})
-	pm.walSize.Store(math.Float64bits(float64(walSize)))
-	pm.dirSize.Store(math.Float64bits(float64(dirSize)))
+	return walSize, dirSize
 }

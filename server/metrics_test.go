@@ -47,7 +47,7 @@ func TestDerivationLag(t *testing.T) {
 		{offs[1] - frame.HeaderLen - 8, end - offs[1] + frame.HeaderLen + 8, 9}, // at the header of frame 1's segment
 		{end, 0, 0},
 	} {
-		b, age, err := derivationLag(log, tt.applied, now)
+		b, age, err := DerivationLag(log, tt.applied, now)
 		if err != nil || b != tt.wantBytes || age != tt.wantAge {
 			t.Errorf("applied %d: lag %d bytes, %vs, %v; want %d bytes, %vs", tt.applied, b, age, err, tt.wantBytes, tt.wantAge)
 		}

@@ -148,7 +148,7 @@ func Run(ctx context.Context, stdout, stderr io.Writer, cfg Config, ready chan<-
 	if err != nil {
 		opts.Logf("warning: web UI off: %v", err)
 	}
-	eng := startEngine(cfg.Dir, log, red, opts.Logf, p.Breaker(), pol, cfg.FS, pm, rt, uiToken)
+	eng := startEngine(cfg.Dir, log, red, opts.Logf, p, pol, cfg.FS, pm, rt, uiToken)
 	p.SetDerivation(eng.Status)
 	eng.setBusy(p.Active)
 	pm.start(cmp.Or(cfg.LagEvery, lagEvery), cmp.Or(cfg.SizeEvery, sizeEvery), eng.applied)

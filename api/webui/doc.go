@@ -1,11 +1,14 @@
 // Package webui is the web UI of a data directory: its sessions, each
 // session's timeline of canonical events, the raw WAL frames of each
 // recorded exchange, memory (artifacts with their evidence), the memory
-// search and the context pack preview, as HTML pages under /_bb/ui/.
+// search, the context pack preview and the health of recording and
+// derivation, as HTML pages under /_bb/ui/.
 //
 // It is an adapter over api.Service and api.ExchangeFrames and
 // api.ReadTrace, like the CLI: every answer comes from the service; the
-// package only selects a page of it and renders it. Pages are
+// package only selects a page of it and renders it. The health page
+// draws the Health its Options.Health gives (the proxy's own figures, or
+// a snapshot's), with the latency histograms as SVG drawn here. Pages are
 // html/template with go:embed and read without JavaScript; one
 // hand-written script (static/ui.js) adds live updates over server-sent
 // events and keyboard navigation.
@@ -20,6 +23,7 @@
 //	/a/<artifact>     one artifact: chain, neighbours, evidence linked to events and frames
 //	/search           Service.Find as bbengine mem search asks it: q, session, task, project, type, k
 //	/pack             the context pack of Service.Context: session, task, budget
+//	/health           recording, sizes, derivation, the proxy's added latency, retrieval, retention (Options.Health)
 //	/static/<file>    the stylesheet and the script
 //
 // Security: the UI shows every transcript, so every request must pass

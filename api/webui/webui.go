@@ -60,6 +60,10 @@ type Options struct {
 	// write the directory the service holds (`bbengine ui` without a
 	// proxy).
 	Snapshot bool
+	// Health returns the figures of the health page; it is called once
+	// per request of the page, from the request's goroutine. The default
+	// is none: the page says it was given no figures.
+	Health func() Health
 }
 
 // UI serves the web UI. It implements http.Handler for the paths under
@@ -71,6 +75,7 @@ type UI struct {
 	cookie   string // the cookie's name; its values are sessions'
 	csrf     string
 	snapshot bool
+	health   func() Health
 
 	// mu guards signins (a digest of each signed-in browser's cookie
 	// value, to when it expires) and used (the tickets that signed in,
@@ -97,7 +102,7 @@ func New(opts *Options) (*UI, error) {
 		return nil, fmt.Errorf("webui: a token of %d characters: use at least %d random ones", len(opts.Token), minToken)
 	}
 	u := &UI{svc: opts.Service, log: opts.WAL, token: opts.Token, version: opts.Version, every: opts.LiveEvery, done: make(chan struct{}),
-		snapshot: opts.Snapshot, signins: map[string]time.Time{}, used: map[string]time.Time{}}
+		snapshot: opts.Snapshot, health: opts.Health, signins: map[string]time.Time{}, used: map[string]time.Time{}}
 	if u.every <= 0 {
 		u.every = time.Second
 	}
@@ -240,7 +245,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"sessions", "timeline", "frames", "memory", "artifact", "search", "pack", "error"} {
+	for _, name := range []string{"sessions", "timeline", "frames", "memory", "artifact", "search", "pack", "health", "error"} {
 		t, err := base.Clone()
 		if err == nil {
 			t, err = t.ParseFS(templateFS, "templates/"+name+".html")
@@ -459,6 +464,8 @@ func (u *UI) route(w http.ResponseWriter, r *http.Request) {
 	case p == correctPath:
 		w.Header().Set("Allow", "POST")
 		u.refuse(w, http.StatusMethodNotAllowed, "bbengine ui: a correction is a POST of the memory pages' forms")
+	case p == Prefix+"health":
+		u.serveHealth(w, r)
 	case strings.HasPrefix(p, Prefix+"static/"):
 		u.serveStatic(w, r, strings.TrimPrefix(p, Prefix+"static/"))
 	default:

@@ -2,6 +2,7 @@ package metric
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -113,4 +114,76 @@ func (v *Vec) Collect(ch chan<- prometheus.Metric) {
 		n += h.counts[len(v.upper)].Load()
 		ch <- prometheus.MustNewConstHistogram(v.desc, n, h.Sum().Seconds(), buckets, h.labels...)
 	}
+}
+
+// Snapshot is a histogram's counts at one moment, for a reader that
+// draws or summarizes them (the web UI's health page) without going
+// through Prometheus. The caller owns its slices.
+type Snapshot struct {
+	// Upper are the bucket upper bounds in seconds, ascending.
+	Upper []float64
+	// Counts[i] counts the observations in (Upper[i-1], Upper[i]];
+	// Counts[len(Upper)] those above the last bound. They are not
+	// cumulative.
+	Counts []uint64
+	// Sum is the sum of the observations.
+	Sum time.Duration
+}
+
+// Snapshot returns the histogram's counts now. The buckets are read one
+// by one while observers may add: a snapshot taken under load may hold
+// an observation in one bucket whose sum is not in Sum yet, as a scrape
+// may.
+func (h *Histogram) Snapshot() Snapshot {
+	s := Snapshot{Upper: slices.Clone(h.v.upper), Counts: make([]uint64, len(h.counts))}
+	for i := range h.counts {
+		s.Counts[i] = h.counts[i].Load()
+	}
+	s.Sum = h.Sum()
+	return s
+}
+
+// Count returns the number of observations.
+func (s Snapshot) Count() uint64 {
+	var n uint64
+	for _, c := range s.Counts {
+		n += c
+	}
+	return n
+}
+
+// Mean returns the mean observation, 0 when there is none.
+func (s Snapshot) Mean() time.Duration {
+	n := s.Count()
+	if n == 0 {
+		return 0
+	}
+	return s.Sum / time.Duration(n)
+}
+
+// Quantile estimates the q-quantile (0 ≤ q ≤ 1) of the observations in
+// seconds, as Prometheus's histogram_quantile does: it finds the bucket
+// that holds the rank q·count and interpolates linearly inside it (from
+// 0 for the first bucket). It returns NaN when there is no observation
+// or q is out of range, and +Inf when the rank falls above the last
+// bound, where the buckets say nothing of how far.
+func (s Snapshot) Quantile(q float64) float64 {
+	n := s.Count()
+	if n == 0 || q < 0 || q > 1 || len(s.Counts) != len(s.Upper)+1 {
+		return math.NaN()
+	}
+	rank := q * float64(n)
+	var below uint64
+	for i, up := range s.Upper {
+		c := s.Counts[i]
+		if c > 0 && float64(below+c) >= rank {
+			lo := 0.0
+			if i > 0 {
+				lo = s.Upper[i-1]
+			}
+			return lo + (up-lo)*max(rank-float64(below), 0)/float64(c)
+		}
+		below += c
+	}
+	return math.Inf(1)
 }

@@ -2,6 +2,7 @@ package metric
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -69,4 +70,42 @@ func TestWithWrongLabels(t *testing.T) {
 		}
 	}()
 	NewVec("x_seconds", "A test.", []float64{1}, "a", "b").With("a")
+}
+
+func TestSnapshotQuantile(t *testing.T) {
+	h := NewVec("q_seconds", "A test.", []float64{0.001, 0.01, 0.1}).With()
+	empty := h.Snapshot()
+	if !math.IsNaN(empty.Quantile(0.5)) || empty.Count() != 0 || empty.Mean() != 0 {
+		t.Fatalf("empty: p50 %v, count %d, mean %v; want NaN, 0, 0", empty.Quantile(0.5), empty.Count(), empty.Mean())
+	}
+	h.ObserveN(500*time.Microsecond, 2) // le 0.001
+	h.ObserveN(5*time.Millisecond, 6)   // le 0.01
+	h.ObserveN(50*time.Millisecond, 2)  // le 0.1
+	s := h.Snapshot()
+	if got, want := s.Counts, []uint64{2, 6, 2, 0}; !slices.Equal(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+	if got, want := s.Mean(), (2*500*time.Microsecond+6*5*time.Millisecond+2*50*time.Millisecond)/10; got != want {
+		t.Errorf("mean %v, want %v", got, want)
+	}
+	for _, tt := range []struct {
+		q, want float64
+	}{
+		{0, 0},                    // the first bucket's bottom
+		{0.1, 0.0005},             // rank 1 of 2 in (0, 0.001]
+		{0.2, 0.001},              // rank 2: the first bucket's top
+		{0.5, 0.001 + 0.009*3/6},  // rank 5: 3 of 6 in (0.001, 0.01]
+		{0.99, 0.01 + 0.09*1.9/2}, // rank 9.9: 1.9 of 2 in (0.01, 0.1]
+		{1, 0.1},                  // the last observation's bucket top
+		{1.5, math.NaN()},         // out of range
+	} {
+		got := s.Quantile(tt.q)
+		if math.IsNaN(tt.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Quantile(%v) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	h.Observe(2 * time.Second) // above the last bound
+	if got := h.Snapshot().Quantile(0.99); !math.IsInf(got, 1) {
+		t.Errorf("p99 with one of 11 above the last bound = %v, want +Inf", got)
+	}
 }

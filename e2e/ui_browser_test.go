@@ -387,6 +387,14 @@ func TestUIBrowser(t *testing.T) {
 	}
 	do(chromedp.Click(chromedp.CSS(`form.correct button[value="unforget"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`form.correct button[value="forget"]`)))
+
+	// Health: the proxy's added latency drawn as SVG, one bar per bucket.
+	do(chromedp.Navigate(base+"health"), chromedp.WaitVisible(chromedp.CSS(`svg.chart`)))
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect.bar").length`))
+	if err != nil || bars == 0 {
+		t.Errorf("the health page draws %d bars (%v)", bars, err)
+	}
+	shot("health")
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	if len(dialogs) > 0 {

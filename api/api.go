@@ -26,6 +26,10 @@ type Service interface {
 	Exchange(id uint64) (engine.Exchange, error)
 	// Breakers returns a session's circuit breaker records.
 	Breakers(session string) ([]engine.BreakerRecord, error)
+	// Blob returns the whole text of an event whose text was longer than
+	// the engine keeps inline: the blob its TextBlob names (64 hex
+	// digits).
+	Blob(sum string) ([]byte, error)
 
 	// Search returns the cards of the artifacts that match q, best first.
 	Search(q SearchRequest) ([]engine.Card, error)

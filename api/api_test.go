@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/api"
@@ -77,6 +78,24 @@ func TestLocalAndRemoteAgree(t *testing.T) {
 	}
 	if _, err := local.Note(api.Note{Op: "outcome", Session: "s1", TaskID: "t2", Status: "fail", Text: "The cache eviction test fails.", Source: "run"}); err != nil {
 		t.Fatal(err)
+	}
+
+	// Blobs: the same bytes from both, and the same errors.
+	text := strings.Repeat("a long tool output <&> \x00\xff\n", 1000)
+	sum, err := e.Blobs().PutString(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []api.Service{local, remote} {
+		if b, err := s.Blob(sum); err != nil || string(b) != text {
+			t.Errorf("%T Blob: %d bytes, %v; want the %d put", s, len(b), err, len(text))
+		}
+		if _, err := s.Blob(strings.Repeat("0", 64)); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("%T Blob of no blob: %v, want engine.ErrNotFound", s, err)
+		}
+		if _, err := s.Blob("../../api.token"); !errors.Is(err, api.ErrBadQuery) {
+			t.Errorf("%T Blob of a path: %v, want api.ErrBadQuery", s, err)
+		}
 	}
 
 	for _, s := range []api.Service{local, remote} {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,6 +124,34 @@ func (m *Local) Session(id string) (engine.Session, error) { return m.e.Session(
 
 // Exchange implements Service.
 func (m *Local) Exchange(id uint64) (engine.Exchange, error) { return m.e.Exchange(id) }
+
+// Blob implements Service.
+func (m *Local) Blob(sum string) ([]byte, error) {
+	if err := checkBlobName(sum); err != nil {
+		return nil, err
+	}
+	b, err := m.e.Blobs().Get(sum)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no blob %s in the data directory (blob gc removes blobs no event names)", engine.ErrNotFound, sum)
+	}
+	return b, err
+}
+
+// checkBlobName checks that sum can name a blob: 64 lowercase hex digits.
+func checkBlobName(sum string) error {
+	if len(sum) != 64 {
+		if len(sum) > 80 {
+			sum = sum[:80] + "…"
+		}
+		return fmt.Errorf("%w: a blob is named by 64 hex digits, not %q", ErrBadQuery, sum)
+	}
+	for i := 0; i < len(sum); i++ {
+		if c := sum[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Errorf("%w: a blob is named by 64 lowercase hex digits, not %q", ErrBadQuery, sum)
+		}
+	}
+	return nil
+}
 
 // Breakers implements Service.
 func (m *Local) Breakers(session string) ([]engine.BreakerRecord, error) {

@@ -146,6 +146,15 @@ func (r *Remote) Exchange(id uint64) (engine.Exchange, error) {
 	return out, r.GetJSON("/v1/exchanges/"+strconv.FormatUint(id, 10), url.Values{"fresh": {"1"}}, &out)
 }
 
+// Blob returns a blob from the running proxy.
+func (r *Remote) Blob(sum string) ([]byte, error) {
+	if err := checkBlobName(sum); err != nil {
+		return nil, err
+	}
+	var out []byte
+	return out, r.GetJSON("/v1/blobs/"+sum, nil, &out)
+}
+
 // Breakers returns a session's breaker records from the running proxy.
 func (r *Remote) Breakers(id string) ([]engine.BreakerRecord, error) {
 	var out []engine.BreakerRecord

@@ -188,6 +188,12 @@ func (q *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "sessions/"):
 		id, _ := url.PathUnescape(strings.TrimPrefix(path, "sessions/"))
 		reply(q.e.Session(id))
+	case strings.HasPrefix(path, "blobs/"):
+		st := q.mem
+		if st == nil {
+			st = api.NewLocal(q.e, nil)
+		}
+		reply(st.Blob(strings.TrimPrefix(path, "blobs/")))
 	case strings.HasPrefix(path, "exchanges/"):
 		id, err := strconv.ParseUint(strings.TrimPrefix(path, "exchanges/"), 10, 64)
 		if err != nil {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/engine"
 )
@@ -39,6 +41,7 @@ type eventView struct {
 	Open     bool   // the <details> starts open
 	Summary  string // the <details> summary
 	Cut      int64  // bytes of Text left out (the whole is in the blob store and the frames)
+	Whole    string // the page of the whole text, when Cut and it is the event's text
 	Meta     []string
 	Parts    []string // other parts, as JSON
 	Frames   string   // the raw frames page of its exchange, or ""
@@ -252,6 +255,9 @@ func viewOf(session string, e *engine.Event) eventView {
 		v.Cut += int64(len(text) - showBytes)
 		text = clip(text, showBytes)
 	}
+	if v.Cut > 0 && (e.TextBlob != "" || len(e.Text) > showBytes) && strings.HasPrefix(e.Text, text) {
+		v.Whole = textURL(session, e.Seq)
+	}
 	v.Text = text
 	lines := strings.Count(text, "\n") + 1
 	if !v.Fold && (len(text) > foldBytes || lines > foldLines) && e.Kind != engine.KindMessage {
@@ -323,4 +329,49 @@ func statusText(n int) string {
 		return ""
 	}
 	return strconv.Itoa(n)
+}
+
+// textURL is the page of the whole text of the event seq of session.
+func textURL(session string, seq uint64) string {
+	return Prefix + "text?" + url.Values{"s": {session}, "e": {strconv.FormatUint(seq, 10)}}.Encode()
+}
+
+// serveText answers the whole text of one event (?s=<session>&e=<seq>)
+// as plain text: the blob the engine keeps of a text longer than it
+// stores in the event (Service.Blob), else the event's text, which the
+// timeline cuts at showBytes. A text that is not UTF-8 is a download.
+func (u *UI) serveText(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	session := q.Get("s")
+	seq, err := strconv.ParseUint(q.Get("e"), 10, 64)
+	if session == "" || err != nil || seq == 0 {
+		u.refuse(w, http.StatusBadRequest, "bbengine ui: the whole text of an event is text?s=<session>&e=<event number>")
+		return
+	}
+	evs, err := u.svc.Events(session, engine.EventFilter{After: seq - 1})
+	if err != nil {
+		u.refuse(w, statusOf(err), "bbengine ui: session "+session+": "+err.Error())
+		return
+	}
+	i := slices.IndexFunc(evs, func(e engine.Event) bool { return e.Seq == seq })
+	if i < 0 {
+		u.refuse(w, http.StatusNotFound, fmt.Sprintf("bbengine ui: session %s has no event %d", session, seq))
+		return
+	}
+	text := []byte(evs[i].Text)
+	if sum := evs[i].TextBlob; sum != "" {
+		if text, err = u.svc.Blob(sum); err != nil {
+			u.refuse(w, statusOf(err), fmt.Sprintf("bbengine ui: the text of event %d of %s: %v", seq, session, err))
+			return
+		}
+	}
+	h := w.Header()
+	if utf8.Valid(text) {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=\"event-%d.bin\"", seq))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(text)))
+	w.Write(text)
 }

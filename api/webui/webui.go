@@ -464,6 +464,8 @@ func (u *UI) route(w http.ResponseWriter, r *http.Request) {
 	case p == correctPath:
 		w.Header().Set("Allow", "POST")
 		u.refuse(w, http.StatusMethodNotAllowed, "bbengine ui: a correction is a POST of the memory pages' forms")
+	case p == Prefix+"text":
+		u.serveText(w, r)
 	case p == Prefix+"health":
 		u.serveHealth(w, r)
 	case strings.HasPrefix(p, Prefix+"static/"):

@@ -24,7 +24,8 @@ type Service interface {
 	Events(session string, f engine.EventFilter) ([]engine.Event, error)
 	// Exchange returns one recorded exchange with its WAL offsets.
 	Exchange(id uint64) (engine.Exchange, error)
-	// Breakers returns a session's circuit breaker records.
+	// Breakers returns a session's circuit breaker records, oldest
+	// first; with an empty session, every session's, session by session.
 	Breakers(session string) ([]engine.BreakerRecord, error)
 
 	// Search returns the cards of the artifacts that match q, best first.

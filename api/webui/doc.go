@@ -1,7 +1,8 @@
 // Package webui is the web UI of a data directory: its sessions, each
 // session's timeline of canonical events, the raw WAL frames of each
 // recorded exchange, memory (artifacts with their evidence), the memory
-// search and the context pack preview, as HTML pages under /_bb/ui/.
+// search, the context pack preview and the usage (tokens, cost, circuit
+// breaker trips), as HTML pages under /_bb/ui/.
 //
 // It is an adapter over api.Service and api.ExchangeFrames and
 // api.ReadTrace, like the CLI: every answer comes from the service; the
@@ -20,6 +21,8 @@
 //	/a/<artifact>     one artifact: chain, neighbours, evidence linked to events and frames
 //	/search           Service.Find as bbengine mem search asks it: q, session, task, project, type, k
 //	/pack             the context pack of Service.Context: session, task, budget
+//	/usage            Service.Usage as bbengine usage asks it: period, agent, model, since;
+//	                  server-drawn SVG charts, by agent and model, costliest sessions, breaker trips
 //	/static/<file>    the stylesheet and the script
 //
 // Security: the UI shows every transcript, so every request must pass

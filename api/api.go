@@ -24,7 +24,8 @@ type Service interface {
 	Events(session string, f engine.EventFilter) ([]engine.Event, error)
 	// Exchange returns one recorded exchange with its WAL offsets.
 	Exchange(id uint64) (engine.Exchange, error)
-	// Breakers returns a session's circuit breaker records.
+	// Breakers returns a session's circuit breaker records, oldest
+	// first; with an empty session, every session's, session by session.
 	Breakers(session string) ([]engine.BreakerRecord, error)
 	// Blob returns the whole text of an event whose text was longer than
 	// the engine keeps inline: the blob its TextBlob names (64 hex

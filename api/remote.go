@@ -158,6 +158,9 @@ func (r *Remote) Blob(sum string) ([]byte, error) {
 // Breakers returns a session's breaker records from the running proxy.
 func (r *Remote) Breakers(id string) ([]engine.BreakerRecord, error) {
 	var out []engine.BreakerRecord
+	if id == "" {
+		return out, r.GetJSON("/v1/breaker", url.Values{"records": {"1"}, "fresh": {"1"}}, &out)
+	}
 	return out, r.GetJSON("/v1/breaker/"+url.PathEscape(id)+"/records", url.Values{"fresh": {"1"}}, &out)
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -45,6 +46,11 @@ type UsageRequest struct {
 	Agent string `json:"agent,omitempty"`
 	Model string `json:"model,omitempty"`
 	Since int64  `json:"since_ns,omitempty"`
+	// Sessions, when not empty, keeps the calls of these sessions alone
+	// (exact ids, as Service.Sessions lists them; an id that names no
+	// session selects nothing): a page of sessions reads the events of
+	// its own sessions, not every session's.
+	Sessions []string `json:"sessions,omitempty"`
 	// TZ is the IANA time zone whose days, weeks and months the report
 	// uses. The default ("" or "Local") is the local zone of the process
 	// that answers: the proxy's, when one runs on this machine.
@@ -177,8 +183,18 @@ func UsageOf(req UsageRequest, sessions []engine.Session, calls [][]engine.CallU
 		session int
 		engine.CallUsage
 	}
+	var only map[string]bool
+	if len(req.Sessions) > 0 {
+		only = map[string]bool{}
+		for _, id := range req.Sessions {
+			only[id] = true
+		}
+	}
 	var all []call
 	for i := range sessions {
+		if only != nil && !only[sessions[i].ID] {
+			continue
+		}
 		for _, c := range calls[i] {
 			if req.Since != 0 && c.Time < req.Since {
 				continue
@@ -368,15 +384,44 @@ func (m *Local) Usage(req UsageRequest) (*UsageReport, error) {
 	}
 	var sessions []engine.Session
 	var calls [][]engine.CallUsage
-	f := engine.SessionFilter{Since: req.Since, Agent: req.Agent}
-	err := m.e.CallUsages(context.Background(), f, func(s *engine.Session, cs []engine.CallUsage) error {
+	keep := func(s *engine.Session, cs []engine.CallUsage) error {
 		if len(cs) > 0 {
 			sessions = append(sessions, *s)
 			calls = append(calls, slices.Clone(cs))
 		}
 		return nil
+	}
+	f := engine.SessionFilter{Since: req.Since, Agent: req.Agent}
+	if len(req.Sessions) == 0 {
+		if err := m.e.CallUsages(context.Background(), f, keep); err != nil {
+			return nil, err
+		}
+		return UsageOf(req, sessions, calls)
+	}
+	// The sessions named, as CallUsages would select them: f's filters,
+	// oldest first.
+	var named []engine.Session
+	seen := map[string]bool{}
+	for _, id := range req.Sessions {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		s, err := m.e.Session(id)
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("usage: session %q: %w", id, err)
+		case s.ID != id, f.Since != 0 && s.Last < f.Since, f.Agent != "" && s.Agent != f.Agent:
+			continue
+		}
+		named = append(named, s)
+	}
+	slices.SortStableFunc(named, func(a, b engine.Session) int {
+		return cmp.Or(cmp.Compare(a.First, b.First), strings.Compare(a.ID, b.ID))
 	})
-	if err != nil {
+	if err := m.e.SessionCallUsages(context.Background(), named, keep); err != nil {
 		return nil, err
 	}
 	return UsageOf(req, sessions, calls)

@@ -94,22 +94,27 @@ func TestUsagePeriods(t *testing.T) {
 }
 
 func TestUsageFilters(t *testing.T) {
-	sessions := []engine.Session{{ID: "s1"}}
+	sessions := []engine.Session{{ID: "s1"}, {ID: "s2"}}
 	calls := [][]engine.CallUsage{{
 		usageCall(t, "2026-03-01T10:00:00Z", "claude-opus-4-7"),
 		usageCall(t, "2026-03-02T10:00:00Z", "claude-sonnet-4-5-20250929"),
 		usageCall(t, "2026-03-03T10:00:00Z", "claude-opus-4-6"),
+	}, {
+		usageCall(t, "2026-03-04T10:00:00Z", "gpt-5"),
 	}}
 	tests := []struct {
 		name string
 		req  api.UsageRequest
 		keys []string
 	}{
-		{"since", api.UsageRequest{Since: at(t, "2026-03-02T10:00:00Z")}, []string{"2026-03-02", "2026-03-03"}},
-		{"since after all", api.UsageRequest{Since: at(t, "2026-03-04T00:00:00Z")}, nil},
+		{"since", api.UsageRequest{Since: at(t, "2026-03-02T10:00:00Z")}, []string{"2026-03-02", "2026-03-03", "2026-03-04"}},
+		{"since after all", api.UsageRequest{Since: at(t, "2026-03-05T00:00:00Z")}, nil},
 		{"model prefix", api.UsageRequest{Model: "claude-opus"}, []string{"2026-03-01", "2026-03-03"}},
 		{"model any case", api.UsageRequest{Model: "CLAUDE-SONNET"}, []string{"2026-03-02"}},
 		{"both", api.UsageRequest{Model: "claude-opus", Since: at(t, "2026-03-02T00:00:00Z")}, []string{"2026-03-03"}},
+		{"sessions", api.UsageRequest{Sessions: []string{"s2"}}, []string{"2026-03-04"}},
+		{"sessions, both", api.UsageRequest{Sessions: []string{"s2", "s1"}}, []string{"2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04"}},
+		{"sessions, none of them", api.UsageRequest{Sessions: []string{"s3"}}, nil},
 	}
 	for _, tt := range tests {
 		tt.req.TZ = "UTC"

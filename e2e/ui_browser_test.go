@@ -389,12 +389,21 @@ func TestUIBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`form.correct button[value="forget"]`)))
 
 	// Health: the proxy's added latency drawn as SVG, one bar per bucket.
-	do(chromedp.Navigate(base+"health"), chromedp.WaitVisible(chromedp.CSS(`svg.chart`)))
-	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect.bar").length`))
+	do(chromedp.Navigate(base+"health"), chromedp.WaitVisible(chromedp.CSS(`svg.hist`)))
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.hist rect.bar").length`))
 	if err != nil || bars == 0 {
 		t.Errorf("the health page draws %d bars (%v)", bars, err)
 	}
 	shot("health")
+
+	// Usage: tokens and cost drawn as SVG, the costliest sessions linked.
+	do(chromedp.Navigate(base+"usage"), chromedp.WaitVisible(chromedp.CSS(`svg.chart`)))
+	usage, err := chromedp.Run(ctx, chromedp.Evaluate[struct{ Charts, Sessions int }](`({Charts: document.querySelectorAll("svg.chart").length,
+		Sessions: document.querySelectorAll("a[href^='/_bb/ui/s/']").length})`))
+	if err != nil || usage.Charts < 2 || usage.Sessions == 0 {
+		t.Errorf("the usage page: %+v (%v), want two charts and session links", usage, err)
+	}
+	shot("usage")
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	if len(dialogs) > 0 {

@@ -8,10 +8,15 @@ import (
 )
 
 // Breakers returns the breaker records of a session, oldest first; none
-// when the breaker never wrote about it.
+// when the breaker never wrote about it. An empty session (no session id
+// is empty) returns every session's records, session by session.
 func (e *Engine) Breakers(session string) ([]BreakerRecord, error) {
 	var out []BreakerRecord
-	err := e.scan(schema.BreakerPrefix(session), func(k, v []byte) error {
+	prefix := schema.BreakerPrefix(session)
+	if session == "" {
+		prefix = []byte{schema.PrefixBreaker}
+	}
+	err := e.scan(prefix, func(k, v []byte) error {
 		var r BreakerRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("engine: decode breaker record %x: %w", k, err)

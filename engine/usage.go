@@ -232,6 +232,13 @@ func (e *Engine) CallUsages(ctx context.Context, f SessionFilter, fn func(s *Ses
 	if err != nil {
 		return err
 	}
+	return e.SessionCallUsages(ctx, sessions, fn)
+}
+
+// SessionCallUsages is CallUsages over the sessions given, in their
+// order, as Sessions or Session returned them: it reads the events of
+// those sessions alone.
+func (e *Engine) SessionCallUsages(ctx context.Context, sessions []Session, fn func(s *Session, calls []CallUsage) error) error {
 	var calls []CallUsage
 	for i := range sessions {
 		if err := ctx.Err(); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -47,5 +48,23 @@ func TestCallUsages(t *testing.T) {
 	}
 	if err := e.CallUsages(context.Background(), SessionFilter{}, func(*Session, []CallUsage) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("the callback's error: %v", err)
+	}
+
+	// SessionCallUsages reads the sessions given alone, with the same
+	// calls as CallUsages.
+	s2, err := e.Session("s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	err = e.SessionCallUsages(context.Background(), []Session{s2}, func(s *Session, calls []CallUsage) error {
+		seen = append(seen, s.ID)
+		if !slices.Equal(calls, got[s.ID]) {
+			t.Errorf("%s: %+v, CallUsages gave %+v", s.ID, calls, got[s.ID])
+		}
+		return nil
+	})
+	if err != nil || !slices.Equal(seen, []string{"s2"}) {
+		t.Errorf("SessionCallUsages of s2: sessions %v, %v", seen, err)
 	}
 }

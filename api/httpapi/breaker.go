@@ -16,6 +16,7 @@ import (
 // serveBreaker answers the breaker routes of the query endpoint:
 //
 //	GET  /v1/breaker                  every session's status
+//	GET  /v1/breaker?records=1        every session's records as the engine keeps them
 //	GET  /v1/breaker/ID               one session's status
 //	GET  /v1/breaker/ID/records       its records as the engine keeps them
 //	POST /v1/breaker/ID/reset         {"by": "who"}
@@ -34,7 +35,7 @@ func (q *Server) serveBreaker(w http.ResponseWriter, r *http.Request, path strin
 		reply(nil, &methodError{r.Method, r.URL.Path, method})
 		return
 	}
-	if op == "records" {
+	if op == "records" || (id == "" && op == "" && r.URL.Query().Get("records") != "") {
 		reply(q.e.Breakers(id))
 		return
 	}

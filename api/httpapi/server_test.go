@@ -2,14 +2,18 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bbengine/bbengine/api"
+	"github.com/bbengine/bbengine/codec/exchange"
+	"github.com/bbengine/bbengine/codec/frame"
 	"github.com/bbengine/bbengine/engine"
 	"github.com/bbengine/bbengine/index"
 	"github.com/bbengine/bbengine/wal"
@@ -89,6 +93,63 @@ func TestServerAnswers(t *testing.T) {
 		}
 		if tc.code != 421 && !json.Valid(b) {
 			t.Errorf("%s %s: the answer is not JSON: %s", tc.method, tc.path, b)
+		}
+	}
+}
+
+// TestBreakerRecordsEverySession: Service.Breakers with no session gives
+// every session's records, in process and through the query endpoint
+// (api.Remote), and a session's own stay its own.
+func TestBreakerRecordsEverySession(t *testing.T) {
+	dir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dir, "wal"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	for i, s := range []string{"sess-b", "sess-a", "sess-b"} {
+		p, err := exchange.AppendBreaker(nil, exchange.Breaker{Op: "trip", Session: s, State: exchange.BreakerOpen, From: exchange.BreakerClosed,
+			Reason: "stagnation", Detail: "the same call 3 times", Time: int64(i + 1), Source: "proxy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := log.Append(wal.Record{Kind: frame.KindBreaker, Time: int64(i + 1), Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := engine.Open(dir, &engine.Options{WAL: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.CatchUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	local := api.NewLocal(e, nil)
+	srv, err := Start(e, local, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	remote := api.Dial(dir)
+	if remote == nil {
+		t.Fatal("no server in the lock file")
+	}
+	for name, svc := range map[string]api.Service{"local": local, "remote": remote} {
+		all, err := svc.Breakers("")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, r := range all {
+			got = append(got, fmt.Sprintf("%s@%d", r.Session, r.Time))
+		}
+		if want := []string{"sess-a@2", "sess-b@1", "sess-b@3"}; !slices.Equal(got, want) {
+			t.Errorf("%s: every session's records %v, want %v", name, got, want)
+		}
+		one, err := svc.Breakers("sess-a")
+		if err != nil || len(one) != 1 || one[0].Session != "sess-a" {
+			t.Errorf("%s: sess-a's records %+v, %v", name, one, err)
 		}
 	}
 }

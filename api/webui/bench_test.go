@@ -49,16 +49,39 @@ func BenchmarkTimeline(b *testing.B) {
 // manySessions is a service of n sessions and nothing else.
 type manySessions struct {
 	api.Service
-	ss []engine.Session
+	ss   []engine.Session
+	byID map[string]int // index in ss
 }
 
 func (m manySessions) Sessions(api.SessionsRequest) ([]engine.Session, error) {
 	return append([]engine.Session(nil), m.ss...), nil
 }
 
+// Usage gives each session 12 calls, reading only the sessions
+// req.Sessions names when it names some, as api.Local does.
+func (m manySessions) Usage(req api.UsageRequest) (*api.UsageReport, error) {
+	var ss []engine.Session
+	if len(req.Sessions) == 0 {
+		ss = m.ss
+	}
+	for _, id := range req.Sessions {
+		if i, ok := m.byID[id]; ok {
+			ss = append(ss, m.ss[i])
+		}
+	}
+	calls := make([][]engine.CallUsage, len(ss))
+	for i := range ss {
+		for j := range 12 {
+			calls[i] = append(calls[i], engine.CallUsage{Time: ss[i].First + int64(j), Model: "claude-sonnet-4-5",
+				Usage: engine.Usage{Input: 12000, CacheRead: 10000, Output: 300}})
+		}
+	}
+	return api.UsageOf(req, ss, calls)
+}
+
 // BenchmarkSessions measures the sessions page over 10,000 sessions:
-// filtering, sorting and rendering one page (the service's own reading
-// of them is not in it).
+// filtering, sorting and rendering one page with its sessions' costs
+// (the service's own reading of them is not in it).
 func BenchmarkSessions(b *testing.B) {
 	now := time.Now().UnixNano()
 	ss := make([]engine.Session, 10000)
@@ -67,7 +90,11 @@ func BenchmarkSessions(b *testing.B) {
 			CWD: fmt.Sprintf("/home/dev/project-%d", i%40), First: now - int64(i)*int64(time.Minute), Last: now - int64(i)*int64(time.Minute) + int64(30*time.Second),
 			Requests: 12, Events: 80}
 	}
-	ui, err := New(&Options{Service: manySessions{ss: ss}, Token: testToken})
+	byID := map[string]int{}
+	for i := range ss {
+		byID[ss[i].ID] = i
+	}
+	ui, err := New(&Options{Service: manySessions{ss: ss, byID: byID}, Token: testToken})
 	if err != nil {
 		b.Fatal(err)
 	}

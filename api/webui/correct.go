@@ -46,7 +46,7 @@ func (u *UI) serveCorrect(w http.ResponseWriter, r *http.Request) {
 	}
 	op, id := r.PostFormValue("op"), strings.TrimSpace(r.PostFormValue("id"))
 	if !correctOps[op] {
-		u.refuse(w, http.StatusBadRequest, "bbengine ui: a correction is forget, unforget, pin or unpin, not "+strconv.Quote(cut(op, 40)))
+		u.refuse(w, http.StatusBadRequest, "bbengine ui: a correction is forget, unforget, pin or unpin, not "+strconv.Quote(clip(op, 40)))
 		return
 	}
 	if id == "" {
@@ -80,12 +80,4 @@ func cleanOp(op string) string {
 		return op
 	}
 	return "forget|unforget|pin|unpin"
-}
-
-// cut returns s, or its first n bytes and an ellipsis.
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

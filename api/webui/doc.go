@@ -1,8 +1,9 @@
 // Package webui is the web UI of a data directory: its sessions, each
 // session's timeline of canonical events, the raw WAL frames of each
 // recorded exchange, memory (artifacts with their evidence), the memory
-// search, the context pack preview and the health of recording and
-// derivation, as HTML pages under /_bb/ui/.
+// search, the context pack preview, the usage (tokens, cost, circuit
+// breaker trips) and the health of recording and derivation, as HTML
+// pages under /_bb/ui/.
 //
 // It is an adapter over api.Service and api.ExchangeFrames and
 // api.ReadTrace, like the CLI: every answer comes from the service; the
@@ -24,6 +25,8 @@
 //	/search           Service.Find as bbengine mem search asks it: q, session, task, project, type, k
 //	/pack             the context pack of Service.Context: session, task, budget
 //	/health           recording, sizes, derivation, the proxy's added latency, retrieval, retention (Options.Health)
+//	/usage            Service.Usage as bbengine usage asks it: period, agent, model, since;
+//	                  server-drawn SVG charts, by agent and model, costliest sessions, breaker trips
 //	/static/<file>    the stylesheet and the script
 //
 // Security: the UI shows every transcript, so every request must pass

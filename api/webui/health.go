@@ -213,11 +213,11 @@ func seconds(s float64) string {
 const (
 	barStep   = 38  // from one bar's left to the next's
 	barWidth  = 32  // a bar
-	chartPad  = 8   // left and right
-	chartTop  = 16  // room for the count over the tallest bar
-	plotH     = 120 // the tallest bar
-	chartBase = chartTop + plotH
-	chartH    = chartBase + 18 // room for the bucket labels
+	histPad   = 8   // left and right
+	histTop   = 16  // room for the count over the tallest bar
+	histPlotH = 120 // the tallest bar
+	histBase  = histTop + histPlotH
+	histH     = histBase + 18 // room for the bucket labels
 )
 
 // histView is one latency histogram drawn as SVG bars, with its table.
@@ -249,15 +249,15 @@ type bar struct {
 // newHistView draws s: one bar per bucket, its height proportional to
 // its count (a bucket with any count is at least one unit tall).
 func newHistView(id, name, class string, s metric.Snapshot) *histView {
-	v := &histView{ID: id, Name: name, Class: class, H: chartH, Base: chartBase, summary: *summarize(s)}
-	v.W = 2*chartPad + len(s.Counts)*barStep
+	v := &histView{ID: id, Name: name, Class: class, H: histH, Base: histBase, summary: *summarize(s)}
+	v.W = 2*histPad + len(s.Counts)*barStep
 	var most uint64
 	for _, c := range s.Counts {
 		most = max(most, c)
 	}
 	var below uint64
 	for i, c := range s.Counts {
-		b := bar{X: chartPad + i*barStep, W: barStep, Top: chartTop, PlotH: plotH, Count: c, LabelY: chartBase + 13}
+		b := bar{X: histPad + i*barStep, W: barStep, Top: histTop, PlotH: histPlotH, Count: c, LabelY: histBase + 13}
 		b.Mid = b.X + barStep/2
 		b.BarX, b.BarW = b.X+(barStep-barWidth)/2, barWidth
 		switch {
@@ -273,12 +273,12 @@ func newHistView(id, name, class string, s metric.Snapshot) *histView {
 			b.Label, b.Range = seconds(s.Upper[i]), "over "+seconds(s.Upper[i-1])+", up to "+seconds(s.Upper[i])
 		}
 		if most > 0 {
-			b.BarH = int(math.Round(float64(plotH) * float64(c) / float64(most)))
+			b.BarH = int(math.Round(float64(histPlotH) * float64(c) / float64(most)))
 			if c > 0 {
 				b.BarH = max(b.BarH, 1)
 			}
 		}
-		b.BarY = chartBase - b.BarH
+		b.BarY = histBase - b.BarH
 		b.ValY = b.BarY - 3
 		below += c
 		b.Cumulative = "–"

@@ -125,8 +125,8 @@ func TestHealthPage(t *testing.T) {
 			if titles[i][1] != strconv.FormatUint(c, 10) || rows[i][1] != titles[i][1] {
 				t.Errorf("%s bucket %d: title %s, table %s, want %d", id, i, titles[i][1], rows[i][1], c)
 			}
-			if want := int(plotH * c / most); height != want || y+height != chartBase {
-				t.Errorf("%s bucket %d: bar at y %d, %d high; want %d high on the axis at %d", id, i, y, height, want, chartBase)
+			if want := int(histPlotH * c / most); height != want || y+height != histBase {
+				t.Errorf("%s bucket %d: bar at y %d, %d high; want %d high on the axis at %d", id, i, y, height, want, histBase)
 			}
 		}
 	}

@@ -55,7 +55,10 @@ func newRig(t testing.TB) *rig {
 			Messages []json.RawMessage `json:"messages"`
 		}
 		json.NewDecoder(req.Body).Decode(&body)
-		text := "Done."
+		text, model := "Done.", "claude-sonnet-4-5"
+		if m := req.Header.Get("X-Test-Model"); m != "" {
+			model = m
+		}
 		switch reply := req.Header.Get("X-Test-Reply"); {
 		case strings.Contains(reply, "xss"):
 			text = "Here is what the tool said: " + xss
@@ -63,7 +66,7 @@ func newRig(t testing.TB) *rig {
 			text = strings.TrimPrefix(reply, "text:")
 		}
 		b, _ := json.Marshal(map[string]any{
-			"id": fmt.Sprintf("msg_%d", len(body.Messages)), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+			"id": fmt.Sprintf("msg_%d", len(body.Messages)), "type": "message", "role": "assistant", "model": model,
 			"content":     []any{map[string]any{"type": "text", "text": text}},
 			"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 120, "output_tokens": 7},
 		})
@@ -91,6 +94,13 @@ func newRig(t testing.TB) *rig {
 // "text:<t>" with t.
 func (r *rig) send(t testing.TB, session, messages, reply string) {
 	t.Helper()
+	r.sendModel(t, session, "", messages, reply)
+}
+
+// sendModel is send with the fake answering as model (its default when
+// model is "").
+func (r *rig) sendModel(t testing.TB, session, model, messages, reply string) {
+	t.Helper()
 	body := `{"model":"claude-sonnet-4-5","max_tokens":256,"messages":` + messages + `}`
 	req, _ := http.NewRequest("POST", r.front.URL+"/v1/messages", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -98,6 +108,9 @@ func (r *rig) send(t testing.TB, session, messages, reply string) {
 	req.Header.Set("Anthropic-Version", "2023-06-01")
 	req.Header.Set("X-Bb-Session-Id", session)
 	req.Header.Set("X-Test-Reply", reply)
+	if model != "" {
+		req.Header.Set("X-Test-Model", model)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

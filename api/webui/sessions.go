@@ -63,7 +63,10 @@ type sessionRow struct {
 	Requests, Errors                          int
 	Events                                    uint64
 	Tokens, TokensFull                        string
-	Merged, Imported                          bool
+	// Cost is the session's cost as `bbengine usage session` gives it
+	// ("" with no priced call); CostFull says what it leaves out.
+	Cost, CostFull   string
+	Merged, Imported bool
 }
 
 // sessionsPage is the sessions template's data.
@@ -153,8 +156,31 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 	p.Page = min(f.Page, p.Pages)
 	lo := (p.Page - 1) * sessionsPerPage
 	hi := min(lo+sessionsPerPage, len(kept))
+	ids := make([]string, 0, hi-lo)
 	for _, i := range kept[lo:hi] {
 		p.Rows = append(p.Rows, rowOf(&all[i]))
+		ids = append(ids, all[i].ID)
+	}
+	if len(ids) > 0 {
+		// The page's sessions alone: the service reads their events,
+		// not every session's.
+		rep, err := u.svc.Usage(api.UsageRequest{Period: api.PeriodSession, Sessions: ids})
+		if err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		cost := make(map[string]*api.UsageRow, len(rep.Rows))
+		for i := range rep.Rows {
+			cost[rep.Rows[i].Key] = &rep.Rows[i]
+		}
+		for i := range p.Rows {
+			if r := cost[p.Rows[i].ID]; r != nil {
+				p.Rows[i].Cost = costText(r.CostUSD, len(r.Unpriced) > 0)
+				p.Rows[i].CostFull = fmt.Sprintf("%d calls", r.Calls)
+				if len(r.Unpriced) > 0 {
+					p.Rows[i].CostFull += "; leaves out " + strings.Join(r.Unpriced, ", ") + ", which the price table does not know"
+				}
+			}
+		}
 	}
 	if p.Page > 1 {
 		p.Prev = Prefix + "?" + f.query(p.Page-1).Encode()

@@ -245,7 +245,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"sessions", "timeline", "frames", "memory", "artifact", "search", "pack", "health", "error"} {
+	for _, name := range []string{"sessions", "timeline", "frames", "memory", "artifact", "search", "pack", "health", "usage", "error"} {
 		t, err := base.Clone()
 		if err == nil {
 			t, err = t.ParseFS(templateFS, "templates/"+name+".html")
@@ -468,6 +468,8 @@ func (u *UI) route(w http.ResponseWriter, r *http.Request) {
 		u.serveText(w, r)
 	case p == Prefix+"health":
 		u.serveHealth(w, r)
+	case p == Prefix+"usage":
+		u.serveUsage(w, r)
 	case strings.HasPrefix(p, Prefix+"static/"):
 		u.serveStatic(w, r, strings.TrimPrefix(p, Prefix+"static/"))
 	default:

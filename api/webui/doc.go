@@ -53,9 +53,10 @@
 //
 // Every answer carries Content-Security-Policy: default-src 'self' (no
 // inline script or style is used), X-Content-Type-Options: nosniff,
-// Referrer-Policy: same-origin and frame-ancestors 'none'. Model and
-// tool text is HTML-escaped by html/template and shown as preformatted
-// text: Markdown is not rendered.
+// Referrer-Policy: same-origin and frame-ancestors 'none'. User and
+// assistant messages are rendered as Markdown and sanitised (markdown.go:
+// HTML in them shows as text); every other model and tool text is
+// HTML-escaped by html/template and shown as preformatted text.
 //
 // A *UI is safe for concurrent use. Close ends the live streams (call it
 // before shutting down the http.Server that serves it); it does not close

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -42,6 +43,9 @@ type eventView struct {
 	Summary  string // the <details> summary
 	Cut      int64  // bytes of Text left out (the whole is in the blob store and the frames)
 	Whole    string // the page of the whole text, when Cut and it is the event's text
+	// HTML is a message's text rendered as Markdown and sanitised
+	// (markdown); Text is then shown folded, as written.
+	HTML template.HTML
 	Meta     []string
 	Parts    []string // other parts, as JSON
 	Frames   string   // the raw frames page of its exchange, or ""
@@ -259,6 +263,9 @@ func viewOf(session string, e *engine.Event) eventView {
 		v.Whole = textURL(session, e.Seq)
 	}
 	v.Text = text
+	if e.Kind == engine.KindMessage && e.Meta == "" && (e.Role == "user" || e.Role == "assistant") && v.Cut == 0 {
+		v.HTML, _ = markdown(text)
+	}
 	lines := strings.Count(text, "\n") + 1
 	if !v.Fold && (len(text) > foldBytes || lines > foldLines) && e.Kind != engine.KindMessage {
 		v.Fold = true

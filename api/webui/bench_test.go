@@ -53,6 +53,9 @@ type manySessions struct {
 	byID map[string]int // index in ss
 }
 
+// Breakers: no session of the benchmark has a breaker record.
+func (m manySessions) Breakers(string) ([]engine.BreakerRecord, error) { return nil, nil }
+
 func (m manySessions) Sessions(api.SessionsRequest) ([]engine.Session, error) {
 	return append([]engine.Session(nil), m.ss...), nil
 }

@@ -67,6 +67,10 @@ type sessionRow struct {
 	// ("" with no priced call); CostFull says what it leaves out.
 	Cost, CostFull   string
 	Merged, Imported bool
+	// Breaker is the state of the session's circuit breaker (open or
+	// half-open; "" when closed or it never tripped) and BreakerWhy its
+	// last record's reason and detail.
+	Breaker, BreakerWhy string
 }
 
 // sessionsPage is the sessions template's data.
@@ -180,6 +184,19 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 					p.Rows[i].CostFull += "; leaves out " + strings.Join(r.Unpriced, ", ") + ", which the price table does not know"
 				}
 			}
+		}
+	}
+	for i := range p.Rows {
+		// The breaker's records of the page's sessions alone: its state
+		// is that of the last.
+		recs, err := u.svc.Breakers(p.Rows[i].ID)
+		if err != nil {
+			return nil, fmt.Errorf("breaker of %s: %w", p.Rows[i].ID, err)
+		}
+		if n := len(recs); n > 0 && recs[n-1].State != "" && recs[n-1].State != "closed" {
+			last := recs[n-1]
+			p.Rows[i].Breaker = last.State
+			p.Rows[i].BreakerWhy = strings.TrimSpace(last.Reason + ": " + last.Detail)
 		}
 	}
 	if p.Page > 1 {

@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -104,6 +105,32 @@ func TestUsagePage(t *testing.T) {
 	for _, w := range []string{`href="/_bb/ui/s/sess-big"`, "stagnation", "the same call Bash make 3 times", `<td class="n">381</td>`, "$0.0012"} {
 		if !strings.Contains(trips, w) {
 			t.Errorf("the trips table has no %q:\n%s", w, trips)
+		}
+	}
+
+	// The sessions page marks the session whose breaker is open, and
+	// only it, with why. (The rig's proxy wrote its own record of
+	// sess-big, closed, when it stopped: a trip comes after it.)
+	p, err := exchange.AppendBreaker(nil, exchange.Breaker{Op: "trip", Session: "sess-big", State: exchange.BreakerOpen, From: exchange.BreakerClosed,
+		Reason: "stagnation", Detail: "the same call Bash make 3 times in a row (threshold 3)", Time: time.Now().UnixNano(), Source: "proxy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.log.Append(wal.Record{Kind: frame.KindBreaker, Time: time.Now().UnixNano(), Payload: p}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, list := get(t, c, r.srv.URL+Prefix)
+	rows := regexp.MustCompile(`(?s)<tr class="row" data-id="([^"]+)".*?</tr>`).FindAllStringSubmatch(list, -1)
+	if len(rows) != 3 {
+		t.Fatalf("the sessions page has %d rows, want 3", len(rows))
+	}
+	for _, row := range rows {
+		open := strings.Contains(row[0], "breaker open")
+		if open != (row[1] == "sess-big") || open && !strings.Contains(row[0], `title="stagnation: the same call Bash make 3 times`) {
+			t.Errorf("session %s: breaker shown %v in\n%s", row[1], open, row[0])
 		}
 	}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -150,7 +151,10 @@ func TestUIBrowser(t *testing.T) {
 	base := "http://" + px.addr + "/_bb/ui/"
 
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
+		// A name that resolves to the proxy's loopback address, as a
+		// DNS rebinding attack makes one.
+		chromedp.Flag("host-resolver-rules", "MAP rebound.test 127.0.0.1"))...)
 	defer cancelA()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
@@ -404,6 +408,32 @@ func TestUIBrowser(t *testing.T) {
 		t.Errorf("the usage page: %+v (%v), want two charts and session links", usage, err)
 	}
 	shot("usage")
+	// A rebound name (rebound.test resolves to 127.0.0.1) is refused,
+	// cookie or not.
+	_, port, _ := strings.Cut(px.addr, ":")
+	do(chromedp.Navigate("http://rebound.test:" + port + "/_bb/ui/"))
+	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(text, "421") {
+		t.Errorf("a rebound Host shows %q (%v), want 421", text, err)
+	}
+	shot("rebound")
+
+	// A page of another loopback port (the same site: the cookie goes
+	// with it) posts a forget of the decision: refused.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%scorrect"><input name="id" value="%s"><input name="op" value="forget"><button id="go">go</button></form>`, base, decID)
+	}))
+	defer evil.Close()
+	do(chromedp.Navigate(evil.URL), chromedp.Click(chromedp.ID("go")), chromedp.WaitVisible(chromedp.CSS("h1")))
+	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(text, "403") {
+		t.Errorf("another port's form posted to the UI shows %q (%v), want 403", text, err)
+	}
+	shot("cross-site")
+	if got := bbJSON[struct {
+		Forgotten bool `json:"forgotten"`
+	}](t, px.dir, "mem", "get", decID); got.Forgotten {
+		t.Errorf("another port's form forgot %s", decID)
+	}
+
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	if len(dialogs) > 0 {

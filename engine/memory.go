@@ -113,7 +113,7 @@ func (e *Engine) artifact(id string) (Artifact, error) {
 		return a, err
 	}
 	// A forgotten session hides all its artifacts.
-	a.Forgotten, a.Pinned = cs.Forgotten || ss.Forgotten, cs.Pinned
+	a.Forgotten, a.Pinned, a.SessionForgotten = cs.Forgotten || ss.Forgotten, cs.Pinned, ss.Forgotten
 	return a, nil
 }
 

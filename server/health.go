@@ -21,16 +21,11 @@ func (pe *proxyEngine) uiHealth() webui.Health {
 	first, total := pe.proxy.Added()
 	h.AddedFirst, h.AddedTotal = &first, &total
 	pm := pe.metrics
-	if at := pm.sizedAt.Load(); time.Since(time.Unix(0, at)) > time.Second {
-		// The page shows the sizes of now, not of up to sizeEvery ago:
-		// a walk of the data directory, as the metrics' own.
-		pm.refreshSizes()
-	}
-	if at := pm.sizedAt.Load(); at != 0 {
-		h.SizedAt, h.SizeEvery = time.Unix(0, at), pm.sizeEvery
-		h.WALSize = int64(math.Float64frombits(pm.walSize.Load()))
-		h.DirSize = int64(math.Float64frombits(pm.dirSize.Load()))
-	}
+	// The page shows the sizes of now, not of up to sizeEvery ago: a
+	// walk of the data directory, as the metrics' own, and the three
+	// figures of the same walk.
+	h.WALSize, h.DirSize, h.SizedAt = pm.freshSizes(time.Second)
+	h.SizeEvery = pm.sizeEvery
 	if b, s := math.Float64frombits(pm.lagBytes.Load()), math.Float64frombits(pm.lagSeconds.Load()); !math.IsNaN(b) && !math.IsNaN(s) {
 		h.LagKnown, h.LagBytes, h.LagSeconds = true, uint64(b), s
 	}

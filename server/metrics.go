@@ -83,6 +83,9 @@ type proxyMetrics struct {
 	// before the first time; sizeEvery is how often they are.
 	sizedAt   atomic.Int64
 	sizeEvery time.Duration
+	// sizeMu serialises the walks that measure the sizes and a reader
+	// that wants the three figures of one walk (freshSizes).
+	sizeMu sync.Mutex
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -259,6 +262,25 @@ func DerivationLag(log *wal.Log, applied uint64, now time.Time) (bytes uint64, s
 
 // refreshSizes measures the WAL and the data directory.
 func (pm *proxyMetrics) refreshSizes() {
+	pm.sizeMu.Lock()
+	defer pm.sizeMu.Unlock()
+	pm.measureSizes()
+}
+
+// freshSizes returns the sizes of one walk at most maxAge old, walking
+// the directory again when the last walk is older.
+func (pm *proxyMetrics) freshSizes(maxAge time.Duration) (walSize, dirSize int64, at time.Time) {
+	pm.sizeMu.Lock()
+	defer pm.sizeMu.Unlock()
+	if time.Since(time.Unix(0, pm.sizedAt.Load())) > maxAge {
+		pm.measureSizes()
+	}
+	return int64(math.Float64frombits(pm.walSize.Load())), int64(math.Float64frombits(pm.dirSize.Load())), time.Unix(0, pm.sizedAt.Load())
+}
+
+// measureSizes walks the directory and stores the sizes; the caller
+// holds sizeMu.
+func (pm *proxyMetrics) measureSizes() {
 	walSize, dirSize := Sizes(pm.dir, pm.walDir)
 	pm.walSize.Store(math.Float64bits(float64(walSize)))
 	pm.dirSize.Store(math.Float64bits(float64(dirSize)))

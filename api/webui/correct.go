@@ -3,6 +3,7 @@ package webui
 import (
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,11 @@ var correctOps = map[string]bool{"forget": true, "unforget": true, "pin": true, 
 type correctView struct {
 	CSRF, ID, Back    string
 	Forgotten, Pinned bool
+	// Session is set when the artifact is forgotten because its whole
+	// session is (bbengine mem forget SESSION): unforgetting the
+	// artifact would change nothing, so the form offers to unforget the
+	// session.
+	Session string
 }
 
 // correctFor returns the correction form of card v on the page back, or
@@ -29,15 +35,26 @@ func (u *UI) correctFor(v *cardView, back string) *correctView {
 	if u.snapshot {
 		return nil
 	}
-	return &correctView{CSRF: u.csrf, ID: v.ID, Back: back, Forgotten: v.Forgotten, Pinned: v.Pinned}
+	cv := &correctView{CSRF: u.csrf, ID: v.ID, Back: back, Forgotten: v.Forgotten, Pinned: v.Pinned}
+	if v.Forgotten {
+		// A card does not say why it is forgotten; the artifact does.
+		if a, err := u.svc.Get(v.ID); err == nil && a.SessionForgotten {
+			cv.Session = a.Session
+		}
+	}
+	return cv
 }
 
 // serveCorrect answers a correction form's POST (ServeHTTP checked its
-// Origin and CSRF token): forget, unforget, pin or unpin an artifact,
-// written to the WAL by Service.Correct exactly as `bbengine mem forget`
-// and the others do, then back to the form's page (303), which shows the
-// artifact's new state: Correct returns once memory and the index have
-// taken the correction.
+// Origin and CSRF token): forget, unforget, pin or unpin an artifact, or
+// unforget (or forget) a session (target=session), written to the WAL by
+// Service.Correct exactly as `bbengine mem forget` and the others do,
+// then back to the form's page (303), which shows the new state: Correct
+// returns once memory and the index have taken the correction.
+//
+// The id is resolved here, for the target the form names: Correct takes
+// an id that names no artifact for a session's, and a form about an
+// artifact must never forget a session.
 func (u *UI) serveCorrect(w http.ResponseWriter, r *http.Request) {
 	if u.snapshot {
 		u.refuse(w, http.StatusConflict, "bbengine ui: this UI serves a read-only snapshot (no proxy runs for the directory): run `bbengine mem "+
@@ -50,27 +67,61 @@ func (u *UI) serveCorrect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id == "" {
-		u.refuse(w, http.StatusBadRequest, "bbengine ui: a correction names an artifact: the form sent no id")
+		u.refuse(w, http.StatusBadRequest, "bbengine ui: a correction names an artifact or a session: the form sent no id")
+		return
+	}
+	target := r.PostFormValue("target")
+	var def string
+	switch target {
+	case "", "artifact":
+		target = "artifact"
+		a, err := u.svc.Get(id)
+		if err != nil {
+			u.refuse(w, statusOf(err), "bbengine ui: "+op+" "+id+": "+err.Error())
+			return
+		}
+		id, def = a.ID, artifactURL(a.ID)
+	case "session":
+		if op == "pin" || op == "unpin" {
+			u.refuse(w, http.StatusBadRequest, "bbengine ui: a session is forgotten or unforgotten, not "+op+"ned")
+			return
+		}
+		s, err := u.svc.Session(id)
+		if err != nil {
+			u.refuse(w, statusOf(err), "bbengine ui: "+op+" session "+id+": "+err.Error())
+			return
+		}
+		if a, err := u.svc.Get(s.ID); err == nil {
+			// Correct would take the id for the artifact's.
+			u.refuse(w, http.StatusConflict, "bbengine ui: the session id "+s.ID+" also names the artifact "+a.ID+": run `bbengine mem "+op+" "+s.ID+"` after checking which it takes")
+			return
+		}
+		id, def = s.ID, memoryURL(s.ID, "")
+	default:
+		u.refuse(w, http.StatusBadRequest, "bbengine ui: a correction is about an artifact or a session, not "+strconv.Quote(clip(target, 40)))
 		return
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	if _, err := u.svc.Correct(api.Correction{Op: op, Target: "artifact", ID: id, Reason: reason}); err != nil {
+	if _, err := u.svc.Correct(api.Correction{Op: op, Target: target, ID: id, Reason: reason}); err != nil {
 		u.refuse(w, statusOf(err), "bbengine ui: "+op+" "+id+": "+err.Error())
 		return
 	}
-	http.Redirect(w, r, backTo(r.PostFormValue("back"), artifactURL(id)), http.StatusSeeOther)
+	http.Redirect(w, r, backTo(r.PostFormValue("back"), def), http.StatusSeeOther)
 }
 
 // backTo returns back when it is a path of the UI's own, else def: a form
-// sends the page it is on, and a redirect never leaves the UI.
+// sends the page it is on, and a redirect never leaves the UI. The
+// answer is rebuilt from the path and query checked, so nothing else of
+// back (a fragment, which http.Redirect would clean along with the
+// path) reaches the Location.
 func backTo(back, def string) string {
 	b, err := url.Parse(back)
 	if err != nil || back == "" || b.Scheme != "" || b.Host != "" || b.User != nil || b.Opaque != "" ||
 		strings.HasPrefix(back, "//") || strings.ContainsAny(back, "\\\r\n") || !strings.HasPrefix(b.Path, Prefix) ||
-		strings.Contains(b.Path, "/../") || strings.HasSuffix(b.Path, "/..") {
+		!strings.HasPrefix(path.Clean(b.Path)+"/", Prefix) {
 		return def
 	}
-	return back
+	return (&url.URL{Path: b.Path, RawPath: b.RawPath, RawQuery: b.RawQuery}).String()
 }
 
 // cleanOp is op when it is a correction's, else a placeholder, for a

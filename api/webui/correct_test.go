@@ -182,6 +182,10 @@ func TestCorrect(t *testing.T) {
 		{"back protocol-relative", url.Values{"back": {"//evil.example" + Prefix}}, 303, artifactURL(bolt)},
 		{"back out of the UI", url.Values{"back": {"/_bb/metrics"}}, 303, artifactURL(bolt)},
 		{"back up and out", url.Values{"back": {Prefix + "../metrics"}}, 303, artifactURL(bolt)},
+		{"back climbing in its fragment", url.Values{"back": {Prefix + "a/x#/../../../../v1/models"}}, 303, Prefix + "a/x"},
+		{"a session's id as an artifact", url.Values{"id": {"sess-correct"}}, 404, ""},
+		{"a session pinned", url.Values{"id": {"sess-correct"}, "target": {"session"}}, 400, ""},
+		{"an unknown target", url.Values{"target": {"project"}}, 400, ""},
 	} {
 		f := url.Values{"csrf": {r.ui.CSRF()}, "id": {bolt}, "back": {memPage}, "op": {"pin"}}
 		for k, v := range tc.set {
@@ -195,6 +199,49 @@ func TestCorrect(t *testing.T) {
 			// Undo the pin for the next case.
 			f.Set("op", "unpin")
 			r.post(t, c, f)
+		}
+	}
+}
+
+// TestCorrectSession: a decision forgotten with its whole session
+// (bbengine mem forget SESSION) offers to unforget the session, not the
+// artifact, which would change nothing; that form brings the session's
+// memory back. A form about an artifact never forgets a session.
+func TestCorrectSession(t *testing.T) {
+	r := newRig(t)
+	r.memorySession(t, "sess-whole")
+	r.serve(t)
+	c := r.client(t)
+	if _, err := r.svc.Correct(api.Correction{Op: "forget", Target: "session", ID: "sess-whole"}); err != nil {
+		t.Fatal(err)
+	}
+	memPage := memoryURL("sess-whole", "")
+	_, mem := get(t, c, r.srv.URL+memPage)
+	cards := decisionCards(mem)
+	if len(cards) == 0 {
+		t.Fatalf("no decision cards on\n%s", mem)
+	}
+	for id, card := range cards {
+		if !strings.Contains(card, "unforget the session") || strings.Contains(card, `name="id" value="`+id+`"`) {
+			t.Errorf("the card of %s, forgotten with its session:\n%s", id, card)
+		}
+	}
+	code, loc, body := r.post(t, c, url.Values{"csrf": {r.ui.CSRF()}, "target": {"session"}, "id": {"sess-whole"}, "op": {"unforget"}, "back": {memPage}})
+	if code != http.StatusSeeOther || loc != memPage {
+		t.Fatalf("unforget the session: %d to %q\n%s", code, loc, body)
+	}
+	for id := range cards {
+		if a, err := r.svc.Get(id); err != nil || a.Forgotten || a.SessionForgotten {
+			t.Errorf("%s after the session's unforget: forgotten %v (session %v), %v", id, a.Forgotten, a.SessionForgotten, err)
+		}
+	}
+	// An artifact form naming the session forgets nothing.
+	if code, _, _ := r.post(t, c, url.Values{"csrf": {r.ui.CSRF()}, "id": {"sess-whole"}, "op": {"forget"}}); code != http.StatusNotFound {
+		t.Errorf("an artifact forget of a session's id: %d, want 404", code)
+	}
+	for id := range cards {
+		if a, _ := r.svc.Get(id); a.Forgotten {
+			t.Errorf("%s is forgotten by an artifact form naming its session", id)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/util"
 )
 
@@ -39,7 +40,9 @@ var (
 func markdownSetup() {
 	mdEngine = goldmark.New(
 		goldmark.WithExtensions(extension.GFM),
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 100))),
+		// A line break in a message is one, as the agent's terminal
+		// shows it: tool output pasted into a reply keeps its lines.
+		goldmark.WithRendererOptions(html.WithHardWraps(), renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 100))),
 	)
 	mdPolicy = bluemonday.UGCPolicy()
 	mdPolicy.RequireNoReferrerOnLinks(true)

@@ -28,6 +28,7 @@ func TestMarkdown(t *testing.T) {
 		{"javascript autolink", "<javascript:alert(1)>", nil, []string{"href=\"javascript"}},
 		{"image with onerror in its url", "![x](x\" onerror=\"alert(1))", nil, []string{"onerror=\""}},
 		{"data url link", "[x](data:text/html;base64,PHNjcmlwdD4=)", nil, []string{"href=\"data:"}},
+		{"lines stay lines", "ok  \texample.com/cache\nPASS", []string{"cache<br>"}, nil},
 		{"link gets noreferrer", "see https://example.com/docs", []string{`href="https://example.com/docs"`, "noreferrer"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

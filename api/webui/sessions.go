@@ -170,7 +170,10 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 		// not every session's.
 		rep, err := u.svc.Usage(api.UsageRequest{Period: api.PeriodSession, Sessions: ids})
 		if err != nil {
-			return nil, fmt.Errorf("usage: %w", err)
+			// The costs are one column: the list stands without them,
+			// and says why they are missing.
+			p.Err = "no costs: " + err.Error()
+			rep = &api.UsageReport{}
 		}
 		cost := make(map[string]*api.UsageRow, len(rep.Rows))
 		for i := range rep.Rows {
@@ -191,7 +194,8 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 		// is that of the last.
 		recs, err := u.svc.Breakers(p.Rows[i].ID)
 		if err != nil {
-			return nil, fmt.Errorf("breaker of %s: %w", p.Rows[i].ID, err)
+			p.Err = strings.TrimPrefix(p.Err+"; ", "; ") + "no breaker state of " + p.Rows[i].ID + ": " + err.Error()
+			continue
 		}
 		if n := len(recs); n > 0 && recs[n-1].State != "" && recs[n-1].State != "closed" {
 			last := recs[n-1]

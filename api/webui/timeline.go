@@ -45,12 +45,12 @@ type eventView struct {
 	Whole    string // the page of the whole text, when Cut and it is the event's text
 	// HTML is a message's text rendered as Markdown and sanitised
 	// (markdown); Text is then shown folded, as written.
-	HTML template.HTML
-	Meta     []string
-	Parts    []string // other parts, as JSON
-	Frames   string   // the raw frames page of its exchange, or ""
-	Partial  bool
-	IsError  bool
+	HTML    template.HTML
+	Meta    []string
+	Parts   []string // other parts, as JSON
+	Frames  string   // the raw frames page of its exchange, or ""
+	Partial bool
+	IsError bool
 }
 
 // timelinePage is the timeline template's data.

@@ -116,6 +116,10 @@ func usageRequest(q url.Values, p *usagePage) (api.UsageRequest, error) {
 // (Service.Breakers of every session).
 func (u *UI) serveUsage(w http.ResponseWriter, r *http.Request) {
 	p := &usagePage{Title: "usage", Nav: "usage", Periods: chartPeriods}
+	// The trips do not depend on the form: a page that says what is
+	// wrong with it still lists them, never "never tripped" for want of
+	// reading them.
+	u.trips(p)
 	req, err := usageRequest(r.URL.Query(), p)
 	if err != nil {
 		p.Err = err.Error()
@@ -156,7 +160,6 @@ func (u *UI) serveUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(p.Agents)
 	p.Costliest = costliest(byS.Rows, costliestN)
-	u.trips(p)
 	u.render(w, http.StatusOK, "usage", p)
 }
 
@@ -377,8 +380,13 @@ func costChart(rows []api.UsageRow) *chart {
 		if len(r.Unpriced) > 0 {
 			class += " partial"
 		}
-		if r.CostUSD > 0 {
+		switch {
+		case r.CostUSD > 0:
 			g.Segs = append(g.Segs, c.seg(class, 0, r.CostUSD))
+		case len(r.Unpriced) > 0:
+			// Only unpriced calls: a dashed stub says there is a cost
+			// the table cannot give, rather than no bar at all.
+			g.Segs = append(g.Segs, c.stub(class))
 		}
 	}
 	return c
@@ -427,6 +435,13 @@ func (c *chart) group(i int, key string) *barGroup {
 func (c *chart) seg(class string, base, v float64) seg {
 	y0, y1 := c.y(base), c.y(base+v)
 	return seg{Class: class, Y: y1, H: round1(max(y0-y1, 0.5))}
+}
+
+// stub is a bar of a few pixels on the base line: a value the chart
+// cannot scale (a cost of calls none of which has a price).
+func (c *chart) stub(class string) seg {
+	y0 := c.y(0)
+	return seg{Class: class, Y: round1(y0 - 4), H: 4}
 }
 
 // niceStep returns the round step (1, 2 or 5 times a power of ten) at

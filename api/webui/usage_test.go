@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
@@ -159,8 +160,13 @@ func TestUsagePage(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"?since=yesterday", "?period=hourly", "?period=session"} {
-		if code, body := get(t, c, r.srv.URL+Prefix+"usage"+q); code != 400 || !strings.Contains(body, `id="err"`) {
+		code, body := get(t, c, r.srv.URL+Prefix+"usage"+q)
+		if code != 400 || !strings.Contains(body, `id="err"`) {
 			t.Errorf("%s: %d, want 400 saying why", q, code)
+		}
+		// The trips do not depend on the form: still listed.
+		if strings.Contains(body, `id="notrips"`) || !strings.Contains(body, `href="/_bb/ui/s/sess-big"`) {
+			t.Errorf("%s: the page with an error does not list the trip", q)
 		}
 	}
 }
@@ -347,5 +353,34 @@ func TestUsageCharts(t *testing.T) {
 	}
 	if strings.Contains(body, "style=") {
 		t.Errorf("the page uses an inline style the CSP forbids")
+	}
+}
+
+// brokenCosts is a service whose Usage and Breakers fail.
+type brokenCosts struct{ manySessions }
+
+func (brokenCosts) Usage(api.UsageRequest) (*api.UsageReport, error) {
+	return nil, errors.New("event 7 of s-1: undecodable")
+}
+
+func (brokenCosts) Breakers(string) ([]engine.BreakerRecord, error) {
+	return nil, errors.New("breaker store unreadable")
+}
+
+// TestSessionsWithoutCosts: when the costs or the breaker states cannot
+// be read, the sessions list stands without them and says why.
+func TestSessionsWithoutCosts(t *testing.T) {
+	ss := []engine.Session{{ID: "s-1", First: 1, Last: 2}, {ID: "s-2", First: 3, Last: 4}}
+	ui, err := New(&Options{Service: brokenCosts{manySessions{ss: ss, byID: map[string]int{"s-1": 0, "s-2": 1}}}, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Close()
+	p, err := ui.sessions(filter{Page: 1})
+	if err != nil {
+		t.Fatalf("the list fails with its costs: %v", err)
+	}
+	if len(p.Rows) != 2 || !strings.Contains(p.Err, "no costs: event 7 of s-1: undecodable") || !strings.Contains(p.Err, "breaker store unreadable") {
+		t.Errorf("rows %d, err %q", len(p.Rows), p.Err)
 	}
 }

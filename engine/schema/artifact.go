@@ -91,6 +91,11 @@ type Artifact struct {
 	// frames in the WAL and are merged in when the artifact is read.
 	Forgotten bool `json:"forgotten,omitempty"`
 	Pinned    bool `json:"pinned,omitempty"`
+	// SessionForgotten says Forgotten comes from its whole session being
+	// forgotten (bbengine mem forget SESSION): only unforgetting the
+	// session brings the artifact back. Merged in when read, as
+	// Forgotten.
+	SessionForgotten bool `json:"session_forgotten,omitempty"`
 	// Resolved says why a later session of the project took the
 	// artifact out of force (Engine.Resolve); Status then says what it
 	// is now. Not derived either: set when memory is read for a search,

@@ -169,7 +169,7 @@ func (s Snapshot) Mean() time.Duration {
 // bound, where the buckets say nothing of how far.
 func (s Snapshot) Quantile(q float64) float64 {
 	n := s.Count()
-	if n == 0 || q < 0 || q > 1 || len(s.Counts) != len(s.Upper)+1 {
+	if n == 0 || !(q >= 0 && q <= 1) || len(s.Counts) != len(s.Upper)+1 {
 		return math.NaN()
 	}
 	rank := q * float64(n)

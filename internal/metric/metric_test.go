@@ -98,6 +98,7 @@ func TestSnapshotQuantile(t *testing.T) {
 		{0.99, 0.01 + 0.09*1.9/2}, // rank 9.9: 1.9 of 2 in (0.01, 0.1]
 		{1, 0.1},                  // the last observation's bucket top
 		{1.5, math.NaN()},         // out of range
+		{math.NaN(), math.NaN()},  // no quantile at all
 	} {
 		got := s.Quantile(tt.q)
 		if math.IsNaN(tt.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tt.want) > 1e-12 {

@@ -240,7 +240,7 @@ func rowOf(s *engine.Session) sessionRow {
 	first := time.Unix(0, s.First)
 	u := s.Usage
 	tokens := u.Input + u.Output
-	return sessionRow{
+	row := sessionRow{
 		ID: s.ID, Agent: cmp.Or(s.Agent, "?"), Client: s.Client, Project: s.CWD, Title: s.Title, Branch: s.Branch,
 		Start: first.Format("2006-01-02 15:04"), StartFull: first.Format(time.RFC3339),
 		Duration: duration(time.Duration(s.Last - s.First)),
@@ -249,6 +249,12 @@ func rowOf(s *engine.Session) sessionRow {
 		TokensFull: fmt.Sprintf("input %d (cache read %d, cache write %d), output %d", u.Input, u.CacheRead, u.CacheCreation, u.Output),
 		Merged:     s.Merged != nil, Imported: s.Import != nil,
 	}
+	if s.First == 0 {
+		// A session none of whose records has a time (a log of a
+		// summary alone): no start, not 1970.
+		row.Start, row.StartFull, row.Duration = "—", "no record of the session has a time", "—"
+	}
+	return row
 }
 
 // duration writes d shortly: 45s, 12m, 3h05m.

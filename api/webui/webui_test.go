@@ -414,3 +414,14 @@ func TestLive(t *testing.T) {
 		t.Errorf("after Close: %q", got)
 	}
 }
+
+// TestRowWithoutTime: a session none of whose records has a time shows
+// no start, not the Unix epoch.
+func TestRowWithoutTime(t *testing.T) {
+	if r := rowOf(&engine.Session{ID: "claude:summary-only"}); r.Start != "—" || r.Duration != "—" || strings.Contains(r.StartFull, "1970") {
+		t.Errorf("row %+v", r)
+	}
+	if r := rowOf(&engine.Session{ID: "s", First: time.Date(2026, 4, 18, 13, 10, 0, 0, time.Local).UnixNano()}); r.Start != "2026-04-18 13:10" {
+		t.Errorf("row start %q", r.Start)
+	}
+}

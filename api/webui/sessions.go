@@ -168,7 +168,7 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 	if len(ids) > 0 {
 		// The page's sessions alone: the service reads their events,
 		// not every session's.
-		rep, err := u.svc.Usage(api.UsageRequest{Period: api.PeriodSession, Sessions: ids})
+		rep, err := u.usage(api.UsageRequest{Period: api.PeriodSession, Sessions: ids})
 		if err != nil {
 			// The costs are one column: the list stands without them,
 			// and says why they are missing.

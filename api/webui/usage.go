@@ -2,12 +2,14 @@ package webui
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bbengine/bbengine/api"
@@ -126,16 +128,25 @@ func (u *UI) serveUsage(w http.ResponseWriter, r *http.Request) {
 		u.render(w, http.StatusBadRequest, "usage", p)
 		return
 	}
-	rep, err := u.svc.Usage(req)
+	// By period and by session: each reads every call the request
+	// selects, so the two run side by side.
+	sreq := req
+	sreq.Period = api.PeriodSession
+	var byS *api.UsageReport
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		byS, serr = u.usage(sreq)
+	}()
+	rep, err := u.usage(req)
+	<-done
 	if err != nil {
 		p.Err = "usage: " + err.Error()
 		u.render(w, statusOf(err), "usage", p)
 		return
 	}
-	sreq := req
-	sreq.Period = api.PeriodSession
-	byS, err := u.svc.Usage(sreq)
-	if err != nil {
+	if err := serr; err != nil {
 		p.Err = "usage by session: " + err.Error()
 		u.render(w, statusOf(err), "usage", p)
 		return
@@ -467,3 +478,49 @@ func dollars(step float64) func(float64) string {
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// usageCache keeps the usage reports the pages asked for since the
+// engine last derived something (Options.Version): a report reads every
+// call it selects, and the page is asked for again with nothing new.
+type usageCache struct {
+	mu      sync.Mutex
+	version uint64
+	reps    map[string]*api.UsageReport
+}
+
+// maxCachedReports bounds the reports kept for one version.
+const maxCachedReports = 32
+
+// usage is Service.Usage, answered from the cache when nothing was
+// derived since the same request. The pages only read a report.
+func (u *UI) usage(req api.UsageRequest) (*api.UsageReport, error) {
+	v, err := u.version()
+	if err != nil {
+		return u.svc.Usage(req)
+	}
+	kb, err := json.Marshal(req)
+	if err != nil {
+		return u.svc.Usage(req)
+	}
+	key := string(kb)
+	c := &u.usageCache
+	c.mu.Lock()
+	if c.version != v || c.reps == nil {
+		c.version, c.reps = v, map[string]*api.UsageReport{}
+	}
+	rep := c.reps[key]
+	c.mu.Unlock()
+	if rep != nil {
+		return rep, nil
+	}
+	rep, err = u.svc.Usage(req)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.version == v && len(c.reps) < maxCachedReports {
+		c.reps[key] = rep
+	}
+	c.mu.Unlock()
+	return rep, nil
+}

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,6 +285,9 @@ func (f fakeUsage) Usage(req api.UsageRequest) (*api.UsageReport, error) {
 
 func (fakeUsage) Breakers(string) ([]engine.BreakerRecord, error) { return nil, nil }
 
+// Sessions: the fake has none (the UI fingerprints them for its cache).
+func (fakeUsage) Sessions(api.SessionsRequest) ([]engine.Session, error) { return nil, nil }
+
 // TestUsageCharts: one bar group per period, in order, each with its
 // exact numbers in its title; stacked segments that add up to the bar;
 // round ticks; labels thinned when there are many periods.
@@ -382,5 +386,60 @@ func TestSessionsWithoutCosts(t *testing.T) {
 	}
 	if len(p.Rows) != 2 || !strings.Contains(p.Err, "no costs: event 7 of s-1: undecodable") || !strings.Contains(p.Err, "breaker store unreadable") {
 		t.Errorf("rows %d, err %q", len(p.Rows), p.Err)
+	}
+}
+
+// countingUsage counts the Usage calls that reach the service.
+type countingUsage struct {
+	fakeUsage
+	calls *atomic.Int64
+}
+
+func (c countingUsage) Usage(req api.UsageRequest) (*api.UsageReport, error) {
+	c.calls.Add(1)
+	return c.fakeUsage.Usage(req)
+}
+
+// TestUsageCache: the usage page asked for again with nothing derived
+// since reads no usage again; once the engine derived something, it
+// does; another request is read apart.
+func TestUsageCache(t *testing.T) {
+	var calls atomic.Int64
+	var version atomic.Uint64
+	svc := countingUsage{fakeUsage{rows: []api.UsageRow{{Key: "2026-11-27", Calls: 3, CostUSD: 0.5}}}, &calls}
+	ui, err := New(&Options{Service: svc, Token: testToken, Version: func() (uint64, error) { return version.Load(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Close()
+	ck := ui.testCookie()
+	load := func(q string) {
+		t.Helper()
+		req := httptest.NewRequest("GET", "http://127.0.0.1:8080"+Prefix+"usage"+q, nil)
+		req.RemoteAddr = "127.0.0.1:5555"
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		ui.ServeHTTP(rec, req)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), "$0.50") {
+			t.Fatalf("usage%s: %d\n%s", q, rec.Code, rec.Body.String())
+		}
+	}
+	for _, step := range []struct {
+		q    string
+		bump bool
+		want int64
+	}{
+		{"", false, 2},               // by period and by session
+		{"", false, 2},               // nothing new: both from the cache
+		{"?period=weekly", false, 3}, // another period; the same by session
+		{"", true, 5},                // derived since: read again
+	} {
+		if step.bump {
+			version.Add(1)
+		}
+		load(step.q)
+		if got := calls.Load(); got != step.want {
+			t.Errorf("after usage%s (version %d): %d Usage calls, want %d", step.q, version.Load(), got, step.want)
+		}
 	}
 }

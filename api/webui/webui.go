@@ -88,6 +88,8 @@ type UI struct {
 	pages   map[string]*template.Template
 	static  fs.FS
 
+	usageCache usageCache
+
 	// done is closed by Close: live streams end.
 	done      chan struct{}
 	closeOnce sync.Once

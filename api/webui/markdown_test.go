@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,6 +30,9 @@ func TestMarkdown(t *testing.T) {
 		{"image with onerror in its url", "![x](x\" onerror=\"alert(1))", nil, []string{"onerror=\""}},
 		{"data url link", "[x](data:text/html;base64,PHNjcmlwdD4=)", nil, []string{"href=\"data:"}},
 		{"lines stay lines", "ok  \texample.com/cache\nPASS", []string{"cache<br>"}, nil},
+		{"image as text, never fetched", "see ![chart](/v1/messages?x=1) and ![a](https://evil.example/t.png)",
+			[]string{"<code>![chart](/v1/messages?x=1)</code>", "<code>![a](https://evil.example/t.png)</code>"}, []string{"<img"}},
+		{"a small table", "| a | b |\n|---|--:|\n| 1 | 2 |\n| 3 | 4 |", []string{"<table>", "<td>4</td>"}, nil},
 		{"link gets noreferrer", "see https://example.com/docs", []string{`href="https://example.com/docs"`, "noreferrer"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,6 +58,37 @@ func TestMarkdown(t *testing.T) {
 	}
 	if _, ok := markdown(strings.Repeat("a", maxMarkdown+1)); ok {
 		t.Error("a text past maxMarkdown was rendered")
+	}
+}
+
+// TestMarkdownCostlyShapes: texts under maxMarkdown whose parse or
+// output would grow faster than they do stay preformatted (a table of a
+// few kilobytes padded to a wide header made a megabyte of cells, and
+// at 64 KiB would have made a gigabyte), and what is rendered stays in
+// proportion to the text.
+func TestMarkdownCostlyShapes(t *testing.T) {
+	wide := strings.Repeat("|a", 512) + "|\n" + strings.Repeat("|-", 512) + "|\n" + strings.Repeat("x\n", 1024)
+	for name, in := range map[string]string{
+		"a wide table padded on every line": wide,
+		"quotes nested deep":                strings.Repeat(">", 4000) + " a",
+		"quotes nested deep, spaced":        strings.Repeat("> ", 100) + "a",
+		"many nodes":                        strings.Repeat("*a* ", 4000),
+	} {
+		if len(in) > maxMarkdown {
+			t.Fatalf("%s: %d bytes, past maxMarkdown: the case tests nothing", name, len(in))
+		}
+		if h, ok := markdown(in); ok {
+			t.Errorf("%s: rendered, %d bytes of HTML from %d", name, len(h), len(in))
+		}
+	}
+	// A long message of ordinary shape renders, in proportion.
+	var b strings.Builder
+	for i := 0; b.Len() < maxMarkdown-200; i++ {
+		fmt.Fprintf(&b, "- item %d with `code` and **bold**\n", i)
+	}
+	h, ok := markdown(b.String())
+	if !ok || len(h) > 8*b.Len() {
+		t.Errorf("an ordinary list of %d bytes: rendered %v, %d bytes of HTML", b.Len(), ok, len(h))
 	}
 }
 

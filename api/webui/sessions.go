@@ -194,8 +194,9 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 		// is that of the last.
 		recs, err := u.svc.Breakers(p.Rows[i].ID)
 		if err != nil {
-			p.Err = strings.TrimPrefix(p.Err+"; ", "; ") + "no breaker state of " + p.Rows[i].ID + ": " + err.Error()
-			continue
+			// One line says it: the others would fail alike.
+			p.Err = strings.TrimPrefix(p.Err+"; ", "; ") + "no breaker states: " + p.Rows[i].ID + ": " + err.Error()
+			break
 		}
 		if n := len(recs); n > 0 && recs[n-1].State != "" && recs[n-1].State != "closed" {
 			last := recs[n-1]

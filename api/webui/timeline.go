@@ -44,13 +44,15 @@ type eventView struct {
 	Cut      int64  // bytes of Text left out (the whole is in the blob store and the frames)
 	Whole    string // the page of the whole text, when Cut and it is the event's text
 	// HTML is a message's text rendered as Markdown and sanitised
-	// (markdown); Text is then shown folded, as written.
-	HTML    template.HTML
-	Meta    []string
-	Parts   []string // other parts, as JSON
-	Frames  string   // the raw frames page of its exchange, or ""
-	Partial bool
-	IsError bool
+	// (markdown); Text is then shown folded, as written. markdown says
+	// the event is a message to render so.
+	HTML     template.HTML
+	markdown bool
+	Meta     []string
+	Parts    []string // other parts, as JSON
+	Frames   string   // the raw frames page of its exchange, or ""
+	Partial  bool
+	IsError  bool
 }
 
 // timelinePage is the timeline template's data.
@@ -152,8 +154,16 @@ func (u *UI) timeline(id string, page int, at uint64) (*timelinePage, error) {
 		}
 	}
 	p.Events = make([]eventView, 0, hi-lo)
+	budget := pageMarkdown
 	for i := lo; i < hi; i++ {
-		p.Events = append(p.Events, viewOf(s.ID, &evs[i]))
+		v := viewOf(s.ID, &evs[i])
+		if v.markdown && len(v.Text) <= budget {
+			// The page renders at most pageMarkdown bytes of messages
+			// as Markdown: a window of long messages stays quick.
+			budget -= len(v.Text)
+			v.HTML, _ = markdown(v.Text)
+		}
+		p.Events = append(p.Events, v)
 	}
 	if hi > lo {
 		p.First, p.Last = evs[lo].Seq, evs[hi-1].Seq
@@ -263,9 +273,8 @@ func viewOf(session string, e *engine.Event) eventView {
 		v.Whole = textURL(session, e.Seq)
 	}
 	v.Text = text
-	if e.Kind == engine.KindMessage && e.Meta == "" && (e.Role == "user" || e.Role == "assistant") && v.Cut == 0 {
-		v.HTML, _ = markdown(text)
-	}
+	// The timeline renders it (within its page's budget).
+	v.markdown = e.Kind == engine.KindMessage && e.Meta == "" && (e.Role == "user" || e.Role == "assistant") && v.Cut == 0
 	lines := strings.Count(text, "\n") + 1
 	if !v.Fold && (len(text) > foldBytes || lines > foldLines) && e.Kind != engine.KindMessage {
 		v.Fold = true

@@ -137,6 +137,13 @@ func (u *UI) serveUsage(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() {
+			// A panic here would end the process (the proxy's):
+			// net/http recovers only the handler's own goroutine.
+			if v := recover(); v != nil {
+				serr = fmt.Errorf("panic: %v", v)
+			}
+		}()
 		byS, serr = u.usage(sreq)
 	}()
 	rep, err := u.usage(req)

@@ -267,7 +267,7 @@ func parsePages() (map[string]*template.Template, error) {
 
 // csp is every answer's Content-Security-Policy: nothing inline, nothing
 // from elsewhere, never in a frame.
-const csp = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
+const csp = "default-src 'self'; img-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
 
 // setHeaders sets the headers of every answer.
 func setHeaders(h http.Header) {

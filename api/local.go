@@ -521,15 +521,32 @@ func (m *Local) Correct(cr exchange.Correction) (*Corrected, error) {
 	if m.log == nil {
 		return nil, errors.New("memory: opened read-only")
 	}
+	// The target, when given, is the only kind the id may name; without
+	// one the id is an artifact's (id or unique prefix), else a
+	// session's.
+	if cr.Target != "" && cr.Target != "artifact" && cr.Target != "session" {
+		return nil, fmt.Errorf("%w: correction target %q (want artifact, session or none)", ErrBadQuery, cr.Target)
+	}
 	out := &Corrected{}
-	if a, err := m.e.Artifact(cr.ID); err == nil {
-		cr.Target, cr.ID, out.Title = "artifact", a.ID, a.Title
-	} else if !errors.Is(err, engine.ErrNotFound) {
-		return nil, err
-	} else if s, serr := m.e.Session(cr.ID); serr == nil {
-		cr.Target, cr.ID, out.Title = "session", s.ID, "session "+s.ID
-	} else {
-		return nil, fmt.Errorf("%w: no artifact or session %q (bbengine mem search finds artifacts, bbengine sessions lists sessions)", engine.ErrNotFound, cr.ID)
+	want := cr.Target
+	cr.Target = ""
+	if want != "session" {
+		if a, err := m.e.Artifact(cr.ID); err == nil {
+			cr.Target, cr.ID, out.Title = "artifact", a.ID, a.Title
+		} else if !errors.Is(err, engine.ErrNotFound) {
+			return nil, err
+		}
+	}
+	if cr.Target == "" && want != "artifact" {
+		if s, err := m.e.Session(cr.ID); err == nil {
+			cr.Target, cr.ID, out.Title = "session", s.ID, "session "+s.ID
+		} else if !errors.Is(err, engine.ErrNotFound) {
+			return nil, err
+		}
+	}
+	if cr.Target == "" {
+		what := map[string]string{"": "artifact or session", "artifact": "artifact", "session": "session"}[want]
+		return nil, fmt.Errorf("%w: no %s %q (bbengine mem search finds artifacts, bbengine sessions lists sessions)", engine.ErrNotFound, what, cr.ID)
 	}
 	p, err := exchange.AppendCorrection(nil, cr)
 	if err != nil {

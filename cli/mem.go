@@ -473,7 +473,7 @@ func correctCommand(op, usage string) *ucli.Command {
 				return err
 			}
 			defer closeFn()
-			out, err := m.Correct(api.Correction{Op: op, Target: "artifact", ID: c.Args().First(), Reason: c.String("reason")})
+			out, err := m.Correct(api.Correction{Op: op, ID: c.Args().First(), Reason: c.String("reason")})
 			if err != nil {
 				return err
 			}

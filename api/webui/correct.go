@@ -52,9 +52,8 @@ func (u *UI) correctFor(v *cardView, back string) *correctView {
 // then back to the form's page (303), which shows the new state: Correct
 // returns once memory and the index have taken the correction.
 //
-// The id is resolved here, for the target the form names: Correct takes
-// an id that names no artifact for a session's, and a form about an
-// artifact must never forget a session.
+// The form names its target (an artifact unless it says session), and
+// Service.Correct resolves the id as that kind alone.
 func (u *UI) serveCorrect(w http.ResponseWriter, r *http.Request) {
 	if u.snapshot {
 		u.refuse(w, http.StatusConflict, "bbengine ui: this UI serves a read-only snapshot (no proxy runs for the directory): run `bbengine mem "+
@@ -71,40 +70,20 @@ func (u *UI) serveCorrect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target := r.PostFormValue("target")
-	var def string
-	switch target {
-	case "", "artifact":
+	if target == "" {
+		// A form names its target: an artifact's form never forgets the
+		// session its id might also name (Correct checks the target).
 		target = "artifact"
-		a, err := u.svc.Get(id)
-		if err != nil {
-			u.refuse(w, statusOf(err), "bbengine ui: "+op+" "+id+": "+err.Error())
-			return
-		}
-		id, def = a.ID, artifactURL(a.ID)
-	case "session":
-		if op == "pin" || op == "unpin" {
-			u.refuse(w, http.StatusBadRequest, "bbengine ui: a session is forgotten or unforgotten, not "+op+"ned")
-			return
-		}
-		s, err := u.svc.Session(id)
-		if err != nil {
-			u.refuse(w, statusOf(err), "bbengine ui: "+op+" session "+id+": "+err.Error())
-			return
-		}
-		if a, err := u.svc.Get(s.ID); err == nil {
-			// Correct would take the id for the artifact's.
-			u.refuse(w, http.StatusConflict, "bbengine ui: the session id "+s.ID+" also names the artifact "+a.ID+": run `bbengine mem "+op+" "+s.ID+"` after checking which it takes")
-			return
-		}
-		id, def = s.ID, memoryURL(s.ID, "")
-	default:
-		u.refuse(w, http.StatusBadRequest, "bbengine ui: a correction is about an artifact or a session, not "+strconv.Quote(clip(target, 40)))
-		return
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	if _, err := u.svc.Correct(api.Correction{Op: op, Target: target, ID: id, Reason: reason}); err != nil {
-		u.refuse(w, statusOf(err), "bbengine ui: "+op+" "+id+": "+err.Error())
+	out, err := u.svc.Correct(api.Correction{Op: op, Target: target, ID: id, Reason: reason})
+	if err != nil {
+		u.refuse(w, statusOf(err), "bbengine ui: "+op+" "+target+" "+id+": "+err.Error())
 		return
+	}
+	def := artifactURL(out.Correction.ID)
+	if out.Correction.Target == "session" {
+		def = memoryURL(out.Correction.ID, "")
 	}
 	http.Redirect(w, r, backTo(r.PostFormValue("back"), def), http.StatusSeeOther)
 }

@@ -184,7 +184,7 @@ func TestCorrect(t *testing.T) {
 		{"back up and out", url.Values{"back": {Prefix + "../metrics"}}, 303, artifactURL(bolt)},
 		{"back climbing in its fragment", url.Values{"back": {Prefix + "a/x#/../../../../v1/models"}}, 303, Prefix + "a/x"},
 		{"a session's id as an artifact", url.Values{"id": {"sess-correct"}}, 404, ""},
-		{"a session pinned", url.Values{"id": {"sess-correct"}, "target": {"session"}}, 400, ""},
+		{"a session pinned", url.Values{"id": {"sess-correct"}, "target": {"session"}}, 303, ""},
 		{"an unknown target", url.Values{"target": {"project"}}, 400, ""},
 	} {
 		f := url.Values{"csrf": {r.ui.CSRF()}, "id": {bolt}, "back": {memPage}, "op": {"pin"}}

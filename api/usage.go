@@ -441,3 +441,14 @@ func (r *Remote) Usage(req UsageRequest) (*UsageReport, error) {
 	}
 	return &out, nil
 }
+
+// CostText writes a cost in dollars as `bbengine usage` and the web UI
+// show it: partial marks one that leaves out the tokens of a model the
+// price table does not know (a lower bound), never a cost of $0 for them.
+func CostText(usd float64, partial bool) string {
+	s := fmt.Sprintf("$%.2f", usd)
+	if partial {
+		s += "+?"
+	}
+	return s
+}

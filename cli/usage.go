@@ -128,11 +128,11 @@ func printUsage(out io.Writer, rep *api.UsageReport) {
 			fmt.Sprint(t.CacheCreation), fmt.Sprint(t.CacheRead), fmt.Sprint(t.Total), cost})
 	}
 	row := func(name string, r *api.UsageRow) {
-		line(name, r.Calls, r.UsageTokens, costText(r.CostUSD, len(r.Unpriced) > 0))
+		line(name, r.Calls, r.UsageTokens, api.CostText(r.CostUSD, len(r.Unpriced) > 0))
 		for _, m := range r.Models {
 			cost := "unpriced"
 			if m.CostUSD != nil {
-				cost = costText(*m.CostUSD, false)
+				cost = api.CostText(*m.CostUSD, false)
 			}
 			line("  "+m.Model, m.Calls, m.UsageTokens, cost)
 		}
@@ -170,14 +170,4 @@ func printUsage(out io.Writer, rep *api.UsageReport) {
 	if u := rep.Total.Unpriced; len(u) > 0 {
 		fmt.Fprintf(out, "\n+? : the cost leaves out models the price table does not know: %s (add them with --prices FILE)\n", strings.Join(u, ", "))
 	}
-}
-
-// costText formats a cost in dollars; partial marks one that leaves out
-// unpriced tokens.
-func costText(usd float64, partial bool) string {
-	s := fmt.Sprintf("$%.2f", usd)
-	if partial {
-		s += "+?"
-	}
-	return s
 }

@@ -181,7 +181,7 @@ func (u *UI) sessions(f filter) (*sessionsPage, error) {
 		}
 		for i := range p.Rows {
 			if r := cost[p.Rows[i].ID]; r != nil {
-				p.Rows[i].Cost = costText(r.CostUSD, len(r.Unpriced) > 0)
+				p.Rows[i].Cost = api.CostText(r.CostUSD, len(r.Unpriced) > 0)
 				p.Rows[i].CostFull = fmt.Sprintf("%d calls", r.Calls)
 				if len(r.Unpriced) > 0 {
 					p.Rows[i].CostFull += "; leaves out " + strings.Join(r.Unpriced, ", ") + ", which the price table does not know"

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bbengine/bbengine/engine"
+	"github.com/bbengine/bbengine/internal/bytesize"
 )
 
 // eventsPerPage is how many events one window of a timeline shows.
@@ -281,7 +282,7 @@ func viewOf(session string, e *engine.Event) eventView {
 	}
 	if v.Fold {
 		first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-		v.Summary = fmt.Sprintf("%s … (%d lines, %s)", clip(first, 120), lines, size(len(text)))
+		v.Summary = fmt.Sprintf("%s … (%d lines, %s)", clip(first, 120), lines, bytesize.Format(int64(len(text))))
 	}
 	return v
 }
@@ -312,25 +313,10 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8Start(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n]
-}
-
-// utf8Start reports whether b starts a UTF-8 character.
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// size writes n bytes shortly.
-func size(n int) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
 }
 
 func dash(s string) string {

@@ -67,17 +67,7 @@ type usageLine struct {
 // lineOf renders a report row.
 func lineOf(key string, r *api.UsageRow) usageLine {
 	return usageLine{Key: key, Agent: r.Agent, Calls: r.Calls, UsageTokens: r.UsageTokens,
-		Cost: costText(r.CostUSD, len(r.Unpriced) > 0), Unpriced: strings.Join(r.Unpriced, ", ")}
-}
-
-// costText writes a cost as `bbengine usage` does: partial marks one
-// that leaves out unpriced tokens (a lower bound).
-func costText(usd float64, partial bool) string {
-	s := fmt.Sprintf("$%.2f", usd)
-	if partial {
-		s += "+?"
-	}
-	return s
+		Cost: api.CostText(r.CostUSD, len(r.Unpriced) > 0), Unpriced: strings.Join(r.Unpriced, ", ")}
 }
 
 // tripView is one trip of the circuit breaker.
@@ -168,7 +158,7 @@ func (u *UI) serveUsage(w http.ResponseWriter, r *http.Request) {
 	for _, m := range rep.Total.Models {
 		l := usageLine{Key: m.Model, Calls: m.Calls, UsageTokens: m.UsageTokens, Cost: "unpriced", Unpriced: m.Model}
 		if m.CostUSD != nil {
-			l.Cost, l.Unpriced = costText(*m.CostUSD, false), ""
+			l.Cost, l.Unpriced = api.CostText(*m.CostUSD, false), ""
 		}
 		p.ByModel = append(p.ByModel, l)
 	}
@@ -216,7 +206,7 @@ func byAgent(rows []api.UsageRow) []usageLine {
 	var out []usageLine
 	for a, s := range sums {
 		slices.Sort(s.unpriced)
-		out = append(out, usageLine{Key: a, Calls: s.calls, UsageTokens: s.t, Cost: costText(s.cost, len(s.unpriced) > 0),
+		out = append(out, usageLine{Key: a, Calls: s.calls, UsageTokens: s.t, Cost: api.CostText(s.cost, len(s.unpriced) > 0),
 			Unpriced: strings.Join(s.unpriced, ", ")})
 	}
 	cost := map[string]float64{}
@@ -390,7 +380,7 @@ func costChart(rows []api.UsageRow) *chart {
 	for i := range rows {
 		r := &rows[i]
 		g := c.group(i, r.Key)
-		g.Title = fmt.Sprintf("%s: %s in %d calls", r.Key, costText(r.CostUSD, len(r.Unpriced) > 0), r.Calls)
+		g.Title = fmt.Sprintf("%s: %s in %d calls", r.Key, api.CostText(r.CostUSD, len(r.Unpriced) > 0), r.Calls)
 		if len(r.Unpriced) > 0 {
 			g.Title += " (leaves out " + strings.Join(r.Unpriced, ", ") + ", which have no price)"
 		}

@@ -80,7 +80,7 @@ func TestUsagePage(t *testing.T) {
 	if !strings.Contains(body, totalLine(want)) {
 		t.Errorf("the page's total is not the service's %s\n%s", totalLine(want), body)
 	}
-	if wantCost := costText(want.Total.CostUSD, true); !strings.Contains(html.UnescapeString(body), `<th class="n">`+wantCost+`</th>`) {
+	if wantCost := api.CostText(want.Total.CostUSD, true); !strings.Contains(html.UnescapeString(body), `<th class="n">`+wantCost+`</th>`) {
 		t.Errorf("the total cost %s is not on the page (a lower bound: one model is unpriced)", wantCost)
 	}
 	if n := strings.Count(body, `<g class="bar"`); n != 2*len(want.Rows) {
@@ -227,7 +227,7 @@ func TestUsageInert(t *testing.T) {
 	}
 	for _, row := range rep.Rows {
 		cells := html.UnescapeString(cut(t, list, `data-id="`+row.Key+`"`, "</tr>"))
-		want := costText(row.CostUSD, len(row.Unpriced) > 0)
+		want := api.CostText(row.CostUSD, len(row.Unpriced) > 0)
 		if !strings.Contains(cells, `<td class="n cost"`) || !strings.Contains(cells, ">"+want+"</td>") {
 			t.Errorf("session %s: its row has no cost %s:\n%s", row.Key, want, cells)
 		}
